@@ -1,0 +1,292 @@
+"""``totem run`` end to end: the real CLI, a loopback server speaking the OpenAI wire."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+
+from tests.support.model_server import Reply, chunk, text_reply, tool_reply
+
+
+def parts_of(export: dict, kind: str, *, discarded: bool | None = None) -> list[dict]:
+    found = [p for m in export["messages"] for p in m["parts"] if p["type"] == kind]
+    if discarded is not None:
+        found = [p for p in found if p["discarded"] == discarded]
+    return found
+
+
+def test_text_turn_streams_events_and_stores_parts(totem):
+    totem.server.enqueue(text_reply("Hello from the model.", reasoning="Let me think.", pieces=4, usage=(42, 7)))
+    result = totem.agent("say hello")
+
+    assert result.code == 0, result.stderr
+    kinds = result.kinds()
+    assert kinds[0] == "turnStart" and kinds[-1] == "turnEnd"
+    assert "".join(e["text"] for e in result.of("textDelta")) == "Hello from the model."
+    assert "".join(e["text"] for e in result.of("reasoningDelta")) == "Let me think."
+    assert kinds.index("reasoningDelta") < kinds.index("textDelta")
+    assert result.of("stepEnd")[0]["usage"] == {"inputTokens": 42, "outputTokens": 7}
+    end = result.of("turnEnd")[0]
+    assert end["stopReason"] == "finished" and end["text"] == "Hello from the model."
+    assert end["model"] == "sim/test-model"
+    assert all(e["sessionId"] == end["sessionId"] for e in result.events)
+
+    request = totem.server.requests[0]
+    assert request["stream"] is True and request["stream_options"] == {"include_usage": True}
+    assert request["messages"][0]["role"] == "system"
+    assert request["messages"][-1] == {"role": "user", "content": "say hello"}
+    assert {t["function"]["name"] for t in request["tools"]} >= {"read", "write"}
+
+    export = totem.export(end["sessionId"])
+    assert [p["data"]["text"] for p in parts_of(export, "text")] == ["say hello", "Hello from the model."]
+    assert parts_of(export, "reasoning")[0]["data"]["text"] == "Let me think."
+    assert "sk-secret-test-key" not in result.stdout + result.stderr
+
+
+def test_tool_calls_split_across_chunks_run_in_order_and_results_go_back(totem):
+    (totem.project / "notes.txt").write_text("one\ntwo\n")
+    totem.server.enqueue(
+        tool_reply(
+            [("write", {"path": "src/app.py", "content": "print('hi')\n"}), ("read", {"path": "src/app.py"})],
+            split=7,
+        )
+    )
+    totem.server.enqueue(tool_reply([("read", {"path": "notes.txt"}), ("read", {"path": "src"})]))
+    totem.server.enqueue(text_reply("All done."))
+    result = totem.agent("make the app", extra=("--yes",))
+
+    assert result.code == 0, result.stderr
+    assert (totem.project / "src/app.py").read_text() == "print('hi')\n"
+    ends = result.of("toolEnd")
+    assert [(e["tool"], e["status"]) for e in ends] == [("write", "ok"), ("read", "ok"), ("read", "ok"), ("read", "ok")]
+    # The read after the write sees what the write did: each call is its own transaction.
+    assert "1\tprint('hi')" in ends[1]["output"]
+    second = totem.server.requests[1]["messages"]
+    assistant = [m for m in second if m["role"] == "assistant"][-1]
+    assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["write", "read"]
+    tool_messages = [m for m in second if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == ["call_1", "call_2"]
+    third = totem.server.requests[2]["messages"]
+    assert "1\tone" in third[-2]["content"] and "app.py" in third[-1]["content"]
+
+    export = totem.export(result.events[0]["sessionId"])
+    tools = parts_of(export, "tool")
+    assert [t["status"] for t in tools] == ["ok"] * 4
+    assert tools[0]["data"]["input"] == {"path": "src/app.py", "content": "print('hi')\n"}
+    assert tools[0]["data"]["rule"]["source"] == "user"
+
+
+def test_rate_limit_honours_retry_after_then_succeeds(totem):
+    totem.server.enqueue(Reply(status=429, headers={"Retry-After": "1"}, body='{"error":{"message":"slow down"}}'))
+    totem.server.enqueue(text_reply("after the wait"))
+    started = time.monotonic()
+    result = totem.agent("hi")
+    assert result.code == 0, result.stderr
+    assert time.monotonic() - started >= 1.0
+    assert len(totem.server.requests) == 2
+    assert result.of("stepDiscarded")[0]["step"] == 1
+    assert any("Retrying in 1.0 s" in n["message"] for n in result.of("notice"))
+    assert result.of("turnEnd")[0]["text"] == "after the wait"
+
+
+def test_server_error_then_success(totem):
+    totem.server.enqueue(Reply(status=500, body='{"error":{"message":"boom"}}'))
+    totem.server.enqueue(text_reply("recovered"))
+    result = totem.agent("hi")
+    assert result.code == 0
+    assert len(totem.server.requests) == 2
+    assert result.of("turnEnd")[0]["text"] == "recovered"
+
+
+def test_authentication_error_stops_at_once_with_the_vendor_message(totem):
+    totem.server.enqueue(Reply(status=401, body='{"error":{"message":"Incorrect API key provided"}}'))
+    totem.server.enqueue(text_reply("never sent"))
+    result = totem.agent("hi")
+    assert result.code == 1
+    assert len(totem.server.requests) == 1
+    error = result.of("error")[0]
+    assert error["errorClass"] == "AuthenticationError" and "Incorrect API key provided" in error["message"]
+    assert result.of("turnEnd")[0]["stopReason"] == "error"
+    assert "sk-secret-test-key" not in result.stdout + result.stderr
+
+
+def test_stream_cut_mid_answer_is_discarded_and_retried(totem):
+    cut = text_reply("this answer will be cut off", pieces=6)
+    cut.cut_after = 4
+    totem.server.enqueue(cut)
+    totem.server.enqueue(text_reply("complete answer"))
+    result = totem.agent("hi")
+
+    assert result.code == 0, result.stderr
+    kinds = result.kinds()
+    assert kinds.index("stepDiscarded") < kinds.index("turnEnd")
+    assert result.of("turnEnd")[0]["text"] == "complete answer"
+    export = totem.export(result.events[0]["sessionId"])
+    dropped = parts_of(export, "text", discarded=True)
+    assert dropped and "this answer" in dropped[0]["data"]["text"]
+    assert [p["data"]["text"] for p in parts_of(export, "text", discarded=False)] == ["hi", "complete answer"]
+
+
+def test_without_a_terminal_an_ask_is_a_reject_and_three_rejections_end_the_run(totem):
+    for n in range(3):
+        totem.server.enqueue(tool_reply([("write", {"path": f"f{n}.txt", "content": "x"})]))
+    totem.server.enqueue(text_reply("not reached"))
+    result = totem.agent("write files")
+
+    assert result.code == 3
+    assert not list(totem.project.glob("f*.txt"))
+    assert [e["status"] for e in result.of("toolEnd")] == ["denied"] * 3
+    assert [e["decision"] for e in result.of("permission")] == ["reject"] * 3
+    end = result.of("turnEnd")[0]
+    assert end["stopReason"] == "guard"
+    assert "rejected" in result.of("notice")[-1]["message"]
+    assert len(totem.server.requests) == 3
+    assert "rejected" in totem.server.requests[1]["messages"][-1]["content"]
+
+
+def test_plan_mode_denies_changes_by_rule(totem):
+    totem.server.enqueue(tool_reply([("write", {"path": "x.txt", "content": "x"})]))
+    totem.server.enqueue(text_reply("ok, a plan then"))
+    result = totem.agent("write x", extra=("--mode", "plan", "--yes"))
+    assert result.code == 0
+    assert not (totem.project / "x.txt").exists()
+    permission = result.of("permission")[0]
+    assert permission["decision"] == "deny" and permission["rule"]["source"] == "mode"
+    assert "plan mode" in totem.server.requests[0]["messages"][0]["content"]
+
+
+def test_path_outside_the_project_is_a_hard_deny_even_with_yes(totem):
+    totem.server.enqueue(tool_reply([("write", {"path": "../escape.txt", "content": "x"})]))
+    totem.server.enqueue(text_reply("understood"))
+    result = totem.agent("escape", extra=("--yes",))
+    assert result.code == 0
+    assert not (totem.project.parent / "escape.txt").exists()
+    end = result.of("toolEnd")[0]
+    assert end["status"] == "denied" and "outside the project" in end["output"]
+    assert result.of("permission")[0]["rule"]["source"] == "boundary"
+
+
+def test_broken_tool_arguments_are_a_tool_error_not_a_crash(totem):
+    opening = {"index": 0, "id": "call_x", "type": "function", "function": {"name": "read", "arguments": '{"path": "a.t'}}
+    totem.server.enqueue(Reply(events=[chunk({"tool_calls": [opening]}), chunk({}, finish_reason="tool_calls")]))
+    totem.server.enqueue(tool_reply([("read", {"offset": 3})]))
+    totem.server.enqueue(text_reply("sorry"))
+    result = totem.agent("read it")
+    assert result.code == 0
+    first, second = result.of("toolEnd")
+    assert first["status"] == "error" and "not valid JSON" in first["output"]
+    assert second["status"] == "error" and "path" in second["output"] and "required" in second["output"].lower()
+
+
+def test_the_same_call_with_the_same_result_three_times_ends_the_run(totem):
+    (totem.project / "a.txt").write_text("same\n")
+    for _ in range(4):
+        totem.server.enqueue(tool_reply([("read", {"path": "a.txt"})]))
+    result = totem.agent("loop", extra=("--max-steps", "0"))
+    assert result.code == 3
+    assert len(result.of("toolEnd")) == 3
+    assert result.of("turnEnd")[0]["stopReason"] == "guard"
+
+
+def test_step_limit_ends_the_run_with_a_visible_reason(totem):
+    for n in range(10):
+        (totem.project / f"f{n}.txt").write_text(f"{n}\n")
+        totem.server.enqueue(tool_reply([("read", {"path": f"f{n}.txt"})]))
+    result = totem.agent("read all", extra=("--max-steps", "3"))
+    assert result.code == 3
+    assert len(totem.server.requests) == 10  # 3 is raised to the minimum of 10
+    end = result.of("turnEnd")[0]
+    assert end["stopReason"] == "step_limit"
+    assert "step limit (10 steps)" in result.of("notice")[-1]["message"]
+
+
+def test_a_session_continues_with_its_history(totem):
+    totem.server.enqueue(text_reply("first answer"))
+    first = totem.agent("first question")
+    session_id = first.events[0]["sessionId"]
+    totem.server.enqueue(text_reply("second answer"))
+    second = totem.agent("second question", extra=("--session", session_id))
+    assert second.code == 0 and second.events[0]["sessionId"] == session_id
+    messages = totem.server.requests[1]["messages"]
+    assert [(m["role"], m.get("content")) for m in messages[1:]] == [
+        ("user", "first question"),
+        ("assistant", "first answer"),
+        ("user", "second question"),
+    ]
+    listed = totem.run("sessions", "list")
+    assert session_id in listed.stdout and "first question" in listed.stdout
+
+
+def test_plain_output_answer_on_stdout_activity_on_stderr(totem):
+    totem.server.enqueue(tool_reply([("read", {"path": "."})]))
+    totem.server.enqueue(text_reply("The folder is empty."))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(totem.config), "look around")
+    assert result.code == 0
+    assert result.stdout.strip() == "The folder is empty."
+    assert "→ Read ." in result.stderr and "   0 entries" in result.stderr
+    assert "— sim/test-model" in result.stderr
+
+
+def test_config_errors_exit_2_with_a_clear_message(totem):
+    bad = totem.home / "bad.toml"
+    bad.parent.mkdir(parents=True, exist_ok=True)
+    bad.write_text("max_step = 5\n")
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(bad), "hi")
+    assert result.code == 2
+    assert "max_step" in result.stderr and "max_steps" in result.stderr
+    no_model = totem.run("run", "--cwd", str(totem.project), "hi")
+    assert no_model.code == 2 and "model" in no_model.stderr
+
+
+def _start_streaming(totem, reply: Reply) -> tuple[subprocess.Popen, str]:
+    """Start ``totem run --json`` and wait until it has streamed the first deltas; return its session id."""
+    totem.server.enqueue(reply)
+    proc = subprocess.Popen(
+        totem.command("run", "--cwd", str(totem.project), "--config", str(totem.config), "--json", "tell me"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=totem.env,
+    )
+    session_id = None
+    deltas = 0
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        event = json.loads(line)
+        session_id = event["sessionId"]
+        deltas += event["kind"] == "textDelta"
+        if deltas == 2:
+            break
+    assert session_id and deltas == 2
+    time.sleep(0.6)  # longer than the store's update interval, so the streamed text is on disk
+    return proc, session_id
+
+
+def _slow_reply() -> Reply:
+    reply = text_reply("partial answer that never ends", pieces=2)
+    reply.events = reply.events[:3]  # role chunk and both text deltas, no finish
+    reply.hold = 30
+    return reply
+
+
+def test_kill_9_mid_stream_leaves_a_readable_session(totem):
+    proc, session_id = _start_streaming(totem, _slow_reply())
+    proc.kill()
+    proc.wait(timeout=10)
+    shown = totem.run("sessions", "show", session_id)
+    assert shown.code == 0
+    assert "user: tell me" in shown.stdout
+    assert "assistant: partial answer that never ends" in shown.stdout
+
+
+def test_interrupt_aborts_cleanly_and_stores_the_partial_answer(totem):
+    proc, session_id = _start_streaming(totem, _slow_reply())
+    proc.send_signal(signal.SIGINT)
+    stdout, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    events = [json.loads(line) for line in stdout.splitlines()]
+    end = events[-1]
+    assert end["kind"] == "turnEnd" and end["stopReason"] == "aborted"
+    assert end["text"] == "partial answer that never ends"
+    export = totem.export(session_id)
+    assert parts_of(export, "text")[-1]["data"]["text"] == "partial answer that never ends"
+    assert parts_of(export, "notice")[-1]["data"]["stopReason"] == "aborted"

@@ -1,0 +1,175 @@
+"""Confinement of paths to the project root, and 'did you mean' suggestions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from totem_engine.tools.base import BoundaryError, ToolError
+from totem_engine.tools.paths import closest_paths, folder_glob, relative, resolve_in_project
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> Path:
+    """``tmp/R/ws`` is the project; ``tmp/R/OUTSIDE`` is a sibling outside it."""
+    root = tmp_path / "R" / "ws"
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "src" / "main.py").write_text("print('hi')\n")
+    (root / "src" / "pkg" / "util.py").write_text("")
+    (root / "README.md").write_text("readme\n")
+    outside = tmp_path / "R" / "OUTSIDE"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret\n")
+    return root
+
+
+def test_dotdot_escape_is_refused(layout: Path):
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, "../OUTSIDE/secret.txt")
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, "src/../../OUTSIDE/new.txt")
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, "..")
+
+
+def test_dotdot_that_stays_inside_is_fine(layout: Path):
+    assert resolve_in_project(layout, "src/pkg/../main.py") == (layout / "src" / "main.py").resolve()
+
+
+def test_boundary_error_is_a_tool_error(layout: Path):
+    with pytest.raises(ToolError) as info:
+        resolve_in_project(layout, "../OUTSIDE/secret.txt")
+    assert isinstance(info.value, BoundaryError)
+    assert "outside the project" in str(info.value)
+
+
+def test_absolute_path_outside_is_refused(layout: Path):
+    outside = layout.parent / "OUTSIDE" / "secret.txt"
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, str(outside))
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, "/etc/passwd")
+
+
+def test_sibling_with_common_prefix_is_outside(layout: Path):
+    # R/ws-evil is not under R/ws even though the string starts the same.
+    evil = layout.parent / "ws-evil"
+    evil.mkdir()
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, str(evil / "x.txt"))
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, "../ws-evil/x.txt")
+
+
+def test_symlinked_dir_pointing_outside_is_refused(layout: Path):
+    (layout / "outbox").symlink_to("../OUTSIDE")
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, "outbox/escaped.txt")  # does not exist yet
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, "outbox/secret.txt")  # exists
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, "outbox/deeper/new/file.txt")
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, "outbox")
+    assert not (layout.parent / "OUTSIDE" / "escaped.txt").exists()
+
+
+def test_dangling_symlink_pointing_outside_is_refused(layout: Path):
+    (layout / "gone").symlink_to("../NOT_THERE")
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, "gone/escaped.txt")
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, "gone")
+
+
+def test_symlinked_file_pointing_outside_is_refused(layout: Path):
+    (layout / "link.txt").symlink_to(layout.parent / "OUTSIDE" / "secret.txt")
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, "link.txt")
+
+
+def test_symlink_inside_the_project_resolves_to_its_target(layout: Path):
+    (layout / "alias").symlink_to("src")
+    assert resolve_in_project(layout, "alias/main.py") == (layout / "src" / "main.py").resolve()
+
+
+def test_new_file_under_existing_dir_is_fine(layout: Path):
+    real = resolve_in_project(layout, "src/new_module.py")
+    assert real == layout.resolve() / "src" / "new_module.py"
+    assert not real.exists()
+
+
+def test_new_file_under_new_dirs_is_fine(layout: Path):
+    real = resolve_in_project(layout, "a/b/c.txt")
+    assert real == layout.resolve() / "a" / "b" / "c.txt"
+
+
+def test_absolute_path_inside_is_fine(layout: Path):
+    absolute = layout / "src" / "main.py"
+    assert resolve_in_project(layout, str(absolute)) == absolute.resolve()
+
+
+def test_root_itself_is_inside(layout: Path):
+    assert resolve_in_project(layout, ".") == layout.resolve()
+    assert relative(layout, resolve_in_project(layout, ".")) == "."
+
+
+def test_root_reached_through_a_symlink(tmp_path: Path, layout: Path):
+    via = tmp_path / "via"
+    via.symlink_to(layout)
+    real = resolve_in_project(via, "src/main.py")
+    assert real == (layout / "src" / "main.py").resolve()
+    assert relative(via, real) == "src/main.py"
+    with pytest.raises(BoundaryError):
+        resolve_in_project(via, "../R/OUTSIDE/secret.txt")
+
+
+@pytest.mark.parametrize("path", ["", "   "])
+def test_empty_path_is_a_tool_error(layout: Path, path: str):
+    with pytest.raises(ToolError) as info:
+        resolve_in_project(layout, path)
+    assert not isinstance(info.value, BoundaryError)
+
+
+def test_relative_uses_forward_slashes(layout: Path):
+    assert relative(layout, layout.resolve() / "src" / "pkg" / "util.py") == "src/pkg/util.py"
+
+
+def test_folder_glob():
+    assert folder_glob("src/pkg/util.py") == "src/pkg/*"
+    assert folder_glob("README.md") == "*"
+
+
+# --- closest_paths --------------------------------------------------------------------------
+
+
+def test_closest_paths_suggests_a_near_name_in_the_same_folder(layout: Path):
+    assert "src/main.py" in closest_paths(layout, "src/mian.py")
+
+
+def test_closest_paths_at_root(layout: Path):
+    assert "README.md" in closest_paths(layout, "READM.md")
+
+
+def test_closest_paths_falls_back_to_deepest_existing_folder(layout: Path):
+    # src/nothere/ does not exist; suggestions come from src/.
+    suggestions = closest_paths(layout, "src/nothere/main.py")
+    assert "src/main.py" in suggestions
+
+
+def test_closest_paths_respects_limit(layout: Path):
+    for i in range(6):
+        (layout / f"note{i}.txt").write_text("")
+    assert len(closest_paths(layout, "note.txt", limit=2)) == 2
+
+
+def test_closest_paths_returns_nothing_for_unrelated_names(layout: Path):
+    assert closest_paths(layout, "zzzzqqqq.bin") == []
+
+
+def test_closest_paths_never_suggests_outside(layout: Path):
+    (layout / "outbox").symlink_to("../OUTSIDE")
+    for suggestion in closest_paths(layout, "outbox/secrt.txt") + closest_paths(layout, "../OUTSIDE/secrt.txt"):
+        assert not suggestion.startswith("..")
+        assert "secret" not in suggestion

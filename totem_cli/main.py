@@ -1,0 +1,134 @@
+"""The ``totem`` command: ``run``, ``models``, ``sessions``.
+
+Exit codes of ``totem run``: 0 finished, 1 error, 2 usage or config error, 3 ended by the step
+limit or a guard, 130 aborted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import anyio
+
+EXIT_CODES = {"finished": 0, "error": 1, "step_limit": 3, "guard": 3, "aborted": 130}
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="totem", description="A coding agent for your editor and your terminal.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--cwd", type=Path, default=None, help="project root (default: the current directory)")
+        p.add_argument("--config", type=Path, default=None, help="a config file applied after the others")
+
+    run = sub.add_parser("run", help="run one turn of the agent")
+    common(run)
+    run.add_argument("--model", help='"provider/model id" (default: model from the config)')
+    run.add_argument("--mode", choices=["build", "plan"], default=None)
+    run.add_argument("--yes", action="store_true", help="answer every permission question with allow once")
+    run.add_argument("--json", action="store_true", help="write the event stream as NDJSON on stdout")
+    run.add_argument("--session", help="continue this session")
+    run.add_argument("--max-steps", type=int, default=None, help="step limit (0: none; 1-9 are raised to 10)")
+    run.add_argument("prompt", nargs="+", help="what to do")
+
+    models = sub.add_parser("models", help="list the models of the configured providers")
+    common(models)
+
+    sessions = sub.add_parser("sessions", help="list, show or export stored sessions")
+    sessions_sub = sessions.add_subparsers(dest="action", required=True)
+    sessions_sub.add_parser("list", help="sessions, newest first")
+    show = sessions_sub.add_parser("show", help="a session's messages")
+    show.add_argument("session_id")
+    export = sessions_sub.add_parser("export", help="a session as JSON")
+    export.add_argument("session_id")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from totem_engine.config import ConfigError
+    from totem_engine.store import SessionNotFound
+
+    try:
+        if args.command == "run":
+            from totem_cli.run import run_command
+
+            return anyio.run(run_command, args)
+        if args.command == "models":
+            return anyio.run(models_command, args)
+        return anyio.run(sessions_command, args)
+    except ConfigError as exc:
+        print(f"totem: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except SessionNotFound as exc:
+        print(f"totem: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def project_root(args: argparse.Namespace) -> Path:
+    root = (args.cwd or Path.cwd()).resolve()
+    if not root.is_dir():
+        from totem_engine.config import ConfigError
+
+        raise ConfigError(f"{root} is not a directory")
+    return root
+
+
+async def models_command(args: argparse.Namespace) -> int:
+    from totem_engine.config import load_config
+    from totem_engine.providers.errors import ProviderError
+    from totem_engine.runtime import Runtime
+
+    root = project_root(args)
+    runtime = Runtime(root, load_config(root, config_file=args.config))
+    failures = 0
+    try:
+        if not runtime.config.providers:
+            print("No providers configured. Add a [providers.<name>] table to your config (see docs/config.md).", file=sys.stderr)
+            return 1
+        for name in runtime.config.providers:
+            try:
+                found = await runtime.provider(name).models()
+            except ProviderError as exc:
+                failures += 1
+                print(f"{name}: {type(exc).__name__}: {exc.message}", file=sys.stderr)
+                continue
+            for info in found:
+                window = f"\t{info.context_window}" if info.context_window else ""
+                print(f"{name}/{info.id}{window}")
+    finally:
+        await runtime.aclose()
+    return 1 if failures == len(runtime.config.providers) else 0
+
+
+async def sessions_command(args: argparse.Namespace) -> int:
+    from totem_cli.transcript import render_session
+    from totem_engine.store import Store
+
+    store = Store()
+    try:
+        if args.action == "list":
+            for session in await store.list_sessions():
+                print(f"{session.id}\t{_when(session.updated_at)}\t{session.model}\t{session.title or ''}")
+        elif args.action == "show":
+            session = await store.get_session(args.session_id)
+            print(render_session(session, await store.messages(session.id, include_discarded=True)))
+        else:
+            print(json.dumps(await store.export(args.session_id), indent=2, ensure_ascii=False))
+    finally:
+        await store.close()
+    return 0
+
+
+def _when(timestamp: float) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""``totem run``: one turn of the agent in the terminal, Ctrl-C aborting it cleanly."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+import anyio
+
+from totem_cli.main import EXIT_CODES, project_root
+from totem_cli.terminal import TerminalFrontEnd
+from totem_engine.config import load_config
+from totem_engine.runtime import Runtime
+
+
+async def run_command(args: argparse.Namespace) -> int:
+    root = project_root(args)
+    loaded = load_config(root, config_file=args.config)
+    runtime = Runtime(root, loaded)
+    frontend = TerminalFrontEnd(json_mode=args.json, assume_yes=args.yes, interactive=sys.stdin.isatty())
+    try:
+        for note in loaded.config.notes:
+            print(f"! {note}", file=sys.stderr)
+        model = runtime.resolve_model(args.model)
+        mode = args.mode or loaded.config.mode
+        session_id = await runtime.open_session(args.session, model=model, mode=mode)
+        turn = runtime.turn(" ".join(args.prompt), frontend, session_id=session_id, model=model, mode=mode, max_steps=args.max_steps)
+        async with anyio.create_task_group() as group:
+            group.start_soon(_abort_on_interrupt, turn, group.cancel_scope)
+            result = await turn.run()
+            group.cancel_scope.cancel()
+        if not args.json:
+            print(f"session {result.session_id}", file=sys.stderr)
+        return EXIT_CODES[result.stop_reason]
+    finally:
+        await runtime.aclose()
+
+
+async def _abort_on_interrupt(turn, scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            turn.abort()

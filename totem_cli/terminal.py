@@ -1,0 +1,113 @@
+"""The terminal front end of ``totem run``: the answer on stdout, activity on stderr, asks on the TTY.
+
+Tool activity is one line per call and one indented line for what came back (seed 003 "Reading
+the chat"). With ``--json`` stdout carries the engine's events as NDJSON and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TextIO
+
+import anyio
+
+from totem_engine import events as ev
+from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
+
+_CHOICES = {
+    "y": "allow_once",
+    "a": "allow_always",
+    "n": "reject_once",
+    "r": "reject_always",
+}
+
+
+class TerminalFrontEnd:
+    def __init__(self, *, json_mode: bool, assume_yes: bool, interactive: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr):
+        self.json_mode = json_mode
+        self.assume_yes = assume_yes
+        self.interactive = interactive
+        self.out = out
+        self.err = err
+        self._text_open = False  # the answer's last line on stdout has no newline yet
+        self._reasoning_open = False  # same, for reasoning on stderr
+
+    async def emit(self, event: ev.Event) -> None:
+        if self.json_mode:
+            self.out.write(json.dumps(event.to_wire(), ensure_ascii=False) + "\n")
+            self.out.flush()
+            return
+        if isinstance(event, ev.TextDelta):
+            self.out.write(event.text)
+            self.out.flush()
+            self._text_open = not event.text.endswith("\n")
+        elif isinstance(event, ev.ReasoningDelta):
+            self.err.write(event.text)
+            self.err.flush()
+            self._reasoning_open = not event.text.endswith("\n")
+        elif isinstance(event, ev.ToolStart):
+            self._end_text_line()
+            self._line(f"→ {event.title}")
+        elif isinstance(event, ev.ToolEnd):
+            prefix = {"ok": "", "error": "error: ", "denied": "", "interrupted": "interrupted: "}[event.status]
+            self._line(f"   {prefix}{event.summary}")
+        elif isinstance(event, ev.StepDiscarded):
+            self._end_text_line()
+            self._line(f"(step {event.step} discarded: {event.reason})")
+        elif isinstance(event, ev.Notice):
+            self._end_text_line()
+            self._line(f"! {event.message}")
+        elif isinstance(event, ev.Error):
+            self._end_text_line()
+            self._line(f"error: {event.message}")
+        elif isinstance(event, ev.TurnEnd):
+            self._end_text_line()
+            self._line(f"— {event.model}")
+
+    async def permission(self, request: PermissionRequest) -> PermissionReply:
+        if self.assume_yes:
+            return PermissionReply("allow_once")
+        if not self.interactive:
+            self._line(f"! {request.title}: rejected (no terminal to ask; use --yes to allow)")
+            return PermissionReply("reject_once", "Nobody could be asked for permission; the action was not run.")
+        self._end_text_line()
+        if request.diff:
+            self.err.write(request.diff if request.diff.endswith("\n") else request.diff + "\n")
+        prompt = (
+            f"Allow {request.title}? [y] once, [a] always ({request.permission} {request.always_pattern}), "
+            "[n] reject, [r] reject always, or type feedback: "
+        )
+        answer = (await self._ask(prompt)).strip()
+        outcome = _CHOICES.get(answer.lower())
+        if outcome:
+            return PermissionReply(outcome)
+        return PermissionReply("reject_once", answer or None)
+
+    async def question(self, request: QuestionRequest) -> str | None:
+        if not self.interactive:
+            return None
+        options = "".join(f"\n  {i}. {o}" for i, o in enumerate(request.options, start=1))
+        answer = (await self._ask(f"{request.question}{options}\n> ")).strip()
+        if answer.isdigit() and 0 < int(answer) <= len(request.options):
+            return request.options[int(answer) - 1]
+        return answer
+
+    async def _ask(self, prompt: str) -> str:
+        self.err.write(prompt)
+        self.err.flush()
+        line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+        return line
+
+    def _end_text_line(self) -> None:
+        if self._reasoning_open:
+            self.err.write("\n")
+            self._reasoning_open = False
+        if self._text_open:
+            self.out.write("\n")
+            self.out.flush()
+            self._text_open = False
+
+    def _line(self, text: str) -> None:
+        self.err.write(text + "\n")
+        self.err.flush()

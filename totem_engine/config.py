@@ -1,0 +1,397 @@
+"""Totem's configuration: one pydantic model, read from TOML layers.
+
+Layers, later wins: the user file (``user_config_path()``), ``<project>/.totem/config.toml``,
+the editor settings the language server passes in, then ``--config FILE``. Tables are merged
+key by key at every depth; scalars and arrays are replaced whole. Each layer is validated on its
+own first, so an error names the file it came from. docs/config.md is the user-facing reference;
+keep the two in step.
+
+Adding a key is one line on ``Config`` (or a nested model): merging, validation and the error
+messages (including "did you mean") are driven by the model.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import re
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+import platformdirs
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    Tag,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import ErrorDetails, PydanticCustomError
+
+Action = Literal["allow", "ask", "deny"]
+Mode = Literal["build", "plan"]
+ProviderKind = Literal["openai", "ollama", "anthropic", "gemini", "litellm"]
+LayerKind = Literal["user", "project", "editor", "file"]
+
+# Below this a run would stop before it could read, edit and check anything.
+MIN_MAX_STEPS = 10
+
+
+class ConfigError(Exception):
+    """A configuration problem, worded for the user.
+
+    The message names the source (file path or label such as "editor settings"), the key path
+    and what was expected; several problems are one per line. ``source`` is that label, or None
+    when the problem is not tied to one source (e.g. an unknown provider in a model spec).
+    """
+
+    def __init__(self, message: str, *, source: str | None = None):
+        super().__init__(message)
+        self.source = source
+
+
+def _split_spec(spec: str) -> tuple[str, str] | None:
+    """``"provider/model id"`` -> ``(provider, model id)``; the model id may contain slashes."""
+    provider, sep, model_id = spec.partition("/")
+    return (provider, model_id) if provider and sep and model_id else None
+
+
+def _check_model_spec(spec: str) -> str:
+    if _split_spec(spec) is None:
+        raise PydanticCustomError(
+            "model_spec", 'expected "<provider>/<model id>", e.g. "ollama/qwen2.5-coder"'
+        )
+    return spec
+
+
+ModelSpec = Annotated[str, AfterValidator(_check_model_spec)]
+
+# A permission rule is an action, or a table of pattern -> action. Choosing the branch by shape
+# gives one error per mistake instead of one per union member.
+Rule = Annotated[
+    Annotated[Action, Tag("action")] | Annotated[dict[str, Action], Tag("patterns")],
+    Discriminator(lambda v: "patterns" if isinstance(v, dict) else "action"),
+]
+
+
+class _Strict(BaseModel):
+    # strict: TOML and JSON are typed, so "50" or true for a number is a mistake to report,
+    # not to coerce.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ProviderConfig(_Strict):
+    """``[providers.<name>]``: how to reach one provider."""
+
+    kind: ProviderKind
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    # Extra HTTP headers often carry credentials too, so they stay out of repr.
+    headers: dict[str, str] = Field(default_factory=dict, repr=False)
+
+    def api_key_value(self) -> str | None:
+        """The API key as plain text, for building requests only."""
+        return self.api_key.get_secret_value() if self.api_key else None
+
+
+class ModelOverride(_Strict):
+    """``[models."<provider>/<model id>"]``: limits that override what the provider reports."""
+
+    context_window: int | None = Field(default=None, gt=0)
+    max_output_tokens: int | None = Field(default=None, gt=0)
+
+
+class Config(_Strict):
+    """The merged configuration. Every key has a default, so ``Config()`` is valid.
+
+    Shape (docs/config.md has every key)::
+
+        model = "myserver/qwen2.5-coder"            # ModelSpec: "<provider>/<model id>"
+        max_steps = 50                              # and the other scalars below
+        [providers.myserver]                        # -> providers["myserver"]: ProviderConfig
+        kind = "openai"
+        [permission]                                # -> permission: {permission: Rule}
+        bash = { "npm test" = "allow" }             # Rule: Action | {pattern: Action}
+        [models."myserver/qwen2.5-coder"]           # -> models[spec]: ModelOverride
+        context_window = 8192
+    """
+
+    model: ModelSpec | None = None
+    small_model: ModelSpec | None = None
+    max_steps: int = Field(default=50, ge=0)  # 0 = no cap; 1..9 are raised to MIN_MAX_STEPS
+    retry_max_wait: float = Field(default=60.0, gt=0)
+    request_timeout: float = Field(default=300.0, gt=0)
+    permission_timeout: float = Field(default=600.0, gt=0)
+    mode: Mode = "build"
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    permission: dict[str, Rule] = Field(default_factory=dict)
+    models: dict[ModelSpec, ModelOverride] = Field(default_factory=dict)
+
+    _notes: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _raise_low_max_steps(self) -> Config:
+        if 0 < self.max_steps < MIN_MAX_STEPS:
+            self._notes.append(
+                f"max_steps = {self.max_steps} was raised to {MIN_MAX_STEPS}, the smallest cap"
+                " that leaves room to read, edit and check"
+            )
+            self.max_steps = MIN_MAX_STEPS
+        return self
+
+    @property
+    def notes(self) -> list[str]:
+        """Adjustments made while validating, worded for the user (e.g. a raised max_steps)."""
+        return list(self._notes)
+
+    def provider_and_model(self, spec: str | None = None) -> tuple[str, str]:
+        """Split ``spec`` (default: ``self.model``) into ``(provider name, model id)``.
+
+        Splits at the first "/": ``"or/meta/llama"`` -> ``("or", "meta/llama")``. Raises
+        ConfigError when there is no spec, it has no "/", or the provider is not configured.
+        """
+        spec = spec if spec is not None else self.model
+        if spec is None:
+            raise ConfigError('no model configured: set model = "<provider>/<model id>"')
+        parts = _split_spec(spec)
+        if parts is None:
+            raise ConfigError(f'model "{spec}": expected "<provider>/<model id>"')
+        provider = parts[0]
+        if provider not in self.providers:
+            known = ", ".join(f'"{p}"' for p in self.providers) or "none"
+            raise ConfigError(
+                f'model "{spec}": provider "{provider}" is not configured'
+                f" (configured providers: {known}); add a [providers.{_toml_key(provider)}] table"
+            )
+        return parts
+
+
+@dataclass(frozen=True)
+class ConfigLayer:
+    """One source's raw settings, already validated on their own.
+
+    ``data`` is the TOML (or editor settings) as read, a nested dict; it is kept raw so later
+    code can drop keys before ``merge_layers``. Hidden from repr because it may hold API keys.
+    """
+
+    source: str
+    kind: LayerKind
+    data: dict[str, Any] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """What ``load_config`` found: the merged config and the layers it came from, in order."""
+
+    config: Config
+    layers: list[ConfigLayer]
+
+
+def user_config_path() -> Path:
+    """The user file, e.g. ``~/.config/totem/config.toml`` on Linux (honours XDG_CONFIG_HOME)."""
+    return Path(platformdirs.user_config_dir("totem")) / "config.toml"
+
+
+def project_config_path(project_root: Path) -> Path:
+    return project_root / ".totem" / "config.toml"
+
+
+def load_config(
+    project_root: Path | None,
+    *,
+    config_file: Path | None = None,
+    editor_settings: dict[str, Any] | None = None,
+) -> LoadedConfig:
+    """Read, validate and merge every layer; raise ConfigError naming the faulty source.
+
+    Missing user and project files are skipped; a ``config_file`` the user named must exist.
+    """
+    layers: list[ConfigLayer] = []
+    found: list[tuple[LayerKind, Path]] = [("user", user_config_path())]
+    if project_root is not None:
+        found.append(("project", project_config_path(project_root)))
+    for kind, path in found:
+        data = _read_toml(path)
+        if data is not None:
+            layers.append(_layer(_display(path), kind, data))
+    if editor_settings is not None:
+        layers.append(_layer("editor settings", "editor", copy.deepcopy(editor_settings)))
+    if config_file is not None:
+        source = _display(config_file)
+        data = _read_toml(config_file)
+        if data is None:
+            raise ConfigError(f"{source}: file not found", source=source)
+        layers.append(_layer(source, "file", data))
+    return LoadedConfig(config=merge_layers(layers), layers=layers)
+
+
+def merge_layers(layers: Iterable[ConfigLayer]) -> Config:
+    """Deep-merge the layers' data in order (later wins) and validate the result.
+
+    Errors only the merge can reveal (a required key no layer set) name all merged sources.
+    """
+    merged: dict[str, Any] = {}
+    sources: list[str] = []
+    for layer in layers:
+        merged = _deep_merge(merged, layer.data)
+        sources.append(layer.source)
+    source = " + ".join(sources) or "defaults"
+    try:
+        return Config.model_validate(merged)
+    except ValidationError as exc:
+        raise _config_error(source, exc.errors(), merged) from None
+
+
+def _layer(source: str, kind: LayerKind, data: dict[str, Any]) -> ConfigLayer:
+    # A layer may be partial: [providers.x] in the project file may set only base_url while
+    # kind comes from the user file, so required keys are checked after the merge.
+    try:
+        Config.model_validate(data)
+    except ValidationError as exc:
+        problems = [e for e in exc.errors() if e["type"] != "missing"]
+        if problems:
+            raise _config_error(source, problems, data) from None
+    return ConfigLayer(source=source, kind=kind, data=data)
+
+
+def _read_toml(path: Path) -> dict[str, Any] | None:
+    """The parsed file, or None when it does not exist."""
+    source = _display(path)
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        return None
+    except tomllib.TOMLDecodeError as exc:
+        # The message carries "(at line L, column C)".
+        raise ConfigError(f"{source}: invalid TOML: {exc}", source=source) from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{source}: not valid UTF-8", source=source) from None
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read: {exc.strerror}", source=source) from None
+
+
+def _display(path: Path) -> str:
+    """``path`` as users write it: under the home directory it starts with ``~``."""
+    try:
+        return "~/" + path.relative_to(Path.home()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Tables merge key by key; anything else in ``over`` replaces. Inputs are not mutated."""
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _config_error(source: str, errors: list[ErrorDetails], data: Any) -> ConfigError:
+    """One line per problem. Raise it ``from None``: pydantic's own message echoes input
+    values, which may be secrets."""
+    lines = [f"{source}: {_describe_error(e, data)}" for e in errors]
+    return ConfigError("\n".join(lines), source=source)
+
+
+# Pydantic error type -> what the user should have written; templates take the error's ctx.
+_EXPECTED = {
+    "int_type": "expected an integer",
+    "float_type": "expected a number",
+    "string_type": "expected a string",
+    "bool_type": "expected true or false",
+    "dict_type": "expected a table",
+    "model_type": "expected a table",
+    "list_type": "expected an array",
+    "literal_error": "expected one of {expected}",
+    "greater_than": "expected more than {gt:g}",
+    "greater_than_equal": "expected at least {ge:g}",
+}
+
+# Values under these keys are never echoed in messages.
+_SECRET_KEYS = {"api_key", "headers"}
+
+
+def _describe_error(error: ErrorDetails, data: Any) -> str:
+    """``"<key path>: <problem>"``, or just the problem at the top level."""
+    path = _key_path(error, data)
+    if error["type"] == "extra_forbidden":
+        # The path is the table's; the unknown key is named in the problem.
+        key, path = path[-1], path[:-1]
+        known = _known_keys(path)
+        close = difflib.get_close_matches(key, known, n=1)
+        if close:
+            problem = f'unknown key "{key}"; did you mean "{close[0]}"?'
+        else:
+            problem = f'unknown key "{key}"; known keys: {", ".join(known)}'
+    elif error["type"] == "missing":
+        key, path = path[-1], path[:-1]
+        problem = f'missing required key "{key}"'
+    else:
+        template = _EXPECTED.get(error["type"])
+        problem = template.format(**error.get("ctx", {})) if template else error["msg"]
+        if not _SECRET_KEYS.intersection(path):
+            problem += f", got {_show(error['input'])}"
+    return ": ".join([".".join(_toml_key(k) for k in path), problem] if path else [problem])
+
+
+def _key_path(error: ErrorDetails, data: Any) -> list[str]:
+    """The TOML key path of an error: its loc without pydantic's own parts (union tags, "[key]").
+
+    Those parts are found by walking ``data``: a real key is one the data has.
+    """
+    path: list[str] = []
+    node = data
+    for part in error["loc"]:
+        if isinstance(node, dict) and part in node:
+            path.append(str(part))
+            node = node[part]
+    if error["type"] == "missing":
+        path.append(str(error["loc"][-1]))
+    return path
+
+
+def _known_keys(path: list[str]) -> list[str]:
+    """The keys allowed in the table at ``path``, found by walking the models' annotations."""
+    tp: Any = Config
+    for part in path:
+        if isinstance(tp, type) and issubclass(tp, BaseModel) and part in tp.model_fields:
+            tp = tp.model_fields[part].annotation
+        elif get_origin(tp) is dict:
+            tp = get_args(tp)[1]
+        else:
+            return []
+    return list(tp.model_fields) if isinstance(tp, type) and issubclass(tp, BaseModel) else []
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _toml_key(key: str) -> str:
+    """A key as TOML spells it: quoted unless it is a bare key."""
+    return key if _BARE_KEY.fullmatch(key) else json.dumps(key)
+
+
+def _show(value: Any) -> str:
+    """A short TOML-like rendering of a wrong value."""
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value if len(value) <= 60 else value[:57] + "...")
+    return repr(value)

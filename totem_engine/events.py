@@ -1,0 +1,119 @@
+"""The engine's typed event stream: the one contract with every front end.
+
+Each event is a pydantic model whose wire form (``to_wire()``) is a JSON object with camelCase
+fields, always carrying ``sessionId`` and ``kind``. The same objects are the NDJSON lines of
+``totem run --json`` and the params of the language server's ``totem/event`` notification.
+docs/events.md is the catalogue; keep the two in step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+StopReason = Literal["finished", "aborted", "step_limit", "guard", "error"]
+ToolStatus = Literal["ok", "error", "denied", "interrupted"]
+
+
+class Event(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    session_id: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json")
+
+
+class TurnStart(Event):
+    kind: Literal["turnStart"] = "turnStart"
+    turn_id: str
+    model: str
+
+
+class TextDelta(Event):
+    kind: Literal["textDelta"] = "textDelta"
+    part_id: str
+    text: str
+
+
+class ReasoningDelta(Event):
+    kind: Literal["reasoningDelta"] = "reasoningDelta"
+    part_id: str
+    text: str
+
+
+class ToolStart(Event):
+    kind: Literal["toolStart"] = "toolStart"
+    call_id: str
+    tool: str
+    input: dict[str, Any]
+    title: str
+
+
+class ToolEnd(Event):
+    kind: Literal["toolEnd"] = "toolEnd"
+    call_id: str
+    tool: str
+    status: ToolStatus
+    summary: str
+    output: str
+
+
+class RuleRef(BaseModel):
+    """The rule that decided a permission: where it came from and what it said."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    source: str  # "default", "user", "project", "config", "session", "mode", "boundary", "cli"
+    permission: str
+    pattern: str
+    action: Literal["allow", "ask", "deny"]
+
+
+class Permission(Event):
+    kind: Literal["permission"] = "permission"
+    call_id: str
+    decision: Literal["allow", "deny", "reject"]
+    rule: RuleRef | None
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class StepEnd(Event):
+    kind: Literal["stepEnd"] = "stepEnd"
+    step: int
+    model: str
+    usage: Usage
+
+
+class StepDiscarded(Event):
+    kind: Literal["stepDiscarded"] = "stepDiscarded"
+    step: int
+    reason: str
+
+
+class Notice(Event):
+    kind: Literal["notice"] = "notice"
+    level: Literal["info", "warning", "error"]
+    message: str
+
+
+class TurnEnd(Event):
+    kind: Literal["turnEnd"] = "turnEnd"
+    turn_id: str
+    stop_reason: StopReason
+    text: str
+    model: str
+
+
+class Error(Event):
+    kind: Literal["error"] = "error"
+    error_class: str
+    message: str

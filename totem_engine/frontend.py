@@ -1,0 +1,61 @@
+"""The one interface through which the engine talks to whoever runs it (CLI, language server).
+
+The engine sends its events and asks its questions here; it never imports a front end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from totem_engine.events import Event, RuleRef
+from totem_engine.tools.base import ProposedFile
+
+Outcome = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+
+
+@dataclass(frozen=True)
+class PermissionRequest:
+    """A prepared call waiting for the user's word.
+
+    ``rule`` is the rule that asked (None when a default did); ``always_pattern`` is what an
+    "allow always" answer stores; ``diff`` is the unified diff of the whole change and
+    ``proposed`` the whole new text of each changed file.
+    """
+
+    session_id: str
+    call_id: str
+    tool: str
+    title: str
+    input: dict[str, Any]
+    rule: RuleRef | None
+    permission: str
+    always_pattern: str
+    paths: list[str]
+    diff: str | None = None
+    proposed: list[ProposedFile] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PermissionReply:
+    outcome: Outcome
+    feedback: str | None = None
+
+
+@dataclass(frozen=True)
+class QuestionRequest:
+    session_id: str
+    call_id: str
+    question: str
+    options: list[str] = field(default_factory=list)
+
+
+class FrontEnd(Protocol):
+    async def emit(self, event: Event) -> None:
+        """Deliver one event. Called in order; must not block for long."""
+
+    async def permission(self, request: PermissionRequest) -> PermissionReply:
+        """Ask the user about one prepared call and wait for the answer."""
+
+    async def question(self, request: QuestionRequest) -> str | None:
+        """Ask the user a question; None when nobody can answer."""

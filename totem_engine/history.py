@@ -1,0 +1,41 @@
+"""The stored session as the model's message list. Derived on every request, never written back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from totem_engine.providers.base import Message, ToolCall
+from totem_engine.store import StoredMessage
+
+INTERRUPTED = "The call was interrupted before it finished; it may have done part of its work."
+
+
+def to_messages(stored: Iterable[StoredMessage]) -> list[Message]:
+    """User texts, assistant steps (text, reasoning, tool calls) and one tool message per call.
+
+    Discarded parts (a retried step) are left out. A tool call with no stored result (a process
+    killed mid-call) is replayed as interrupted, so every call the model made has its answer.
+    """
+    out: list[Message] = []
+    for message in stored:
+        live = [p for p in message.parts if not p.discarded]
+        if message.role == "user":
+            text = "".join(p.data.get("text", "") for p in live if p.type == "text")
+            if text:
+                out.append(Message(role="user", text=text))
+            continue
+        text = "".join(p.data.get("text", "") for p in live if p.type == "text")
+        reasoning = "".join(p.data.get("text", "") for p in live if p.type == "reasoning")
+        tools = [p for p in live if p.type == "tool"]
+        if not text and not tools:
+            continue
+        calls = tuple(
+            ToolCall(id=p.data["callId"], name=p.data["tool"], arguments=p.data.get("arguments", "{}")) for p in tools
+        )
+        out.append(Message(role="assistant", text=text, reasoning=reasoning, tool_calls=calls))
+        for part in tools:
+            output = part.data.get("output") if part.status in ("ok", "error", "denied", "interrupted") else None
+            out.append(
+                Message(role="tool", text=output or INTERRUPTED, tool_call_id=part.data["callId"], name=part.data["tool"])
+            )
+    return out

@@ -1,0 +1,87 @@
+"""Who decides whether a call runs: rules, the session's own answers, and the built-in defaults.
+
+Among the rules that match a call, order does not matter: deny beats ask beats allow. The
+session's "always" answers rank between the configured denies and everything else. Only when no
+rule matches do the defaults decide. A call with several patterns (a compound shell command)
+needs every one of them allowed: the strictest decision wins.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from totem_engine.events import RuleRef
+
+Action = Literal["allow", "ask", "deny"]
+_RANK: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
+
+# Built-in defaults, by permission family. Anything not listed asks.
+DEFAULTS: dict[str, Action] = {
+    "read": "allow",
+    "todo": "allow",
+    "ask": "allow",
+    "edit": "ask",
+    "bash": "ask",
+    "fetch": "ask",
+}
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    rule: RuleRef
+
+
+def rules_from_config(table: Mapping[str, object], source: str) -> list[RuleRef]:
+    """``{permission: action}`` or ``{permission: {pattern: action}}`` as a flat list of rules."""
+    rules: list[RuleRef] = []
+    for permission, value in table.items():
+        if isinstance(value, str):
+            rules.append(RuleRef(source=source, permission=permission, pattern="*", action=value))
+        elif isinstance(value, Mapping):
+            for pattern, action in value.items():
+                rules.append(RuleRef(source=source, permission=permission, pattern=pattern, action=action))
+    return rules
+
+
+def matches(pattern: str, value: str) -> bool:
+    """Glob match; a pattern that names a command also matches that command with more arguments."""
+    return fnmatch.fnmatchcase(value, pattern) or fnmatch.fnmatchcase(value, pattern + " *")
+
+
+@dataclass
+class Policy:
+    """The rules in force for one session, plus the answers the user gave in it."""
+
+    rules: list[RuleRef] = field(default_factory=list)
+    session: list[RuleRef] = field(default_factory=list)
+    plan_mode: bool = False
+
+    def remember(self, permission: str, pattern: str, action: Action) -> RuleRef:
+        rule = RuleRef(source="session", permission=permission, pattern=pattern, action=action)
+        self.session.append(rule)
+        return rule
+
+    def decide(self, permission: str, patterns: Iterable[str], *, changes_files: bool) -> Decision:
+        if self.plan_mode and changes_files:
+            return Decision("deny", RuleRef(source="mode", permission=permission, pattern="*", action="deny"))
+        decisions = [self._decide_one(permission, p) for p in patterns] or [self._decide_one(permission, "*")]
+        return max(decisions, key=lambda d: _RANK[d.action])
+
+    def _decide_one(self, permission: str, value: str) -> Decision:
+        configured = [r for r in self.rules if r.permission in (permission, "*") and matches(r.pattern, value)]
+        denies = [r for r in configured if r.action == "deny"]
+        if denies:
+            return Decision("deny", denies[0])
+        answered = [r for r in self.session if r.permission == permission and matches(r.pattern, value)]
+        if answered:
+            strongest = max(answered, key=lambda r: _RANK[r.action])
+            return Decision(strongest.action, strongest)
+        if configured:
+            strongest = max(configured, key=lambda r: _RANK[r.action])
+            return Decision(strongest.action, strongest)
+        default = DEFAULTS.get(permission, "ask")
+        return Decision(default, RuleRef(source="default", permission=permission, pattern="*", action=default))

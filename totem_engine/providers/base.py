@@ -1,0 +1,112 @@
+"""What every provider speaks: the request the loop builds, the chunks a stream yields, the protocol.
+
+The engine's message list is wire-neutral; each provider module translates it to its vendor's
+request body and translates the vendor's stream back into ``StreamChunk`` values, in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the model asked for. ``arguments`` is the raw JSON text the model wrote."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of the conversation, in the engine's neutral form.
+
+    role ``user``: ``text``. role ``assistant``: ``text``, ``reasoning`` and ``tool_calls``.
+    role ``tool``: the result ``text`` of the call ``tool_call_id`` (tool ``name``).
+    """
+
+    role: Literal["user", "assistant", "tool"]
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as the model sees it: name, description and the JSON schema of its flat input."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    model: str
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningChunk:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallChunk:
+    """A tool call, complete: emitted once its arguments are whole."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class UsageChunk:
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class FinishChunk:
+    """The end of one answer: the provider's own stop reason and the model that answered."""
+
+    reason: str | None
+    model: str | None = None
+
+
+StreamChunk = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk | FinishChunk
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    id: str
+    provider: str
+    context_window: int | None = None
+    tools: bool | None = None
+    reasoning: bool | None = None
+    vision: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Provider(Protocol):
+    """A configured endpoint. ``stream`` raises ``ProviderError`` subclasses (providers.errors)."""
+
+    name: str
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]: ...
+
+    async def models(self) -> list[ModelInfo]: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,313 @@
+"""The streaming HTTP core every HTTP provider shares (OpenAI-compatible, Anthropic, Gemini, Ollama).
+
+Three pieces:
+
+- ``open_stream(client, url, json_body=..., headers=...)``: an async context manager that POSTs a
+  JSON body and yields the streaming ``httpx.Response`` once the status is 2xx. A non-2xx status
+  is turned into the matching ``ProviderError`` (``errors.error_for_status``) carrying the
+  vendor's own message. Transport failures are translated wherever they happen, including while
+  the caller is reading the body inside the ``async with``:
+
+  ====================================================  ===========================
+  httpx exception                                       ProviderError
+  ====================================================  ===========================
+  ``TimeoutException`` (connect, read, write, pool)      ``ProviderTimeout``
+  ``ConnectError`` / any transport error before headers ``ConnectionFailed``
+  ``RemoteProtocolError`` / ``ReadError`` mid-stream     ``StreamCut``
+  ====================================================  ===========================
+
+- ``aiter_sse_data(response)``: the ``data`` strings of a server-sent-events body, one per event,
+  decoded by httpx-sse (``httpx_sse.EventSource(response).aiter_sse()``). httpx-sse follows the
+  WHATWG HTML "Server-sent events" interpretation rules that matter here: comment lines
+  (``: ping``) are skipped, ``data:`` with or without one following space is accepted, and
+  ``\\r\\n``, ``\\r`` and ``\\n`` all end a line (tests/unit/test_openai_provider.py checks each).
+
+- ``get_json(client, url, headers=...)``: one plain GET returning parsed JSON, with the same
+  error mapping (used for model listings).
+
+Secrets (API keys) passed in ``secrets`` are replaced by ``***`` in every error message this
+module builds, because some vendors echo the key back in their 401 text. Nothing here logs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import httpx_sse
+
+from .errors import (
+    ConnectionFailed,
+    ContextOverflowError,
+    InvalidRequestError,
+    MalformedStream,
+    ProviderError,
+    ProviderTimeout,
+    ServerError,
+    StreamCut,
+    error_for_status,
+    looks_like_overflow,
+)
+
+MAX_ERROR_BODY = 64 * 1024
+"""Bytes of an error body read at most: enough for any vendor message, bounded against junk."""
+
+_REDACTED = "***"
+
+
+# ---------------------------------------------------------------------------------------------
+# Redaction and message extraction
+# ---------------------------------------------------------------------------------------------
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` with every non-empty secret replaced by ``***``."""
+    for secret in secrets:
+        # Very short "secrets" (e.g. "x" used as a dummy key) would shred the message; a real
+        # key is long, so only redact values that could plausibly be one.
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, _REDACTED)
+    return text
+
+
+def vendor_message(body: str) -> str:
+    """The human message inside an error body.
+
+    Shapes understood (in order): ``{"error": {"message": str}}`` (OpenAI, Anthropic, Gemini),
+    ``{"error": str}`` (Ollama, some proxies), ``{"message": str}``, ``{"detail": str}``
+    (FastAPI-based servers such as vLLM). Anything else: the body text itself, stripped.
+    """
+    text = body.strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    found = _message_in(data)
+    return found if found else text
+
+
+def _message_in(data: Any) -> str | None:
+    # Some proxies wrap the error in a one-element list (Gemini does this on some paths).
+    if isinstance(data, list) and len(data) == 1:
+        data = data[0]
+    if not isinstance(data, dict):
+        return None
+    error = data.get("error")
+    if isinstance(error, dict) and isinstance(error.get("message"), str) and error["message"]:
+        return error["message"]
+    if isinstance(error, str) and error:
+        return error
+    for key in ("message", "detail"):
+        if isinstance(data.get(key), str) and data[key]:
+            return data[key]
+    return None
+
+
+async def read_bounded(response: httpx.Response, limit: int = MAX_ERROR_BODY) -> str:
+    """At most ``limit`` bytes of a streaming response body, decoded leniently as UTF-8."""
+    buf = bytearray()
+    async for piece in response.aiter_bytes():
+        buf.extend(piece)
+        if len(buf) >= limit:
+            break
+    return bytes(buf[:limit]).decode("utf-8", errors="replace")
+
+
+async def error_from_response(
+    response: httpx.Response, secrets: Iterable[str | None] = ()
+) -> ProviderError:
+    """The ProviderError for a non-2xx streaming response: vendor message, status, Retry-After."""
+    try:
+        body = await read_bounded(response)
+    except httpx.HTTPError:
+        # The status line already tells the class; a body we cannot read only loses detail.
+        body = ""
+    message = vendor_message(body) or f"HTTP {response.status_code} {response.reason_phrase}".strip()
+    return error_for_status(response.status_code, redact(message, secrets), response.headers)
+
+
+# Vendor error "type"/"code" words sent inside a stream, mapped to the HTTP status they mean.
+# OpenAI: rate_limit_exceeded, server_error, invalid_request_error, context_length_exceeded ...
+# Anthropic: overloaded_error, api_error, rate_limit_error, authentication_error ...
+_KIND_STATUS: tuple[tuple[str, int], ...] = (
+    ("context_length", 400),
+    ("rate_limit", 429),
+    ("quota", 429),
+    ("overloaded", 529),
+    ("unavailable", 503),
+    ("authentication", 401),
+    ("invalid_api_key", 401),
+    ("permission", 403),
+    ("not_found", 404),
+    ("invalid_request", 400),
+    ("timeout", 408),
+    ("server_error", 500),
+    ("api_error", 500),
+    ("internal", 500),
+)
+
+
+def error_from_payload(
+    error: Any, headers: Mapping[str, str] | None = None, secrets: Iterable[str | None] = ()
+) -> ProviderError:
+    """The ProviderError for an error object sent inside a 200 stream.
+
+    ``error`` is the vendor's error value: ``{"message", "type", "code"}`` (OpenAI family;
+    ``code`` may be an HTTP status number or a word), ``{"type": "overloaded_error", ...}``
+    (Anthropic) or a bare string. Unknown kinds are ``ServerError``: the server failed mid-answer,
+    which is worth a retry; an over-the-window message is always ``ContextOverflowError``.
+    """
+    headers = headers or {}
+    if isinstance(error, dict):
+        message = _message_in({"error": error}) or json.dumps(error)[:2000]
+        words = " ".join(str(error.get(k, "")) for k in ("type", "code", "status")).lower()
+        code = error.get("code")
+    else:
+        message, words, code = str(error), "", None
+    message = redact(message, secrets)
+    status = _status_from_code(code)
+    if status is None:
+        status = next((s for word, s in _KIND_STATUS if word in words), None)
+    if status is None:
+        if looks_like_overflow(message):
+            return ContextOverflowError(message)
+        return ServerError(message)
+    return error_for_status(status, message, headers)
+
+
+def _status_from_code(code: Any) -> int | None:
+    if isinstance(code, bool):
+        return None
+    if isinstance(code, int) and 400 <= code <= 599:
+        return code
+    if isinstance(code, str) and code.isdigit() and 400 <= int(code) <= 599:
+        return int(code)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Transport errors
+# ---------------------------------------------------------------------------------------------
+
+
+def translate_transport_error(
+    exc: httpx.HTTPError, url: str, *, streaming: bool, secrets: Iterable[str | None] = ()
+) -> ProviderError:
+    """The ProviderError for an httpx failure; ``streaming`` is True once the 2xx headers arrived."""
+    where = redact(url, secrets)
+    detail = redact(str(exc) or type(exc).__name__, secrets)
+    if isinstance(exc, httpx.TimeoutException):
+        phase = "while streaming" if streaming else "waiting for"
+        return ProviderTimeout(f"timed out {phase} {where}: {detail}")
+    if streaming and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+        return StreamCut(f"connection to {where} dropped mid-stream: {detail}")
+    if isinstance(exc, httpx.ConnectError):
+        return ConnectionFailed(f"cannot connect to {where}: {detail}")
+    if isinstance(exc, httpx.TransportError):
+        if streaming:
+            return StreamCut(f"connection to {where} failed mid-stream: {detail}")
+        return ConnectionFailed(f"connection to {where} failed before an answer: {detail}")
+    # Anything else httpx raises (bad URL, decoding errors) is the request itself being wrong.
+    return InvalidRequestError(f"request to {where} failed: {detail}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Streaming POST, SSE, plain GET
+# ---------------------------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def open_stream(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    json_body: Any,
+    headers: Mapping[str, str] | None = None,
+    secrets: Iterable[str | None] = (),
+) -> AsyncIterator[httpx.Response]:
+    """POST ``json_body`` to ``url`` and yield the 2xx response, unread, for streaming.
+
+    Raises ProviderError subclasses only (see the module docstring). httpx errors raised by the
+    caller while reading the body inside the ``async with`` are translated too, as mid-stream
+    failures; ProviderErrors the caller raises pass through unchanged.
+    """
+    secrets = tuple(secrets)
+    streaming = False
+    try:
+        async with client.stream("POST", url, json=json_body, headers=dict(headers or {})) as response:
+            if not response.is_success:
+                raise await error_from_response(response, secrets)
+            streaming = True
+            yield response
+    except httpx.HTTPError as exc:
+        raise translate_transport_error(exc, url, streaming=streaming, secrets=secrets) from None
+
+
+async def aiter_sse_data(response: httpx.Response) -> AsyncIterator[str]:
+    """The ``data`` field of each server-sent event, in order (multi-line data joined by ``\\n``).
+
+    Events with no data (keep-alives, bare ``event:`` lines) are skipped. A body that is not
+    ``text/event-stream`` raises MalformedStream naming the content type, unless it is a JSON
+    error object, which raises the matching ProviderError (some gateways answer 200 + JSON error).
+    """
+    content_type = response.headers.get("content-type", "")
+    if "text/event-stream" not in content_type.lower():
+        raise await _not_an_event_stream(response, content_type)
+    async for event in httpx_sse.EventSource(response).aiter_sse():
+        if event.data:
+            yield event.data
+
+
+async def _not_an_event_stream(response: httpx.Response, content_type: str) -> ProviderError:
+    body = await read_bounded(response)
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and "error" in data:
+        return error_from_payload(data["error"], response.headers)
+    shown = content_type or "no content type"
+    return MalformedStream(
+        f"expected a text/event-stream answer, got {shown}: {body[:200]!r}"
+    )
+
+
+async def get_json(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    secrets: Iterable[str | None] = (),
+) -> Any:
+    """GET ``url`` and return its JSON body; errors mapped as for ``open_stream``."""
+    secrets = tuple(secrets)
+    try:
+        async with client.stream("GET", url, headers=dict(headers or {})) as response:
+            if not response.is_success:
+                raise await error_from_response(response, secrets)
+            body = await response.aread()
+    except httpx.HTTPError as exc:
+        raise translate_transport_error(exc, url, streaming=False, secrets=secrets) from None
+    try:
+        return json.loads(body)
+    except ValueError:
+        text = body[:200].decode("utf-8", errors="replace")
+        raise MalformedStream(f"{redact(url, secrets)} did not answer JSON: {text!r}") from None
+
+
+__all__ = [
+    "MAX_ERROR_BODY",
+    "aiter_sse_data",
+    "error_from_payload",
+    "error_from_response",
+    "get_json",
+    "open_stream",
+    "read_bounded",
+    "redact",
+    "translate_transport_error",
+    "vendor_message",
+]
+

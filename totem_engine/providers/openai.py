@@ -1,0 +1,385 @@
+"""Any OpenAI-compatible Chat Completions endpoint, streamed.
+
+Wire reference: https://platform.openai.com/docs/api-reference/chat/streaming (the chunk object)
+and https://platform.openai.com/docs/api-reference/chat/create (the request body). The same wire
+is spoken by DeepSeek, Groq, xAI, Alibaba, OpenRouter, vLLM, llama.cpp, LM Studio and others; the
+parser accepts their known variations (reasoning as ``reasoning_content`` or ``reasoning``; usage
+in a chunk with empty ``choices`` or on the finish chunk; tool-call ids repeated as ``""``).
+
+Request (``POST {base_url}/chat/completions``)::
+
+    {"model", "messages": [{"role": "system"|"user"|"assistant"|"tool", ...}], "stream": true,
+     "stream_options": {"include_usage": true}, "tools"?: [{"type": "function",
+     "function": {"name", "description", "parameters"}}], "max_tokens"?, "temperature"?}
+
+Stream: SSE ``data:`` payloads, each a ``chat.completion.chunk``::
+
+    {"id", "model", "choices": [{"index": 0, "delta": {"content"?, "reasoning_content"?,
+     "reasoning"?, "tool_calls"?: [{"index", "id"?, "function": {"name"?, "arguments"?}}]},
+     "finish_reason": null|"stop"|"length"|"tool_calls"|...}], "usage"?: {"prompt_tokens",
+     "completion_tokens"}}
+
+ending with ``data: [DONE]``. Yields TextChunk / ReasoningChunk as they arrive, then at the end
+every assembled ToolCallChunk in order, one UsageChunk (the last usage seen) and a FinishChunk.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from .base import (
+    ChatRequest,
+    FinishChunk,
+    Message,
+    ModelInfo,
+    ReasoningChunk,
+    StreamChunk,
+    TextChunk,
+    ToolCall,
+    ToolCallChunk,
+    ToolSpec,
+    UsageChunk,
+)
+from .errors import MalformedStream, StreamCut
+from .http import aiter_sse_data, error_from_payload, get_json, open_stream
+
+DONE = "[DONE]"
+
+
+class OpenAIProvider:
+    """A configured OpenAI-compatible endpoint; implements ``base.Provider``.
+
+    ``base_url`` includes the version prefix, e.g. ``https://api.openai.com/v1`` or
+    ``http://localhost:11434/v1``. ``headers`` are sent on every request (e.g. OpenRouter's
+    ``HTTP-Referer``). ``timeout`` bounds connecting (at most 30 s) and each wait for bytes.
+    When ``client`` is given it is used as is and not closed by ``aclose``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        headers: dict | None = None,
+        timeout: float = 300.0,
+        client: httpx.AsyncClient | None = None,
+    ):
+        self.name = name
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self._headers = dict(headers or {})
+        self._owns_client = client is None
+        self._client = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 30.0))
+        )
+
+    def __repr__(self) -> str:
+        # Never show the key, even in a debugger or a log of provider objects.
+        return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r})"
+
+    def _request_headers(self, *, streaming: bool) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream" if streaming else "application/json"}
+        headers.update(self._headers)
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        """Stream one answer; raises ProviderError subclasses (providers.errors)."""
+        url = f"{self.base_url}/chat/completions"
+        async with open_stream(
+            self._client,
+            url,
+            json_body=build_body(request),
+            headers=self._request_headers(streaming=True),
+            secrets=(self._api_key,),
+        ) as response:
+            # aclosing: after [DONE] the SSE generator is closed now, not whenever GC gets to it.
+            async with aclosing(aiter_sse_data(response)) as payloads:
+                async for chunk in parse_stream(payloads, secrets=(self._api_key,)):
+                    yield chunk
+
+    async def models(self) -> list[ModelInfo]:
+        """``GET {base_url}/models``: ``{"object": "list", "data": [{"id", ...}]}``."""
+        data = await get_json(
+            self._client,
+            f"{self.base_url}/models",
+            headers=self._request_headers(streaming=False),
+            secrets=(self._api_key,),
+        )
+        return parse_models(data, self.name)
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+
+# ---------------------------------------------------------------------------------------------
+# Request translation
+# ---------------------------------------------------------------------------------------------
+
+
+def build_body(request: ChatRequest) -> dict[str, Any]:
+    """The Chat Completions request body for ``request`` (shape in the module docstring)."""
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": build_messages(request.system, request.messages),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        body["tools"] = [tool_entry(tool) for tool in request.tools]
+    if request.max_tokens is not None:
+        body["max_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    return body
+
+
+def tool_entry(tool: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def build_messages(system: str, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """The wire messages: the system prompt first (when non-empty), then one per message."""
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    out.extend(wire_message(message) for message in messages)
+    return out
+
+
+def wire_message(message: Message) -> dict[str, Any]:
+    """One neutral message on the wire.
+
+    Reasoning is not sent back: DeepSeek rejects ``reasoning_content`` in input messages and
+    other servers ignore it.
+    """
+    if message.role == "user":
+        return {"role": "user", "content": message.text}
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}
+    if message.role == "assistant":
+        entry: dict[str, Any] = {"role": "assistant"}
+        # OpenAI wants content null (not "") next to tool calls when there is no text.
+        entry["content"] = message.text if (message.text or not message.tool_calls) else None
+        if message.tool_calls:
+            entry["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in message.tool_calls
+            ]
+        return entry
+    raise ValueError(f"unknown message role {message.role!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Stream parsing
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _CallBuilder:
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+class _ToolCallAssembler:
+    """Tool-call deltas put back together.
+
+    Deltas carry an ``index``; the first delta of a call usually carries ``id`` and the name,
+    later ones only argument text. Some servers repeat the id (or send ``""``) on every delta;
+    a *different* non-empty id under an index already in use starts a new call (servers that
+    number every call 0). A delta without an index continues the latest call.
+    """
+
+    def __init__(self) -> None:
+        self._calls: list[_CallBuilder] = []
+        self._by_index: dict[Any, _CallBuilder] = {}
+        self._last_index: Any = 0
+
+    def add(self, delta: Any) -> None:
+        if not isinstance(delta, dict):
+            raise MalformedStream(f"tool call delta is not an object: {delta!r:.200}")
+        index = delta.get("index", self._last_index)
+        self._last_index = index
+        call_id = delta.get("id") or ""
+        current = self._by_index.get(index)
+        if current is None or (call_id and current.id and call_id != current.id):
+            current = _CallBuilder()
+            self._calls.append(current)
+            self._by_index[index] = current
+        if call_id and not current.id:
+            current.id = call_id
+        function = delta.get("function") or {}
+        name = function.get("name")
+        if isinstance(name, str) and name and not current.name:
+            current.name = name
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            current.arguments += arguments
+        elif isinstance(arguments, dict):
+            # A few servers send the arguments as an object instead of JSON text.
+            current.arguments += json.dumps(arguments)
+
+    def finish(self) -> list[ToolCall]:
+        """The assembled calls in arrival order; empty arguments become ``{}``; missing ids are
+        made up (``call_<n>``) so the tool result can still refer to its call."""
+        return [
+            ToolCall(
+                id=call.id or f"call_{n}",
+                name=call.name,
+                arguments=call.arguments if call.arguments.strip() else "{}",
+            )
+            for n, call in enumerate(self._calls)
+        ]
+
+
+def decode_payload(data: str) -> dict[str, Any]:
+    """One ``data:`` payload as a JSON object, or MalformedStream saying what arrived."""
+    try:
+        payload = json.loads(data)
+    except ValueError as exc:
+        raise MalformedStream(
+            f"stream payload is not JSON ({exc.msg}): {data[:200]!r}"
+        ) from None
+    if not isinstance(payload, dict):
+        raise MalformedStream(f"stream payload is not a JSON object: {data[:200]!r}")
+    return payload
+
+
+def _choice(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The first choice of a chunk (we never ask for n > 1), or None for usage-only chunks."""
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return None
+    first = choices[0]
+    return first if isinstance(first, dict) else None
+
+
+def _reasoning_text(delta: dict[str, Any]) -> str:
+    # DeepSeek/xAI/vLLM say reasoning_content, Groq/OpenRouter say reasoning; a server that sends
+    # both carries the same text twice, so take one.
+    for key in ("reasoning_content", "reasoning"):
+        value = delta.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+async def parse_stream(
+    payloads: AsyncIterator[str], *, secrets: tuple[str | None, ...] = ()
+) -> AsyncIterator[StreamChunk]:
+    """Chat Completions chunk payloads (SSE ``data`` strings) -> StreamChunks.
+
+    Ends at ``[DONE]``. Without ``[DONE]``, an EOF after a ``finish_reason`` is a normal end
+    (some servers omit the marker) and an EOF before one is StreamCut.
+    """
+    calls = _ToolCallAssembler()
+    usage: UsageChunk | None = None
+    finish_reason: str | None = None
+    model: str | None = None
+    done = False
+    async for data in payloads:
+        if data.strip() == DONE:
+            done = True
+            break
+        payload = decode_payload(data)
+        if "error" in payload and payload["error"]:
+            raise error_from_payload(payload["error"], secrets=secrets)
+        if not model and isinstance(payload.get("model"), str):
+            model = payload["model"] or None
+        usage = _usage(payload.get("usage")) or usage
+        choice = _choice(payload)
+        if choice is None:
+            continue
+        delta = choice.get("delta") or {}
+        text = delta.get("content")
+        if isinstance(text, str) and text:
+            yield TextChunk(text)
+        reasoning = _reasoning_text(delta)
+        if reasoning:
+            yield ReasoningChunk(reasoning)
+        for tool_delta in delta.get("tool_calls") or ():
+            calls.add(tool_delta)
+        if choice.get("finish_reason"):
+            finish_reason = choice["finish_reason"]
+    if not done and finish_reason is None:
+        raise StreamCut("the stream ended before the answer was complete (no [DONE], no finish_reason)")
+    for call in calls.finish():
+        yield ToolCallChunk(call)
+    if usage is not None:
+        yield usage
+    yield FinishChunk(reason=finish_reason, model=model)
+
+
+def _usage(value: Any) -> UsageChunk | None:
+    """``{"prompt_tokens", "completion_tokens"}`` -> UsageChunk; None when absent or empty."""
+    if not isinstance(value, dict):
+        return None
+    prompt = value.get("prompt_tokens")
+    completion = value.get("completion_tokens")
+    if not isinstance(prompt, int) and not isinstance(completion, int):
+        return None
+    return UsageChunk(
+        input_tokens=prompt if isinstance(prompt, int) else 0,
+        output_tokens=completion if isinstance(completion, int) else 0,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Model listing
+# ---------------------------------------------------------------------------------------------
+
+_WINDOW_KEYS = ("context_length", "context_window", "max_model_len")
+
+
+def parse_models(data: Any, provider: str) -> list[ModelInfo]:
+    """``{"data": [{"id", "context_length"?|"context_window"?|"max_model_len"?, ...}]}`` (or a
+    bare list, which some local servers return) -> ModelInfo list; entries without an id are
+    skipped."""
+    entries = data.get("data") if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        raise MalformedStream(f"model list is not a list: {str(data)[:200]!r}")
+    models = []
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+            continue
+        models.append(
+            ModelInfo(
+                id=entry["id"],
+                provider=provider,
+                context_window=_context_window(entry),
+                extra={k: v for k, v in entry.items() if k != "id"},
+            )
+        )
+    return models
+
+
+def _context_window(entry: dict[str, Any]) -> int | None:
+    for key in _WINDOW_KEYS:
+        value = entry.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+__all__ = ["OpenAIProvider", "build_body", "build_messages", "parse_models", "parse_stream"]

@@ -1,0 +1,21 @@
+"""Provider instances from ``[providers.<name>]`` tables: one place maps a ``kind`` to its module."""
+
+from __future__ import annotations
+
+from totem_engine.config import ConfigError, ProviderConfig
+from totem_engine.providers.base import Provider
+
+OPENAI_WIRE = frozenset({"openai", "litellm"})
+
+
+def make_provider(name: str, settings: ProviderConfig, *, timeout: float) -> Provider:
+    """The provider for one configured entry. Raises ConfigError for a kind this build lacks."""
+    if settings.kind in OPENAI_WIRE:
+        from totem_engine.providers.openai import OpenAIProvider
+
+        if not settings.base_url:
+            raise ConfigError(f"[providers.{name}]: base_url is required for kind \"{settings.kind}\"")
+        return OpenAIProvider(
+            name, settings.base_url, settings.api_key_value(), headers=settings.headers, timeout=timeout
+        )
+    raise ConfigError(f"[providers.{name}]: kind \"{settings.kind}\" is not supported by this version of Totem")

@@ -1,0 +1,72 @@
+"""One project's engine, wired: config, store, providers, tools and the agent.
+
+Front ends build a ``Runtime`` for a project root and ask it for sessions and turns; they never
+assemble the engine's parts themselves.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from totem_engine.config import Config, ConfigError, LoadedConfig
+from totem_engine.frontend import FrontEnd
+from totem_engine.loop import Agent, Turn, TurnOptions
+from totem_engine.permissions import rules_from_config
+from totem_engine.providers.base import Provider
+from totem_engine.providers.registry import make_provider
+from totem_engine.store import Store
+from totem_engine.tools.registry import builtin_tools
+from totem_engine.tools.workspace import DiskWorkspace, Workspace
+
+
+class Runtime:
+    def __init__(self, root: Path, loaded: LoadedConfig, *, store: Store | None = None, workspace: Workspace | None = None):
+        self.root = root.resolve()
+        self.loaded = loaded
+        self.store = store or Store()
+        self._providers: dict[str, Provider] = {}
+        self.agent = Agent(
+            root=self.root,
+            store=self.store,
+            provider_for=self.provider,
+            tools=builtin_tools(),
+            workspace=workspace or DiskWorkspace(),
+            rules=[r for layer in loaded.layers for r in rules_from_config(layer.data.get("permission", {}), layer.kind)],
+        )
+
+    @property
+    def config(self) -> Config:
+        return self.loaded.config
+
+    def provider(self, name: str) -> Provider:
+        if name not in self._providers:
+            settings = self.config.providers.get(name)
+            if settings is None:
+                raise ConfigError(f'provider "{name}" is not configured')
+            self._providers[name] = make_provider(name, settings, timeout=self.config.request_timeout)
+        return self._providers[name]
+
+    def resolve_model(self, spec: str | None) -> str:
+        """``provider/model`` from ``spec`` or the config; ConfigError when none or unknown."""
+        provider, model = self.config.provider_and_model(spec)
+        return f"{provider}/{model}"
+
+    async def open_session(self, session_id: str | None, *, model: str, mode: str) -> str:
+        if session_id:
+            return (await self.store.get_session(session_id)).id
+        return (await self.store.create_session(cwd=str(self.root), model=model, mode=mode)).id
+
+    def turn(
+        self, text: str, frontend: FrontEnd, *, session_id: str, model: str, mode: str | None = None, max_steps: int | None = None
+    ) -> Turn:
+        options = TurnOptions(
+            mode=mode or self.config.mode,
+            max_steps=self.config.max_steps if max_steps is None else max_steps,
+            retry_max_wait=self.config.retry_max_wait,
+        )
+        return self.agent.turn(text, frontend, session_id=session_id, model=model, options=options)
+
+    async def aclose(self) -> None:
+        for provider in self._providers.values():
+            await provider.aclose()
+        await self.store.close()

@@ -1,0 +1,32 @@
+"""What a session remembers between turns besides its messages, kept in the session's ``meta``.
+
+The user's "always" answers (rules of this session), and what the agent has read: content
+hashes of files seen and the nested AGENTS.md files already attached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from totem_engine.events import RuleRef
+from totem_engine.tools.base import ReadLedger
+
+
+@dataclass
+class SessionState:
+    rules: list[RuleRef] = field(default_factory=list)
+    reads: ReadLedger = field(default_factory=ReadLedger)
+
+    @classmethod
+    def from_meta(cls, meta: dict) -> "SessionState":
+        return cls(
+            rules=[RuleRef.model_validate(r) for r in meta.get("rules", [])],
+            reads=ReadLedger(seen=dict(meta.get("seen", {})), instructions=set(meta.get("instructions", []))),
+        )
+
+    def to_meta(self) -> dict:
+        return {
+            "rules": [r.model_dump(by_alias=True) for r in self.rules],
+            "seen": self.reads.seen,
+            "instructions": sorted(self.reads.instructions),
+        }

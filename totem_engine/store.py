@@ -1,0 +1,621 @@
+"""Sessions, messages and parts in one SQLite database: the durable, append-only history.
+
+Layout: a session holds messages (ordered by ``seq``); a message holds parts (ordered by ``seq``).
+A part is one unit the loop streams: ``text``, ``reasoning``, ``tool``, ``step``, ``error`` or
+``notice``, with a JSON ``data`` object and an optional ``status``.
+
+History is never rewritten. Parts are appended; a streaming part may have its ``data`` and
+``status`` replaced while it grows; the parts of a retried step are marked ``discarded``, never
+deleted. Every write commits before its call returns, so a process killed mid-turn leaves
+everything written up to its last call, and the database is in WAL mode so another process
+(``totem sessions show``) can read while a turn writes.
+
+The API is async: each call runs its sqlite work in a worker thread, one call at a time on one
+connection, so the event loop never blocks on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import platformdirs
+
+__all__ = [
+    "MessageNotFound",
+    "PartNotFound",
+    "PART_TYPES",
+    "ROLES",
+    "Session",
+    "SessionNotFound",
+    "Store",
+    "StoredMessage",
+    "StoredPart",
+    "default_db_path",
+    "new_id",
+]
+
+ROLES = frozenset({"user", "assistant"})
+PART_TYPES = frozenset({"text", "reasoning", "tool", "step", "error", "notice"})
+
+# Bump with a migration when the schema changes; a database written by a newer Totem is refused
+# rather than misread.
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    title TEXT,
+    model TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    cwd TEXT NOT NULL,
+    parent_id TEXT REFERENCES sessions(id),
+    forked_from_message TEXT REFERENCES messages(id),
+    meta TEXT NOT NULL DEFAULT '{}',
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_by_cwd ON sessions(cwd, updated_at);
+CREATE INDEX IF NOT EXISTS sessions_by_updated ON sessions(updated_at);
+
+CREATE TABLE IF NOT EXISTS messages (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    step INTEGER,
+    model TEXT,
+    created_at REAL NOT NULL,
+    UNIQUE (session_id, seq)
+);
+
+CREATE TABLE IF NOT EXISTS parts (
+    id TEXT PRIMARY KEY,
+    message_id TEXT NOT NULL REFERENCES messages(id),
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    data TEXT NOT NULL,
+    status TEXT,
+    discarded INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    UNIQUE (message_id, seq)
+);
+CREATE INDEX IF NOT EXISTS parts_by_session ON parts(session_id);
+"""
+
+_T = TypeVar("_T")
+
+
+class SessionNotFound(LookupError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session {session_id!r}")
+        self.session_id = session_id
+
+
+class MessageNotFound(LookupError):
+    def __init__(self, message_id: str) -> None:
+        super().__init__(f"no message {message_id!r}")
+        self.message_id = message_id
+
+
+class PartNotFound(LookupError):
+    def __init__(self, part_id: str) -> None:
+        super().__init__(f"no part {part_id!r}")
+        self.part_id = part_id
+
+
+_id_lock = threading.Lock()
+_last_id_ns = 0
+
+
+def new_id(prefix: str) -> str:
+    """A fresh id ``<prefix>_<16 hex digits of ns timestamp><12 random hex>``, e.g. ``prt_…``.
+
+    Ids made by one process sort in creation order (the timestamp is forced to increase);
+    across processes they sort by wall-clock time.
+    """
+    global _last_id_ns
+    with _id_lock:
+        _last_id_ns = max(time.time_ns(), _last_id_ns + 1)
+        stamp = _last_id_ns
+    return f"{prefix}_{stamp:016x}{secrets.token_hex(6)}"
+
+
+def default_db_path() -> Path:
+    """``<user data dir>/totem/totem.db``; honours ``XDG_DATA_HOME`` on Linux."""
+    return Path(platformdirs.user_data_dir("totem")) / "totem.db"
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.capitalize() for word in rest)
+
+
+class _Row:
+    def to_dict(self) -> dict[str, Any]:
+        """The row as a JSON-able dict with camelCase keys (``data``/``meta`` left as stored)."""
+        return {
+            _camel(f.name): getattr(self, f.name)
+            for f in fields(self)  # type: ignore[arg-type]
+        }
+
+
+@dataclass(frozen=True)
+class Session(_Row):
+    id: str
+    title: str | None
+    model: str
+    mode: str
+    cwd: str
+    parent_id: str | None
+    forked_from_message: str | None
+    meta: dict[str, Any]
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class StoredPart(_Row):
+    id: str
+    message_id: str
+    seq: int
+    type: str
+    data: dict[str, Any]
+    status: str | None
+    discarded: bool
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class StoredMessage(_Row):
+    id: str
+    session_id: str
+    seq: int
+    role: str
+    turn_id: str
+    step: int | None
+    model: str | None
+    created_at: float
+    parts: list[StoredPart]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "parts": [part.to_dict() for part in self.parts]}
+
+
+def _session(row: sqlite3.Row) -> Session:
+    return Session(
+        id=row["id"],
+        title=row["title"],
+        model=row["model"],
+        mode=row["mode"],
+        cwd=row["cwd"],
+        parent_id=row["parent_id"],
+        forked_from_message=row["forked_from_message"],
+        meta=json.loads(row["meta"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _part(row: sqlite3.Row) -> StoredPart:
+    return StoredPart(
+        id=row["id"],
+        message_id=row["message_id"],
+        seq=row["seq"],
+        type=row["type"],
+        data=json.loads(row["data"]),
+        status=row["status"],
+        discarded=bool(row["discarded"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _dumps(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class _Transaction:
+    """``with _Transaction(conn):`` — one transaction, committed on exit, rolled back on error.
+
+    Writes take the lock up front (``BEGIN IMMEDIATE``), so a read-then-write (next ``seq``)
+    cannot race another process writing the same database. ``write=False`` gives several reads
+    one consistent snapshot.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, *, write: bool = True) -> None:
+        self._conn = conn
+        self._begin = "BEGIN IMMEDIATE" if write else "BEGIN"
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._conn.execute(self._begin)
+        return self._conn
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self._conn.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+class Store:
+    """The history database. ``path`` defaults to ``default_db_path()``.
+
+    The file, its directory and the schema are created on first use (in the worker thread), so
+    constructing a Store does no I/O. Use ``async with Store() as store`` or call ``close()``.
+    """
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_db_path()
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        # One token: calls run one at a time, so one connection is never used by two threads at
+        # once and a call's transaction is never interleaved with another's.
+        self._limiter = anyio.CapacityLimiter(1)
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    async def _run(self, fn: Callable[..., _T], /, *args: Any) -> _T:
+        """``fn(conn, *args)`` in the worker thread, after any call already running."""
+        # A cancelled caller still waits for the thread: a write is either committed or rolled
+        # back, never left half-done on the shared connection.
+        return await anyio.to_thread.run_sync(self._call, fn, *args, limiter=self._limiter)
+
+    def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        if self._closed:
+            raise RuntimeError("store is closed")
+        if self._conn is None:
+            self._conn = self._open()
+        return fn(self._conn, *args)
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: no implicit transactions; single statements commit at once and
+        # multi-statement writes use _Transaction. timeout: wait for another process's write.
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=10.0
+        )
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            # In WAL mode NORMAL still survives a process crash; only an OS crash or power loss
+            # can drop the last commits.
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        with _Transaction(conn):
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"{self.path} has schema version {version}; this Totem knows {SCHEMA_VERSION}"
+                )
+            if version < SCHEMA_VERSION:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    @staticmethod
+    def _session_row(conn: sqlite3.Connection, session_id: str) -> sqlite3.Row:
+        row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return row
+
+    # -- sessions -------------------------------------------------------------------------
+
+    async def create_session(
+        self, *, cwd: str, model: str, mode: str = "build", title: str | None = None
+    ) -> Session:
+        return await self._run(self._create_session, cwd, model, mode, title)
+
+    def _create_session(
+        self, conn: sqlite3.Connection, cwd: str, model: str, mode: str, title: str | None
+    ) -> Session:
+        now = time.time()
+        session = Session(new_id("ses"), title, model, mode, cwd, None, None, {}, now, now)
+        conn.execute(
+            "INSERT INTO sessions (id, title, model, mode, cwd, meta, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, '{}', ?, ?)",
+            (session.id, title, model, mode, cwd, now, now),
+        )
+        return session
+
+    async def get_session(self, session_id: str) -> Session:
+        """The session, or ``SessionNotFound``."""
+        return await self._run(lambda conn: _session(self._session_row(conn, session_id)))
+
+    async def list_sessions(self, *, cwd: str | None = None) -> list[Session]:
+        """All sessions (only those started in ``cwd`` when given), most recently updated first."""
+
+        def query(conn: sqlite3.Connection) -> list[Session]:
+            where, args = ("WHERE cwd = ?", (cwd,)) if cwd is not None else ("", ())
+            rows = conn.execute(
+                f"SELECT * FROM sessions {where} ORDER BY updated_at DESC, id DESC", args
+            )
+            return [_session(row) for row in rows]
+
+        return await self._run(query)
+
+    async def update_session(
+        self,
+        session_id: str,
+        *,
+        title: str | None = None,
+        model: str | None = None,
+        mode: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        """Set the given fields (``meta`` is replaced whole; None leaves a field) and touch
+        ``updated_at``. Raises ``SessionNotFound``."""
+
+        def update(conn: sqlite3.Connection) -> None:
+            cursor = conn.execute(
+                "UPDATE sessions SET title = COALESCE(?, title), model = COALESCE(?, model),"
+                " mode = COALESCE(?, mode), meta = COALESCE(?, meta), updated_at = ?"
+                " WHERE id = ?",
+                (title, model, mode, None if meta is None else _dumps(meta), time.time(),
+                 session_id),
+            )
+            if cursor.rowcount == 0:
+                raise SessionNotFound(session_id)
+
+        await self._run(update)
+
+    # -- messages and parts ---------------------------------------------------------------
+
+    async def add_message(
+        self,
+        session_id: str,
+        role: str,
+        *,
+        turn_id: str,
+        step: int | None = None,
+        model: str | None = None,
+    ) -> str:
+        """Append a message (next ``seq`` in the session), touch the session's ``updated_at``
+        and return the new ``msg_…`` id. Raises ``SessionNotFound``, ``ValueError`` for a role
+        outside ``ROLES``."""
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}")
+        return await self._run(self._add_message, session_id, role, turn_id, step, model)
+
+    def _add_message(
+        self,
+        conn: sqlite3.Connection,
+        session_id: str,
+        role: str,
+        turn_id: str,
+        step: int | None,
+        model: str | None,
+    ) -> str:
+        message_id = new_id("msg")
+        now = time.time()
+        with _Transaction(conn):
+            self._session_row(conn, session_id)
+            conn.execute(
+                "INSERT INTO messages (id, session_id, seq, role, turn_id, step, model, created_at)"
+                " VALUES (?, ?, (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages"
+                " WHERE session_id = ?), ?, ?, ?, ?, ?)",
+                (message_id, session_id, session_id, role, turn_id, step, model, now),
+            )
+            conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+        return message_id
+
+    async def add_part(
+        self, message_id: str, type: str, data: dict[str, Any], *, status: str | None = None
+    ) -> str:
+        """Append a part (next ``seq`` in the message) and return the new ``prt_…`` id.
+        Raises ``MessageNotFound``, ``ValueError`` for a type outside ``PART_TYPES``."""
+        if type not in PART_TYPES:
+            raise ValueError(f"unknown part type {type!r}")
+        return await self._run(self._add_part, message_id, type, data, status)
+
+    def _add_part(
+        self,
+        conn: sqlite3.Connection,
+        message_id: str,
+        type: str,
+        data: dict[str, Any],
+        status: str | None,
+    ) -> str:
+        part_id = new_id("prt")
+        now = time.time()
+        encoded = _dumps(data)
+        with _Transaction(conn):
+            row = conn.execute(
+                "SELECT session_id FROM messages WHERE id = ?", (message_id,)
+            ).fetchone()
+            if row is None:
+                raise MessageNotFound(message_id)
+            conn.execute(
+                "INSERT INTO parts (id, message_id, session_id, seq, type, data, status,"
+                " discarded, created_at, updated_at) VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq),"
+                " -1) + 1 FROM parts WHERE message_id = ?), ?, ?, ?, 0, ?, ?)",
+                (part_id, message_id, row["session_id"], message_id, type, encoded, status,
+                 now, now),
+            )
+        return part_id
+
+    async def update_part(
+        self, part_id: str, *, data: dict[str, Any] | None = None, status: str | None = None
+    ) -> None:
+        """Replace the part's ``data`` and/or ``status`` (None leaves it) and touch its
+        ``updated_at``. Raises ``PartNotFound``."""
+
+        def update(conn: sqlite3.Connection) -> None:
+            cursor = conn.execute(
+                "UPDATE parts SET data = COALESCE(?, data), status = COALESCE(?, status),"
+                " updated_at = ? WHERE id = ?",
+                (None if data is None else _dumps(data), status, time.time(), part_id),
+            )
+            if cursor.rowcount == 0:
+                raise PartNotFound(part_id)
+
+        await self._run(update)
+
+    async def discard_message_parts(self, message_id: str) -> None:
+        """Mark every part of the message discarded (kept, hidden from ``messages()``).
+        Raises ``MessageNotFound``."""
+
+        def discard(conn: sqlite3.Connection) -> None:
+            with _Transaction(conn):
+                found = conn.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,))
+                if found.fetchone() is None:
+                    raise MessageNotFound(message_id)
+                conn.execute(
+                    "UPDATE parts SET discarded = 1, updated_at = ? WHERE message_id = ?",
+                    (time.time(), message_id),
+                )
+
+        await self._run(discard)
+
+    async def messages(
+        self, session_id: str, *, include_discarded: bool = False
+    ) -> list[StoredMessage]:
+        """The session's messages in order, each with its parts in order.
+
+        Without ``include_discarded``, discarded parts are left out, and so is a message whose
+        parts were all discarded (a retried step's message); a message with no parts yet is
+        kept. Raises ``SessionNotFound``.
+        """
+
+        def read(conn: sqlite3.Connection) -> list[StoredMessage]:
+            with _Transaction(conn, write=False):
+                self._session_row(conn, session_id)
+                return self._messages(conn, session_id, include_discarded)
+
+        return await self._run(read)
+
+    def _messages(
+        self, conn: sqlite3.Connection, session_id: str, include_discarded: bool
+    ) -> list[StoredMessage]:
+        # Callers hold a read transaction, so a concurrent writer cannot land between the two
+        # queries and leave a part whose message is missing.
+        message_rows = conn.execute(
+            "SELECT * FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+        ).fetchall()
+        part_rows = conn.execute(
+            "SELECT * FROM parts WHERE session_id = ? ORDER BY seq", (session_id,)
+        ).fetchall()
+        parts: dict[str, list[StoredPart]] = {row["id"]: [] for row in message_rows}
+        any_parts: set[str] = set()
+        for row in part_rows:
+            any_parts.add(row["message_id"])
+            if include_discarded or not row["discarded"]:
+                parts[row["message_id"]].append(_part(row))
+        return [
+            StoredMessage(
+                id=row["id"],
+                session_id=row["session_id"],
+                seq=row["seq"],
+                role=row["role"],
+                turn_id=row["turn_id"],
+                step=row["step"],
+                model=row["model"],
+                created_at=row["created_at"],
+                parts=parts[row["id"]],
+            )
+            for row in message_rows
+            if parts[row["id"]] or row["id"] not in any_parts
+        ]
+
+    async def export(self, session_id: str) -> dict[str, Any]:
+        """``{"session": Session.to_dict(), "messages": [StoredMessage.to_dict(), …]}`` with every
+        part, discarded ones included (``"discarded": true``). Raises ``SessionNotFound``."""
+
+        def read(conn: sqlite3.Connection) -> dict[str, Any]:
+            with _Transaction(conn, write=False):
+                session = _session(self._session_row(conn, session_id))
+                messages = self._messages(conn, session_id, include_discarded=True)
+            return {"session": session.to_dict(), "messages": [m.to_dict() for m in messages]}
+
+        return await self._run(read)
+
+    async def fork(self, session_id: str, at_message_id: str) -> Session:
+        """A new session holding copies of the messages up to and including ``at_message_id``.
+
+        Copies get new ids but the same order, content and timestamps (discarded parts stay
+        discarded); the new session copies title, model, mode, cwd and meta, and records
+        ``parent_id`` and ``forked_from_message``. Raises ``SessionNotFound``, or
+        ``MessageNotFound`` when the message is not in that session.
+        """
+        return await self._run(self._fork, session_id, at_message_id)
+
+    def _fork(self, conn: sqlite3.Connection, session_id: str, at_message_id: str) -> Session:
+        now = time.time()
+        with _Transaction(conn):
+            source = _session(self._session_row(conn, session_id))
+            at = conn.execute(
+                "SELECT seq FROM messages WHERE id = ? AND session_id = ?",
+                (at_message_id, session_id),
+            ).fetchone()
+            if at is None:
+                raise MessageNotFound(at_message_id)
+            fork = Session(new_id("ses"), source.title, source.model, source.mode, source.cwd,
+                           session_id, at_message_id, source.meta, now, now)
+            conn.execute(
+                "INSERT INTO sessions (id, title, model, mode, cwd, parent_id,"
+                " forked_from_message, meta, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (fork.id, fork.title, fork.model, fork.mode, fork.cwd, fork.parent_id,
+                 fork.forked_from_message, _dumps(fork.meta), now, now),
+            )
+            new_message_ids: dict[str, str] = {}
+            for row in conn.execute(
+                "SELECT * FROM messages WHERE session_id = ? AND seq <= ? ORDER BY seq",
+                (session_id, at["seq"]),
+            ).fetchall():
+                new_message_ids[row["id"]] = new_id("msg")
+                conn.execute(
+                    "INSERT INTO messages (id, session_id, seq, role, turn_id, step, model,"
+                    " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (new_message_ids[row["id"]], fork.id, row["seq"], row["role"],
+                     row["turn_id"], row["step"], row["model"], row["created_at"]),
+                )
+            for row in conn.execute(
+                "SELECT parts.* FROM parts JOIN messages ON messages.id = parts.message_id"
+                " WHERE messages.session_id = ? AND messages.seq <= ?"
+                " ORDER BY messages.seq, parts.seq",
+                (session_id, at["seq"]),
+            ).fetchall():
+                conn.execute(
+                    "INSERT INTO parts (id, message_id, session_id, seq, type, data, status,"
+                    " discarded, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (new_id("prt"), new_message_ids[row["message_id"]], fork.id, row["seq"],
+                     row["type"], row["data"], row["status"], row["discarded"],
+                     row["created_at"], row["updated_at"]),
+                )
+        return fork
+
+    async def close(self) -> None:
+        """Close the connection; later calls raise ``RuntimeError``. Safe to call twice."""
+
+        await anyio.to_thread.run_sync(self._close, limiter=self._limiter)
+
+    def _close(self) -> None:
+        self._closed = True
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

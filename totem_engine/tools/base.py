@@ -1,0 +1,193 @@
+"""What a tool is: one declared input, and two phases (prepare, then apply).
+
+A tool declares its input once, as a pydantic model (``ToolInput``). The same model validates the
+model's arguments and gives the JSON schema the model sees (``input_schema``). Every tool runs in
+two phases: ``prepare`` works out what the call will do (resolves paths, reads, matches, builds
+the new text and the diff) without changing anything and returns an ``Action``; the loop asks
+permission with that action; only then ``Action.apply`` changes the world. Read-only tools do
+their reading in ``apply`` too, so a denied read reads nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import anyio
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
+
+from totem_engine.prompt_files import tool_description
+
+if TYPE_CHECKING:
+    from totem_engine.tools.workspace import Workspace
+
+
+class ToolError(Exception):
+    """A failure the model should read and act on: bad input, no match, path refused."""
+
+
+class BoundaryError(ToolError):
+    """A path that leaves the project. A hard deny: no permission rule lifts it."""
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """Field metadata: an optional number clamped into range instead of refused.
+
+    Zero or negative means ``default``; above ``maximum`` means ``maximum``. The call goes on and
+    the result carries a note saying what was changed.
+    """
+
+    default: float
+    maximum: float
+
+
+class ToolInput(BaseModel):
+    """Base of every tool's input model. Unknown arguments are ignored, not refused."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    _notes: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _clamp_bounded(self) -> "ToolInput":
+        for name, info in type(self).model_fields.items():
+            bound = next((m for m in info.metadata if isinstance(m, Bounded)), None)
+            value = getattr(self, name)
+            if bound is None or value is None:
+                continue
+            kind = int if isinstance(value, int) else float
+            if value <= 0:
+                object.__setattr__(self, name, kind(bound.default))
+                self._notes.append(f"{name}={value} is not positive; used the default {kind(bound.default)}.")
+            elif value > bound.maximum:
+                object.__setattr__(self, name, kind(bound.maximum))
+                self._notes.append(f"{name}={value} is above the maximum; used {kind(bound.maximum)}.")
+        return self
+
+    @property
+    def notes(self) -> list[str]:
+        return self._notes
+
+
+def input_schema(model: type[ToolInput]) -> dict[str, Any]:
+    """The JSON schema the model sees: flat properties, no titles, optional fields not nullable.
+
+    Small models stumble on ``anyOf: [{...}, {type: null}]``; an optional argument is simply one
+    that is not in ``required``.
+    """
+    schema = model.model_json_schema()
+    properties = {}
+    for name, prop in schema.get("properties", {}).items():
+        prop = {k: v for k, v in prop.items() if k not in ("title", "default")}
+        branches = prop.pop("anyOf", None)
+        if branches:
+            non_null = [b for b in branches if b.get("type") != "null"]
+            if len(non_null) == 1:
+                prop = {**non_null[0], **prop}
+            else:
+                prop["anyOf"] = non_null
+        properties[name] = prop
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if schema.get("required"):
+        out["required"] = schema["required"]
+    if "$defs" in schema:
+        out["$defs"] = schema["$defs"]
+    return out
+
+
+def parse_arguments(model: type[ToolInput], raw: str) -> ToolInput:
+    """Validate the model's raw JSON arguments; a ToolError says what was expected."""
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise ToolError(f"The arguments are not valid JSON ({exc.msg} at position {exc.pos}). "
+                        f"Expected an object matching: {json.dumps(input_schema(model))}") from None
+    if not isinstance(data, dict):
+        raise ToolError(f"The arguments must be a JSON object, got {type(data).__name__}.")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'input'}: {err['msg']}" for err in exc.errors()
+        )
+        raise ToolError(f"Invalid arguments: {problems}. Expected: {json.dumps(input_schema(model))}") from None
+
+
+@dataclass
+class ToolContext:
+    """What a call needs from its run: the project, its files, the session, the abort signal."""
+
+    root: Path
+    workspace: "Workspace"
+    session_id: str
+    call_id: str
+    mode: str = "build"
+    reads: "ReadLedger | None" = None
+    cancelled: anyio.Event = field(default_factory=anyio.Event)
+
+
+@dataclass
+class ReadLedger:
+    """Per session: which files the agent has seen, and the instruction files already attached."""
+
+    seen: dict[str, str] = field(default_factory=dict)  # relative path -> content hash seen
+    instructions: set[str] = field(default_factory=set)
+
+
+@dataclass
+class ToolResult:
+    """What comes back from a call: ``output`` for the model, ``summary`` (one line) for people."""
+
+    output: str
+    summary: str
+    is_error: bool = False
+    changed: list[str] = field(default_factory=list)  # project-relative paths this call changed
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ProposedFile:
+    """One file of a prepared change: its path, whole new text (None: delete) and old text."""
+
+    path: str
+    new_text: str | None
+    old_text: str | None
+
+
+@dataclass
+class Action(ABC):
+    """A prepared call, ready for permission.
+
+    ``permission`` names the rule family (read, edit, bash, ...); ``patterns`` are what rules
+    match (project-relative paths, or the command); ``always_pattern`` is what an "allow always"
+    answer stores; ``diff`` and ``files`` show a change before it is made.
+    """
+
+    title: str
+    permission: str
+    patterns: list[str]
+    always_pattern: str
+    diff: str | None = None
+    files: list[ProposedFile] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @abstractmethod
+    async def apply(self, ctx: ToolContext) -> ToolResult: ...
+
+
+class Tool(ABC):
+    """A tool: a name, an input model, a description file under prompts/tools/, and ``prepare``."""
+
+    name: ClassVar[str]
+    Input: ClassVar[type[ToolInput]]
+
+    @property
+    def description(self) -> str:
+        return tool_description(self.name)
+
+    @abstractmethod
+    async def prepare(self, args: ToolInput, ctx: ToolContext) -> Action: ...

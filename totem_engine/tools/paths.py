@@ -1,0 +1,74 @@
+"""Confinement of every path a tool touches to the project root: a hard deny, never a question.
+
+A path leaves the project when, once resolved (``..`` collapsed, symlinks followed), it is not
+under the root's own real path. For a path that does not exist yet, the real path of its deepest
+existing parent decides, so a new file under a symlink that points outside is refused too.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+
+from totem_engine.tools.base import BoundaryError, ToolError
+
+
+def resolve_in_project(root: Path, path: str) -> Path:
+    """The absolute real path of ``path`` (relative to ``root``, or absolute) inside ``root``.
+
+    Raises BoundaryError when it is outside. The returned path has symlinks resolved.
+    """
+    if not path or not path.strip():
+        raise ToolError("The path is empty.")
+    real_root = root.resolve()
+    candidate = Path(path)
+    if not candidate.is_absolute():
+        candidate = real_root / candidate
+    real = _real_path(candidate)
+    if real != real_root and real_root not in real.parents:
+        raise BoundaryError(f"{path} is outside the project ({real_root}); files outside it are never touched.")
+    return real
+
+
+def _real_path(candidate: Path) -> Path:
+    """Resolve symlinks of the existing part of ``candidate`` and keep the rest as written."""
+    absolute = Path(os.path.normpath(candidate))
+    existing = absolute
+    missing: list[str] = []
+    while not existing.exists() and not existing.is_symlink():
+        missing.append(existing.name)
+        existing = existing.parent
+    real = existing.resolve()
+    for name in reversed(missing):
+        real = real / name
+    return real
+
+
+def relative(root: Path, real: Path) -> str:
+    """The project-relative form of a confined path, with forward slashes ('.' for the root)."""
+    rel = real.relative_to(root.resolve())
+    return rel.as_posix() or "."
+
+
+def folder_glob(rel: str) -> str:
+    """What an "allow always" on a file stores: every file of its folder (``src/*``)."""
+    folder = rel.rsplit("/", 1)[0] if "/" in rel else ""
+    return f"{folder}/*" if folder else "*"
+
+
+def closest_paths(root: Path, path: str, limit: int = 3) -> list[str]:
+    """Existing project paths that look like ``path``, for a 'not found' error."""
+    real_root = root.resolve()
+    wanted = Path(path)
+    folder = (real_root / wanted).parent
+    while not folder.is_dir() and folder != real_root and real_root in folder.parents:
+        folder = folder.parent
+    if not folder.is_dir() or (folder != real_root and real_root not in folder.resolve().parents):
+        folder = real_root
+    try:
+        names = [entry.name for entry in os.scandir(folder)]
+    except OSError:
+        return []
+    matches = difflib.get_close_matches(wanted.name, names, n=limit, cutoff=0.4)
+    return [relative(real_root, (folder / name).resolve()) for name in matches if (folder / name).resolve().is_relative_to(real_root)]

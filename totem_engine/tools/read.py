@@ -1,0 +1,134 @@
+"""read: numbered lines of a text file, or the entries of a directory."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+from pydantic import Field
+
+from totem_engine.tools import instructions
+from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.paths import closest_paths, folder_glob, relative, resolve_in_project
+
+DEFAULT_LIMIT = 2000
+MAX_LINE = 2000
+MAX_OUTPUT = 50_000  # characters
+
+
+class ReadInput(ToolInput):
+    path: str = Field(description="Path of a file or directory, relative to the project root.")
+    offset: Annotated[int | None, Bounded(default=1, maximum=10**9)] = Field(
+        None, description="First line to read, 1-based."
+    )
+    limit: Annotated[int | None, Bounded(default=DEFAULT_LIMIT, maximum=DEFAULT_LIMIT)] = Field(
+        None, description=f"Number of lines to read (at most {DEFAULT_LIMIT})."
+    )
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def looks_binary(data: bytes) -> bool:
+    if b"\x00" in data[:8192]:
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def number_lines(text: str, offset: int, limit: int) -> tuple[str, list[str]]:
+    """Lines ``offset``..``offset+limit-1`` as ``N\\tline``, with notes on what was cut."""
+    lines = text.splitlines()
+    start = offset - 1
+    chosen = lines[start : start + limit]
+    notes: list[str] = []
+    out: list[str] = []
+    size = 0
+    for number, line in enumerate(chosen, start=offset):
+        if len(line) > MAX_LINE:
+            line = line[:MAX_LINE] + f"... [line cut at {MAX_LINE} characters]"
+        entry = f"{number}\t{line}"
+        if size + len(entry) > MAX_OUTPUT:
+            notes.append(f"Output cut at line {number - 1} ({MAX_OUTPUT} characters); read on with offset={number}.")
+            break
+        out.append(entry)
+        size += len(entry) + 1
+    else:
+        last = start + len(chosen)
+        if last < len(lines):
+            notes.append(f"File has {len(lines)} lines; showed {offset}-{last}. Read on with offset={last + 1}.")
+    if start >= len(lines) and lines:
+        notes.append(f"offset {offset} is past the end: the file has {len(lines)} lines.")
+    return "\n".join(out), notes
+
+
+@dataclass
+class ReadAction(Action):
+    target: Path | None = None
+    args: ReadInput | None = None
+
+    async def apply(self, ctx: ToolContext) -> ToolResult:
+        assert self.target is not None and self.args is not None
+        rel = relative(ctx.root, self.target)
+        stat = await ctx.workspace.stat(self.target)
+        if stat is None:
+            near = await anyio.to_thread.run_sync(closest_paths, ctx.root, rel)
+            hint = f" Did you mean: {', '.join(near)}?" if near else ""
+            raise ToolError(f"{rel} does not exist.{hint}")
+        if stat.is_dir:
+            entries = await ctx.workspace.list_dir(self.target)
+            listing = "\n".join(f"{name}/" if is_dir else name for name, is_dir in entries)
+            return ToolResult(output=listing or "(empty directory)", summary=f"{len(entries)} entries")
+        data = await ctx.workspace.read_bytes(self.target)
+        if looks_binary(data):
+            return ToolResult(
+                output=f"{rel} is a binary file ({_kind(data)}, {len(data)} bytes); its bytes are not shown.",
+                summary=f"binary, {len(data)} bytes",
+            )
+        text = data.decode("utf-8").removeprefix("\ufeff")
+        if ctx.reads is not None:
+            ctx.reads.seen[rel] = content_hash(data)
+        body, notes = number_lines(text, self.args.offset or 1, self.args.limit or DEFAULT_LIMIT)
+        total = len(text.splitlines())
+        parts = [body or "(empty file)", *(f"[{n}]" for n in self.notes + notes)]
+        attached = await instructions.attach_for(ctx, self.target)
+        if attached:
+            parts.append(attached)
+        return ToolResult(output="\n".join(parts), summary=f"{total} lines")
+
+
+def _kind(data: bytes) -> str:
+    if data.startswith(b"\x7fELF"):
+        return "ELF executable"
+    if data.startswith(b"\x89PNG"):
+        return "PNG image"
+    if data.startswith(b"%PDF"):
+        return "PDF document"
+    if data.startswith(b"PK\x03\x04"):
+        return "zip archive"
+    return "binary data"
+
+
+class ReadTool(Tool):
+    name = "read"
+    Input = ReadInput
+
+    async def prepare(self, args: ReadInput, ctx: ToolContext) -> Action:
+        target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, args.path)
+        rel = relative(ctx.root, target)
+        return ReadAction(
+            title=f"Read {rel}",
+            permission="read",
+            patterns=[rel],
+            always_pattern=folder_glob(rel),
+            notes=list(args.notes),
+            target=target,
+            args=args,
+        )

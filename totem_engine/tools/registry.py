@@ -1,0 +1,30 @@
+"""The tool set of a run, and the one list of tools that only read.
+
+Calls of one step run together when every one of them is in ``READ_ONLY``; otherwise they run one
+after another in the order the model sent them.
+"""
+
+from __future__ import annotations
+
+from totem_engine.providers.base import ToolSpec
+from totem_engine.tools.base import Tool, input_schema
+from totem_engine.tools.read import ReadTool
+from totem_engine.tools.write import WriteTool
+
+READ_ONLY = frozenset({"read", "glob", "grep", "fetch", "skill"})
+
+# Tools that change files: plan mode denies them.
+CHANGES_FILES = frozenset({"write", "edit", "patch"})
+
+
+def builtin_tools() -> dict[str, Tool]:
+    tools: list[Tool] = [ReadTool(), WriteTool()]
+    return {tool.name: tool for tool in tools}
+
+
+def tool_specs(tools: dict[str, Tool]) -> tuple[ToolSpec, ...]:
+    """What the model is told about each tool, in a stable order (the prompt prefix stays cacheable)."""
+    return tuple(
+        ToolSpec(name=tool.name, description=tool.description, parameters=input_schema(tool.Input))
+        for tool in sorted(tools.values(), key=lambda t: t.name)
+    )

@@ -1,0 +1,94 @@
+"""The one interface through which file tools read and write the project.
+
+``DiskWorkspace`` reads and writes the disk. The language server supplies its own Workspace that
+overlays the editor's open buffers, so no tool touches the disk directly. Paths given to a
+Workspace are absolute and already confined to the project (tools.paths).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat as stat_mod
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import anyio
+
+
+@dataclass(frozen=True)
+class FileStat:
+    is_dir: bool
+    size: int
+    mtime: float
+
+
+class Workspace(Protocol):
+    async def read_bytes(self, path: Path) -> bytes: ...
+
+    async def write_bytes(self, path: Path, data: bytes) -> None: ...
+
+    async def delete(self, path: Path) -> None: ...
+
+    async def stat(self, path: Path) -> FileStat | None: ...
+
+    async def list_dir(self, path: Path) -> list[tuple[str, bool]]: ...
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename in the same folder.
+
+    A failure at any point leaves the old file byte for byte as it was. An existing file keeps
+    its mode; a new one gets the process's default mode.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat_mod.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".totem-tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+class DiskWorkspace:
+    """The project as the disk holds it. Blocking I/O runs in worker threads."""
+
+    async def read_bytes(self, path: Path) -> bytes:
+        return await anyio.to_thread.run_sync(path.read_bytes)
+
+    async def write_bytes(self, path: Path, data: bytes) -> None:
+        await anyio.to_thread.run_sync(write_atomically, path, data)
+
+    async def delete(self, path: Path) -> None:
+        await anyio.to_thread.run_sync(path.unlink)
+
+    async def stat(self, path: Path) -> FileStat | None:
+        def _stat() -> FileStat | None:
+            try:
+                st = path.stat()
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            return FileStat(is_dir=stat_mod.S_ISDIR(st.st_mode), size=st.st_size, mtime=st.st_mtime)
+
+        return await anyio.to_thread.run_sync(_stat)
+
+    async def list_dir(self, path: Path) -> list[tuple[str, bool]]:
+        def _list() -> list[tuple[str, bool]]:
+            with os.scandir(path) as entries:
+                return sorted((e.name, e.is_dir()) for e in entries)
+
+        return await anyio.to_thread.run_sync(_list)

@@ -1,0 +1,66 @@
+"""write: create a file or replace its whole content."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+from pydantic import Field
+
+from totem_engine.tools.base import Action, ProposedFile, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.diff import unified_diff
+from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
+from totem_engine.tools.read import content_hash
+
+
+class WriteInput(ToolInput):
+    path: str = Field(description="Path of the file, relative to the project root.")
+    content: str = Field(description="The whole new content of the file.")
+
+
+@dataclass
+class WriteAction(Action):
+    target: Path | None = None
+    data: bytes = b""
+
+    async def apply(self, ctx: ToolContext) -> ToolResult:
+        assert self.target is not None
+        await ctx.workspace.write_bytes(self.target, self.data)
+        rel = relative(ctx.root, self.target)
+        if ctx.reads is not None:
+            ctx.reads.seen[rel] = content_hash(self.data)
+        created = self.files[0].old_text is None
+        lines = len(self.files[0].new_text.splitlines()) if self.files[0].new_text else 0
+        verb = "Created" if created else "Wrote"
+        notes = "".join(f"\n[{n}]" for n in self.notes)
+        return ToolResult(
+            output=f"{verb} {rel} ({lines} lines).{notes}",
+            summary=f"{verb.lower()} {lines} lines",
+            changed=[rel],
+        )
+
+
+class WriteTool(Tool):
+    name = "write"
+    Input = WriteInput
+
+    async def prepare(self, args: WriteInput, ctx: ToolContext) -> Action:
+        target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, args.path)
+        rel = relative(ctx.root, target)
+        stat = await ctx.workspace.stat(target)
+        if stat is not None and stat.is_dir:
+            raise ToolError(f"{rel} is a directory.")
+        old = None
+        if stat is not None:
+            old = (await ctx.workspace.read_bytes(target)).decode("utf-8", errors="replace")
+        return WriteAction(
+            title=f"{'Create' if old is None else 'Write'} {rel}",
+            permission="edit",
+            patterns=[rel],
+            always_pattern=folder_glob(rel),
+            diff=unified_diff(rel, old, args.content),
+            files=[ProposedFile(path=rel, new_text=args.content, old_text=old)],
+            target=target,
+            data=args.content.encode("utf-8"),
+        )
