@@ -110,6 +110,13 @@ class ModelOverride(_Strict):
     max_output_tokens: int | None = Field(default=None, gt=0)
 
 
+class SnapshotsConfig(_Strict):
+    """``[snapshots]``: how much earlier file content is kept for undo (totem_engine.snapshots)."""
+
+    max_bytes: int = Field(default=500 * 1024 * 1024, gt=0)
+    max_age_days: float = Field(default=30.0, gt=0)
+
+
 class Config(_Strict):
     """The merged configuration. Every key has a default, so ``Config()`` is valid.
 
@@ -123,6 +130,8 @@ class Config(_Strict):
         bash = { "npm test" = "allow" }             # Rule: Action | {pattern: Action}
         [models."myserver/qwen2.5-coder"]           # -> models[spec]: ModelOverride
         context_window = 8192
+        [snapshots]                                 # -> snapshots: SnapshotsConfig
+        max_bytes = 524288000
     """
 
     model: ModelSpec | None = None
@@ -135,6 +144,7 @@ class Config(_Strict):
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     permission: dict[str, Rule] = Field(default_factory=dict)
     models: dict[ModelSpec, ModelOverride] = Field(default_factory=dict)
+    snapshots: SnapshotsConfig = Field(default_factory=SnapshotsConfig)
 
     _notes: list[str] = PrivateAttr(default_factory=list)
 

@@ -66,7 +66,9 @@ class RuleRef(BaseModel):
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
 
-    source: str  # "default", "user", "project", "config", "session", "mode", "boundary", "cli"
+    # default | user | project | editor | file (config layers) | session (an "always" answer)
+    # | answer (a one-time answer) | mode (plan mode) | boundary (outside the project)
+    source: str
     permission: str
     pattern: str
     action: Literal["allow", "ask", "deny"]

@@ -36,6 +36,11 @@ def to_messages(stored: Iterable[StoredMessage]) -> list[Message]:
         for part in tools:
             output = part.data.get("output") if part.status in ("ok", "error", "denied", "interrupted") else None
             out.append(
-                Message(role="tool", text=output or INTERRUPTED, tool_call_id=part.data["callId"], name=part.data["tool"])
+                Message(
+                    role="tool",
+                    text=INTERRUPTED if output is None else output,  # "" is a finished call's real (empty) result
+                    tool_call_id=part.data["callId"],
+                    name=part.data["tool"],
+                )
             )
     return out

@@ -14,7 +14,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import anyio
@@ -163,6 +163,7 @@ class Turn:
         self._writers: list[_StreamedPart] = []  # the parts of the step streaming now
         self._answers: list[_StreamedPart] = []  # the text parts of finished steps
         self._open_calls: list[_Call] = []
+        self._used_call_ids: set[str] = set()
 
     def abort(self) -> None:
         self._aborted = True
@@ -231,7 +232,9 @@ class Turn:
             if limit and step >= limit:
                 return "step_limit", f"Reached the step limit ({limit} steps). Say \"continue\" to go on."
             step += 1
-            history = to_messages(await self.agent.store.messages(self.session_id))
+            stored = await self.agent.store.messages(self.session_id)
+            self._used_call_ids.update(p.data.get("callId") for m in stored for p in m.parts if p.type == "tool")
+            history = to_messages(stored)
             request = ChatRequest(model=model_id, system=system, messages=tuple(history), tools=specs)
             outcome = await self._step(provider, request, step)
             if not outcome.calls:
@@ -303,12 +306,21 @@ class Turn:
                 part_id = await reasoning.add(chunk.text)
                 await self.emit(ev.ReasoningDelta(session_id=self.session_id, part_id=part_id, text=chunk.text))
             elif isinstance(chunk, ToolCallChunk):
-                calls.append(chunk.call)
+                calls.append(self._unique(chunk.call))
             elif isinstance(chunk, UsageChunk):
                 usage = ev.Usage(input_tokens=chunk.input_tokens, output_tokens=chunk.output_tokens)
             elif isinstance(chunk, FinishChunk) and chunk.model:
                 self.answered_by = f"{self.model.split('/', 1)[0]}/{chunk.model}"
         return usage
+
+    def _unique(self, call: ToolCall) -> ToolCall:
+        """The call with an id no other call of the session has. Providers' own ids are kept when
+        they are unique (some vendors insist on their format); a missing or repeated one is replaced,
+        so front ends can key a call by its id."""
+        if not call.id or call.id in self._used_call_ids:
+            call = replace(call, id=new_id("call"))
+        self._used_call_ids.add(call.id)
+        return call
 
     async def _run_calls(self, outcome: _StepOutcome) -> str | None:
         # Every call gets its stored part before any runs, so an abort can mark the rest interrupted
@@ -381,7 +393,7 @@ class Turn:
             await self._start(record, call.name)
             return _error(str(exc)), "error", record.input
         await self._start(record, action.title)
-        decision = self.policy.decide(action.permission, action.patterns, changes_files=call.name in CHANGES_FILES)
+        decision = self.policy.decide(action.permission, action.patterns, changes=action.changes)
         allowed, feedback, rule = await self._permit(record, action, decision)
         await self.emit(
             ev.Permission(
@@ -429,7 +441,7 @@ class Turn:
         if reply.outcome == "reject_always":
             return False, reply.feedback, self.policy.remember(action.permission, action.always_pattern, "deny")
         answered = ev.RuleRef(
-            source="user", permission=action.permission, pattern=action.always_pattern,
+            source="answer", permission=action.permission, pattern=action.always_pattern,
             action="allow" if reply.outcome == "allow_once" else "deny",
         )
         return reply.outcome == "allow_once", reply.feedback, answered
@@ -442,15 +454,20 @@ class Turn:
         await self.agent.store.update_part(record.part_id, data=self._part_data(record, title), status="running")
 
     async def _close_call(self, record: _Call, status: ev.ToolStatus, summary: str, output: str) -> None:
-        record.done = True
-        if not record.started:
-            await self._start(record, record.call.name)
-        data = self._part_data(record, None)
-        data.update(output=output, summary=summary, endedAt=time.time())
-        await self.agent.store.update_part(record.part_id, data=data, status=status)
-        await self.emit(
-            ev.ToolEnd(session_id=self.session_id, call_id=record.call.id, tool=record.call.name, status=status, summary=summary, output=output)
-        )
+        # Shielded: an abort landing here must not leave a call stored as done but never reported.
+        with anyio.CancelScope(shield=True):
+            record.done = True
+            if not record.started:
+                await self._start(record, record.call.name)
+            data = self._part_data(record, None)
+            data.update(output=output, summary=summary, endedAt=time.time())
+            await self.agent.store.update_part(record.part_id, data=data, status=status)
+            await self.emit(
+                ev.ToolEnd(
+                    session_id=self.session_id, call_id=record.call.id, tool=record.call.name,
+                    status=status, summary=summary, output=output,
+                )
+            )
 
     def _part_data(self, record: _Call, title: str | None, rule: ev.RuleRef | None = None) -> dict:
         record.data["input"] = record.input

@@ -28,6 +28,27 @@ DEFAULTS: dict[str, Action] = {
     "fetch": "ask",
 }
 
+# Reading these asks first, whatever the read default says: they hold keys and passwords.
+SECRET_FILES = (".env", ".env.*", "*.pem", "*.key", "id_*", "credentials", "credentials.*", "*.credentials", ".netrc")
+NOT_SECRET = ("*.example", "*.sample", "*.template", "id_*.pub")
+
+
+def is_secret(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(name, p) for p in SECRET_FILES) and not any(
+        fnmatch.fnmatchcase(name, p) for p in NOT_SECRET
+    )
+
+
+def default_decision(permission: str, value: str, *, changes: bool) -> Decision:
+    """What decides when no rule matches: read-only commands run, secret files ask, the rest by family."""
+    if permission == "bash" and not changes:
+        return Decision("allow", RuleRef(source="default", permission=permission, pattern="read-only command", action="allow"))
+    if permission == "read" and is_secret(value):
+        return Decision("ask", RuleRef(source="default", permission=permission, pattern="secret file", action="ask"))
+    action = DEFAULTS.get(permission, "ask")
+    return Decision(action, RuleRef(source="default", permission=permission, pattern="*", action=action))
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -65,13 +86,16 @@ class Policy:
         self.session.append(rule)
         return rule
 
-    def decide(self, permission: str, patterns: Iterable[str], *, changes_files: bool) -> Decision:
-        if self.plan_mode and changes_files:
+    def decide(self, permission: str, patterns: Iterable[str], *, changes: bool) -> Decision:
+        """``changes``: the call may change the project (a file tool's write, a command that is not
+        one of the built-in read-only ones). Plan mode denies those."""
+        if self.plan_mode and changes:
             return Decision("deny", RuleRef(source="mode", permission=permission, pattern="*", action="deny"))
-        decisions = [self._decide_one(permission, p) for p in patterns] or [self._decide_one(permission, "*")]
+        values = list(patterns) or ["*"]
+        decisions = [self._decide_one(permission, v, changes=changes) for v in values]
         return max(decisions, key=lambda d: _RANK[d.action])
 
-    def _decide_one(self, permission: str, value: str) -> Decision:
+    def _decide_one(self, permission: str, value: str, *, changes: bool) -> Decision:
         configured = [r for r in self.rules if r.permission in (permission, "*") and matches(r.pattern, value)]
         denies = [r for r in configured if r.action == "deny"]
         if denies:
@@ -83,5 +107,4 @@ class Policy:
         if configured:
             strongest = max(configured, key=lambda r: _RANK[r.action])
             return Decision(strongest.action, strongest)
-        default = DEFAULTS.get(permission, "ask")
-        return Decision(default, RuleRef(source="default", permission=permission, pattern="*", action=default))
+        return default_decision(permission, value, changes=changes)

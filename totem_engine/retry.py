@@ -1,7 +1,8 @@
 """When and how long to wait before trying a failed step again.
 
 Transient provider errors (connection, 408/409/429/5xx, a stream cut before any tool call) are
-retried up to ``MAX_TRIES`` tries in all, with exponential backoff and full jitter, honouring the
+retried up to ``MAX_TRIES`` tries in all, with exponential backoff and jitter (a random wait between half and all of the
+ceiling), honouring the
 server's own Retry-After, and never waiting longer than the configured ``retry_max_wait``.
 """
 

@@ -49,6 +49,7 @@ class Runtime:
     def resolve_model(self, spec: str | None) -> str:
         """``provider/model`` from ``spec`` or the config; ConfigError when none or unknown."""
         provider, model = self.config.provider_and_model(spec)
+        self.provider(provider)  # a provider that cannot be built is a config error, before any turn
         return f"{provider}/{model}"
 
     async def open_session(self, session_id: str | None, *, model: str, mode: str) -> str:

@@ -68,6 +68,9 @@ def test_tool_calls_split_across_chunks_run_in_order_and_results_go_back(totem):
     assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["write", "read"]
     tool_messages = [m for m in second if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_messages] == ["call_1", "call_2"]
+    # The next step's ids repeat the first step's: the engine gives them ids of their own.
+    call_ids = [e["callId"] for e in ends]
+    assert call_ids[:2] == ["call_1", "call_2"] and len(set(call_ids)) == 4
     third = totem.server.requests[2]["messages"]
     assert "1\tone" in third[-2]["content"] and "app.py" in third[-1]["content"]
 
@@ -75,7 +78,7 @@ def test_tool_calls_split_across_chunks_run_in_order_and_results_go_back(totem):
     tools = parts_of(export, "tool")
     assert [t["status"] for t in tools] == ["ok"] * 4
     assert tools[0]["data"]["input"] == {"path": "src/app.py", "content": "print('hi')\n"}
-    assert tools[0]["data"]["rule"]["source"] == "user"
+    assert tools[0]["data"]["rule"]["source"] == "answer"
 
 
 def test_rate_limit_honours_retry_after_then_succeeds(totem):

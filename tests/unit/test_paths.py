@@ -173,3 +173,26 @@ def test_closest_paths_never_suggests_outside(layout: Path):
     for suggestion in closest_paths(layout, "outbox/secrt.txt") + closest_paths(layout, "../OUTSIDE/secrt.txt"):
         assert not suggestion.startswith("..")
         assert "secret" not in suggestion
+
+
+# --- paths the OS cannot use are the model's mistake, not a crash ---------------------------
+
+
+def test_nul_in_path_is_a_tool_error(layout: Path):
+    with pytest.raises(ToolError) as info:
+        resolve_in_project(layout, "src/a\x00b.py")
+    assert "NUL" in str(info.value)
+
+
+def test_name_too_long_is_a_tool_error(layout: Path):
+    with pytest.raises(ToolError) as info:
+        resolve_in_project(layout, "x" * 5000)
+    assert not isinstance(info.value, BoundaryError)
+
+
+def test_symlink_loop_is_a_tool_error(layout: Path):
+    (layout / "loop").symlink_to("loop")
+    with pytest.raises(ToolError):
+        resolve_in_project(layout, "loop/x.txt")
+    with pytest.raises(ToolError):
+        resolve_in_project(layout, "loop")

@@ -238,6 +238,7 @@ async def test_write_prepare_touches_nothing_for_a_new_file(root: Path, ctx: Too
 async def test_write_prepare_leaves_an_existing_file_unchanged(root: Path, ctx: ToolContext):
     target = root / "f.txt"
     target.write_text("old\n")
+    await read(ctx, path="f.txt")  # a whole rewrite needs an earlier read
     before = target.stat().st_mtime_ns
     action = await WriteTool().prepare(WriteTool.Input(path="f.txt", content="new\n"), ctx)
     assert target.read_text() == "old\n"
@@ -257,6 +258,7 @@ async def test_write_diff_for_a_new_file_is_git_style(root: Path, ctx: ToolConte
 
 async def test_write_diff_for_a_change_is_git_style(root: Path, ctx: ToolContext):
     (root / "f.txt").write_text("keep\nold\n")
+    await read(ctx, path="f.txt")
     action = await WriteTool().prepare(WriteTool.Input(path="f.txt", content="keep\nnew"), ctx)
     lines = action.diff.splitlines()
     assert lines[0] == "--- a/f.txt"
@@ -279,6 +281,7 @@ async def test_write_apply_creates_parent_dirs(root: Path, ctx: ToolContext):
 
 async def test_write_replaces_existing_content(root: Path, ctx: ToolContext):
     (root / "f.txt").write_text("old\n")
+    await read(ctx, path="f.txt")
     result = await run(WriteTool(), ctx, path="f.txt", content="brand new\n")
     assert (root / "f.txt").read_text() == "brand new\n"
     assert "Wrote" in result.output and "Created" not in result.output
@@ -288,6 +291,7 @@ async def test_write_keeps_the_mode_of_an_existing_file(root: Path, ctx: ToolCon
     script = root / "run.sh"
     script.write_text("#!/bin/sh\necho old\n")
     script.chmod(0o755)
+    await read(ctx, path="run.sh")
     await run(WriteTool(), ctx, path="run.sh", content="#!/bin/sh\necho new\n")
     assert script.read_text() == "#!/bin/sh\necho new\n"
     assert stat.S_IMODE(script.stat().st_mode) == 0o755
@@ -359,6 +363,8 @@ def test_write_atomically_keeps_old_file_when_writing_fails(tmp_path: Path, monk
 async def test_failed_write_through_the_tool_leaves_the_file_intact(root: Path, ctx: ToolContext, monkeypatch):
     target = root / "f.txt"
     target.write_text("original\n")
+    await read(ctx, path="f.txt")
+    seen_before = dict(ctx.reads.seen)
     action = await WriteTool().prepare(WriteTool.Input(path="f.txt", content="replacement\n"), ctx)
 
     def boom(src, dst):
@@ -369,7 +375,7 @@ async def test_failed_write_through_the_tool_leaves_the_file_intact(root: Path, 
         await action.apply(ctx)
     assert target.read_text() == "original\n"
     assert leftovers(root) == []
-    assert "f.txt" not in ctx.reads.seen  # nothing was written, nothing recorded
+    assert ctx.reads.seen == seen_before  # nothing was written, nothing recorded
 
 
 def test_write_atomically_writes_bytes_exactly(tmp_path: Path):
@@ -378,3 +384,35 @@ def test_write_atomically_writes_bytes_exactly(tmp_path: Path):
     write_atomically(target, payload)
     assert target.read_bytes() == payload
     assert leftovers(target.parent) == []
+
+
+# --- line counting agrees with git and grep (cut at "\n" only) ------------------------------
+
+
+async def test_read_numbers_lines_at_newlines_only(root: Path, ctx: ToolContext):
+    # A form feed and a U+2028 are characters of a line, not line breaks.
+    (root / "f.py").write_text("a\fb\nc\u2028d\ne\n", encoding="utf-8")
+    result = await read(ctx, path="f.py")
+    assert result.output.split("\n") == ["1\ta\fb", "2\tc\u2028d", "3\te"]
+    assert result.summary == "3 lines"
+
+
+async def test_read_crlf_file_shows_lines_without_carriage_returns(root: Path, ctx: ToolContext):
+    (root / "win.txt").write_bytes(b"one\r\ntwo\r\n")
+    result = await read(ctx, path="win.txt")
+    assert result.output.split("\n") == ["1\tone", "2\ttwo"]
+    assert "\r" not in result.output
+
+
+async def test_read_last_line_without_newline_is_shown(root: Path, ctx: ToolContext):
+    (root / "f.txt").write_text("a\nb")
+    result = await read(ctx, path="f.txt")
+    assert result.output.split("\n") == ["1\ta", "2\tb"]
+
+
+async def test_diff_of_a_file_with_a_form_feed_is_well_formed(root: Path, ctx: ToolContext):
+    (root / "f.py").write_text("a\fb\nc\n")
+    await read(ctx, path="f.py")
+    action = await WriteTool().prepare(WriteTool.Input(path="f.py", content="a\fb\nd\n"), ctx)
+    assert "No newline" not in action.diff  # both versions end with a newline
+    assert action.diff.split("\n")[2:] == ["@@ -1,2 +1,2 @@", " a\fb", "-c", "+d", ""]

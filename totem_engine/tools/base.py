@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import anyio
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 
 from totem_engine.prompt_files import tool_description
@@ -117,9 +117,22 @@ def parse_arguments(model: type[ToolInput], raw: str) -> ToolInput:
         raise ToolError(f"Invalid arguments: {problems}. Expected: {json.dumps(input_schema(model))}") from None
 
 
+async def _nobody_to_ask(question: str, options: list[str]) -> str | None:
+    return None
+
+
+async def _nowhere(event: Any) -> None:
+    return None
+
+
 @dataclass
 class ToolContext:
-    """What a call needs from its run: the project, its files, the session, the abort signal."""
+    """What a call needs from its run.
+
+    ``question(text, options)`` asks the user through the front end (None: nobody could be
+    asked); ``publish(event)`` sends an engine event (e.g. the todo list) to the front end;
+    ``output_budget`` is the most characters one result may hold (a share of the model's window).
+    """
 
     root: Path
     workspace: "Workspace"
@@ -127,7 +140,9 @@ class ToolContext:
     call_id: str
     mode: str = "build"
     reads: "ReadLedger | None" = None
-    cancelled: anyio.Event = field(default_factory=anyio.Event)
+    output_budget: int = 50_000
+    question: Callable[[str, list[str]], Awaitable[str | None]] = _nobody_to_ask
+    publish: Callable[[Any], Awaitable[None]] = _nowhere
 
 
 @dataclass
@@ -164,7 +179,8 @@ class Action(ABC):
 
     ``permission`` names the rule family (read, edit, bash, ...); ``patterns`` are what rules
     match (project-relative paths, or the command); ``always_pattern`` is what an "allow always"
-    answer stores; ``diff`` and ``files`` show a change before it is made.
+    answer stores; ``diff`` and ``files`` show a change before it is made; ``changes`` says the
+    call may change the project (plan mode denies it; a read-only command runs without asking).
     """
 
     title: str
@@ -174,6 +190,7 @@ class Action(ABC):
     diff: str | None = None
     files: list[ProposedFile] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    changes: bool = False
 
     @abstractmethod
     async def apply(self, ctx: ToolContext) -> ToolResult: ...

@@ -28,4 +28,4 @@ def unified_diff(path: str, old: str | None, new: str | None) -> str:
 
 def _lines(text: str) -> list[str]:
     """``text`` cut after each "\\n" (each piece keeps its "\\n"; the last may have none)."""
-    return re.findall(r"[^\n]*\n|[^\n]+$", text)
+    return re.findall(r"[^\n]*\n|[^\n]+\Z", text)

@@ -21,11 +21,17 @@ def resolve_in_project(root: Path, path: str) -> Path:
     """
     if not path or not path.strip():
         raise ToolError("The path is empty.")
+    if "\x00" in path:
+        raise ToolError("The path contains a NUL character.")
     real_root = root.resolve()
     candidate = Path(path)
     if not candidate.is_absolute():
         candidate = real_root / candidate
-    real = _real_path(candidate)
+    try:
+        real = _real_path(candidate)
+    except (OSError, RuntimeError) as exc:  # name too long; symlink loop (RuntimeError before 3.13)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ToolError(f"{path} cannot be used as a path: {reason}.") from None
     if real != real_root and real_root not in real.parents:
         raise BoundaryError(f"{path} is outside the project ({real_root}); files outside it are never touched.")
     return real

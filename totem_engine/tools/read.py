@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +11,7 @@ from pydantic import Field
 
 from totem_engine.tools import instructions
 from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.freshness import mark_seen
 from totem_engine.tools.paths import closest_paths, folder_glob, relative, resolve_in_project
 
 DEFAULT_LIMIT = 2000
@@ -29,10 +29,6 @@ class ReadInput(ToolInput):
     )
 
 
-def content_hash(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def looks_binary(data: bytes) -> bool:
     if b"\x00" in data[:8192]:
         return True
@@ -43,9 +39,21 @@ def looks_binary(data: bytes) -> bool:
     return False
 
 
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text`` as git and grep number them: cut at "\\n" only ("\\r\\n" too).
+
+    ``str.splitlines`` also cuts at \\f, \\v, \\x1c-\\x1e, \\x85, \\u2028 and \\u2029, which would
+    number lines differently from every other tool and drop those characters from the output.
+    """
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 def number_lines(text: str, offset: int, limit: int) -> tuple[str, list[str]]:
     """Lines ``offset``..``offset+limit-1`` as ``N\\tline``, with notes on what was cut."""
-    lines = text.splitlines()
+    lines = split_lines(text)
     start = offset - 1
     chosen = lines[start : start + limit]
     notes: list[str] = []
@@ -93,11 +101,10 @@ class ReadAction(Action):
                 summary=f"binary, {len(data)} bytes",
             )
         text = data.decode("utf-8").removeprefix("\ufeff")
-        if ctx.reads is not None:
-            ctx.reads.seen[rel] = content_hash(data)
+        mark_seen(ctx, rel, data)
         body, notes = number_lines(text, self.args.offset or 1, self.args.limit or DEFAULT_LIMIT)
-        total = len(text.splitlines())
-        parts = [body or "(empty file)", *(f"[{n}]" for n in self.notes + notes)]
+        total = len(split_lines(text))
+        parts = [body or ("(empty file)" if total == 0 else "(no lines shown)"), *(f"[{n}]" for n in self.notes + notes)]
         attached = await instructions.attach_for(ctx, self.target)
         if attached:
             parts.append(attached)

@@ -32,6 +32,8 @@ class Workspace(Protocol):
 
     async def delete(self, path: Path) -> None: ...
 
+    async def rename(self, source: Path, target: Path) -> None: ...
+
     async def stat(self, path: Path) -> FileStat | None: ...
 
     async def list_dir(self, path: Path) -> list[tuple[str, bool]]: ...
@@ -75,6 +77,13 @@ class DiskWorkspace:
 
     async def delete(self, path: Path) -> None:
         await anyio.to_thread.run_sync(path.unlink)
+
+    async def rename(self, source: Path, target: Path) -> None:
+        def _rename() -> None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, target)
+
+        await anyio.to_thread.run_sync(_rename)
 
     async def stat(self, path: Path) -> FileStat | None:
         def _stat() -> FileStat | None:

@@ -11,7 +11,7 @@ from pydantic import Field
 from totem_engine.tools.base import Action, ProposedFile, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from totem_engine.tools.diff import unified_diff
 from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
-from totem_engine.tools.read import content_hash
+from totem_engine.tools.freshness import check_fresh, mark_seen
 
 
 class WriteInput(ToolInput):
@@ -28,15 +28,14 @@ class WriteAction(Action):
         assert self.target is not None
         await ctx.workspace.write_bytes(self.target, self.data)
         rel = relative(ctx.root, self.target)
-        if ctx.reads is not None:
-            ctx.reads.seen[rel] = content_hash(self.data)
+        mark_seen(ctx, rel, self.data)
         created = self.files[0].old_text is None
         lines = len(self.files[0].new_text.splitlines()) if self.files[0].new_text else 0
         verb = "Created" if created else "Wrote"
         notes = "".join(f"\n[{n}]" for n in self.notes)
         return ToolResult(
-            output=f"{verb} {rel} ({lines} lines).{notes}",
-            summary=f"{verb.lower()} {lines} lines",
+            output=f"{verb} {rel} ({_lines(lines)}).{notes}",
+            summary=f"{verb.lower()} {_lines(lines)}",
             changed=[rel],
         )
 
@@ -51,9 +50,9 @@ class WriteTool(Tool):
         stat = await ctx.workspace.stat(target)
         if stat is not None and stat.is_dir:
             raise ToolError(f"{rel} is a directory.")
-        old = None
-        if stat is not None:
-            old = (await ctx.workspace.read_bytes(target)).decode("utf-8", errors="replace")
+        current = await ctx.workspace.read_bytes(target) if stat is not None else None
+        check_fresh(ctx, rel, current, whole_rewrite=True)
+        old = current.decode("utf-8", errors="replace") if current is not None else None
         return WriteAction(
             title=f"{'Create' if old is None else 'Write'} {rel}",
             permission="edit",
@@ -61,6 +60,11 @@ class WriteTool(Tool):
             always_pattern=folder_glob(rel),
             diff=unified_diff(rel, old, args.content),
             files=[ProposedFile(path=rel, new_text=args.content, old_text=old)],
+            changes=True,
             target=target,
             data=args.content.encode("utf-8"),
         )
+
+
+def _lines(count: int) -> str:
+    return f"{count} line" if count == 1 else f"{count} lines"

@@ -1,0 +1,441 @@
+"""Undo and redo of the files a turn changed: a content-addressed blob store and a change index.
+
+Before a file tool changes files, the loop calls ``before_change``: each file's bytes as the
+Workspace shows them are stored as a blob (``<data dir>/blobs/<sha256[:2]>/<sha256>``, written
+atomically, identical content stored once), or its absence is noted. After the change,
+``after_change`` records the new state the same way. A turn's change set is one row per file::
+
+    turns:   seq (order), turn_id, session_id, undone (0/1), created_at
+    changes: turn_seq, path (project-relative, "/"), before_hash, after_hash  (NULL = absent)
+
+``before_change`` seeds ``after_hash`` with ``before_hash``, so a file whose change never happened
+(the apply failed and ``after_change`` was not called) counts as unchanged, never as deleted.
+
+``undo`` takes the session's newest turn that changed something and is not undone, and puts each
+of its files back through the Workspace; ``redo`` re-applies the oldest undone turn, which is
+the one undone last (undone turns always sit above the others: a new turn that changes files
+forgets them, the usual redo-stack rule). A file that no longer holds what the step left there is
+reported as a conflict and left alone.
+
+The index is its own SQLite file (``snapshots.db`` beside ``totem.db``), not a table in the
+history database: its schema and migrations stay independent of the history's, and pruning it
+(deleting rows, at start-up) never contends with a turn writing history. It is opened like the
+Store: WAL, one connection, calls one at a time in a worker thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import anyio
+
+from totem_engine.store import _Transaction, default_db_path
+from totem_engine.tools.paths import relative
+from totem_engine.tools.workspace import Workspace, write_atomically
+
+__all__ = ["FileOutcome", "Snapshots"]
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS turns (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    turn_id TEXT NOT NULL UNIQUE,
+    session_id TEXT NOT NULL,
+    undone INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS turns_by_session ON turns(session_id, undone, seq);
+CREATE INDEX IF NOT EXISTS turns_by_age ON turns(created_at);
+
+CREATE TABLE IF NOT EXISTS changes (
+    turn_seq INTEGER NOT NULL REFERENCES turns(seq) ON DELETE CASCADE,
+    path TEXT NOT NULL,
+    before_hash TEXT,
+    after_hash TEXT,
+    PRIMARY KEY (turn_seq, path)
+);
+"""
+
+# An unreferenced blob this young is left alone: another Totem process sharing the data dir may
+# be between writing it (or reusing it, which refreshes its mtime) and recording it.
+_BLOB_GRACE = 3600.0
+
+_DAY = 86400.0
+
+_T = TypeVar("_T")
+
+# (path, before_hash, after_hash) of one changed file.
+_Change = tuple[str, str | None, str | None]
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """What undo or redo did to one file. ``path`` is project-relative with forward slashes;
+    ``reason`` says why for a conflict."""
+
+    path: str
+    action: Literal["restored", "deleted", "conflict"]
+    reason: str | None = None
+
+
+class Snapshots:
+    """The snapshot store in ``store_dir`` (default: the directory of ``totem.db``).
+
+    Nothing touches the disk until the first call. ``clock`` gives the time in seconds; it dates
+    turns and ages blobs, and tests pass a fake one. Use ``async with`` or call ``close()``.
+    """
+
+    def __init__(
+        self,
+        store_dir: Path | None = None,
+        *,
+        max_bytes: int,
+        max_age_days: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store_dir = Path(store_dir) if store_dir is not None else default_db_path().parent
+        self.blob_dir = self.store_dir / "blobs"
+        self.max_bytes = max_bytes
+        self.max_age_days = max_age_days
+        self._clock = clock
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        # One token: one connection, never used by two threads at once.
+        self._limiter = anyio.CapacityLimiter(1)
+
+    async def __aenter__(self) -> Snapshots:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # -- recording ------------------------------------------------------------------------
+
+    async def before_change(
+        self, workspace: Workspace, *, session_id: str, turn_id: str, root: Path, paths: list[Path]
+    ) -> None:
+        """Store each path's current bytes (or absence) as the turn's before-state.
+
+        ``paths`` are absolute or relative to ``root``. A path the turn already recorded keeps
+        its first before-state. The first call of a turn makes the session's undone turns
+        impossible to redo.
+        """
+        rels = _relative_paths(root, paths)
+        seq, fresh = await self._run(self._open_turn, session_id, turn_id, rels)
+        states = [(rel, await self._snapshot(workspace, root / rel)) for rel in fresh]
+        await self._run(self._record_before, seq, states)
+
+    async def after_change(
+        self, workspace: Workspace, *, session_id: str, turn_id: str, root: Path, paths: list[Path]
+    ) -> None:
+        """Store each path's current bytes (or absence) as the turn's after-state; a later call
+        for the same path replaces it. Paths ``before_change`` did not record are ignored."""
+        rels = _relative_paths(root, paths)
+        states = [(rel, await self._snapshot(workspace, root / rel)) for rel in rels]
+        await self._run(self._record_after, session_id, turn_id, states)
+
+    async def _snapshot(self, workspace: Workspace, path: Path) -> str | None:
+        """The hash of the file's bytes, now stored as a blob; None when there is no file."""
+        if await workspace.stat(path) is None:
+            return None
+        data = await workspace.read_bytes(path)
+        return await anyio.to_thread.run_sync(self._put_blob, data)
+
+    def _open_turn(
+        self, conn: sqlite3.Connection, session_id: str, turn_id: str, rels: list[str]
+    ) -> tuple[int, list[str]]:
+        """The turn's seq (created when new) and the paths of ``rels`` it has not recorded."""
+        with _Transaction(conn):
+            row = conn.execute("SELECT seq FROM turns WHERE turn_id = ?", (turn_id,)).fetchone()
+            if row is None:
+                # A new turn changes files: what was undone can no longer be redone.
+                conn.execute("DELETE FROM turns WHERE session_id = ? AND undone = 1", (session_id,))
+                seq = conn.execute(
+                    "INSERT INTO turns (turn_id, session_id, created_at) VALUES (?, ?, ?)",
+                    (turn_id, session_id, self._clock()),
+                ).lastrowid
+            else:
+                seq = row["seq"]
+            recorded = {r["path"] for r in conn.execute(
+                "SELECT path FROM changes WHERE turn_seq = ?", (seq,)
+            )}
+        assert seq is not None
+        return seq, [rel for rel in rels if rel not in recorded]
+
+    @staticmethod
+    def _record_before(
+        conn: sqlite3.Connection, seq: int, states: list[tuple[str, str | None]]
+    ) -> None:
+        # OR IGNORE: of two calls racing on one path, the first recorded before-state wins.
+        conn.executemany(
+            "INSERT OR IGNORE INTO changes (turn_seq, path, before_hash, after_hash)"
+            " VALUES (?, ?, ?, ?)",
+            [(seq, rel, digest, digest) for rel, digest in states],
+        )
+
+    @staticmethod
+    def _record_after(
+        conn: sqlite3.Connection, session_id: str, turn_id: str,
+        states: list[tuple[str, str | None]],
+    ) -> None:
+        conn.executemany(
+            "UPDATE changes SET after_hash = ? WHERE path = ? AND turn_seq ="
+            " (SELECT seq FROM turns WHERE turn_id = ? AND session_id = ?)",
+            [(digest, rel, turn_id, session_id) for rel, digest in states],
+        )
+
+    # -- undo and redo --------------------------------------------------------------------
+
+    async def undo(self, workspace: Workspace, *, session_id: str, root: Path) -> list[FileOutcome]:
+        """Put back the files of the session's newest changing turn not yet undone.
+
+        Returns one outcome per changed file, sorted by path; ``[]`` when there is nothing to
+        undo. A file that no longer holds the turn's after-state is a conflict and left alone.
+        """
+        changes = await self._run(self._claim, session_id, True)
+        return [
+            await self._move(workspace, root / path, path, expect=after, target=before,
+                             conflict="changed since the turn; left as it is")
+            for path, before, after in changes
+        ]
+
+    async def redo(self, workspace: Workspace, *, session_id: str, root: Path) -> list[FileOutcome]:
+        """Re-apply the session's most recently undone turn; ``[]`` when there is none.
+
+        A file that no longer holds the turn's before-state is a conflict and left alone.
+        """
+        changes = await self._run(self._claim, session_id, False)
+        return [
+            await self._move(workspace, root / path, path, expect=before, target=after,
+                             conflict="changed since the undo; left as it is")
+            for path, before, after in changes
+        ]
+
+    @staticmethod
+    def _claim(conn: sqlite3.Connection, session_id: str, undo: bool) -> list[_Change]:
+        """Mark the turn to undo (or redo) as such and return its changed files by path.
+
+        Marked before the files are touched, so two undos at once never take the same turn; an
+        undo cut short is finished by redo-then-undo (files already in place count as done).
+        """
+        # Undone turns are always newer than the others, so the one undone last is the oldest.
+        query = (
+            "SELECT seq FROM turns t WHERE session_id = ? AND undone = 0 AND EXISTS (SELECT 1"
+            " FROM changes c WHERE c.turn_seq = t.seq AND c.before_hash IS NOT c.after_hash)"
+            " ORDER BY seq DESC LIMIT 1"
+            if undo else
+            "SELECT seq FROM turns WHERE session_id = ? AND undone = 1 ORDER BY seq LIMIT 1"
+        )
+        with _Transaction(conn):
+            row = conn.execute(query, (session_id,)).fetchone()
+            if row is None:
+                return []
+            conn.execute("UPDATE turns SET undone = ? WHERE seq = ?", (int(undo), row["seq"]))
+            rows = conn.execute(
+                "SELECT path, before_hash, after_hash FROM changes WHERE turn_seq = ?"
+                " AND before_hash IS NOT after_hash ORDER BY path",
+                (row["seq"],),
+            ).fetchall()
+        return [(r["path"], r["before_hash"], r["after_hash"]) for r in rows]
+
+    async def _move(
+        self, workspace: Workspace, path: Path, rel: str, *,
+        expect: str | None, target: str | None, conflict: str,
+    ) -> FileOutcome:
+        """Bring the file from state ``expect`` to state ``target`` (hashes; None = absent)."""
+        done = FileOutcome(rel, "deleted" if target is None else "restored")
+        try:
+            current = await self._current_hash(workspace, path)
+            if current == target:
+                return done
+            if current != expect:
+                return FileOutcome(rel, "conflict", conflict)
+            if target is None:
+                await workspace.delete(path)
+            else:
+                data = await anyio.to_thread.run_sync(self._blob_path(target).read_bytes)
+                await workspace.write_bytes(path, data)
+        except OSError as exc:
+            return FileOutcome(rel, "conflict", f"could not be changed: {exc.strerror or exc}")
+        return done
+
+    @staticmethod
+    async def _current_hash(workspace: Workspace, path: Path) -> str | None:
+        if await workspace.stat(path) is None:
+            return None
+        data = await workspace.read_bytes(path)
+        return await anyio.to_thread.run_sync(_sha256, data)
+
+    # -- pruning --------------------------------------------------------------------------
+
+    async def prune(self) -> None:
+        """Forget turns older than ``max_age_days``, delete blobs no turn refers to, then forget
+        the oldest turns until the blobs fit in ``max_bytes``.
+
+        Cost when there is nothing to do: one indexed delete, one query and a listing of the
+        blob directory.
+        """
+        now = self._clock()
+        referenced = await self._run(self._drop_old_turns, now - self.max_age_days * _DAY)
+        sizes = await anyio.to_thread.run_sync(self._sweep, referenced, now - _BLOB_GRACE)
+        excess = sum(sizes.values()) - self.max_bytes
+        if excess > 0:
+            freed = await self._run(self._drop_oldest_turns, sizes, excess)
+            await anyio.to_thread.run_sync(self._delete_blobs, freed, now - _BLOB_GRACE)
+
+    @staticmethod
+    def _drop_old_turns(conn: sqlite3.Connection, cutoff: float) -> set[str]:
+        """Delete turns created before ``cutoff``; the hashes the others refer to."""
+        with _Transaction(conn):
+            conn.execute("DELETE FROM turns WHERE created_at < ?", (cutoff,))
+            rows = conn.execute(
+                "SELECT before_hash FROM changes UNION SELECT after_hash FROM changes"
+            ).fetchall()
+        return {row[0] for row in rows if row[0] is not None}
+
+    @staticmethod
+    def _drop_oldest_turns(
+        conn: sqlite3.Connection, sizes: dict[str, int], excess: int
+    ) -> set[str]:
+        """Delete the oldest turns until the blobs only they refer to add up to ``excess``
+        bytes (or no turn is left); the hashes no remaining turn refers to."""
+        with _Transaction(conn):
+            hashes_by_turn: dict[int, list[str]] = {}
+            for row in conn.execute(
+                "SELECT turn_seq, before_hash, after_hash FROM changes ORDER BY turn_seq"
+            ):
+                hashes = hashes_by_turn.setdefault(row["turn_seq"], [])
+                hashes.extend(h for h in (row["before_hash"], row["after_hash"]) if h is not None)
+            refs = Counter(h for hashes in hashes_by_turn.values() for h in hashes)
+            dropped: list[int] = []
+            freed: set[str] = set()
+            released = 0
+            for seq, hashes in hashes_by_turn.items():  # oldest first
+                if released >= excess:
+                    break
+                dropped.append(seq)
+                refs.subtract(hashes)
+                for digest in set(hashes):
+                    if refs[digest] == 0:
+                        freed.add(digest)
+                        released += sizes.get(digest, 0)
+            conn.executemany("DELETE FROM turns WHERE seq = ?", [(seq,) for seq in dropped])
+        return freed
+
+    def _sweep(self, referenced: set[str], grace_cutoff: float) -> dict[str, int]:
+        """Delete unreferenced blobs (and stray temporary files) older than ``grace_cutoff``;
+        ``{hash: size}`` of the blobs left."""
+        sizes: dict[str, int] = {}
+        for entry in _blob_entries(self.blob_dir):
+            st = entry.stat()
+            if entry.name not in referenced and st.st_mtime < grace_cutoff:
+                Path(entry.path).unlink(missing_ok=True)
+            else:
+                sizes[entry.name] = st.st_size
+        return sizes
+
+    def _delete_blobs(self, digests: Iterable[str], grace_cutoff: float) -> None:
+        for digest in digests:
+            path = self._blob_path(digest)
+            with contextlib.suppress(FileNotFoundError):
+                if path.stat().st_mtime < grace_cutoff:
+                    path.unlink(missing_ok=True)
+
+    # -- blobs ----------------------------------------------------------------------------
+
+    def _blob_path(self, digest: str) -> Path:
+        return self.blob_dir / digest[:2] / digest
+
+    def _put_blob(self, data: bytes) -> str:
+        """Store ``data`` once under its sha256 and return the hex digest."""
+        digest = _sha256(data)
+        path = self._blob_path(digest)
+        try:
+            # Already stored: refresh its mtime so a concurrent prune's grace period covers it.
+            os.utime(path)
+        except FileNotFoundError:
+            write_atomically(path, data)
+        return digest
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    async def _run(self, fn: Callable[..., _T], /, *args: Any) -> _T:
+        """``fn(conn, *args)`` in the worker thread, after any call already running."""
+        return await anyio.to_thread.run_sync(self._call, fn, *args, limiter=self._limiter)
+
+    def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        if self._closed:
+            raise RuntimeError("snapshots are closed")
+        if self._conn is None:
+            self._conn = self._open()
+        return fn(self._conn, *args)
+
+    def _open(self) -> sqlite3.Connection:
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            self.store_dir / "snapshots.db", isolation_level=None, check_same_thread=False,
+            timeout=10.0,
+        )
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            # Deleting a turn deletes its changes (ON DELETE CASCADE).
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        with _Transaction(conn):
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"{self.store_dir / 'snapshots.db'} has schema version {version};"
+                    f" this Totem knows {SCHEMA_VERSION}"
+                )
+            if version < SCHEMA_VERSION:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    async def close(self) -> None:
+        """Close the index; later calls raise ``RuntimeError``. Safe to call twice."""
+        await anyio.to_thread.run_sync(self._close, limiter=self._limiter)
+
+    def _close(self) -> None:
+        self._closed = True
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def _relative_paths(root: Path, paths: Iterable[Path]) -> list[str]:
+    """Project-relative, "/"-separated, without duplicates, in the order given."""
+    return list(dict.fromkeys(relative(root, root / path) for path in paths))
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _blob_entries(blob_dir: Path) -> list[os.DirEntry[str]]:
+    """Every file in the blob directory's two-character folders; [] when there is none."""
+    try:
+        folders = [e for e in os.scandir(blob_dir) if e.is_dir()]
+    except FileNotFoundError:
+        return []
+    return [e for folder in folders for e in os.scandir(folder.path) if e.is_file()]

@@ -1,0 +1,36 @@
+"""Stale reads: never change a file on the strength of a view of it that is out of date.
+
+The session's ReadLedger keeps the hash of each file as the agent last read or wrote it. A change
+to a file whose content differs from that (the user, the editor or a command changed it since)
+is refused with a request to read it again. A whole-file rewrite of an existing file the agent
+has not seen in this session is refused too, so it is never blind. An edit needs no earlier read:
+its unique match proves the model knows the text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from totem_engine.tools.base import ToolContext, ToolError
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def check_fresh(ctx: ToolContext, rel: str, current: bytes | None, *, whole_rewrite: bool) -> None:
+    """Raise ToolError when changing ``rel`` (now ``current``; None: absent) would be stale or blind."""
+    if current is None or ctx.reads is None:
+        return
+    seen = ctx.reads.seen.get(rel)
+    if seen is None:
+        if whole_rewrite:
+            raise ToolError(f"{rel} already exists and you have not read it in this session. Read it first, then change it.")
+        return
+    if content_hash(current) != seen:
+        raise ToolError(f"{rel} changed since you last read it (by the user or a command). Read it again before changing it.")
+
+
+def mark_seen(ctx: ToolContext, rel: str, data: bytes) -> None:
+    if ctx.reads is not None:
+        ctx.reads.seen[rel] = content_hash(data)
