@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="list the models of the configured providers")
     common(models)
 
+    trust = sub.add_parser("trust", help="trust a project, so its own config may choose providers and allow actions")
+    trust.add_argument("dir", nargs="?", type=Path, default=None, help="project root (default: the current directory)")
+
     sessions = sub.add_parser("sessions", help="list, show or export stored sessions")
     sessions_sub = sessions.add_subparsers(dest="action", required=True)
     sessions_sub.add_parser("list", help="sessions, newest first")
@@ -60,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
             return anyio.run(run_command, args)
         if args.command == "models":
             return anyio.run(models_command, args)
+        if args.command == "trust":
+            return anyio.run(trust_command, args)
         return anyio.run(sessions_command, args)
     except ConfigError as exc:
         print(f"totem: {exc}", file=sys.stderr)
@@ -83,8 +88,13 @@ async def models_command(args: argparse.Namespace) -> int:
     from totem_engine.providers.errors import ProviderError
     from totem_engine.runtime import Runtime
 
+    from totem_engine.trust import apply_trust
+
     root = project_root(args)
-    runtime = Runtime(root, load_config(root, config_file=args.config))
+    loaded, notice = await apply_trust(root, load_config(root, config_file=args.config), None)
+    if notice:
+        print(f"! {notice}", file=sys.stderr)
+    runtime = Runtime(root, loaded)
     failures = 0
     try:
         if not runtime.config.providers:
@@ -103,6 +113,18 @@ async def models_command(args: argparse.Namespace) -> int:
     finally:
         await runtime.aclose()
     return 1 if failures == len(runtime.config.providers) else 0
+
+
+async def trust_command(args: argparse.Namespace) -> int:
+    from totem_engine.trust import trust
+
+    root = (args.dir or Path.cwd()).resolve()
+    if not root.is_dir():
+        print(f"totem: {root} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    await trust(root)
+    print(f"trusted {root}")
+    return 0
 
 
 async def sessions_command(args: argparse.Namespace) -> int:

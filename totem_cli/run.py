@@ -12,15 +12,19 @@ from totem_cli.main import EXIT_CODES, project_root
 from totem_cli.terminal import TerminalFrontEnd
 from totem_engine.config import load_config
 from totem_engine.runtime import Runtime
+from totem_engine.trust import apply_trust
 
 
 async def run_command(args: argparse.Namespace) -> int:
     root = project_root(args)
-    loaded = load_config(root, config_file=args.config)
+    interactive = sys.stdin.isatty()
+    frontend = TerminalFrontEnd(json_mode=args.json, assume_yes=args.yes, interactive=interactive)
+    loaded, trust_notice = await apply_trust(
+        root, load_config(root, config_file=args.config), frontend.ask_trust if interactive else None
+    )
     runtime = Runtime(root, loaded)
-    frontend = TerminalFrontEnd(json_mode=args.json, assume_yes=args.yes, interactive=sys.stdin.isatty())
     try:
-        for note in loaded.config.notes:
+        for note in [*loaded.config.notes, *([trust_notice] if trust_notice else [])]:
             print(f"! {note}", file=sys.stderr)
         model = runtime.resolve_model(args.model)
         mode = args.mode or loaded.config.mode

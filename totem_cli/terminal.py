@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import TextIO
 
 import anyio
@@ -92,6 +93,14 @@ class TerminalFrontEnd:
         if answer.isdigit() and 0 < int(answer) <= len(request.options):
             return request.options[int(answer) - 1]
         return answer
+
+    async def ask_trust(self, root: Path, reasons: list[str]) -> bool:
+        """Whether the user trusts ``root``, whose config wants ``reasons``."""
+        answer = await self._ask(
+            f"The project {root} has a config that sets: {', '.join(reasons)}.\n"
+            "Trust this project (its config may then choose providers and allow actions)? [y/N] "
+        )
+        return answer.strip().lower() in ("y", "yes")
 
     async def _ask(self, prompt: str) -> str:
         self.err.write(prompt)

@@ -1,0 +1,113 @@
+"""Project trust: a cloned repository's own config must not grant itself power.
+
+Until the user trusts a project root, its ``.totem/config.toml`` may only tighten permissions
+(``ask``, ``deny``) and set options that run nothing and send nothing. Its ``allow`` rules,
+provider definitions (a ``base_url`` could send code and keys elsewhere) and model choice are
+dropped, with one notice saying so. The user config, ``--config FILE`` and the editor's settings
+come from the user and are trusted. Trust is asked once per root and remembered in
+``<user data dir>/trusted.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+import platformdirs
+
+from totem_engine.config import ConfigLayer, LoadedConfig, merge_layers
+from totem_engine.tools.workspace import write_atomically
+
+# Keys an untrusted project may set: they run nothing and send nothing anywhere.
+HARMLESS_KEYS = frozenset(
+    {"max_steps", "mode", "retry_max_wait", "request_timeout", "permission_timeout", "models", "totaljs", "conventions"}
+)
+
+AskTrust = Callable[[Path, list[str]], Awaitable[bool]]
+
+
+def trust_file() -> Path:
+    return Path(platformdirs.user_data_dir("totem")) / "trusted.json"
+
+
+def _read_trusted() -> list[str]:
+    try:
+        data = json.loads(trust_file().read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return []
+    return [str(p) for p in data.get("roots", [])] if isinstance(data, dict) else []
+
+
+async def is_trusted(root: Path) -> bool:
+    return str(root.resolve()) in await anyio.to_thread.run_sync(_read_trusted)
+
+
+async def trust(root: Path) -> None:
+    def _add() -> None:
+        roots = _read_trusted()
+        key = str(root.resolve())
+        if key not in roots:
+            roots.append(key)
+        write_atomically(trust_file(), json.dumps({"roots": sorted(roots)}, indent=2).encode("utf-8"))
+
+    await anyio.to_thread.run_sync(_add)
+
+
+def restrict(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """What an untrusted project layer keeps, and a description of each thing it loses."""
+    kept: dict[str, Any] = {}
+    dropped: list[str] = []
+    for key, value in data.items():
+        if key in HARMLESS_KEYS:
+            kept[key] = value
+        elif key == "permission":
+            rules, loosened = _tightening_only(value)
+            if rules:
+                kept[key] = rules
+            dropped.extend(f"permission {name} = allow" for name in loosened)
+        else:
+            dropped.append(key if not isinstance(value, dict) else f"[{key}]")
+    return kept, dropped
+
+
+def _tightening_only(table: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    rules: dict[str, Any] = {}
+    loosened: list[str] = []
+    for permission, value in table.items():
+        if isinstance(value, dict):
+            strict = {pattern: action for pattern, action in value.items() if action != "allow"}
+            loosened += [f"{permission} {pattern!r}" for pattern, action in value.items() if action == "allow"]
+            if strict:
+                rules[permission] = strict
+        elif value == "allow":
+            loosened.append(permission)
+        else:
+            rules[permission] = value
+    return rules, loosened
+
+
+async def apply_trust(root: Path, loaded: LoadedConfig, ask: AskTrust | None) -> tuple[LoadedConfig, str | None]:
+    """The config with an untrusted project layer restricted, and the notice to show (or None).
+
+    ``ask(root, reasons)`` asks the user whether to trust the project (True: trusted, and
+    remembered); None means there is no way to ask, so the project stays untrusted.
+    """
+    project = next((layer for layer in loaded.layers if layer.kind == "project"), None)
+    if project is None:
+        return loaded, None
+    kept, dropped = restrict(project.data)
+    if not dropped or await is_trusted(root):
+        return loaded, None
+    if ask is not None and await ask(root, dropped):
+        await trust(root)
+        return loaded, None
+    layers: list[ConfigLayer] = [replace(layer, data=kept) if layer is project else layer for layer in loaded.layers]
+    notice = (
+        f"{project.source} is not trusted, so these settings of it were ignored: {', '.join(dropped)}. "
+        f"Run `totem trust {root}` to trust this project."
+    )
+    return LoadedConfig(config=merge_layers(layers), layers=layers), notice
