@@ -38,6 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="list the models of the configured providers")
     common(models)
 
+    for name, what in (("undo", "restore the files of the last turn that changed something"), ("redo", "re-apply the last undone turn")):
+        history = sub.add_parser(name, help=what)
+        common(history)
+        history.add_argument("--session", help="the session (default: the newest session of the project)")
+
     trust = sub.add_parser("trust", help="trust a project, so its own config may choose providers and allow actions")
     trust.add_argument("dir", nargs="?", type=Path, default=None, help="project root (default: the current directory)")
 
@@ -65,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
             return anyio.run(models_command, args)
         if args.command == "trust":
             return anyio.run(trust_command, args)
+        if args.command in ("undo", "redo"):
+            return anyio.run(history_command, args)
         return anyio.run(sessions_command, args)
     except ConfigError as exc:
         print(f"totem: {exc}", file=sys.stderr)
@@ -113,6 +120,31 @@ async def models_command(args: argparse.Namespace) -> int:
     finally:
         await runtime.aclose()
     return 1 if failures == len(runtime.config.providers) else 0
+
+
+async def history_command(args: argparse.Namespace) -> int:
+    """``totem undo`` / ``totem redo``: one line per file, and exit 1 when a file was left alone."""
+    from totem_engine.config import load_config
+    from totem_engine.runtime import Runtime
+
+    root = project_root(args)
+    runtime = Runtime(root, load_config(root, config_file=args.config))
+    try:
+        session_id = args.session
+        if session_id is None:
+            sessions = await runtime.store.list_sessions(cwd=str(runtime.root))
+            if not sessions:
+                print("totem: no session in this project", file=sys.stderr)
+                return EXIT_USAGE
+            session_id = sessions[0].id
+        outcomes = await (runtime.undo if args.command == "undo" else runtime.redo)(session_id)
+    finally:
+        await runtime.aclose()
+    if not outcomes:
+        print(f"nothing to {args.command}")
+    for outcome in outcomes:
+        print(f"{outcome.action}\t{outcome.path}" + (f"\t{outcome.reason}" if outcome.reason else ""))
+    return 1 if any(o.action == "conflict" for o in outcomes) else 0
 
 
 async def trust_command(args: argparse.Namespace) -> int:

@@ -26,6 +26,7 @@ async def run_command(args: argparse.Namespace) -> int:
     try:
         for note in [*loaded.config.notes, *([trust_notice] if trust_notice else [])]:
             print(f"! {note}", file=sys.stderr)
+        await runtime.snapshots.prune()
         model = runtime.resolve_model(args.model)
         mode = args.mode or loaded.config.mode
         session_id = await runtime.open_session(args.session, model=model, mode=mode)

@@ -115,6 +115,22 @@ class TurnEnd(Event):
     model: str
 
 
+class TodoItem(BaseModel):
+    """One entry of the agent's visible task list."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    content: str
+    status: Literal["pending", "in_progress", "completed"]
+
+
+class Todo(Event):
+    """The agent replaced its task list (the todo tool); ``todos`` is the whole new list."""
+
+    kind: Literal["todo"] = "todo"
+    todos: list[TodoItem]
+
+
 class Error(Event):
     kind: Literal["error"] = "error"
     error_class: str

@@ -39,7 +39,8 @@ from totem_engine.providers.errors import ProviderError
 from totem_engine.retry import retry_delay, should_retry
 from totem_engine.session_state import SessionState
 from totem_engine.store import Store, new_id
-from totem_engine.tools.base import BoundaryError, Tool, ToolContext, ToolError, ToolResult, parse_arguments
+from totem_engine.snapshots import Snapshots
+from totem_engine.tools.base import Action, BoundaryError, Tool, ToolContext, ToolError, ToolResult, parse_arguments
 from totem_engine.tools.registry import CHANGES_FILES, READ_ONLY, tool_specs
 from totem_engine.tools.workspace import Workspace
 
@@ -134,6 +135,7 @@ class Agent:
         provider_for: Callable[[str], Provider],
         tools: dict[str, Tool],
         workspace: Workspace,
+        snapshots: Snapshots,
         rules: list[ev.RuleRef] | None = None,
     ):
         self.root = root.resolve()
@@ -141,6 +143,7 @@ class Agent:
         self.provider_for = provider_for
         self.tools = tools
         self.workspace = workspace
+        self.snapshots = snapshots
         self.rules = rules or []
 
     def turn(self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions) -> "Turn":
@@ -410,12 +413,28 @@ class Turn:
                 text += f" Their feedback: {feedback}"
             return ToolResult(output=text, summary="rejected" if decision.action != "deny" else "denied", is_error=True), "denied", record.input
         try:
-            result = await action.apply(ctx)
+            result = await self._apply(action, ctx)
         except ToolError as exc:
             return _error(str(exc)), "error", record.input
         except OSError as exc:
             return _error(f"{exc.strerror or exc} ({exc.filename or ''})"), "error", record.input
         return result, ("error" if result.is_error else "ok"), record.input
+
+    async def _apply(self, action: Action, ctx: ToolContext) -> ToolResult:
+        """Apply an allowed action; a change to files is snapshotted first, so undo can restore it."""
+        if not action.files:
+            return await action.apply(ctx)
+        snapshots, where = self.agent.snapshots, dict(session_id=self.session_id, turn_id=self.turn_id, root=self.agent.root)
+        paths = [self.agent.root / f.path for f in action.files]
+        try:
+            await snapshots.before_change(self.agent.workspace, paths=paths, **where)
+        except OSError as exc:
+            raise ToolError(f"Could not save the current content for undo, so nothing was changed: {exc}") from None
+        try:
+            return await action.apply(ctx)
+        finally:
+            with anyio.CancelScope(shield=True):  # what apply did must be recorded, even on abort
+                await snapshots.after_change(self.agent.workspace, paths=paths, **where)
 
     async def _permit(self, record: _Call, action, decision: Decision) -> tuple[bool, str | None, ev.RuleRef]:
         if decision.action == "allow":

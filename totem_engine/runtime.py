@@ -14,6 +14,7 @@ from totem_engine.loop import Agent, Turn, TurnOptions
 from totem_engine.permissions import rules_from_config
 from totem_engine.providers.base import Provider
 from totem_engine.providers.registry import make_provider
+from totem_engine.snapshots import FileOutcome, Snapshots
 from totem_engine.store import Store
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.tools.workspace import DiskWorkspace, Workspace
@@ -24,13 +25,19 @@ class Runtime:
         self.root = root.resolve()
         self.loaded = loaded
         self.store = store or Store()
+        settings = loaded.config.snapshots
+        self.snapshots = Snapshots(
+            self.store.path.parent, max_bytes=settings.max_bytes, max_age_days=settings.max_age_days
+        )
+        self.workspace = workspace or DiskWorkspace()
         self._providers: dict[str, Provider] = {}
         self.agent = Agent(
             root=self.root,
             store=self.store,
             provider_for=self.provider,
             tools=builtin_tools(),
-            workspace=workspace or DiskWorkspace(),
+            workspace=self.workspace,
+            snapshots=self.snapshots,
             rules=[r for layer in loaded.layers for r in rules_from_config(layer.data.get("permission", {}), layer.kind)],
         )
 
@@ -67,7 +74,17 @@ class Runtime:
         )
         return self.agent.turn(text, frontend, session_id=session_id, model=model, options=options)
 
+    async def undo(self, session_id: str) -> list[FileOutcome]:
+        """Restore the files of the session's last turn that changed something (not while it runs)."""
+        await self.store.get_session(session_id)
+        return await self.snapshots.undo(self.workspace, session_id=session_id, root=self.root)
+
+    async def redo(self, session_id: str) -> list[FileOutcome]:
+        await self.store.get_session(session_id)
+        return await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
+
     async def aclose(self) -> None:
         for provider in self._providers.values():
             await provider.aclose()
+        await self.snapshots.close()
         await self.store.close()

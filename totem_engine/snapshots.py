@@ -13,9 +13,9 @@ atomically, identical content stored once), or its absence is noted. After the c
 
 ``undo`` takes the session's newest turn that changed something and is not undone, and puts each
 of its files back through the Workspace; ``redo`` re-applies the oldest undone turn, which is
-the one undone last (undone turns always sit above the others: a new turn that changes files
-forgets them, the usual redo-stack rule). A file that no longer holds what the step left there is
-reported as a conflict and left alone.
+the one undone last (undone turns are always newer than the others: a new turn that changes files
+forgets them, the usual redo-stack rule). A file that no longer holds what the turn (or the undo)
+left there is reported as a conflict and left alone.
 
 The index is its own SQLite file (``snapshots.db`` beside ``totem.db``), not a table in the
 history database: its schema and migrations stay independent of the history's, and pruning it
@@ -128,7 +128,8 @@ class Snapshots:
 
         ``paths`` are absolute or relative to ``root``. A path the turn already recorded keeps
         its first before-state. The first call of a turn makes the session's undone turns
-        impossible to redo.
+        impossible to redo. Raises OSError when a file cannot be read (then nothing is stored
+        for it, and the change should not be applied).
         """
         rels = _relative_paths(root, paths)
         seq, fresh = await self._run(self._open_turn, session_id, turn_id, rels)
@@ -271,8 +272,10 @@ class Snapshots:
 
     @staticmethod
     async def _current_hash(workspace: Workspace, path: Path) -> str | None:
-        if await workspace.stat(path) is None:
-            return None
+        """The hash of the file's bytes; None when absent; a non-hash for a directory."""
+        st = await workspace.stat(path)
+        if st is None or st.is_dir:
+            return None if st is None else "<directory>"
         data = await workspace.read_bytes(path)
         return await anyio.to_thread.run_sync(_sha256, data)
 

@@ -320,3 +320,30 @@ def test_an_untrusted_project_config_cannot_allow_or_choose_providers(totem):
     assert again.code == 0, again.stderr
     assert (totem.project / "x.txt").read_text() == "x"
     assert again.of("permission")[0]["rule"]["source"] == "project"
+
+
+def test_undo_restores_the_last_turn_and_redo_reapplies_it(totem):
+    (totem.project / "a.txt").write_text("old\r\n")
+    totem.server.enqueue(tool_reply([("read", {"path": "a.txt"})]))
+    totem.server.enqueue(tool_reply([("write", {"path": "a.txt", "content": "new\n"}), ("write", {"path": "b.txt", "content": "b"})]))
+    totem.server.enqueue(text_reply("changed"))
+    result = totem.agent("change", extra=("--yes",))
+    assert result.code == 0, result.stderr
+    assert (totem.project / "a.txt").read_text() == "new\n" and (totem.project / "b.txt").exists()
+
+    args = ("--cwd", str(totem.project), "--config", str(totem.config))
+    undone = totem.run("undo", *args)
+    assert undone.code == 0, undone.stderr
+    assert (totem.project / "a.txt").read_bytes() == b"old\r\n" and not (totem.project / "b.txt").exists()
+    assert "restored\ta.txt" in undone.stdout and "deleted\tb.txt" in undone.stdout
+
+    redone = totem.run("redo", *args)
+    assert redone.code == 0
+    assert (totem.project / "a.txt").read_text() == "new\n" and (totem.project / "b.txt").read_text() == "b"
+
+    (totem.project / "a.txt").write_text("the user's own change\n")
+    conflict = totem.run("undo", *args)
+    assert conflict.code == 1
+    assert "conflict\ta.txt" in conflict.stdout
+    assert (totem.project / "a.txt").read_text() == "the user's own change\n"
+    assert not (totem.project / "b.txt").exists()

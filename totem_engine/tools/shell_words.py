@@ -22,8 +22,9 @@ _SEPARATORS = ("&&", "||", "|&", ";;", "|", ";", "&", "(", ")")
 # A redirection operator, with its optional file descriptor ("2>", "&>>", "<<-", ">&").
 _REDIRECT = re.compile(r"(?:\d+|&)?(?:>>|>\||>&|>|<<<|<<-|<<|<>|<&|<)")
 
-# Redirection targets that write nothing: the null device, or another descriptor ("2>&1", ">&-").
-_HARMLESS_TARGET = re.compile(r"[ \t]*(?:/dev/null|(?<=&)[ \t]*(?:\d+|-))(?=[\s;&|()]|$)")
+# Redirection targets that write no file: the null device, and after ">&" another descriptor ("2>&1").
+_NULL_TARGET = re.compile(r"[ \t]*/dev/null(?=[\s;&|()]|$)")
+_DESCRIPTOR_TARGET = re.compile(r"[ \t]*(?:\d+|-)(?=[\s;&|()]|$)")
 
 # A here-document's delimiter word: 'EOF', "EOF", \EOF or EOF; quoted means the body is literal.
 _HEREDOC_WORD = re.compile(r"""[ \t]*(?:'([^']*)'|"([^"]*)"|(\\?)([^\s;&|()<>'"]+))""")
@@ -117,7 +118,7 @@ class _Scanner:
         elif char == "`":
             self._backquoted()
         elif text.startswith("$((", i):  # arithmetic, not a command
-            self._copy_to(_closing_paren(text, i + 2) + 1)
+            self._copy_to(_closing_paren(text, i + 1) + 1)
         elif text.startswith(("$(", "<(", ">("), i):
             self._substitution(i + 2)
         elif char == "#" and self._at_word_start():
@@ -151,18 +152,22 @@ class _Scanner:
     def _double_quoted(self) -> None:
         """``"..."``: literal but for escapes and the substitutions inside, which do run."""
         self._copy_to(self.i + 1)
-        while self.i < len(self.text) and self.text[self.i] != '"':
+        self._expand_until('"')
+        self._copy_to(min(self.i + 1, len(self.text)))
+
+    def _expand_until(self, stop: str | None) -> None:
+        """Copy up to ``stop`` (None: the end), scanning the substitutions on the way."""
+        while self.i < len(self.text) and self.text[self.i] != stop:
             if self.text[self.i] == "\\":
                 self._copy_to(self.i + 2)
             elif self.text[self.i] == "`":
                 self._backquoted()
             elif self.text.startswith("$((", self.i):
-                self._copy_to(_closing_paren(self.text, self.i + 2) + 1)
+                self._copy_to(_closing_paren(self.text, self.i + 1) + 1)
             elif self.text.startswith("$(", self.i):
                 self._substitution(self.i + 2)
             else:
                 self._copy_to(self.i + 1)
-        self._copy_to(min(self.i + 1, len(self.text)))
 
     def _backquoted(self) -> None:
         end = self.i + 1
@@ -195,15 +200,13 @@ class _Scanner:
         kind = operator.lstrip("0123456789&")
         if kind in ("<<", "<<-"):
             self._heredoc_start(strip_tabs=kind == "<<-")
-        elif (">" in kind or operator.startswith("&")) and not self._harmless_target(operator):
+        elif ">" in kind and not self._harmless_target(operator):
             self.writes = True
 
     def _harmless_target(self, operator: str) -> bool:
-        # A lookbehind cannot see a "&" already consumed, so test "&N" forms by re-including it.
-        start = self.i - 1 if operator.endswith("&") else self.i
-        return bool(_HARMLESS_TARGET.match(self.text, start)) if operator.endswith("&") else bool(
-            _HARMLESS_TARGET.match(self.text, start)
-        )
+        if _NULL_TARGET.match(self.text, self.i):
+            return True
+        return operator.endswith("&") and bool(_DESCRIPTOR_TARGET.match(self.text, self.i))
 
     def _heredoc_start(self, *, strip_tabs: bool) -> None:
         match = _HEREDOC_WORD.match(self.text, self.i)
@@ -234,14 +237,8 @@ class _Scanner:
             else:
                 body = self.text[body_start:]
             if not doc.literal:
-                _scan_substitutions(body, self.nested)
+                _Scanner(body, self.nested)._expand_until(None)
         self.heredocs = []
-
-
-def _scan_substitutions(body: str, nested: list[SimpleCommand]) -> None:
-    """Only the ``$(...)`` and backquoted commands of a here-document body, as if it were double-quoted."""
-    escaped = body.replace("\\", "\\\\").replace('"', '\\"')
-    _Scanner(f'"{escaped}"', nested)._double_quoted()
 
 
 def _closing_paren(text: str, open_index: int) -> int:

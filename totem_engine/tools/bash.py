@@ -1,0 +1,312 @@
+"""bash: run a shell command in the project root, and the commands that only read.
+
+The command runs as ``/bin/bash -c`` (``/bin/sh`` where bash is missing) in a process group of
+its own, so a timeout or an abort can end it and everything it started. The call returns when the
+shell exits, even if a background child still holds the output pipe open.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+from pydantic import Field
+
+from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.shell_words import SimpleCommand, parse
+
+DEFAULT_TIMEOUT = 120  # seconds
+MAX_TIMEOUT = 600
+MAX_OUTPUT = 30_000  # characters, before the context's own budget
+KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
+DRAIN_SECONDS = 0.25  # after the shell exits: how long to collect output still in the pipe
+
+# Commands that only read, by their first word (or first two, for git). `is_read_only` adds the
+# options that would make some of them write or run other programs.
+READ_ONLY_COMMANDS = frozenset({
+    "ls", "cat", "head", "tail", "wc", "pwd", "echo", "printf", "which", "type", "file", "stat",
+    "du", "df", "tree", "find", "grep", "egrep", "fgrep", "rg", "cd", "basename", "dirname",
+    "realpath", "readlink", "date", "whoami", "uname", "diff", "cmp", "cut", "nl", "true", "false",
+    "git status", "git diff", "git log", "git show", "git branch", "git rev-parse", "git ls-files",
+    "git blame",
+})
+
+# Options that write files or run other programs: with one of them the command is not read-only.
+_FORBIDDEN_OPTIONS: dict[str, tuple[str, ...]] = {
+    "find": ("-exec", "-ok", "-delete", "-fprint", "-fls"),  # prefixes: -execdir, -okdir, -fprintf...
+    "rg": ("--pre",),
+    "tree": ("-o",),
+    "git diff": ("--output", "--ext-diff"),
+    "git log": ("--output", "--ext-diff"),
+    "git show": ("--output", "--ext-diff"),
+}
+
+# `git branch` only lists when every argument is one of these; a name creates, -d deletes...
+_BRANCH_LISTING = frozenset({
+    "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "-l", "--list", "--show-current",
+    "--no-color", "--color",
+})
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+class BashInput(ToolInput):
+    command: str = Field(description="The command to run with bash, in the project root.")
+    timeout: Annotated[int | None, Bounded(default=DEFAULT_TIMEOUT, maximum=MAX_TIMEOUT)] = Field(
+        None, description=f"Seconds before the command is killed (default {DEFAULT_TIMEOUT}, at most {MAX_TIMEOUT})."
+    )
+    description: str | None = Field(None, description="What the command does, in five to ten words, for the user.")
+
+
+# --- which commands only read ----------------------------------------------------------------
+
+
+def is_read_only(command: str) -> bool:
+    """True when every simple command of ``command`` is a built-in read-only one and none writes a file.
+
+    ``cat a | grep b`` -> True; ``ls > out.txt``, ``git push``, ``echo $(rm x)`` -> False.
+    """
+    parts = parse(command)
+    return bool(parts) and all(_reads_only(part) for part in parts)
+
+
+def _reads_only(part: SimpleCommand) -> bool:
+    if part.writes or _ASSIGNMENT.match(part.words[0]):  # "PATH=. ls" may run another "ls"
+        return False
+    name, args = _command_name(part.words)
+    if name not in READ_ONLY_COMMANDS:
+        return False
+    if name == "git branch":
+        return all(arg in _BRANCH_LISTING for arg in args)
+    forbidden = _FORBIDDEN_OPTIONS.get(name, ())
+    return not any(arg.startswith(option) for arg in args for option in forbidden)
+
+
+def _command_name(words: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """``("git", "--no-pager", "log", "-3")`` -> ``("git log", ("-3",))``; other commands by their first word."""
+    if words[0] != "git":
+        return words[0], words[1:]
+    rest = list(words[1:])
+    while rest[:1] == ["--no-pager"] or rest[:1] == ["-C"]:  # the only global options that keep git reading
+        del rest[: 2 if rest[0] == "-C" else 1]
+    if not rest:
+        return "git", ()
+    return f"git {rest[0]}", tuple(rest[1:])
+
+
+# --- what permission rules match ------------------------------------------------------------
+
+
+def command_patterns(parts: list[SimpleCommand]) -> list[str]:
+    """Each simple command; one led by variable assignments also without them, so ``X=1 rm a`` meets ``rm`` rules."""
+    patterns: list[str] = []
+    for part in parts:
+        patterns.append(part.text)
+        bare = _without_assignments(part.words)
+        if bare and len(bare) < len(part.words):
+            patterns.append(" ".join(bare))
+    return patterns
+
+
+def always_pattern(parts: list[SimpleCommand]) -> str:
+    """What "allow always" stores: the command name, with its subcommand when it has one.
+
+    ``npm test --watch`` -> ``npm test``; ``git status`` -> ``git status``; ``ls -la src`` -> ``ls``;
+    ``python app.py`` -> ``python``. Of a compound command, the first part that is not read-only
+    (``cd web && npm test`` -> ``npm test``): that is the part that needed asking.
+    """
+    chosen = next((p for p in parts if not _reads_only(p)), parts[0])
+    words = _without_assignments(chosen.words) or chosen.words
+    if len(words) > 1 and _is_subcommand(words[1]):
+        return f"{words[0]} {words[1]}"
+    return words[0]
+
+
+def _without_assignments(words: tuple[str, ...]) -> tuple[str, ...]:
+    index = 0
+    while index < len(words) and _ASSIGNMENT.match(words[index]):
+        index += 1
+    return words[index:]
+
+
+def _is_subcommand(word: str) -> bool:
+    """A word like ``test`` or ``run``: not an option, not a path, not a file name."""
+    return bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9_:-]*", word))
+
+
+# --- running ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    output: str
+    exit_code: int | None  # None: killed at the timeout
+    timed_out: bool
+
+
+class HeadTail:
+    """Keeps the first and the last ``limit // 2`` characters of a stream, and counts what falls between.
+
+    Memory stays bounded however much a command prints.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.half = max(limit // 2, 1)
+        self.head = ""
+        self.tail = ""
+        self.dropped_chars = 0
+        self.dropped_lines = 0
+
+    def add(self, text: str) -> None:
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += text[:room]
+            text = text[room:]
+        self.tail += text
+        if len(self.tail) > 2 * self.half:  # trim now and then, not on every chunk
+            self._trim()
+
+    def _trim(self) -> None:
+        cut = len(self.tail) - self.half
+        if cut > 0:
+            self.dropped_chars += cut
+            self.dropped_lines += self.tail.count("\n", 0, cut)
+            self.tail = self.tail[cut:]
+
+    def text(self) -> str:
+        self._trim()
+        if not self.dropped_chars:
+            return self.head + self.tail
+        note = f"\n[... {self.dropped_lines} lines ({self.dropped_chars} characters) left out ...]\n"
+        return self.head + note + self.tail
+
+
+def shell() -> str:
+    return "/bin/bash" if Path("/bin/bash").exists() else "/bin/sh"
+
+
+async def run_command(command: str, cwd: Path, timeout: float, limit: int) -> Outcome:
+    """Run ``command`` and collect its merged output; on timeout or cancellation kill its whole group."""
+    try:
+        process = await anyio.open_process(
+            [shell(), "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    except OSError as exc:
+        raise ToolError(f"Could not start the shell: {exc}") from None
+    collected = HeadTail(limit)
+    finished_reading = anyio.Event()
+    timed_out = False
+    try:
+        async with anyio.create_task_group() as group:
+            assert process.stdout is not None
+            group.start_soon(_read_into, process.stdout, collected, finished_reading)
+            with anyio.move_on_after(timeout) as deadline:
+                await process.wait()
+            if deadline.cancelled_caught:
+                timed_out = True
+                await _kill_group(process)
+            # A background child may hold the pipe open for ever: take what is there, don't wait for EOF.
+            with anyio.move_on_after(DRAIN_SECONDS):
+                await finished_reading.wait()
+            group.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):  # an abort cancels us: the group must still die
+            if process.returncode is None:
+                await _kill_group(process)
+            await process.aclose()
+    return Outcome(collected.text(), None if timed_out else process.returncode, timed_out)
+
+
+async def _read_into(stream: ByteReceiveStream, collected: HeadTail, done: anyio.Event) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    async for chunk in stream:
+        collected.add(decoder.decode(chunk))
+    collected.add(decoder.decode(b"", final=True))
+    done.set()
+
+
+async def _kill_group(process: Process) -> None:
+    """SIGTERM the process group (the shell leads it); SIGKILL whatever is left after a grace period."""
+    _signal_group(process.pid, signal.SIGTERM)
+    with anyio.move_on_after(KILL_GRACE):
+        await process.wait()
+        while _group_alive(process.pid):
+            await anyio.sleep(0.05)
+    if _group_alive(process.pid):
+        _signal_group(process.pid, signal.SIGKILL)
+    await process.wait()
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+# --- the tool ---------------------------------------------------------------------------------
+
+
+@dataclass
+class BashAction(Action):
+    command: str = ""
+    timeout: int = DEFAULT_TIMEOUT
+
+    async def apply(self, ctx: ToolContext) -> ToolResult:
+        limit = min(ctx.output_budget, MAX_OUTPUT)
+        outcome = await run_command(self.command, ctx.root, self.timeout, limit)
+        return _result(outcome, self.timeout, self.notes)
+
+
+def _result(outcome: Outcome, timeout: int, notes: list[str]) -> ToolResult:
+    """``output``: what the command printed, then ``[exit code N]`` (non-zero) or the timeout, then notes."""
+    lines = [outcome.output.rstrip("\n") or "(no output)"]
+    if outcome.timed_out:
+        lines.append(f"[Timed out after {timeout} s; the command and every process it started were killed.]")
+    elif outcome.exit_code:
+        lines.append(f"[exit code {outcome.exit_code}]")
+    lines.extend(f"[{note}]" for note in notes)
+    summary = f"timed out after {timeout} s" if outcome.timed_out else f"exit {outcome.exit_code}"
+    return ToolResult(
+        output="\n".join(lines),
+        summary=summary,
+        is_error=outcome.timed_out,
+        metadata={"exit_code": outcome.exit_code, "timed_out": outcome.timed_out},
+    )
+
+
+class BashTool(Tool):
+    name = "bash"
+    Input = BashInput
+
+    async def prepare(self, args: BashInput, ctx: ToolContext) -> Action:
+        parts = parse(args.command)
+        if not parts:
+            raise ToolError("The command is empty: give a shell command to run.")
+        return BashAction(
+            title=args.description or f"$ {args.command}",
+            permission="bash",
+            patterns=command_patterns(parts),
+            always_pattern=always_pattern(parts),
+            notes=list(args.notes),
+            changes=not is_read_only(args.command),
+            command=args.command,
+            timeout=args.timeout or DEFAULT_TIMEOUT,
+        )

@@ -1,0 +1,116 @@
+"""The engine's Workspace as the editor sees it: open buffers first, the disk second.
+
+Reads of an open document return its buffer, unsaved changes included. A write to an open
+document goes to the editor as a ``workspace/applyEdit`` WorkspaceEdit (a TextDocumentEdit at the
+version the server last saw), so it lands in the editor's undo history; a file that is not open,
+or a client without applyEdit, is written on disk by the engine. Spec: LSP 3.17
+``workspace/applyEdit``, ``WorkspaceEdit``, ``TextDocumentEdit``, ``DeleteFile``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path
+from pygls.workspace import TextDocument
+
+from totem_engine.tools.base import ToolError
+from totem_engine.tools.workspace import DiskWorkspace, FileStat
+
+
+def end_of(document: TextDocument) -> types.Position:
+    """The position just past the document's last character, in the client's units."""
+    lines = document.lines
+    if not lines:
+        return types.Position(line=0, character=0)
+    last = lines[-1]
+    if last.endswith(("\n", "\r")):
+        return types.Position(line=len(lines), character=0)
+    return types.Position(line=len(lines) - 1, character=document.position_codec.num_units(last))
+
+
+class EditorWorkspace:
+    def __init__(self, server: LanguageServer):
+        self.server = server
+        self.disk = DiskWorkspace()
+
+    def open_document(self, path: Path) -> TextDocument | None:
+        uri = from_fs_path(str(path))
+        if uri is None:
+            return None
+        return self.server.workspace.text_documents.get(uri)
+
+    def _can_apply_edits(self) -> bool:
+        workspace = self.server.client_capabilities.workspace
+        return bool(workspace and workspace.apply_edit)
+
+    def _resource_operations(self) -> set[str]:
+        workspace = self.server.client_capabilities.workspace
+        edit = workspace.workspace_edit if workspace else None
+        return {str(op.value) for op in (edit.resource_operations or [])} if edit else set()
+
+    async def read_bytes(self, path: Path) -> bytes:
+        document = self.open_document(path)
+        if document is not None:
+            return document.source.encode("utf-8")
+        return await self.disk.read_bytes(path)
+
+    async def write_bytes(self, path: Path, data: bytes) -> None:
+        document = self.open_document(path)
+        if document is None or not self._can_apply_edits():
+            await self.disk.write_bytes(path, data)
+            return
+        edit = types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=document.uri, version=document.version),
+            edits=[
+                types.TextEdit(
+                    range=types.Range(start=types.Position(line=0, character=0), end=end_of(document)),
+                    new_text=data.decode("utf-8"),
+                )
+            ],
+        )
+        await self._apply(types.WorkspaceEdit(document_changes=[edit]), f"Totem: edit {path.name}")
+
+    async def delete(self, path: Path) -> None:
+        document = self.open_document(path)
+        if document is not None and self._can_apply_edits() and "delete" in self._resource_operations():
+            operation = types.DeleteFile(uri=document.uri, options=types.DeleteFileOptions(ignore_if_not_exists=True))
+            await self._apply(types.WorkspaceEdit(document_changes=[operation]), f"Totem: delete {path.name}")
+            if await self.disk.stat(path) is None:
+                return
+        await self.disk.delete(path)
+
+    async def rename(self, source: Path, target: Path) -> None:
+        await self.disk.rename(source, target)
+
+    async def stat(self, path: Path) -> FileStat | None:
+        document = self.open_document(path)
+        if document is not None:
+            return FileStat(is_dir=False, size=len(document.source.encode("utf-8")), mtime=0.0)
+        return await self.disk.stat(path)
+
+    async def list_dir(self, path: Path) -> list[tuple[str, bool]]:
+        return await self.disk.list_dir(path)
+
+    def unsaved(self, paths: list[Path]) -> list[Path]:
+        """Those of ``paths`` whose open buffer differs from the disk (what grep and bash cannot see)."""
+        changed = []
+        for path in paths:
+            document = self.open_document(path)
+            if document is None:
+                continue
+            try:
+                on_disk = path.read_bytes()
+            except OSError:
+                on_disk = b""
+            if document.source.encode("utf-8") != on_disk:
+                changed.append(path)
+        return changed
+
+    async def _apply(self, edit: types.WorkspaceEdit, label: str) -> None:
+        result = await self.server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=label))
+        if not result.applied:
+            reason = f": {result.failure_reason}" if result.failure_reason else ""
+            raise ToolError(f"The editor did not apply the edit{reason}.")

@@ -1,0 +1,97 @@
+"""Payloads of the ``totem/*`` methods, validated on the way in (docs/protocol.md).
+
+Field names on the wire are camelCase. pygls hands custom params over as nested namedtuples;
+``plain`` turns them back into dicts before validation.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+class Payload(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def plain(value: Any) -> Any:
+    """Nested namedtuples (pygls' form of unknown params) as dicts and lists."""
+    if hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+class Position(Payload):
+    line: int
+    character: int
+
+
+class Range(Payload):
+    start: Position
+    end: Position
+
+
+class ChatContext(Payload):
+    uri: str
+    range: Range | None = None
+
+
+class ChatParams(Payload):
+    text: str
+    session_id: str | None = None
+    mode: Literal["build", "plan"] | None = None
+    model: str | None = None
+    context: ChatContext | None = None
+    work_done_token: str | int | None = None
+
+
+class ChatResult(Payload):
+    session_id: str
+    stop_reason: str
+    text: str
+
+
+class SessionRef(Payload):
+    session_id: str
+
+
+class SetModelParams(Payload):
+    session_id: str | None = None
+    model: str
+
+
+class AskParams(Payload):
+    """``totem.server.ask`` argument: ask about a place in a document."""
+
+    uri: str
+    range: Range | None = None
+    diagnostic: dict[str, Any] | None = None
+    text: str | None = None
+
+
+class PermissionAnswer(Payload):
+    outcome: Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+    feedback: str | None = None
+
+
+class QuestionAnswer(Payload):
+    answer: str | None = None
+
+
+class TrustAnswer(Payload):
+    trusted: bool
+
+
+class FileOutcome(Payload):
+    path: str
+    action: Literal["restored", "deleted", "conflict"]
+    reason: str | None = None

@@ -1,0 +1,35 @@
+"""The ``totem/*`` protocol: method names, command ids, error codes. docs/protocol.md is the spec.
+
+Kept free of heavy imports: the server registers its handlers with these names at start-up, and
+``totem lsp`` must answer ``initialize`` about as fast as a bare pygls server. The payload types,
+which need pydantic, live in ``totem_lsp.messages`` and load with the engine.
+"""
+
+PROTOCOL_VERSION = 1
+
+# Client -> server requests and notifications.
+CHAT = "totem/chat"
+ABORT = "totem/abort"
+SESSIONS = "totem/sessions"
+SESSION = "totem/session"
+MODELS = "totem/models"
+SET_MODEL = "totem/setModel"
+UNDO = "totem/undo"
+REDO = "totem/redo"
+
+# Server -> client.
+EVENT = "totem/event"
+PERMISSION = "totem/permission"
+QUESTION = "totem/question"
+TRUST = "totem/trust"
+
+# workspace/executeCommand ids: distinct from the editors' own palette commands (totem.*).
+CMD_ASK = "totem.server.ask"
+CMD_ABORT = "totem.server.abort"
+CMD_UNDO = "totem.server.undo"
+CMD_REDO = "totem.server.redo"
+
+# JSON-RPC error codes of our own, in the range the spec leaves to servers.
+SESSION_BUSY = -32001
+BAD_TOKEN = -32002
+CONFIG_ERROR = -32003
