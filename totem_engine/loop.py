@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 
 from totem_engine import events as ev
-from totem_engine.frontend import FrontEnd, PermissionRequest
+from totem_engine.frontend import FrontEnd, PermissionRequest, QuestionRequest
 from totem_engine.guards import Guards, call_key
 from totem_engine.history import to_messages
 from totem_engine.permissions import Decision, Policy
@@ -325,6 +325,12 @@ class Turn:
         self._used_call_ids.add(call.id)
         return call
 
+    async def _publish(self, event: ev.Event) -> None:
+        """A tool's own event (the todo list), remembered by the session when it is state."""
+        if isinstance(event, ev.Todo):
+            self.state.todos = [item.model_dump() for item in event.todos]
+        await self.emit(event)
+
     async def _run_calls(self, outcome: _StepOutcome) -> str | None:
         # Every call gets its stored part before any runs, so an abort can mark the rest interrupted
         # and the history always pairs each call with an answer.
@@ -378,6 +384,10 @@ class Turn:
             call_id=call.id,
             mode=self.options.mode,
             reads=self.state.reads,
+            question=lambda text, options: self.frontend.question(
+                QuestionRequest(session_id=self.session_id, call_id=call.id, question=text, options=options)
+            ),
+            publish=self._publish,
         )
         try:
             args = parse_arguments(tool.Input, call.arguments)
@@ -396,7 +406,7 @@ class Turn:
             await self._start(record, call.name)
             return _error(str(exc)), "error", record.input
         await self._start(record, action.title)
-        decision = self.policy.decide(action.permission, action.patterns, changes=action.changes)
+        decision = self.policy.decide(action.permission, action.patterns, changes=action.changes, safe=action.safe_patterns)
         allowed, feedback, rule = await self._permit(record, action, decision)
         await self.emit(
             ev.Permission(

@@ -41,7 +41,10 @@ def is_secret(path: str) -> bool:
 
 
 def default_decision(permission: str, value: str, *, changes: bool) -> Decision:
-    """What decides when no rule matches: read-only commands run, secret files ask, the rest by family."""
+    """What decides when no rule matches: read-only commands run, secret files ask, the rest by family.
+
+    ``changes`` is about this one pattern: for a compound command, whether this part may change.
+    """
     if permission == "bash" and not changes:
         return Decision("allow", RuleRef(source="default", permission=permission, pattern="read-only command", action="allow"))
     if permission == "read" and is_secret(value):
@@ -86,13 +89,16 @@ class Policy:
         self.session.append(rule)
         return rule
 
-    def decide(self, permission: str, patterns: Iterable[str], *, changes: bool) -> Decision:
+    def decide(
+        self, permission: str, patterns: Iterable[str], *, changes: bool, safe: frozenset[str] = frozenset()
+    ) -> Decision:
         """``changes``: the call may change the project (a file tool's write, a command that is not
-        one of the built-in read-only ones). Plan mode denies those."""
+        one of the built-in read-only ones); plan mode denies those. ``safe``: the patterns that
+        only read, so ``cd src && npm test`` asks about ``npm test`` alone."""
         if self.plan_mode and changes:
             return Decision("deny", RuleRef(source="mode", permission=permission, pattern="*", action="deny"))
         values = list(patterns) or ["*"]
-        decisions = [self._decide_one(permission, v, changes=changes) for v in values]
+        decisions = [self._decide_one(permission, v, changes=changes and v not in safe) for v in values]
         return max(decisions, key=lambda d: _RANK[d.action])
 
     def _decide_one(self, permission: str, value: str, *, changes: bool) -> Decision:

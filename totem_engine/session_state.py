@@ -1,7 +1,7 @@
 """What a session remembers between turns besides its messages, kept in the session's ``meta``.
 
-The user's "always" answers (rules of this session), and what the agent has read: content
-hashes of files seen and the nested AGENTS.md files already attached.
+The user's "always" answers (rules of this session), what the agent has read (content hashes
+of files seen, the nested AGENTS.md files already attached) and the visible todo list.
 """
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ from totem_engine.tools.base import ReadLedger
 class SessionState:
     rules: list[RuleRef] = field(default_factory=list)
     reads: ReadLedger = field(default_factory=ReadLedger)
+    todos: list[dict] = field(default_factory=list)
 
     @classmethod
     def from_meta(cls, meta: dict) -> "SessionState":
         return cls(
             rules=[RuleRef.model_validate(r) for r in meta.get("rules", [])],
             reads=ReadLedger(seen=dict(meta.get("seen", {})), instructions=set(meta.get("instructions", []))),
+            todos=list(meta.get("todos", [])),
         )
 
     def to_meta(self) -> dict:
@@ -29,4 +31,5 @@ class SessionState:
             "rules": [r.model_dump(by_alias=True) for r in self.rules],
             "seen": self.reads.seen,
             "instructions": sorted(self.reads.instructions),
+            "todos": self.todos,
         }

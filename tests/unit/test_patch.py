@@ -255,6 +255,15 @@ deleted file mode 100644
     assert ctx.reads.seen["new/n.txt"] == content_hash(b"hello\nworld\n")
 
 
+async def test_allow_always_covers_the_deepest_common_folder(root: Path, ctx: ToolContext):
+    put(root, "src/a/x.txt", "x\n")
+    put(root, "src/b/y.txt", "y\n")
+    patch = "--- a/src/a/x.txt\n+++ b/src/a/x.txt\n@@ -1 +1 @@\n-x\n+X\n--- a/src/b/y.txt\n+++ b/src/b/y.txt\n@@ -1 +1 @@\n-y\n+Y\n"
+    action = await prepare(ctx, patch)
+    assert action.always_pattern == "src/*"
+    assert action.patterns == ["src/a/x.txt", "src/b/y.txt"]
+
+
 async def test_create_over_an_existing_file_is_refused(root: Path, ctx: ToolContext):
     put(root, "n.txt", "already\n")
     with pytest.raises(ToolError, match="already exists"):
@@ -315,6 +324,7 @@ async def test_stale_file_fails_the_patch(root: Path, ctx: ToolContext):
         ("--- a/f.txt\n+++ b/f.txt\n", "has no hunk"),
         ("@@ -1 +1 @@\n-x\n+y\n", "not a valid unified diff (Unexpected hunk found"),
         ("--- a/f.txt\n+++ b/f.txt\n@@ -1,5 +1,5 @@\n", "a hunk without lines"),
+        ("--- a/f.txt\n+++ b/f.txt\n@@ -1,5 +1,5 @@\n\n\n", "not a valid unified diff"),  # blank lines: no context
     ],
 )
 async def test_malformed_patch_says_what_is_wrong_and_shows_the_format(ctx: ToolContext, patch: str, reason: str):

@@ -74,28 +74,33 @@ class ToolInput(BaseModel):
 
 
 def input_schema(model: type[ToolInput]) -> dict[str, Any]:
-    """The JSON schema the model sees: flat properties, no titles, optional fields not nullable.
+    """The JSON schema the model sees: flat, self-contained, no titles, optional fields not nullable.
 
-    Small models stumble on ``anyOf: [{...}, {type: null}]``; an optional argument is simply one
-    that is not in ``required``.
+    Small models stumble on ``$ref`` and on ``anyOf: [{...}, {type: null}]``, so references are
+    inlined and an optional argument is simply one that is not in ``required``.
     """
     schema = model.model_json_schema()
-    properties = {}
-    for name, prop in schema.get("properties", {}).items():
-        prop = {k: v for k, v in prop.items() if k not in ("title", "default")}
-        branches = prop.pop("anyOf", None)
-        if branches:
-            non_null = [b for b in branches if b.get("type") != "null"]
-            if len(non_null) == 1:
-                prop = {**non_null[0], **prop}
-            else:
-                prop["anyOf"] = non_null
-        properties[name] = prop
-    out: dict[str, Any] = {"type": "object", "properties": properties}
-    if schema.get("required"):
-        out["required"] = schema["required"]
-    if "$defs" in schema:
-        out["$defs"] = schema["$defs"]
+    return _clean(schema, schema.get("$defs", {}))
+
+
+def _clean(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, list):
+        return [_clean(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        return _clean(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+    out = {k: _clean(v, defs) for k, v in node.items() if k not in ("title", "default", "$defs")}
+    branches = out.pop("anyOf", None)
+    if branches is not None:
+        non_null = [b for b in branches if b.get("type") != "null"]
+        if len(non_null) == 1:
+            out = {**non_null[0], **out}
+        else:
+            out["anyOf"] = non_null
+    if "properties" in out:
+        # Property names are data, not schema keywords: a field may be called "title".
+        out["properties"] = {name: _clean(prop, defs) for name, prop in node["properties"].items()}
     return out
 
 
@@ -180,7 +185,8 @@ class Action(ABC):
     ``permission`` names the rule family (read, edit, bash, ...); ``patterns`` are what rules
     match (project-relative paths, or the command); ``always_pattern`` is what an "allow always"
     answer stores; ``diff`` and ``files`` show a change before it is made; ``changes`` says the
-    call may change the project (plan mode denies it; a read-only command runs without asking).
+    call may change the project (plan mode denies it); ``safe_patterns`` are the patterns that
+    only read (the read-only parts of a compound command), which need no asking by default.
     """
 
     title: str
@@ -191,6 +197,7 @@ class Action(ABC):
     files: list[ProposedFile] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     changes: bool = False
+    safe_patterns: frozenset[str] = frozenset()
 
     @abstractmethod
     async def apply(self, ctx: ToolContext) -> ToolResult: ...

@@ -307,6 +307,7 @@ class BashTool(Tool):
             always_pattern=always_pattern(parts),
             notes=list(args.notes),
             changes=not is_read_only(args.command),
+            safe_patterns=frozenset(part.text for part in parts if _reads_only(part)),
             command=args.command,
             timeout=args.timeout or DEFAULT_TIMEOUT,
         )

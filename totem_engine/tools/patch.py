@@ -122,11 +122,22 @@ class PatchTool(Tool):
             title=f"Patch {', '.join(rels)}",
             permission="edit",
             patterns=rels,
-            always_pattern=folder_glob(rels[0]) if len({folder_glob(r) for r in rels}) == 1 else "*",
+            always_pattern=_common_glob(rels),
             diff="".join(unified_diff(p.path, p.old_text, p.new_text) for p in proposed),
             files=proposed,
             changes=changes,
         )
+
+
+def _common_glob(rels: list[str]) -> str:
+    """What "allow always" stores: the files of the deepest folder holding them all (``src/*``)."""
+    folders = [folder_glob(rel).removesuffix("*").rstrip("/").split("/") for rel in rels]
+    common = []
+    for parts in zip(*folders):
+        if len(set(parts)) > 1 or not parts[0]:
+            break
+        common.append(parts[0])
+    return f"{'/'.join(common)}/*" if common else "*"
 
 
 # --- parsing ------------------------------------------------------------------------------
@@ -165,7 +176,7 @@ def recount(patch: str) -> tuple[str, list[bool]]:
 def _hunk_body(lines: list[str], i: int) -> tuple[list[str], int]:
     """The lines of the hunk starting at ``lines[i]`` (blank ones as " "), and where the next part starts."""
     body: list[str] = []
-    end = i
+    end = 0  # body length up to its last non-blank line
     while i < len(lines):
         line = lines[i]
         stripped = line.rstrip("\r\n")

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from totem_engine.providers.base import ToolSpec
 from totem_engine.tools.base import Tool, input_schema
+from totem_engine.tools.ask import AskTool
+from totem_engine.tools.bash import BashTool
 from totem_engine.tools.read import ReadTool
+from totem_engine.tools.todo import TodoTool
 from totem_engine.tools.write import WriteTool
 
 READ_ONLY = frozenset({"read", "glob", "grep", "fetch", "skill"})
@@ -18,7 +21,7 @@ CHANGES_FILES = frozenset({"write", "edit", "patch"})
 
 
 def builtin_tools() -> dict[str, Tool]:
-    tools: list[Tool] = [ReadTool(), WriteTool()]
+    tools: list[Tool] = [ReadTool(), WriteTool(), BashTool(), TodoTool(), AskTool()]
     return {tool.name: tool for tool in tools}
 
 

@@ -71,8 +71,9 @@ def walk_files(root: Path, start: Path, *, follow_links: bool) -> Iterator[str]:
     """Project-relative paths (``a/b.py``) of the files under ``start``, in a stable order.
 
     ``start`` is a real path inside ``root``; a file yields itself. With ``follow_links`` a
-    symlink is followed only when its real path is inside the project (each real folder is
-    entered once, so links cannot loop); without it symlinks are skipped.
+    symlink is followed only when its real path is inside the project, and a linked folder only
+    when its real path is outside ``start`` (each real folder is entered once, so links cannot
+    loop); without it symlinks are skipped.
     """
     real_root = root.resolve()
     start_rel = relative(real_root, start)
@@ -80,7 +81,8 @@ def walk_files(root: Path, start: Path, *, follow_links: bool) -> Iterator[str]:
         yield start_rel
         return
     rules, _ = start_rules(real_root, start)
-    seen = {os.path.realpath(start)}
+    real_start = start.resolve()
+    seen = {str(real_start)}
     stack = [(start, "" if start_rel == "." else start_rel, rules)]
     while stack:
         folder, folder_rel, folder_rules = stack.pop()
@@ -94,7 +96,8 @@ def walk_files(root: Path, start: Path, *, follow_links: bool) -> Iterator[str]:
                 yield rel
                 continue
             real = os.path.realpath(entry.path)
-            if real not in seen:
+            # A linked folder the walk reaches under its own name anyway would come out twice.
+            if real not in seen and not (entry.is_symlink() and Path(real).is_relative_to(real_start)):
                 seen.add(real)
                 children.append((Path(entry.path), rel, folder_rules + load_ignore(Path(entry.path), rel)))
         stack.extend(reversed(children))

@@ -1,0 +1,417 @@
+"""grep: lines matching a regular expression in the project's files.
+
+Two engines give the same answer: ripgrep (``rg --json``) when it is on PATH and can honour the
+same ignore rules, a Python search over ``walk_files`` otherwise. Patterns are held to the
+subset both regex dialects read alike, so a pattern never means one thing in one engine and
+another thing in the other. Files that ``read`` would ask about (keys, passwords) are never
+searched, hidden ones neither.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import warnings
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+import anyio
+import anyio.from_thread
+from anyio.abc import ByteReceiveStream
+from pydantic import Field
+
+from totem_engine.permissions import is_secret
+from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
+from totem_engine.tools.walk import expand_braces, glob_matcher, printable, start_rules, walk_files
+
+MAX_MATCHES = 200
+MAX_LINE = 300  # characters of a matching line shown
+NOTE_ROOM = 400  # characters of the output budget kept for the notes
+
+
+class GrepInput(ToolInput):
+    pattern: str = Field(min_length=1, description="Regular expression to search for, e.g. `def \\w+_test`, `TODO|FIXME`.")
+    path: str | None = Field(None, description="File or folder to search, relative to the project root (default: the root).")
+    include: str | None = Field(None, description="Only files whose name matches this glob, e.g. `*.py`, `*.{ts,tsx}`.")
+
+
+# --- the pattern subset ---------------------------------------------------------------------
+
+_QUANTIFIER = re.compile(r"\{\d+(,\d*)?\}")
+_FLAG_GROUP = re.compile(r"([a-zA-Z]*)(?:-([a-zA-Z]*))?[:)]")
+_SUBSET = "Use the common regex subset: no lookaround, no backreferences, no possessive or atomic groups."
+
+
+def check_regex(pattern: str) -> re.Pattern[str]:
+    """The compiled pattern, or a ToolError when it is outside what Python and ripgrep share."""
+    problem = _portability_problem(pattern)
+    if problem:
+        raise ToolError(f"Unsupported pattern: {problem}. {_SUBSET}")
+    with warnings.catch_warnings():
+        # Python warns (FutureWarning) on [[, &&, --, ~~, ||: ripgrep reads those as set syntax.
+        warnings.simplefilter("error", FutureWarning)
+        try:
+            return re.compile(pattern)
+        except (re.error, FutureWarning) as exc:
+            raise ToolError(f"Invalid regular expression {pattern!r}: {exc}.") from None
+
+
+def _portability_problem(pattern: str) -> str | None:
+    """What in ``pattern`` one engine would read differently from the other, or None."""
+    if "\n" in pattern:
+        return "a newline can never match: grep searches one line at a time"
+    i, after_quantifier = 0, False
+    while i < len(pattern):
+        char = pattern[i]
+        quantifier = False
+        if char == "\\":
+            problem = _escape_problem(pattern[i + 1 : i + 2], in_set=False)
+            i += 2
+        elif char == "[":
+            i, problem = _scan_set(pattern, i)
+        elif char == "(" and pattern.startswith("?", i + 1):
+            problem = _group_problem(pattern[i + 2 :])
+            i += 2
+        elif char == "{":
+            match = _QUANTIFIER.match(pattern, i)
+            problem = None if match else "a literal { must be escaped as \\{ (unescaped, it starts a repetition like {2} or {1,3})"
+            i = match.end() if match else i
+            quantifier = True
+        elif char in "*+?":
+            problem = "possessive quantifiers (*+, ++, ?+, {n}+) are not supported" if after_quantifier and char == "+" else None
+            quantifier = char != "?" or not after_quantifier  # a ? after a quantifier makes it lazy
+            i += 1
+        else:
+            problem = None
+            i += 1
+        if problem:
+            return problem
+        after_quantifier = quantifier
+    return None
+
+
+def _escape_problem(char: str, *, in_set: bool) -> str | None:
+    if char.isdigit():
+        return "backreferences (\\1) and octal escapes are not supported"
+    if char == "Z":
+        return "\\Z is not supported; use $"
+    if char in ("<", ">"):
+        return "\\< and \\> are word boundaries in ripgrep but literal in Python; use \\b, or < and > unescaped"
+    if char == "n":
+        return "\\n can never match: grep searches one line at a time"
+    if char == "N":
+        return "\\N{...} named characters are not supported; write the character itself"
+    if in_set and char == "b":
+        return "\\b inside [...] is not supported"
+    if char and not char.isascii():
+        return "a backslash before a non-ASCII character is not supported; write the character alone"
+    return None
+
+
+def _scan_set(pattern: str, start: int) -> tuple[int, str | None]:
+    """(index after the set opened at ``start``, problem or None)."""
+    i = start + 1
+    if pattern.startswith("^", i):
+        i += 1
+    if pattern.startswith("]", i):
+        i += 1
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            problem = _escape_problem(pattern[i + 1 : i + 2], in_set=True)
+            if problem:
+                return i, problem
+            i += 2
+        elif char == "[":
+            return i, "nested sets and classes like [[:alpha:]] are not supported; use \\w, \\d, \\s or a plain [a-z] set"
+        elif pattern.startswith(("&&", "--", "~~"), i):
+            return i, "set operations (&&, --, ~~) inside [...] are not supported"
+        elif char == "]":
+            return i + 1, None
+        else:
+            i += 1
+    return i, None  # unterminated: re.compile says so
+
+
+def _group_problem(rest: str) -> str | None:
+    """The problem with a group opened by ``(?`` followed by ``rest``, or None."""
+    if rest.startswith(("=", "!", "<=", "<!")):
+        return "lookahead and lookbehind ((?=, (?!, (?<=, (?<!) are not supported"
+    if rest.startswith("P="):
+        return "backreferences ((?P=name)) are not supported"
+    if rest.startswith((":", "P<")):
+        return None
+    if rest.startswith(">"):
+        return "atomic groups (?>...) are not supported"
+    if rest.startswith("("):
+        return "conditional groups (?(...)...) are not supported"
+    if rest.startswith("#"):
+        return "comments (?#...) are not supported"
+    if rest.startswith("<"):
+        return "write a named group as (?P<name>...)"
+    flags = _FLAG_GROUP.match(rest)
+    if flags is None:
+        return f"unknown group syntax (?{rest[:1]}"
+    unsupported = sorted(set(flags[1] + (flags[2] or "")) - set("ims"))
+    return f"the flag(s) {''.join(unsupported)} are not supported (only i, m, s)" if unsupported else None
+
+
+def check_include(include: str) -> list[str]:
+    """The globs an include expands to (``*.{ts,tsx}`` -> ``*.ts``, ``*.tsx``); ToolError if unusable."""
+    if "/" in include:
+        raise ToolError("include filters file names only (e.g. *.py); give the folder as `path`.")
+    globs = expand_braces(include)
+    # ripgrep's type definitions split at ',' and ':' and read leftover braces as alternatives.
+    if any(char in glob for glob in globs for char in ",:{}"):
+        raise ToolError("include cannot hold ',', ':' or braces other than one {a,b} list of alternatives.")
+    return globs
+
+
+# --- matches --------------------------------------------------------------------------------
+
+
+class Hit(NamedTuple):
+    path: str
+    line: int
+    text: str  # cut to MAX_LINE characters
+    cut: bool
+
+
+@dataclass
+class Matches:
+    """The matches of one search, whichever engine found them.
+
+    Both engines feed ``add``, which applies the filters they share and keeps only the
+    MAX_MATCHES first by (path, line), so memory stays bounded whatever the count.
+    """
+
+    include: str | None = None
+    explicit: str = ""  # a file named as the search path: searched even if hidden
+    total: int = 0
+    files: set[str] = field(default_factory=set)
+    kept: list[Hit] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._included = glob_matcher(self.include) if self.include else None
+
+    def wanted(self, path: str) -> bool:
+        name = path.rsplit("/", 1)[-1]
+        if (name.startswith(".") and path != self.explicit) or is_secret(path):
+            return False
+        return self._included is None or self._included(path)
+
+    def add(self, path: str, line: int, text: str) -> None:
+        if not self.wanted(path):
+            return
+        text = text.removesuffix("\r")
+        self.total += 1
+        self.files.add(path)
+        self.kept.append(Hit(printable(path), line, text[:MAX_LINE], len(text) > MAX_LINE))
+        if len(self.kept) >= 2 * MAX_MATCHES:
+            self.kept.sort()
+            del self.kept[MAX_MATCHES:]
+
+    def first(self) -> list[Hit]:
+        return sorted(self.kept)[:MAX_MATCHES]
+
+
+def render(matches: Matches, budget: int) -> ToolResult:
+    """``path:line: text`` per hit, then notes on what was cut."""
+    summary = f"{matches.total} matches in {len(matches.files)} files"
+    if not matches.total:
+        return ToolResult(output="No matches found", summary=summary)
+    lines: list[str] = []
+    size = 0
+    any_cut = False
+    shown = matches.first()
+    for hit in shown:
+        entry = f"{hit.path}:{hit.line}: {hit.text}" + ("…" if hit.cut else "")
+        if size + len(entry) + 1 > budget - NOTE_ROOM:
+            break
+        lines.append(entry)
+        size += len(entry) + 1
+        any_cut = any_cut or hit.cut
+    if len(lines) < matches.total:
+        why = "the output budget" if len(lines) < len(shown) else f"at most {MAX_MATCHES} are shown"
+        lines.append(
+            f"[{matches.total} matches in {len(matches.files)} files; showing the first {len(lines)} by path and line "
+            f"({why}). Narrow the pattern, path or include to see the rest.]"
+        )
+    if any_cut:
+        lines.append(f"[Lines longer than {MAX_LINE} characters are cut (…); read the file to see them whole.]")
+    return ToolResult(output="\n".join(lines), summary=summary)
+
+
+# --- the Python engine ----------------------------------------------------------------------
+
+
+def file_text(data: bytes) -> str | None:
+    """The text of a file as ripgrep reads it, or None for a binary file (one with a NUL byte)."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # ripgrep transcodes UTF-16 with a BOM
+        return data.decode("utf-16", "replace")
+    if b"\x00" in data:
+        return None
+    return data.decode("utf-8", "replace").removeprefix("\ufeff")
+
+
+def python_search(root: Path, start: Path, regex: re.Pattern[str], matches: Matches) -> None:
+    """Search every file ``walk_files`` yields; run in a worker thread (checks for cancellation)."""
+    for rel in walk_files(root, start, follow_links=False):
+        anyio.from_thread.check_cancelled()
+        if not matches.wanted(rel):
+            continue
+        try:
+            data = (root / rel).read_bytes()
+        except OSError:
+            continue
+        text = file_text(data)
+        if text is None:
+            continue
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        for number, line in enumerate(lines, start=1):
+            if regex.search(line):
+                matches.add(rel, number, line)
+
+
+# --- the ripgrep engine ---------------------------------------------------------------------
+
+
+def ripgrep_for(root: Path, start: Path) -> str | None:
+    """The rg executable to use, or None when the Python engine must answer.
+
+    ripgrep also honours .gitignore files above the project root, and applies the rules of the
+    folders above an explicitly named ignored folder; in those cases, and for a single file,
+    only the Python engine gives the project's answer.
+    """
+    rg = shutil.which("rg")
+    if rg is None or not start.is_dir() or start_rules(root, start)[1]:
+        return None
+    if any((folder / ".gitignore").exists() for folder in root.resolve().parents):
+        return None
+    return rg
+
+
+def ripgrep_args(rg: str, start_rel: str, pattern: str, globs: list[str]) -> list[str]:
+    """rg's command line: .gitignore only (no .ignore, global or exclude files), JSON out."""
+    args = [rg, "--json", "--no-config", "--no-require-git", "--no-ignore-dot", "--no-ignore-exclude", "--no-ignore-global"]
+    # A type, unlike --glob, does not override .gitignore (hidden files Matches.wanted drops).
+    for glob in globs:
+        args += ["--type-add", f"totem:{glob}"]
+    if globs:
+        args += ["--type", "totem"]
+    return [*args, "-e", pattern, "--", start_rel]
+
+
+async def ripgrep_search(rg: str, root: Path, start_rel: str, pattern: str, globs: list[str], matches: Matches) -> None:
+    """Run rg in its own process group and feed its matches; the group is killed if cancelled."""
+    process = await anyio.open_process(
+        ripgrep_args(rg, start_rel, pattern, globs), cwd=root, stdin=subprocess.DEVNULL, start_new_session=True
+    )
+    async with process:
+        try:
+            assert process.stdout is not None and process.stderr is not None
+            errors = bytearray()
+            searched = False
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_drain, process.stderr, errors)
+                async for raw in _lines(process.stdout):
+                    message = json.loads(raw)
+                    searched = searched or message["type"] == "summary"
+                    if message["type"] == "match":
+                        data = message["data"]
+                        path = _json_text(data["path"]).removeprefix("./")
+                        matches.add(path, data["line_number"], _json_text(data["lines"]).removesuffix("\n"))
+            code = await process.wait()
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            raise
+    # Exit 2 with a summary means some files could not be read; without one, rg did not run.
+    if code == 2 and not searched:
+        raise ToolError(f"ripgrep failed: {errors.decode('utf-8', 'replace').strip()}")
+
+
+def _json_text(value: dict[str, str]) -> str:
+    """rg's ``{"text": ...}``, or ``{"bytes": base64}`` for what is not UTF-8."""
+    if "text" in value:
+        return value["text"]
+    return base64.b64decode(value["bytes"]).decode("utf-8", "replace")
+
+
+async def _lines(stream: ByteReceiveStream) -> AsyncIterator[bytes]:
+    buffer = b""
+    async for chunk in stream:
+        buffer += chunk
+        *complete, buffer = buffer.split(b"\n")
+        for line in complete:
+            yield line
+    if buffer:
+        yield buffer
+
+
+async def _drain(stream: ByteReceiveStream, into: bytearray) -> None:
+    async for chunk in stream:
+        into.extend(chunk)
+
+
+# --- the tool -------------------------------------------------------------------------------
+
+
+@dataclass
+class GrepAction(Action):
+    target: Path | None = None
+    args: GrepInput | None = None
+    regex: re.Pattern[str] | None = None
+    globs: list[str] = field(default_factory=list)
+
+    async def apply(self, ctx: ToolContext) -> ToolResult:
+        assert self.target is not None and self.args is not None and self.regex is not None
+        root = ctx.root.resolve()
+        rel = relative(root, self.target)
+        stat = await ctx.workspace.stat(self.target)
+        if stat is None:
+            raise ToolError(f"{rel} does not exist.")
+        if not stat.is_dir and is_secret(rel):
+            raise ToolError(f"{rel} may hold keys or passwords; grep does not search it (read asks first).")
+        matches = Matches(include=self.args.include, explicit="" if stat.is_dir else rel)
+        rg = await anyio.to_thread.run_sync(ripgrep_for, root, self.target)
+        if rg:
+            await ripgrep_search(rg, root, rel, self.args.pattern, self.globs, matches)
+        else:
+            await anyio.to_thread.run_sync(python_search, root, self.target, self.regex, matches)
+        result = render(matches, ctx.output_budget)
+        result.metadata["engine"] = "ripgrep" if rg else "python"
+        return result
+
+
+class GrepTool(Tool):
+    name = "grep"
+    Input = GrepInput
+
+    async def prepare(self, args: GrepInput, ctx: ToolContext) -> Action:
+        regex = check_regex(args.pattern)
+        globs = check_include(args.include) if args.include else []
+        target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, args.path or ".")
+        rel = relative(ctx.root, target)
+        return GrepAction(
+            title=f"Search {args.pattern!r} in {rel}",
+            permission="read",
+            patterns=[rel],
+            always_pattern=folder_glob(rel),
+            notes=list(args.notes),
+            target=target,
+            args=args,
+            regex=regex,
+            globs=globs,
+        )

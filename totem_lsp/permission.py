@@ -1,0 +1,120 @@
+"""Questions the engine asks the user, put to the editor.
+
+Clients that declared ``capabilities.experimental.totem.{permission,question,trust}`` get the
+``totem/permission``, ``totem/question`` and ``totem/trust`` requests (docs/protocol.md); others
+get ``window/showMessageRequest`` with the same choices. No answer within ``permission_timeout``
+seconds is a reject.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path
+
+from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
+from totem_lsp import protocol
+from totem_lsp.messages import PermissionAnswer, QuestionAnswer, TrustAnswer, plain
+
+log = logging.getLogger(__name__)
+
+_CHOICES = {
+    "Allow once": "allow_once",
+    "Allow always": "allow_always",
+    "Reject": "reject_once",
+    "Reject always": "reject_always",
+}
+
+
+def declared(server: LanguageServer, feature: str) -> bool:
+    """Whether the client said, in ``capabilities.experimental.totem``, that it can show ``feature``."""
+    experimental = plain(server.client_capabilities.experimental) or {}
+    totem = experimental.get("totem") if isinstance(experimental, dict) else None
+    return bool(isinstance(totem, dict) and totem.get(feature))
+
+
+class Asker:
+    def __init__(self, server: LanguageServer, timeout: float):
+        self.server = server
+        self.timeout = timeout
+
+    async def permission(self, request: PermissionRequest, root: Path) -> PermissionReply:
+        if declared(self.server, "permission"):
+            answer = await self._request(protocol.PERMISSION, permission_payload(request, root))
+            if answer is None:
+                return PermissionReply("reject_once", "No answer in time; the action was not run.")
+            try:
+                parsed = PermissionAnswer.model_validate(plain(answer))
+            except ValueError:
+                log.warning("malformed totem/permission answer: %r", answer)
+                return PermissionReply("reject_once")
+            return PermissionReply(parsed.outcome, parsed.feedback)
+        message = f"Totem wants to: {request.title}" + (f"\n\n{request.diff}" if request.diff else "")
+        choice = await self._show(message, list(_CHOICES))
+        return PermissionReply(_CHOICES.get(choice or "", "reject_once"))
+
+    async def question(self, request: QuestionRequest) -> str | None:
+        if declared(self.server, "question"):
+            payload = {"sessionId": request.session_id, "callId": request.call_id, "question": request.question}
+            if request.options:
+                payload["options"] = request.options
+            answer = await self._request(protocol.QUESTION, payload)
+            try:
+                return QuestionAnswer.model_validate(plain(answer)).answer if answer is not None else None
+            except ValueError:
+                return None
+        if not request.options:
+            return None
+        return await self._show(request.question, request.options)
+
+    async def trust(self, root: Path, reasons: list[str]) -> bool:
+        if declared(self.server, "trust"):
+            answer = await self._request(protocol.TRUST, {"root": str(root), "reasons": reasons})
+            try:
+                return answer is not None and TrustAnswer.model_validate(plain(answer)).trusted
+            except ValueError:
+                return False
+        message = f"Trust the project {root}? Its config sets: {', '.join(reasons)}."
+        return await self._show(message, ["Trust", "Do not trust"]) == "Trust"
+
+    async def _request(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return await asyncio.wait_for(self.server.protocol.send_request_async(method, params), self.timeout)
+        except TimeoutError:
+            return None
+
+    async def _show(self, message: str, choices: list[str]) -> str | None:
+        params = types.ShowMessageRequestParams(
+            type=types.MessageType.Info, message=message, actions=[types.MessageActionItem(title=c) for c in choices]
+        )
+        try:
+            item = await asyncio.wait_for(self.server.window_show_message_request_async(params), self.timeout)
+        except TimeoutError:
+            return None
+        return item.title if item is not None else None
+
+
+def permission_payload(request: PermissionRequest, root: Path) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "sessionId": request.session_id,
+        "callId": request.call_id,
+        "tool": request.tool,
+        "permission": request.permission,
+        "title": request.title,
+        "input": request.input,
+        "rule": request.rule.model_dump(by_alias=True) if request.rule else None,
+        "alwaysPattern": request.always_pattern,
+        "paths": request.paths,
+    }
+    if request.diff is not None:
+        payload["diff"] = request.diff
+    if request.proposed:
+        payload["proposed"] = [
+            {"uri": from_fs_path(str(root / f.path)), "text": f.new_text} for f in request.proposed if f.new_text is not None
+        ]
+    return payload

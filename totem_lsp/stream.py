@@ -1,0 +1,55 @@
+"""Engine events to the editor as ``totem/event`` notifications, text deltas coalesced.
+
+The first text (or reasoning) delta of a burst goes out at once; later ones are merged and sent
+at most every ``INTERVAL`` seconds per session, so a fast model cannot flood the editor. Any other
+event first flushes what is waiting, so nothing is dropped or reordered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+INTERVAL = 0.03  # seconds
+DELTAS = ("textDelta", "reasoningDelta")
+
+
+class EventStream:
+    def __init__(self, send: Callable[[dict[str, Any]], None]):
+        self._send = send
+        self._pending: dict[str, list[dict[str, Any]]] = {}
+        self._last: dict[str, float] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+
+    def publish(self, event: dict[str, Any]) -> None:
+        session = event["sessionId"]
+        if event["kind"] not in DELTAS:
+            self.flush(session)
+            self._send(event)
+            return
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        pending = self._pending.setdefault(session, [])
+        if not pending and now - self._last.get(session, float("-inf")) >= INTERVAL:
+            self._send(event)
+            self._last[session] = now
+            return
+        last = pending[-1] if pending else None
+        if last and last["kind"] == event["kind"] and last["partId"] == event["partId"]:
+            last["text"] += event["text"]
+        else:
+            pending.append(dict(event))
+        if session not in self._timers:
+            delay = max(0.0, self._last.get(session, now) + INTERVAL - now)
+            self._timers[session] = loop.call_later(delay, self.flush, session)
+
+    def flush(self, session: str) -> None:
+        timer = self._timers.pop(session, None)
+        if timer is not None:
+            timer.cancel()
+        pending = self._pending.pop(session, [])
+        for event in pending:
+            self._send(event)
+        if pending:
+            self._last[session] = asyncio.get_running_loop().time()
