@@ -11,8 +11,6 @@ import json
 import sys
 from pathlib import Path
 
-import anyio
-
 EXIT_CODES = {"finished": 0, "error": 1, "step_limit": 3, "guard": 3, "aborted": 130}
 EXIT_USAGE = 2
 
@@ -34,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--session", help="continue this session")
     run.add_argument("--max-steps", type=int, default=None, help="step limit (0: none; 1-9 are raised to 10)")
     run.add_argument("prompt", nargs="+", help="what to do")
+
+    lsp = sub.add_parser("lsp", help="run the language server (stdio by default)")
+    lsp.add_argument("--tcp", metavar="HOST:PORT", help="listen on a loopback address instead (a token is required)")
+    lsp.add_argument("--token", help="the token clients must send in initializationOptions.token (default: generated)")
 
     models = sub.add_parser("models", help="list the models of the configured providers")
     common(models)
@@ -58,6 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "lsp":
+        # Before anything heavy is imported: the editor waits for initialize.
+        from totem_cli.lsp import lsp_command
+
+        return lsp_command(args)
+    import anyio
+
     from totem_engine.config import ConfigError
     from totem_engine.store import SessionNotFound
 

@@ -117,6 +117,14 @@ class SnapshotsConfig(_Strict):
     max_age_days: float = Field(default=30.0, gt=0)
 
 
+class CheckConfig(_Strict):
+    """``[checks.<name>]``: a command the project already has, whose output becomes findings."""
+
+    command: str
+    format: Literal["lines"] = "lines"
+    files: str = "*"
+
+
 class Config(_Strict):
     """The merged configuration. Every key has a default, so ``Config()`` is valid.
 
@@ -145,6 +153,7 @@ class Config(_Strict):
     permission: dict[str, Rule] = Field(default_factory=dict)
     models: dict[ModelSpec, ModelOverride] = Field(default_factory=dict)
     snapshots: SnapshotsConfig = Field(default_factory=SnapshotsConfig)
+    checks: dict[str, CheckConfig] = Field(default_factory=dict)
 
     _notes: list[str] = PrivateAttr(default_factory=list)
 

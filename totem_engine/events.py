@@ -59,6 +59,7 @@ class ToolEnd(Event):
     status: ToolStatus
     summary: str
     output: str
+    changed: list[str] = []  # project-relative paths this call changed
 
 
 class RuleRef(BaseModel):

@@ -20,6 +20,8 @@ from pathlib import Path
 import anyio
 
 from totem_engine import events as ev
+from totem_engine.checks.base import Checker
+from totem_engine.checks.registry import run_checks
 from totem_engine.frontend import FrontEnd, PermissionRequest, QuestionRequest
 from totem_engine.guards import Guards, call_key
 from totem_engine.history import to_messages
@@ -136,6 +138,7 @@ class Agent:
         tools: dict[str, Tool],
         workspace: Workspace,
         snapshots: Snapshots,
+        checkers: list[Checker] | None = None,
         rules: list[ev.RuleRef] | None = None,
     ):
         self.root = root.resolve()
@@ -144,6 +147,7 @@ class Agent:
         self.tools = tools
         self.workspace = workspace
         self.snapshots = snapshots
+        self.checkers = checkers or []
         self.rules = rules or []
 
     def turn(self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions) -> "Turn":
@@ -358,7 +362,7 @@ class Turn:
 
     async def _execute_and_guard(self, record: _Call, stop: list[str]) -> None:
         result, status, arguments = await self._execute(record)
-        await self._close_call(record, status, result.summary, result.output)
+        await self._close_call(record, status, result.summary, result.output, changed=result.changed)
         reasons = []
         if status == "denied":
             reasons.append(self.guards.record_permission(False))
@@ -441,10 +445,29 @@ class Turn:
         except OSError as exc:
             raise ToolError(f"Could not save the current content for undo, so nothing was changed: {exc}") from None
         try:
-            return await action.apply(ctx)
+            result = await action.apply(ctx)
         finally:
             with anyio.CancelScope(shield=True):  # what apply did must be recorded, even on abort
                 await snapshots.after_change(self.agent.workspace, paths=paths, **where)
+        return await self._with_findings(result)
+
+    async def _with_findings(self, result: ToolResult) -> ToolResult:
+        """The checks' findings on each changed file, added to the result so the model fixes them."""
+        if not self.agent.checkers or result.is_error:
+            return result
+        lines: list[str] = []
+        for rel in result.changed:
+            try:
+                text = (await self.agent.workspace.read_bytes(self.agent.root / rel)).decode("utf-8", errors="replace")
+            except OSError:
+                continue
+            checked = await run_checks(self.agent.checkers, self.agent.root, rel, text)
+            lines += [f"{rel}:{finding.for_model()}" for finding in checked.findings]
+            lines += [f"({note})" for note in checked.notes]
+        if lines:
+            result.output += "\n\nChecks found:\n" + "\n".join(lines)
+            result.summary += f", {sum(1 for line in lines if not line.startswith('('))} findings"
+        return result
 
     async def _permit(self, record: _Call, action, decision: Decision) -> tuple[bool, str | None, ev.RuleRef]:
         if decision.action == "allow":
@@ -482,7 +505,9 @@ class Turn:
         )
         await self.agent.store.update_part(record.part_id, data=self._part_data(record, title), status="running")
 
-    async def _close_call(self, record: _Call, status: ev.ToolStatus, summary: str, output: str) -> None:
+    async def _close_call(
+        self, record: _Call, status: ev.ToolStatus, summary: str, output: str, *, changed: list[str] | None = None
+    ) -> None:
         # Shielded: an abort landing here must not leave a call stored as done but never reported.
         with anyio.CancelScope(shield=True):
             record.done = True
@@ -494,7 +519,7 @@ class Turn:
             await self.emit(
                 ev.ToolEnd(
                     session_id=self.session_id, call_id=record.call.id, tool=record.call.name,
-                    status=status, summary=summary, output=output,
+                    status=status, summary=summary, output=output, changed=changed or [],
                 )
             )
 

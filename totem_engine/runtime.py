@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from totem_engine.checks.registry import checkers_from_config
 from totem_engine.config import Config, ConfigError, LoadedConfig
 from totem_engine.frontend import FrontEnd
 from totem_engine.loop import Agent, Turn, TurnOptions
@@ -38,6 +39,7 @@ class Runtime:
             tools=builtin_tools(),
             workspace=self.workspace,
             snapshots=self.snapshots,
+            checkers=checkers_from_config(loaded.config),
             rules=[r for layer in loaded.layers for r in rules_from_config(layer.data.get("permission", {}), layer.kind)],
         )
 
@@ -83,8 +85,12 @@ class Runtime:
         await self.store.get_session(session_id)
         return await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
 
-    async def aclose(self) -> None:
+    async def close_providers(self) -> None:
+        """Close what this runtime owns alone (providers, snapshot index), not a shared store."""
         for provider in self._providers.values():
             await provider.aclose()
         await self.snapshots.close()
+
+    async def aclose(self) -> None:
+        await self.close_providers()
         await self.store.close()

@@ -1,7 +1,7 @@
 """Payloads of the ``totem/*`` methods, validated on the way in (docs/protocol.md).
 
 Field names on the wire are camelCase. pygls hands custom params over as nested namedtuples;
-``plain`` turns them back into dicts before validation.
+``protocol.plain`` turns them back into dicts before validation.
 """
 
 from __future__ import annotations
@@ -11,23 +11,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from totem_lsp.protocol import plain
+
+__all__ = ["plain"]
+
 
 class Payload(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
-
-
-def plain(value: Any) -> Any:
-    """Nested namedtuples (pygls' form of unknown params) as dicts and lists."""
-    if hasattr(value, "_asdict"):
-        return {k: plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
 
 
 class Position(Payload):

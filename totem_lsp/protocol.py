@@ -33,3 +33,14 @@ CMD_REDO = "totem.server.redo"
 SESSION_BUSY = -32001
 BAD_TOKEN = -32002
 CONFIG_ERROR = -32003
+
+
+def plain(value):
+    """Nested namedtuples (pygls' form of params it has no type for) as dicts and lists."""
+    if hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value

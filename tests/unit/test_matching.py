@@ -175,6 +175,31 @@ def test_closest_window_has_as_many_lines_as_old():
     assert err.value.closest == "3\tthree\n4\tfour"
 
 
+LONG = "".join(f"result_{i} = compute({i}, 'item {i * 7}')\n" for i in range(400))
+
+
+def test_closest_in_a_long_file_finds_the_near_miss():
+    old = "result_250 = compute(250, 'item 1750')\nresult_251 = compuet(251, 'item 1757')\n"
+    with pytest.raises(NoMatch) as err:
+        replace(LONG, old, "x")
+    assert err.value.closest == "251\tresult_250 = compute(250, 'item 1750')\n252\tresult_251 = compute(251, 'item 1757')"
+
+
+def test_closest_of_a_long_old_text_compares_whole_lines():
+    lines = LONG.splitlines()
+    old = "\n".join(lines[100:180]).replace("compute(150,", "compute(15,")  # over 2000 characters
+    assert len(old) > matching.CLOSEST_BY_CHARACTERS
+    with pytest.raises(NoMatch) as err:
+        replace(LONG, old, "x")
+    assert err.value.closest.startswith("101\tresult_100 = ")
+
+
+def test_ambiguity_names_at_most_ten_lines():
+    with pytest.raises(AmbiguousMatch) as err:
+        replace("x\n" * 50, "x", "y")
+    assert str(err.value) == "50 matches, at lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 40 more"
+
+
 def test_no_closest_lines_when_nothing_is_similar():
     with pytest.raises(NoMatch) as err:
         replace("aaaa\nbbbb\n", "zzzzzzzz qqqq\n", "x")

@@ -160,6 +160,13 @@ async def test_crlf_file_patched_with_an_lf_patch_keeps_crlf(root: Path, ctx: To
     assert path.read_bytes() == b"a\r\nB\r\nB2\r\nc\r\n"
 
 
+async def test_crlf_patch_text_applies(root: Path, ctx: ToolContext):
+    path = put(root, "w.py", b"def f():\r\n\r\n    return 1\r\n")
+    patch = "--- a/w.py\r\n+++ b/w.py\r\n@@ -1,3 +1,3 @@\r\n def f():\r\n\r\n-    return 1\r\n+    return 2\r\n"
+    await run(ctx, patch)  # the blank context line lost its space too
+    assert path.read_bytes() == b"def f():\r\n\r\n    return 2\r\n"
+
+
 async def test_bom_is_kept(root: Path, ctx: ToolContext):
     path = put(root, "b.txt", b"\xef\xbb\xbfa\nb\n")
     await run(ctx, "--- a/b.txt\n+++ b/b.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n")

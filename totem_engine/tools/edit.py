@@ -142,7 +142,8 @@ def _replace(rel: str, text: str, args: EditInput) -> matching.Replaced:
         raise ToolError(f"old_string is not unique in {rel}: {exc} ({exc.strategy}). Include more surrounding "
                         "lines to pick one, or set replace_all to change every one. Nothing was changed.") from None
     except matching.NoMatch as exc:
-        shown = (f" The closest lines in the file are:\n{exc.closest}\nCopy the text exactly from the file."
+        shown = (f" The closest lines in the file are (line number, tab, text):\n{exc.closest}\n"
+                 "Copy the text exactly from the file, without the line numbers."
                  if exc.closest else " Nothing in the file resembles it; read the file again.")
         raise ToolError(f"old_string was not found in {rel} (also not with whitespace or punctuation "
                         f"differences ignored).{shown}") from None

@@ -6,6 +6,7 @@ redirects are followed only on the same host; a redirect elsewhere is reported i
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -136,7 +137,7 @@ class FetchAction(Action):
         assert self.url is not None
         async with httpx.AsyncClient(timeout=TIME_LIMIT) as client:
             response = await open_response(client, self.url)
-            async with response:
+            async with contextlib.aclosing(response):
                 if response.status_code >= 400:
                     raise ToolError(f"{response.url} answered HTTP {response.status_code} {response.reason_phrase}.")
                 kind = media_type(response)
@@ -176,7 +177,6 @@ class FetchTool(Tool):
             permission="fetch",
             patterns=[url.host],
             always_pattern=url.host,
-            notes=list(args.notes),
             url=url,
             format=args.format,
         )

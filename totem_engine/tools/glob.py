@@ -87,7 +87,6 @@ class GlobTool(Tool):
             permission="read",
             patterns=[rel],
             always_pattern=folder_glob(rel),
-            notes=list(args.notes),
             target=target,
             pattern=args.pattern,
         )

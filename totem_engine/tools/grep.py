@@ -409,7 +409,6 @@ class GrepTool(Tool):
             permission="read",
             patterns=[rel],
             always_pattern=folder_glob(rel),
-            notes=list(args.notes),
             target=target,
             args=args,
             regex=regex,

@@ -21,6 +21,7 @@ The tolerant strategies (2-4) match whole lines only and need a non-blank line i
 
 from __future__ import annotations
 
+import heapq
 import re
 from bisect import bisect_left
 from collections.abc import Callable
@@ -37,6 +38,9 @@ UNICODE = "Unicode punctuation and spaces folded"
 
 CLOSEST_CUTOFF = 0.4  # below this similarity a window is not worth showing as "closest"
 CLOSEST_MAX_LINES = 40
+MAX_LINES_NAMED = 10  # an ambiguity error names at most this many lines
+CLOSEST_CANDIDATES = 25  # windows difflib compares, in a long file
+CLOSEST_BY_CHARACTERS = 2000  # longest old text compared character by character
 
 _FOLD = str.maketrans(
     {
@@ -69,7 +73,12 @@ class AmbiguousMatch(MatchError):
     def __init__(self, lines: list[int], strategy: str):
         self.lines = lines
         self.strategy = strategy
-        super().__init__(f"{len(lines)} matches, at lines {join_numbers(sorted(set(lines)))}")
+        distinct = sorted(set(lines))
+        if len(distinct) > MAX_LINES_NAMED:
+            shown = f"{', '.join(map(str, distinct[:MAX_LINES_NAMED]))} and {len(distinct) - MAX_LINES_NAMED} more"
+        else:
+            shown = join_numbers(distinct)
+        super().__init__(f"{len(lines)} matches, at lines {shown}")
 
 
 def join_numbers(numbers: list[int]) -> str:
@@ -214,18 +223,23 @@ def closest(text: FileText, old: str) -> str | None:
     """The lines of the file most like ``old`` ("N\\tline", as read shows them), or None.
 
     Windows of as many lines as ``old`` are compared with difflib; None when the file is empty or
-    nothing reaches CLOSEST_CUTOFF.
+    nothing reaches CLOSEST_CUTOFF. difflib is slow (milliseconds a window), so in a long file
+    only the CLOSEST_CANDIDATES windows that cheaper scores rank best are.
     """
     wanted = _old_lines(to_lf(old))[0]
     lines = text.line_texts
     if not lines:
         return None
     size = max(1, len(wanted))
+    starts = _candidate_windows(lines, wanted, size)
+    # Characters see typos; for a long old text (difflib is quadratic) whole lines must do.
+    by_chars = sum(map(len, wanted)) <= CLOSEST_BY_CHARACTERS
+    window = (lambda i: "\n".join(lines[i : i + size])) if by_chars else (lambda i: lines[i : i + size])
     matcher = SequenceMatcher(None, autojunk=False)
-    matcher.set_seq2("\n".join(wanted))  # seq2 is the side difflib indexes once
+    matcher.set_seq2("\n".join(wanted) if by_chars else wanted)  # seq2 is the side difflib indexes once
     best, best_at = CLOSEST_CUTOFF, None
-    for i in range(max(1, len(lines) - size + 1)):
-        matcher.set_seq1("\n".join(lines[i : i + size]))
+    for i in starts:
+        matcher.set_seq1(window(i))
         # The quick ratios are upper bounds: skip the costly ratio() when they cannot win.
         if matcher.real_quick_ratio() < best or matcher.quick_ratio() < best:
             continue
@@ -239,6 +253,62 @@ def closest(text: FileText, old: str) -> str | None:
     if size > CLOSEST_MAX_LINES:
         numbered.append(f"... ({size - CLOSEST_MAX_LINES} more lines)")
     return "\n".join(numbered)
+
+
+def _candidate_windows(lines: list[str], wanted: list[str], size: int) -> list[int]:
+    """First lines (0-based, ascending) of the windows worth comparing with difflib.
+
+    Half are the windows with the most anchor votes, the rest those with the best trigram score.
+    """
+    count = max(1, len(lines) - size + 1)
+    if count <= CLOSEST_CANDIDATES:
+        return list(range(count))
+    votes = _anchor_votes(lines, wanted, count)
+    voted = [i for i in heapq.nlargest(CLOSEST_CANDIDATES // 2, range(count), key=votes.__getitem__) if votes[i]]
+    scores = _trigram_scores(lines, wanted, size, count)
+    return sorted({*voted, *heapq.nlargest(CLOSEST_CANDIDATES - len(voted), range(count), key=scores.__getitem__)})
+
+
+def _anchor_votes(lines: list[str], wanted: list[str], count: int) -> list[int]:
+    """Per window: how many of ``wanted``'s lines it holds, as is (stripped), in their place.
+
+    Most lines of a near miss are exact copies; each one found points at one window.
+    """
+    where: dict[str, list[int]] = {}
+    for j, line in enumerate(wanted):
+        if line.strip():
+            where.setdefault(line.strip(), []).append(j)
+    votes = [0] * count
+    for i, line in enumerate(lines):
+        for j in where.get(line.strip(), ()):
+            if 0 <= i - j < count:
+                votes[i - j] += 1
+    return votes
+
+
+def _trigram_scores(lines: list[str], wanted: list[str], size: int, count: int) -> list[float]:
+    """Per window: the Dice share of character trigrams it has in common with ``wanted``.
+
+    Summed line by line and slid over the file, so one pass; trigrams rather than words, so a
+    line with a typo in an identifier still mostly matches.
+    """
+    old_grams = set().union(*(_trigrams(line) for line in wanted))
+    grams = [_trigrams(line) for line in lines]
+    shared = [len(g & old_grams) for g in grams]
+    total = [len(g) for g in grams]
+    common, own = sum(shared[:size]), sum(total[:size])
+    scores = []
+    for i in range(count):
+        if i:
+            common += shared[i + size - 1] - shared[i - 1]
+            own += total[i + size - 1] - total[i - 1]
+        scores.append(2 * common / ((own + len(old_grams)) or 1))
+    return scores
+
+
+def _trigrams(line: str) -> set[str]:
+    line = line.strip()
+    return {line[k : k + 3] for k in range(len(line) - 2)}
 
 
 # --- strategies ---------------------------------------------------------------------------

@@ -148,6 +148,7 @@ def recount(patch: str) -> tuple[str, list[bool]]:
 
     Models miscount hunks, and unidiff silently drops the lines past a count that is too small.
     A blank line inside a hunk is read as a blank context line (a model often drops its space).
+    Lines outside hunks (file names) lose a "\r" before their newline.
     Also returns, per hunk in order, whether its header gave line numbers ("@@" alone gives none).
     """
     lines = re.findall(r"[^\n]*\n|[^\n]+\Z", patch)
@@ -158,7 +159,8 @@ def recount(patch: str) -> tuple[str, list[bool]]:
         header = lines[i].rstrip("\r\n")
         full, bare = _HEADER.fullmatch(header), _BARE_HEADER.fullmatch(header)
         if not (full or bare):
-            out.append(lines[i])
+            # unidiff keeps a "\r" in a file name; hunk lines keep theirs (matching reads CRLF as LF).
+            out.append(header + "\n" if lines[i].endswith("\n") else lines[i])
             i += 1
             continue
         body, i = _hunk_body(lines, i + 1)
@@ -283,13 +285,9 @@ def _create(rel: str, target: Path, exists: bool, blocks: list[tuple[str, str]])
 def _delete(rel: str, target: Path, current: bytes, old: str, blocks: list[tuple[str, str]]) -> tuple[FileChange, str, None]:
     if any(added for _, added in blocks):
         raise ToolError(f"{rel} is deleted (+++ /dev/null), so its hunks can only remove lines.")
-    removed = "".join(text for text, _ in blocks)
+    removed = "".join(text for text, _ in blocks)  # not empty: _parse refuses hunks without lines
     view = matching.FileText.of(old)
-    if removed:
-        whole = any(f.start == 0 and f.end == len(view.norm) for f in matching.locate(view, removed))
-    else:
-        whole = not view.norm  # git writes no hunk lines for an empty file
-    if not whole:
+    if not any(f.start == 0 and f.end == len(view.norm) for f in matching.locate(view, removed)):
         raise ToolError(f"{rel} cannot be deleted: the patch's removed lines are not the file's whole current "
                         "content. Read it again. Nothing was changed.")
     return FileChange(rel, target, current, None, f"deleted {rel}"), old, None
@@ -337,7 +335,7 @@ def _place(view: matching.FileText, rel: str, number: int, hunk: Hunk, old_block
     found = matching.locate(view, old_block, whole_lines=True)
     if not found:
         near = matching.closest(view, old_block)
-        shown = f" The closest lines in the file are:\n{near}" if near else " Read the file again."
+        shown = f" The closest lines in the file are (line number, tab, text):\n{near}" if near else " Read the file again."
         raise ToolError(f"{where} does not match the file: its context and removed lines were not found."
                         f"{shown}\nNothing was changed.")
     if len(found) == 1:

@@ -10,6 +10,11 @@ from totem_engine.providers.base import ToolSpec
 from totem_engine.tools.base import Tool, input_schema
 from totem_engine.tools.ask import AskTool
 from totem_engine.tools.bash import BashTool
+from totem_engine.tools.edit import EditTool
+from totem_engine.tools.fetch import FetchTool
+from totem_engine.tools.glob import GlobTool
+from totem_engine.tools.grep import GrepTool
+from totem_engine.tools.patch import PatchTool
 from totem_engine.tools.read import ReadTool
 from totem_engine.tools.todo import TodoTool
 from totem_engine.tools.write import WriteTool
@@ -21,7 +26,10 @@ CHANGES_FILES = frozenset({"write", "edit", "patch"})
 
 
 def builtin_tools() -> dict[str, Tool]:
-    tools: list[Tool] = [ReadTool(), WriteTool(), BashTool(), TodoTool(), AskTool()]
+    tools: list[Tool] = [
+        ReadTool(), GlobTool(), GrepTool(), WriteTool(), EditTool(), PatchTool(),
+        BashTool(), FetchTool(), TodoTool(), AskTool(),
+    ]
     return {tool.name: tool for tool in tools}
 
 

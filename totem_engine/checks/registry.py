@@ -1,0 +1,25 @@
+"""The checks of a project: built-in rules (none yet) and the project's own commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from totem_engine.checks.base import CheckResult, Checker
+from totem_engine.checks.project import CommandCheck
+from totem_engine.config import Config
+
+
+def checkers_from_config(config: Config) -> list[Checker]:
+    return [CommandCheck(name, c.command, format=c.format, files=c.files) for name, c in config.checks.items()]
+
+
+async def run_checks(checkers: list[Checker], root: Path, rel: str, text: str, *, external: bool = True) -> CheckResult:
+    """Every checker's findings and notes for one file; ``external=False`` skips command checks."""
+    findings, notes = [], []
+    for checker in checkers:
+        if checker.external and not external:
+            continue
+        result = await checker.check(root, rel, text)
+        findings += result.findings
+        notes += result.notes
+    return CheckResult(findings, notes)

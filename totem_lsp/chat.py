@@ -1,0 +1,163 @@
+"""Chat turns over LSP: ``totem/chat``, ``totem/abort``, ``totem.server.ask``.
+
+A turn runs on the server's event loop; its events go out as ``totem/event`` notifications
+(stream.py), its questions as requests to the editor (permission.py). One turn per session at a
+time. ``$/cancelRequest`` on the chat request, ``totem/abort`` and ``totem.server.abort`` all
+abort the turn, and the chat request still answers, with stopReason ``aborted``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+
+from totem_engine import events as ev
+from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
+from totem_engine.loop import Turn, TurnResult
+from totem_engine.tools.paths import relative
+from totem_lsp import protocol
+from totem_lsp.messages import AskParams, ChatContext, ChatParams, ChatResult
+from totem_lsp.project import Projects
+from totem_lsp.stream import EventStream
+
+
+class SessionBusy(JsonRpcException):
+    CODE = protocol.SESSION_BUSY
+
+
+class LspFrontEnd:
+    """One turn's front end: events to the stream, questions to the editor, progress if asked."""
+
+    def __init__(self, chats: "Chats", root: Path, progress_token: str | int | None):
+        self.chats = chats
+        self.root = root
+        self.progress_token = progress_token
+
+    async def emit(self, event: ev.Event) -> None:
+        self.chats.stream.publish(event.to_wire())
+        if self.progress_token is None:
+            return
+        progress = self.chats.server.work_done_progress
+        if isinstance(event, ev.TurnStart):
+            progress.begin(self.progress_token, types.WorkDoneProgressBegin(title="Totem", message="Thinking", cancellable=True))
+        elif isinstance(event, ev.ToolStart):
+            progress.report(self.progress_token, types.WorkDoneProgressReport(message=event.title))
+        elif isinstance(event, ev.TurnEnd):
+            progress.end(self.progress_token, types.WorkDoneProgressEnd(message=event.stop_reason))
+
+    async def permission(self, request: PermissionRequest) -> PermissionReply:
+        return await self.chats.projects.asker.permission(request, self.root)
+
+    async def question(self, request: QuestionRequest) -> str | None:
+        return await self.chats.projects.asker.question(request)
+
+
+@dataclass
+class _Started:
+    session_id: str
+    turn: Turn
+
+
+class Chats:
+    def __init__(self, server: LanguageServer, projects: Projects):
+        self.server = server
+        self.projects = projects
+        self.stream = EventStream(lambda event: server.protocol.notify(protocol.EVENT, event))
+        self.turns: dict[str, Turn] = {}
+
+    async def chat(self, params: ChatParams) -> ChatResult:
+        started = await self._start(params)
+        result = await self._run(started)
+        return ChatResult(session_id=result.session_id, stop_reason=result.stop_reason, text=result.text)
+
+    async def ask(self, params: AskParams) -> dict[str, str]:
+        """``totem.server.ask``: start a turn about a place in a document; answer with its session at once."""
+        chat = ChatParams(text=ask_prompt(params), context=ChatContext(uri=params.uri, range=params.range))
+        started = await self._start(chat)
+        task = asyncio.ensure_future(self._run(started))
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # failures are already events
+        return {"sessionId": started.session_id}
+
+    def abort(self, session_id: str) -> bool:
+        turn = self.turns.get(session_id)
+        if turn is None:
+            return False
+        turn.abort()
+        return True
+
+    def busy(self, session_id: str) -> bool:
+        return session_id in self.turns
+
+    async def _start(self, params: ChatParams) -> _Started:
+        root = self.projects.root_for(params.context.uri if params.context else None)
+        runtime = await self.projects.runtime(root)
+        for notice in self.projects.notices:
+            self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=notice))
+        self.projects.notices.clear()
+        mode = params.mode or runtime.config.mode
+        if params.session_id:
+            session = await runtime.store.get_session(params.session_id)
+            model = runtime.resolve_model(params.model or session.model)
+        else:
+            model = runtime.resolve_model(params.model or self.projects.model)
+        session_id = await runtime.open_session(params.session_id, model=model, mode=mode)
+        if session_id in self.turns:
+            raise SessionBusy(f"Session {session_id} is busy: a turn is still running. Abort it or wait for it to end.")
+        text = await with_context(params, root, self.projects)
+        turn = runtime.turn(text, LspFrontEnd(self, root, params.work_done_token), session_id=session_id, model=model, mode=mode)
+        self.turns[session_id] = turn
+        return _Started(session_id, turn)
+
+    async def _run(self, started: _Started) -> TurnResult:
+        task = asyncio.ensure_future(started.turn.run())
+        try:
+            try:
+                return await asyncio.shield(task)
+            except asyncio.CancelledError:
+                # $/cancelRequest cancelled the request: abort the turn, and still answer with it.
+                started.turn.abort()
+                return await task
+        finally:
+            self.turns.pop(started.session_id, None)
+            self.stream.flush(started.session_id)
+
+
+async def with_context(params: ChatParams, root: Path, projects: Projects) -> str:
+    """The user's text, preceded by the place in the editor it is about."""
+    if params.context is None:
+        return params.text
+    from pygls.uris import to_fs_path
+
+    path = Path(to_fs_path(params.context.uri) or "").resolve()
+    try:
+        rel = relative(root, path)
+    except ValueError:
+        return params.text
+    selection = params.context.range
+    if selection is None:
+        return f'<context file="{rel}"/>\n\n{params.text}'
+    try:
+        lines = (await projects.workspace.read_bytes(path)).decode("utf-8", errors="replace").split("\n")
+    except OSError:
+        return f'<context file="{rel}"/>\n\n{params.text}'
+    first, last = selection.start.line, selection.end.line
+    if selection.end.character == 0 and last > first:
+        last -= 1
+    excerpt = "\n".join(lines[first : last + 1])
+    return f'<context file="{rel}" lines="{first + 1}-{last + 1}">\n{excerpt}\n</context>\n\n{params.text}'
+
+
+def ask_prompt(params: AskParams) -> str:
+    if params.text:
+        return params.text
+    diagnostic = params.diagnostic or {}
+    if diagnostic.get("message"):
+        line = diagnostic.get("range", {}).get("start", {}).get("line", 0) + 1
+        code = f" ({diagnostic['code']})" if diagnostic.get("code") else ""
+        return f"Fix this problem reported at line {line}: {diagnostic['message']}{code}"
+    return "Explain this code, and point out anything that looks wrong."

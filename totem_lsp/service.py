@@ -1,0 +1,153 @@
+"""Everything behind the ``totem/*`` handlers, built on first need so ``initialize`` stays fast.
+
+server.py registers thin handlers that validate their params here (messages.py) and delegate:
+chat to chat.py, sessions and models to the engine's store and providers, undo and redo to
+the engine's snapshots.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+
+from totem_engine.config import ConfigError
+from totem_engine.providers.errors import ProviderError
+from totem_engine.store import SessionNotFound
+from totem_lsp import protocol
+from totem_lsp.chat import Chats, SessionBusy
+from totem_lsp.messages import AskParams, ChatParams, FileOutcome, SessionRef, SetModelParams, plain
+from totem_lsp.project import Projects
+
+P = TypeVar("P", bound=BaseModel)
+
+
+class ConfigProblem(JsonRpcException):
+    CODE = protocol.CONFIG_ERROR
+
+
+def parse(model: type[P], params: Any) -> P:
+    """Validated params, or a JSON-RPC invalid-params error saying what is wrong."""
+    try:
+        return model.model_validate(plain(params) or {})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}" for e in exc.errors())
+        raise JsonRpcInvalidParams(f"Invalid params: {problems}") from None
+
+
+class Service:
+    def __init__(self, server: LanguageServer, *, settings: dict[str, Any] | None, model: str | None):
+        self.server = server
+        self.projects = Projects(server, settings=settings, model=model)
+        self.chats = Chats(server, self.projects)
+
+    async def chat(self, params: Any) -> dict[str, Any]:
+        request = parse(ChatParams, params)
+        with _engine_errors():
+            return (await self.chats.chat(request)).wire()
+
+    async def ask(self, arguments: Any) -> dict[str, Any]:
+        args = arguments[0] if isinstance(arguments, (list, tuple)) and arguments else arguments
+        with _engine_errors():
+            return await self.chats.ask(parse(AskParams, args))
+
+    def abort(self, params: Any) -> dict[str, bool]:
+        args = params[0] if isinstance(params, (list, tuple)) and params else params
+        return {"aborted": self.chats.abort(parse(SessionRef, args).session_id)}
+
+    async def sessions(self) -> list[dict[str, Any]]:
+        roots = {str(root) for root in self.projects.roots()}
+        listed = await self.projects.store.list_sessions()
+        return [
+            {
+                "sessionId": s.id,
+                "title": s.title or "",
+                "model": s.model,
+                "createdAt": s.created_at,
+                "updatedAt": s.updated_at,
+            }
+            for s in listed
+            if s.cwd in roots
+        ]
+
+    async def session(self, params: Any) -> dict[str, Any]:
+        ref = parse(SessionRef, params)
+        with _engine_errors():
+            exported = await self.projects.store.export(ref.session_id)
+        return {
+            "sessionId": ref.session_id,
+            "title": exported["session"].get("title") or "",
+            "messages": [{"role": m["role"], "parts": m["parts"]} for m in exported["messages"]],
+        }
+
+    async def models(self) -> list[dict[str, Any]]:
+        runtime = await self.projects.runtime(self.projects.roots()[0])
+        found = []
+        for name in runtime.config.providers:
+            try:
+                listed = await runtime.provider(name).models()
+            except (ProviderError, ConfigError):
+                continue
+            found += [
+                {
+                    "id": f"{name}/{m.id}",
+                    "provider": name,
+                    "contextWindow": m.context_window,
+                    "tools": m.tools,
+                    "reasoning": m.reasoning,
+                    "vision": m.vision,
+                }
+                for m in listed
+            ]
+        return found
+
+    async def set_model(self, params: Any) -> dict[str, str]:
+        request = parse(SetModelParams, params)
+        runtime = await self.projects.runtime(self.projects.roots()[0])
+        with _engine_errors():
+            model = runtime.resolve_model(request.model)
+            if request.session_id:
+                await self.projects.store.update_session(request.session_id, model=model)
+            else:
+                self.projects.model = model
+        return {"model": model}
+
+    async def undo(self, params: Any, *, redo: bool = False) -> dict[str, Any]:
+        args = params[0] if isinstance(params, (list, tuple)) and params else params
+        ref = parse(SessionRef, args)
+        if self.chats.busy(ref.session_id):
+            raise SessionBusy(f"Session {ref.session_id} is busy: undo waits until its turn ends.")
+        with _engine_errors():
+            session = await self.projects.store.get_session(ref.session_id)
+            runtime = await self.projects.runtime(Path(session.cwd))
+            outcomes = await (runtime.redo if redo else runtime.undo)(ref.session_id)
+        return {"files": [FileOutcome(path=o.path, action=o.action, reason=o.reason).wire() for o in outcomes]}
+
+    async def reconfigure(self, settings: Any) -> None:
+        settings = plain(settings)
+        if isinstance(settings, dict) and isinstance(settings.get("totem"), dict):
+            settings = settings["totem"]
+        if isinstance(settings, dict):
+            config = settings.get("config", settings)
+            await self.projects.reconfigure(config if isinstance(config, dict) else {}, settings.get("model"))
+
+    async def aclose(self) -> None:
+        for session_id in list(self.chats.turns):
+            self.chats.abort(session_id)
+        await self.projects.aclose()
+
+
+@contextlib.contextmanager
+def _engine_errors() -> Iterator[None]:
+    """Engine errors as JSON-RPC errors with their own message (never a crash, never a stack trace)."""
+    try:
+        yield
+    except ConfigError as exc:
+        raise ConfigProblem(str(exc)) from None
+    except SessionNotFound as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
