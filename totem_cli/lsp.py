@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import secrets
 import sys
 
 LOOPBACK_NAMES = ("localhost",)
@@ -21,6 +20,8 @@ def lsp_command(args: argparse.Namespace) -> int:
     if not port.isdigit() or not _is_loopback(host):
         print(f"totem: --tcp wants a loopback HOST:PORT (127.0.0.1:PORT or [::1]:PORT), got {args.tcp!r}", file=sys.stderr)
         return 2
+    import secrets  # here, not at start-up: it loads hashlib and random
+
     token = args.token or secrets.token_urlsafe(24)
     if not args.token:
         print(f"totem lsp: token {token}", file=sys.stderr, flush=True)

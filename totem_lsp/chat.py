@@ -9,6 +9,7 @@ abort the turn, and the chat request still answers, with stopReason ``aborted``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRe
 from totem_engine.loop import Turn, TurnResult
 from totem_engine.tools.paths import relative
 from totem_lsp import protocol
+from totem_lsp.diagnostics import Diagnostics
 from totem_lsp.messages import AskParams, ChatContext, ChatParams, ChatResult
 from totem_lsp.project import Projects
 from totem_lsp.stream import EventStream
@@ -40,6 +42,8 @@ class LspFrontEnd:
 
     async def emit(self, event: ev.Event) -> None:
         self.chats.stream.publish(event.to_wire())
+        if isinstance(event, ev.ToolEnd) and event.changed:
+            self.chats.diagnostics.after_agent_edit(self.root, event.changed)
         if self.progress_token is None:
             return
         progress = self.chats.server.work_done_progress
@@ -64,9 +68,10 @@ class _Started:
 
 
 class Chats:
-    def __init__(self, server: LanguageServer, projects: Projects):
+    def __init__(self, server: LanguageServer, projects: Projects, diagnostics: Diagnostics):
         self.server = server
         self.projects = projects
+        self.diagnostics = diagnostics
         self.stream = EventStream(lambda event: server.protocol.notify(protocol.EVENT, event))
         self.turns: dict[str, Turn] = {}
 
@@ -89,6 +94,14 @@ class Chats:
             return False
         turn.abort()
         return True
+
+    async def abort_all(self, timeout: float = 10.0) -> None:
+        for session_id in list(self.turns):
+            self.abort(session_id)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while self.turns:
+                    await asyncio.sleep(0.01)
 
     def busy(self, session_id: str) -> bool:
         return session_id in self.turns

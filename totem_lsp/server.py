@@ -8,20 +8,25 @@ fast as a bare pygls server.
 from __future__ import annotations
 
 import asyncio
-import hmac
+import logging
+import threading
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+from pygls.io_ import run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.protocol.json_rpc import RPCRequest
 
 from totem_lsp import protocol
+from totem_lsp.code_actions import code_actions
 
 if TYPE_CHECKING:
     from totem_lsp.service import Service
 
 VERSION = "0.1.0"
+log = logging.getLogger(__name__)
 
 
 class BadToken(JsonRpcException):
@@ -29,6 +34,16 @@ class BadToken(JsonRpcException):
 
 
 class TotemProtocol(LanguageServerProtocol):
+    def handle_message(self, message):
+        # On TCP, nothing but initialize is handled before the token was accepted: not a request
+        # pipelined after a wrong one, not ``exit`` (which would stop the server).
+        server = self._server
+        if server.token is not None and not server.authenticated and getattr(message, "method", None) != types.INITIALIZE:
+            if isinstance(message, RPCRequest):
+                self._send_response(message.id, None, BadToken("Send initialize with the token first.").to_response_error())
+            return
+        super().handle_message(message)
+
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):
         result = yield from super().lsp_initialize(params)
@@ -40,6 +55,7 @@ class TotemServer(LanguageServer):
     def __init__(self, token: str | None = None):
         super().__init__("totem", VERSION, protocol_cls=TotemProtocol)
         self.token = token  # required in initializationOptions.token when listening on TCP
+        self.authenticated = False  # whether the current connection sent the token
         self.options: dict[str, Any] = {}
         self._service: Service | None = None
 
@@ -51,6 +67,32 @@ class TotemServer(LanguageServer):
             self._service = Service(self, settings=config if isinstance(config, dict) else None, model=self.options.get("model"))
         return self._service
 
+    def start_tcp(self, host: str, port: int) -> None:
+        """pygls' start_tcp, but only the client that sent the token owns the server: a connection
+        without it can neither stop the server nor take the place of a client that is in."""
+        self._stop_event = stop_event = threading.Event()
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            if self.authenticated:
+                writer.close()  # one client at a time
+                return
+            if self.protocol.writer is not None:
+                self.protocol.writer.close()  # a connection that never sent the token gives way
+            self.protocol.set_writer(writer)
+            await run_async(stop_event=stop_event, reader=reader, protocol=self.protocol, logger=log, error_handler=self.report_server_error)
+            if self.authenticated and self.protocol.writer is writer:
+                self.shutdown()  # the client left: so does the server
+
+        async def serve() -> None:
+            self._server = await asyncio.start_server(connection, host, port)
+            async with self._server:
+                await self._server.serve_forever()
+
+        try:
+            asyncio.run(serve())
+        except asyncio.CancelledError:
+            pass
+
 
 def create_server(token: str | None = None) -> TotemServer:
     server = TotemServer(token)
@@ -59,18 +101,44 @@ def create_server(token: str | None = None) -> TotemServer:
     def initialize(ls: TotemServer, params: types.InitializeParams) -> None:
         options = protocol.plain(params.initialization_options)
         ls.options = options if isinstance(options, dict) else {}
-        if ls.token is not None and not hmac.compare_digest(str(ls.options.get("token", "")), ls.token):
-            # Answer with the error, then end the connection.
-            asyncio.get_running_loop().call_later(0.05, _close, ls)
+        if ls.token is not None and not _same_token(str(ls.options.get("token", "")), ls.token):
+            # Answer with the error, then end this connection (not one that may replace it).
+            asyncio.get_running_loop().call_later(0.05, _close, ls.protocol.writer)
             raise BadToken("Wrong or missing token in initializationOptions.token.")
+        ls.authenticated = True
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: TotemServer, params: types.InitializedParams) -> None:
         ls.service()  # load the engine now, before the first chat needs it
 
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: TotemServer, params: None) -> None:
+        # Running turns are aborted, so their commands' process groups are killed, not orphaned.
+        if ls._service is not None:
+            await ls._service.aclose()
+
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: TotemServer, params: types.DidChangeConfigurationParams) -> None:
         await ls.service().reconfigure(params.settings)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    async def did_open(ls: TotemServer, params: types.DidOpenTextDocumentParams) -> None:
+        await ls.service().diagnostics.check(params.text_document.uri, external=False)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TotemServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.service().diagnostics.changed(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(ls: TotemServer, params: types.DidSaveTextDocumentParams) -> None:
+        await ls.service().diagnostics.check(params.text_document.uri, external=True)
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.Empty]),
+    )
+    def code_action(ls: TotemServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        return code_actions(params)
 
     @server.feature(protocol.CHAT)
     async def chat(ls: TotemServer, params: Any) -> dict[str, Any]:
@@ -104,26 +172,39 @@ def create_server(token: str | None = None) -> TotemServer:
     async def redo(ls: TotemServer, params: Any) -> dict[str, Any]:
         return await ls.service().undo(params, redo=True)
 
+    # Commands take one argument, an object like the matching request's params.
     @server.command(protocol.CMD_ASK)
     async def ask_command(ls: TotemServer, arguments: Any) -> dict[str, Any]:
-        return await ls.service().ask(arguments)
+        return await ls.service().ask(_first(arguments))
 
     @server.command(protocol.CMD_ABORT)
     def abort_command(ls: TotemServer, arguments: Any) -> dict[str, bool]:
-        return ls.service().abort(arguments)
+        return ls.service().abort(_first(arguments))
 
     @server.command(protocol.CMD_UNDO)
     async def undo_command(ls: TotemServer, arguments: Any) -> dict[str, Any]:
-        return await ls.service().undo(arguments)
+        return await ls.service().undo(_first(arguments))
 
     @server.command(protocol.CMD_REDO)
     async def redo_command(ls: TotemServer, arguments: Any) -> dict[str, Any]:
-        return await ls.service().undo(arguments, redo=True)
+        return await ls.service().undo(_first(arguments), redo=True)
 
     return server
 
 
-def _close(ls: TotemServer) -> None:
-    writer = ls.protocol.writer
+def _first(arguments: Any) -> Any:
+    """The single argument of a command (``arguments`` is a JSON array; a namedtuple is an object)."""
+    if isinstance(arguments, list) and arguments:
+        return arguments[0]
+    return arguments
+
+
+def _close(writer: Any) -> None:
     if writer is not None:
         writer.close()
+
+
+def _same_token(sent: str, token: str) -> bool:
+    import hmac  # here, not at start-up: it loads hashlib (OpenSSL), and stdio needs no token
+
+    return hmac.compare_digest(sent, token)

@@ -21,6 +21,7 @@ from totem_engine.providers.errors import ProviderError
 from totem_engine.store import SessionNotFound
 from totem_lsp import protocol
 from totem_lsp.chat import Chats, SessionBusy
+from totem_lsp.diagnostics import Diagnostics
 from totem_lsp.messages import AskParams, ChatParams, FileOutcome, SessionRef, SetModelParams, plain
 from totem_lsp.project import Projects
 
@@ -44,21 +45,20 @@ class Service:
     def __init__(self, server: LanguageServer, *, settings: dict[str, Any] | None, model: str | None):
         self.server = server
         self.projects = Projects(server, settings=settings, model=model)
-        self.chats = Chats(server, self.projects)
+        self.diagnostics = Diagnostics(server, self.projects)
+        self.chats = Chats(server, self.projects, self.diagnostics)
 
     async def chat(self, params: Any) -> dict[str, Any]:
         request = parse(ChatParams, params)
         with _engine_errors():
             return (await self.chats.chat(request)).wire()
 
-    async def ask(self, arguments: Any) -> dict[str, Any]:
-        args = arguments[0] if isinstance(arguments, (list, tuple)) and arguments else arguments
+    async def ask(self, params: Any) -> dict[str, Any]:
         with _engine_errors():
-            return await self.chats.ask(parse(AskParams, args))
+            return await self.chats.ask(parse(AskParams, params))
 
     def abort(self, params: Any) -> dict[str, bool]:
-        args = params[0] if isinstance(params, (list, tuple)) and params else params
-        return {"aborted": self.chats.abort(parse(SessionRef, args).session_id)}
+        return {"aborted": self.chats.abort(parse(SessionRef, params).session_id)}
 
     async def sessions(self) -> list[dict[str, Any]]:
         roots = {str(root) for root in self.projects.roots()}
@@ -118,8 +118,7 @@ class Service:
         return {"model": model}
 
     async def undo(self, params: Any, *, redo: bool = False) -> dict[str, Any]:
-        args = params[0] if isinstance(params, (list, tuple)) and params else params
-        ref = parse(SessionRef, args)
+        ref = parse(SessionRef, params)
         if self.chats.busy(ref.session_id):
             raise SessionBusy(f"Session {ref.session_id} is busy: undo waits until its turn ends.")
         with _engine_errors():
@@ -137,8 +136,8 @@ class Service:
             await self.projects.reconfigure(config if isinstance(config, dict) else {}, settings.get("model"))
 
     async def aclose(self) -> None:
-        for session_id in list(self.chats.turns):
-            self.chats.abort(session_id)
+        """Abort every running turn, wait for them to end, then close the engine."""
+        await self.chats.abort_all()
         await self.projects.aclose()
 
 

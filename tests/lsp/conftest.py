@@ -33,6 +33,7 @@ class Editor:
     shown: list[Any] = field(default_factory=list)
     show_answer: str | None = None
     apply_edits: bool = True
+    init_result: types.InitializeResult | None = None
 
     def uri(self, name: str) -> str:
         return (self.project / name).as_uri()
@@ -151,7 +152,7 @@ async def start_editor(
             return None
         return types.MessageActionItem(title=editor.show_answer)
 
-    await client.initialize_session(
+    editor.init_result = await client.initialize_session(
         types.InitializeParams(
             capabilities=client_capabilities(totem=totem, apply_edit=apply_edit),
             workspace_folders=[types.WorkspaceFolder(uri=project.as_uri(), name="project")],

@@ -1,0 +1,178 @@
+"""Sessions, models, busy sessions, undo and redo over the real language server."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from tests.lsp.conftest import to_dict
+from tests.support.model_server import Reply, chunk, text_reply, tool_reply
+
+WAIT = 15.0
+
+
+async def call(editor, method: str, params) -> object:
+    return to_dict(await asyncio.wait_for(editor.request(method, params), WAIT))
+
+
+async def wait_for(condition) -> None:
+    async def poll():
+        while not condition():
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(poll(), WAIT)
+
+
+async def test_sessions_list_and_session_messages(editor):
+    # The first try is cut mid-stream, after some text: retried, its parts kept but discarded.
+    cut = text_reply("Partial answer that never ends", pieces=3)
+    editor.model.enqueue(Reply(events=cut.events, cut_after=3))
+    editor.model.enqueue(text_reply("The whole answer."))
+
+    result = await asyncio.wait_for(editor.request("totem/chat", {"text": "hello there"}), WAIT)
+    assert result.stopReason == "finished"
+    assert result.text == "The whole answer."
+    assert len(editor.model.requests) == 2
+    session_id = result.sessionId
+
+    [listed] = await call(editor, "totem/sessions", None)
+    assert set(listed) == {"sessionId", "title", "model", "createdAt", "updatedAt"}
+    assert listed["sessionId"] == session_id
+    assert listed["model"] == "sim/test-model"
+    assert isinstance(listed["title"], str)
+    assert listed["createdAt"] <= listed["updatedAt"]
+
+    session = await call(editor, "totem/session", {"sessionId": session_id})
+    assert session["sessionId"] == session_id
+    roles = [m["role"] for m in session["messages"]]
+    assert roles[0] == "user"
+    assert "assistant" in roles
+    user_text = [p for p in session["messages"][0]["parts"] if p["type"] == "text"]
+    assert "hello there" in user_text[0]["data"]["text"]
+    texts = [p for m in session["messages"] if m["role"] == "assistant" for p in m["parts"] if p["type"] == "text"]
+    live = [p for p in texts if not p["discarded"]]
+    discarded = [p for p in texts if p["discarded"]]
+    assert [p["data"]["text"] for p in live] == ["The whole answer."]
+    assert discarded and discarded[0]["data"]["text"].startswith("Partial")
+
+
+async def test_sessions_only_list_this_workspace(editor, tmp_path):
+    assert await call(editor, "totem/sessions", None) == []
+    editor.model.enqueue(text_reply("one"))
+    first = await asyncio.wait_for(editor.request("totem/chat", {"text": "one"}), WAIT)
+    editor.model.enqueue(text_reply("two"))
+    second = await asyncio.wait_for(editor.request("totem/chat", {"text": "two"}), WAIT)
+    assert first.sessionId != second.sessionId
+    listed = await call(editor, "totem/sessions", None)
+    assert {s["sessionId"] for s in listed} == {first.sessionId, second.sessionId}
+
+
+async def test_session_unknown_id_is_an_error(editor):
+    with pytest.raises(JsonRpcException) as caught:
+        await asyncio.wait_for(editor.request("totem/session", {"sessionId": "ses_nope"}), WAIT)
+    assert "ses_nope" in str(caught.value)
+
+
+async def test_models_and_set_model(editor):
+    editor.model.models = [{"id": "test-model", "object": "model"}, {"id": "other-model", "object": "model"}]
+    models = await call(editor, "totem/models", None)
+    by_id = {m["id"]: m for m in models}
+    assert {"sim/test-model", "sim/other-model"} <= set(by_id)
+    assert by_id["sim/test-model"]["provider"] == "sim"
+
+    editor.model.enqueue(text_reply("hi"))
+    result = await asyncio.wait_for(editor.request("totem/chat", {"text": "hi"}), WAIT)
+    session_id = result.sessionId
+
+    changed = await call(editor, "totem/setModel", {"sessionId": session_id, "model": "sim/other-model"})
+    assert changed == {"model": "sim/other-model"}
+    [listed] = await call(editor, "totem/sessions", None)
+    assert listed["model"] == "sim/other-model"
+
+    # The next turn of that session asks the new model.
+    editor.model.enqueue(text_reply("again", model="other-model"))
+    await asyncio.wait_for(editor.request("totem/chat", {"text": "again", "sessionId": session_id}), WAIT)
+    assert editor.model.requests[-1]["model"] == "other-model"
+
+    with pytest.raises(JsonRpcException) as caught:
+        await asyncio.wait_for(editor.request("totem/setModel", {"sessionId": session_id, "model": "nowhere/some-model"}), WAIT)
+    assert "nowhere" in str(caught.value)
+    [listed] = await call(editor, "totem/sessions", None)
+    assert listed["model"] == "sim/other-model"  # unchanged
+
+
+async def test_a_busy_session_refuses_a_second_turn(editor):
+    editor.model.enqueue(Reply(events=[chunk({"role": "assistant", "content": ""}), chunk({"content": "Thinking"})], hold=30))
+    first = asyncio.ensure_future(editor.request("totem/chat", {"text": "take your time"}))
+    await wait_for(lambda: editor.of("turnStart") and editor.model.requests)
+    session_id = editor.of("turnStart")[0]["sessionId"]
+
+    with pytest.raises(JsonRpcException) as caught:
+        await asyncio.wait_for(editor.request("totem/chat", {"text": "and now?", "sessionId": session_id}), WAIT)
+    assert caught.value.code == -32001
+    assert "busy" in str(caught.value)
+    with pytest.raises(JsonRpcException) as caught:
+        await asyncio.wait_for(editor.request("totem/undo", {"sessionId": session_id}), WAIT)
+    assert caught.value.code == -32001
+    assert len(editor.model.requests) == 1  # the refused turn never reached the model
+
+    assert await call(editor, "totem/abort", {"sessionId": session_id}) is None
+    result = await asyncio.wait_for(first, WAIT)
+    assert result.stopReason == "aborted"
+    assert result.sessionId == session_id
+
+    # Once the turn has ended the session takes a new one.
+    editor.model.enqueue(text_reply("Now I can."))
+    result = await asyncio.wait_for(editor.request("totem/chat", {"text": "and now?", "sessionId": session_id}), WAIT)
+    assert result.stopReason == "finished"
+
+
+async def test_undo_and_redo_restore_files_on_disk(editor):
+    a = editor.project / "a.py"
+    a.write_text("x = 1\n")
+    b = editor.project / "b.py"
+    editor.model.enqueue(
+        tool_reply([
+            ("edit", {"path": "a.py", "old_string": "x = 1\n", "new_string": "x = 2\n"}),
+            ("write", {"path": "b.py", "content": "print('new')\n"}),
+        ])
+    )
+    editor.model.enqueue(text_reply("Done."))
+    editor.permission_answers += [{"outcome": "allow_once"}, {"outcome": "allow_once"}]
+    result = await asyncio.wait_for(editor.request("totem/chat", {"text": "change things"}), WAIT)
+    assert result.stopReason == "finished"
+    assert a.read_text() == "x = 2\n"
+    assert b.read_text() == "print('new')\n"
+    session_id = result.sessionId
+
+    undone = await call(editor, "totem/undo", {"sessionId": session_id})
+    assert sorted(undone["files"], key=lambda f: f["path"]) == [
+        {"path": "a.py", "action": "restored"},
+        {"path": "b.py", "action": "deleted"},
+    ]
+    assert a.read_text() == "x = 1\n"
+    assert not b.exists()
+
+    redone = await call(editor, "totem/redo", {"sessionId": session_id})
+    assert sorted(redone["files"], key=lambda f: f["path"]) == [
+        {"path": "a.py", "action": "restored"},
+        {"path": "b.py", "action": "restored"},
+    ]
+    assert a.read_text() == "x = 2\n"
+    assert b.read_text() == "print('new')\n"
+
+    # The same through workspace/executeCommand.
+    command = types.ExecuteCommandParams(command="totem.server.undo", arguments=[{"sessionId": session_id}])
+    undone = to_dict(await asyncio.wait_for(editor.client.workspace_execute_command_async(command), WAIT))
+    assert {f["path"] for f in undone["files"]} == {"a.py", "b.py"}
+    assert a.read_text() == "x = 1\n"
+    assert not b.exists()
+
+
+async def test_undo_of_an_unknown_session_is_an_error(editor):
+    with pytest.raises(JsonRpcException) as caught:
+        await asyncio.wait_for(editor.request("totem/undo", {"sessionId": "ses_nope"}), WAIT)
+    assert "ses_nope" in str(caught.value)
