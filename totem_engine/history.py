@@ -10,11 +10,12 @@ from totem_engine.store import StoredMessage
 INTERRUPTED = "The call was interrupted before it finished; it may have done part of its work."
 
 
-def to_messages(stored: Iterable[StoredMessage]) -> list[Message]:
+def to_messages(stored: Iterable[StoredMessage], *, provider: str | None = None) -> list[Message]:
     """User texts, assistant steps (text, reasoning, tool calls) and one tool message per call.
 
     Discarded parts (a retried step) are left out. A tool call with no stored result (a process
     killed mid-call) is replayed as interrupted, so every call the model made has its answer.
+    A step's replay state goes back only to the ``provider`` that wrote it.
     """
     out: list[Message] = []
     for message in stored:
@@ -32,7 +33,10 @@ def to_messages(stored: Iterable[StoredMessage]) -> list[Message]:
         calls = tuple(
             ToolCall(id=p.data["callId"], name=p.data["tool"], arguments=p.data.get("arguments", "{}")) for p in tools
         )
-        out.append(Message(role="assistant", text=text, reasoning=reasoning, tool_calls=calls))
+        replay = next(
+            (p.data.get("data") for p in live if p.type == "state" and provider and p.data.get("provider") == provider), None
+        )
+        out.append(Message(role="assistant", text=text, reasoning=reasoning, tool_calls=calls, replay=replay))
         for part in tools:
             output = part.data.get("output") if part.status in ("ok", "error", "denied", "interrupted") else None
             out.append(

@@ -32,6 +32,7 @@ from totem_engine.providers.base import (
     FinishChunk,
     Provider,
     ReasoningChunk,
+    StateChunk,
     TextChunk,
     ToolCall,
     ToolCallChunk,
@@ -241,7 +242,7 @@ class Turn:
             step += 1
             stored = await self.agent.store.messages(self.session_id)
             self._used_call_ids.update(p.data.get("callId") for m in stored for p in m.parts if p.type == "tool")
-            history = to_messages(stored)
+            history = to_messages(stored, provider=provider.name)
             request = ChatRequest(model=model_id, system=system, messages=tuple(history), tools=specs)
             outcome = await self._step(provider, request, step)
             if not outcome.calls:
@@ -316,6 +317,8 @@ class Turn:
                 calls.append(self._unique(chunk.call))
             elif isinstance(chunk, UsageChunk):
                 usage = ev.Usage(input_tokens=chunk.input_tokens, output_tokens=chunk.output_tokens)
+            elif isinstance(chunk, StateChunk):
+                await self.agent.store.add_part(text.message_id, "state", {"provider": provider.name, "data": chunk.data})
             elif isinstance(chunk, FinishChunk) and chunk.model:
                 self.answered_by = f"{self.model.split('/', 1)[0]}/{chunk.model}"
         return usage

@@ -26,6 +26,9 @@ class Message:
 
     role ``user``: ``text``. role ``assistant``: ``text``, ``reasoning`` and ``tool_calls``.
     role ``tool``: the result ``text`` of the call ``tool_call_id`` (tool ``name``).
+    ``replay`` is what the provider that wrote this assistant message asked to get back with it
+    (its ``StateChunk``: Anthropic's signed thinking blocks, Gemini's thought signatures); it is
+    only given back to the same provider, never sent to another.
     """
 
     role: Literal["user", "assistant", "tool"]
@@ -34,6 +37,7 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    replay: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,16 @@ class UsageChunk:
 
 
 @dataclass(frozen=True)
+class StateChunk:
+    """Opaque, JSON-able state the provider needs back with this answer in later requests.
+
+    Stored with the step and returned as ``Message.replay`` to the same provider only.
+    """
+
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class FinishChunk:
     """The end of one answer: the provider's own stop reason and the model that answered."""
 
@@ -86,7 +100,7 @@ class FinishChunk:
     model: str | None = None
 
 
-StreamChunk = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk | FinishChunk
+StreamChunk = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk | StateChunk | FinishChunk
 
 
 @dataclass(frozen=True)
