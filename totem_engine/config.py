@@ -97,6 +97,12 @@ class ProviderConfig(_Strict):
     api_key: SecretStr | None = None
     # Extra HTTP headers often carry credentials too, so they stay out of repr.
     headers: dict[str, str] = Field(default_factory=dict, repr=False)
+    # kind "ollama": options.num_ctx is sized per request from ollama_ctx up, in steps of 4096,
+    # never above the model's window or ollama_ctx_max (providers/ollama.py, context_size).
+    ollama_ctx: int = Field(default=8192, gt=0)
+    ollama_ctx_max: int | None = Field(default=None, gt=0)
+    # Sampling temperature sent with every request (kind "ollama"); unset: the server's default.
+    temperature: float | None = Field(default=None, ge=0)
 
     def api_key_value(self) -> str | None:
         """The API key as plain text, for building requests only."""

@@ -119,9 +119,10 @@ class Chats:
         else:
             model = runtime.resolve_model(params.model or self.projects.model)
         session_id = await runtime.open_session(params.session_id, model=model, mode=mode)
+        text = await with_context(params, root, self.projects)
+        # No await between this check and the registration below: two chats cannot both pass it.
         if session_id in self.turns:
             raise SessionBusy(f"Session {session_id} is busy: a turn is still running. Abort it or wait for it to end.")
-        text = await with_context(params, root, self.projects)
         turn = runtime.turn(text, LspFrontEnd(self, root, params.work_done_token), session_id=session_id, model=model, mode=mode)
         self.turns[session_id] = turn
         return _Started(session_id, turn)

@@ -86,7 +86,8 @@ class Service:
         }
 
     async def models(self) -> list[dict[str, Any]]:
-        runtime = await self.projects.runtime(self.projects.roots()[0])
+        with _engine_errors():
+            runtime = await self.projects.runtime(self.projects.roots()[0])
         found = []
         for name in runtime.config.providers:
             try:
@@ -108,8 +109,8 @@ class Service:
 
     async def set_model(self, params: Any) -> dict[str, str]:
         request = parse(SetModelParams, params)
-        runtime = await self.projects.runtime(self.projects.roots()[0])
         with _engine_errors():
+            runtime = await self.projects.runtime(self.projects.roots()[0])
             model = runtime.resolve_model(request.model)
             if request.session_id:
                 await self.projects.store.update_session(request.session_id, model=model)

@@ -57,6 +57,8 @@ class ChatRequest:
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int | None = None
     temperature: float | None = None
+    # How hard the model should think: "low" | "medium" | "high"; None leaves it to the provider.
+    reasoning: str | None = None
 
 
 @dataclass(frozen=True)

@@ -18,4 +18,17 @@ def make_provider(name: str, settings: ProviderConfig, *, timeout: float) -> Pro
         return OpenAIProvider(
             name, settings.base_url, settings.api_key_value(), headers=settings.headers, timeout=timeout
         )
+    if settings.kind == "ollama":
+        from totem_engine.providers.ollama import OllamaProvider
+
+        return OllamaProvider(
+            name,
+            settings.base_url,  # None: http://127.0.0.1:11434
+            settings.api_key_value(),
+            headers=settings.headers,
+            timeout=timeout,
+            ctx=settings.ollama_ctx,
+            ctx_max=settings.ollama_ctx_max,
+            temperature=settings.temperature,
+        )
     raise ConfigError(f"[providers.{name}]: kind \"{settings.kind}\" is not supported by this version of Totem")

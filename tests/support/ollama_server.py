@@ -1,0 +1,409 @@
+"""A scripted Ollama server on loopback, for tests (native API, not the /v1 OpenAI one).
+
+Same shape as tests/support/model_server.py: ``ThreadingHTTPServer`` on ``127.0.0.1`` (port 0)
+in a background thread::
+
+    with OllamaServer() as srv:
+        srv.add_model("qwen3", context_length=40960, capabilities=["completion", "tools", "thinking"])
+        srv.enqueue(text_reply("Hello", model="qwen3"))
+        ...  # point the provider at srv.base_url ("http://127.0.0.1:PORT")
+        assert srv.requests[0]["options"]["num_ctx"] == 8192
+
+Routes, after https://docs.ollama.com/api/chat, /api/tags, /api-reference/show-model-details
+and /api/errors:
+
+- ``POST /api/chat``: records the body in ``srv.requests``. A model not in ``srv.models``
+  answers 404 ``{"error": "model \\"<name>\\" not found, try pulling it first"}`` (Ollama's
+  wording); otherwise the next queued ``Reply`` is served (an empty queue answers 500
+  ``{"error": "no scripted reply"}``).
+- ``GET /api/tags``: ``{"models": [...]}`` built from ``srv.models``.
+- ``POST /api/show``: records the body in ``srv.show_requests``; the model's
+  ``{"capabilities", "model_info": {"general.architecture", "<arch>.context_length"}, ...}``,
+  or 404 ``{"error": "model '<name>' not found"}``.
+
+Streams are ``application/x-ndjson``, chunked, ``Connection: close``. By default each line is one
+HTTP chunk; ``Reply.chunk_size`` re-cuts the body into chunks of that many bytes so lines (and
+multi-byte characters) straddle chunk boundaries. ``cut_after`` drops the socket after that many
+lines with no chunked terminator: a real mid-stream drop.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+CREATED_AT = "2025-01-01T00:00:00.000000Z"
+
+
+@dataclass
+class Reply:
+    """One scripted answer to ``/api/chat``.
+
+    ``lines``: NDJSON lines in order (dicts are JSON-dumped, strings sent verbatim, each followed
+    by ``\\n``); the builders below end them with a ``done: true`` line. ``body``: a raw body sent
+    instead (with ``status``), e.g. an error object. ``chunk_size``: bytes per HTTP chunk
+    (None: one chunk per line). ``cut_after``: drop the connection after that many lines.
+    ``delay``: seconds between lines.
+    """
+
+    status: int = 200
+    headers: dict = field(default_factory=dict)
+    lines: list[str | dict] = field(default_factory=list)
+    body: str | None = None
+    chunk_size: int | None = None
+    cut_after: int | None = None
+    delay: float = 0.0
+
+
+@dataclass
+class SimModel:
+    name: str
+    context_length: int | None = 32768
+    capabilities: list[str] | None = field(default_factory=lambda: ["completion", "tools"])
+    architecture: str = "llama"
+    family: str = "llama"
+
+    def tag_entry(self) -> dict:
+        return {
+            "name": self.name,
+            "model": self.name,
+            "modified_at": CREATED_AT,
+            "size": 1234567,
+            "digest": "0" * 64,
+            "details": {
+                "format": "gguf",
+                "family": self.family,
+                "families": [self.family],
+                "parameter_size": "7B",
+                "quantization_level": "Q4_K_M",
+            },
+        }
+
+    def show(self) -> dict:
+        info: dict[str, Any] = {"general.architecture": self.architecture, "general.parameter_count": 7_000_000_000}
+        if self.context_length is not None:
+            info[f"{self.architecture}.context_length"] = self.context_length
+            info[f"{self.architecture}.embedding_length"] = 4096
+        out: dict[str, Any] = {
+            "parameters": "temperature 0.7\nnum_ctx 2048",
+            "template": "{{ .Prompt }}",
+            "details": self.tag_entry()["details"],
+            "model_info": info,
+            "modified_at": CREATED_AT,
+        }
+        if self.capabilities is not None:
+            out["capabilities"] = list(self.capabilities)
+        return out
+
+
+class OllamaServer:
+    """The loopback server; a context manager. See the module docstring."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        self.request_headers: list[dict] = []
+        self.show_requests: list[dict] = []
+        self.models: dict[str, SimModel] = {}
+        self.add_model("test-model")
+        self._queue: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> "OllamaServer":
+        handler = type("_BoundHandler", (_Handler,), {"server_state": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.02,), name="ollama-server", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "OllamaServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- script ----------------------------------------------------------------------------
+
+    def add_model(
+        self,
+        name: str,
+        *,
+        context_length: int | None = 32768,
+        capabilities: list[str] | None = ("completion", "tools"),  # type: ignore[assignment]
+        architecture: str = "llama",
+    ) -> SimModel:
+        model = SimModel(
+            name,
+            context_length=context_length,
+            capabilities=None if capabilities is None else list(capabilities),
+            architecture=architecture,
+            family=architecture,
+        )
+        self.models[name] = model
+        return model
+
+    def enqueue(self, reply: Reply) -> None:
+        with self._lock:
+            self._queue.append(reply)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    def _next_reply(self) -> Reply | None:
+        with self._lock:
+            return self._queue.popleft() if self._queue else None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_state: OllamaServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/api/tags":
+            models = [m.tag_entry() for m in self.server_state.models.values()]
+            self._send_json(200, {"models": models})
+        else:
+            self._send_json(404, {"error": f"no route GET {self.path}"})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = {"_unparsed": raw.decode("utf-8", errors="replace")}
+        path = self.path.rstrip("/")
+        state = self.server_state
+        name = body.get("model") if isinstance(body, dict) else None
+        if path == "/api/show":
+            with state._lock:
+                state.show_requests.append(body)
+            model = state.models.get(name or "")
+            if model is None:
+                self._send_json(404, {"error": f"model '{name}' not found"})
+            else:
+                self._send_json(200, model.show())
+        elif path == "/api/chat":
+            with state._lock:
+                state.requests.append(body)
+                state.request_headers.append(dict(self.headers.items()))
+            if name not in state.models:
+                self._send_json(404, {"error": f'model "{name}" not found, try pulling it first'})
+                return
+            reply = state._next_reply()
+            if reply is None:
+                self._send_json(500, {"error": "no scripted reply"})
+            elif reply.body is not None or reply.status >= 300:
+                self._send_body(reply)
+            else:
+                self._send_stream(reply)
+        else:
+            self._send_json(404, {"error": f"no route POST {self.path}"})
+
+    # -- writers ---------------------------------------------------------------------------
+
+    def _send_json(self, status: int, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+        self.close_connection = True
+
+    def _send_body(self, reply: Reply) -> None:
+        text = reply.body if reply.body is not None else json.dumps({"error": f"scripted status {reply.status}"})
+        data = text.encode()
+        self.send_response(reply.status)
+        headers = {k.lower(): v for k, v in reply.headers.items()}
+        headers.setdefault("content-type", "application/json; charset=utf-8")
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+        self.close_connection = True
+
+    def _send_stream(self, reply: Reply) -> None:
+        stopping = self.server_state._stopping
+        lines = reply.lines if reply.cut_after is None else reply.lines[: reply.cut_after]
+        encoded = [
+            ((line if isinstance(line, str) else json.dumps(line, ensure_ascii=False)) + "\n").encode()
+            for line in lines
+        ]
+        if reply.chunk_size:
+            blob = b"".join(encoded)
+            pieces = [blob[i : i + reply.chunk_size] for i in range(0, len(blob), reply.chunk_size)]
+        else:
+            pieces = encoded
+        try:
+            self.send_response(reply.status)
+            headers = {k.lower(): v for k, v in reply.headers.items()}
+            headers.setdefault("content-type", "application/x-ndjson")
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.flush()
+            for n, piece in enumerate(pieces):
+                if n and reply.delay and stopping.wait(reply.delay):
+                    return self._cut()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+            if reply.cut_after is not None:
+                return self._cut()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            self.close_connection = True
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _cut(self) -> None:
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Reply builders in the real /api/chat line format
+# ---------------------------------------------------------------------------------------------
+
+
+def line(
+    content: str = "",
+    *,
+    model: str = "test-model",
+    thinking: str | None = None,
+    tool_calls: list[dict] | None = None,
+) -> dict:
+    """One streamed ``done: false`` line."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if thinking is not None:
+        message["thinking"] = thinking
+    if tool_calls is not None:
+        message["tool_calls"] = tool_calls
+    return {"model": model, "created_at": CREATED_AT, "message": message, "done": False}
+
+
+def done_line(
+    *, model: str = "test-model", reason: str = "stop", usage: tuple[int, int] | None = (10, 5)
+) -> dict:
+    """The final line: empty message, ``done_reason``, durations and (optionally) counts."""
+    out: dict[str, Any] = {
+        "model": model,
+        "created_at": CREATED_AT,
+        "message": {"role": "assistant", "content": ""},
+        "done": True,
+        "done_reason": reason,
+        "total_duration": 1_000_000,
+        "load_duration": 1000,
+        "prompt_eval_duration": 1000,
+        "eval_duration": 1000,
+    }
+    if usage is not None:
+        out["prompt_eval_count"], out["eval_count"] = usage
+    return out
+
+
+def split_text(text: str, pieces: int) -> list[str]:
+    if not text:
+        return []
+    pieces = max(1, min(pieces, len(text)))
+    size, extra = divmod(len(text), pieces)
+    parts, start = [], 0
+    for n in range(pieces):
+        end = start + size + (1 if n < extra else 0)
+        parts.append(text[start:end])
+        start = end
+    return parts
+
+
+def text_reply(
+    text: str,
+    *,
+    model: str = "test-model",
+    thinking: str = "",
+    pieces: int = 3,
+    usage: tuple[int, int] | None = (10, 5),
+    reason: str = "stop",
+) -> Reply:
+    """``thinking`` (``message.thinking`` lines) then ``text``, each in ``pieces`` lines, then done."""
+    lines: list[str | dict] = [line("", model=model, thinking=part) for part in split_text(thinking, pieces)]
+    lines += [line(part, model=model) for part in split_text(text, pieces)]
+    lines.append(done_line(model=model, reason=reason, usage=usage))
+    return Reply(lines=lines)
+
+
+def call(name: str, arguments: Any = None) -> dict:
+    """One wire tool call (no id, as Ollama sends them); ``arguments`` None omits the key."""
+    function: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        function["arguments"] = arguments
+    return {"function": function}
+
+
+def tool_reply(
+    calls: list[dict],
+    *,
+    model: str = "test-model",
+    text: str = "",
+    usage: tuple[int, int] | None = (10, 5),
+) -> Reply:
+    """Optional ``text``, then each call (from ``call``) on a line of its own, then done."""
+    lines: list[str | dict] = [line(part, model=model) for part in split_text(text, 2)]
+    lines += [line("", model=model, tool_calls=[c]) for c in calls]
+    lines.append(done_line(model=model, usage=usage))
+    return Reply(lines=lines)
+
+
+__all__ = [
+    "OllamaServer",
+    "Reply",
+    "SimModel",
+    "call",
+    "done_line",
+    "line",
+    "split_text",
+    "text_reply",
+    "tool_reply",
+]

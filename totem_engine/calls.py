@@ -1,0 +1,286 @@
+"""The tool calls of one step: validate, prepare, ask, snapshot, apply, check, report.
+
+Each changing call is its own transaction, in the order the model sent them: what one call
+changed, the next call sees. A step whose calls are all read-only runs them concurrently.
+Every call is stored (part type ``tool``) before any runs, so an abort can mark the rest
+interrupted and the history always pairs each call with an answer.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import anyio
+
+from totem_engine import events as ev
+from totem_engine.checks.registry import run_checks
+from totem_engine.frontend import PermissionRequest, QuestionRequest
+from totem_engine.guards import Guards, call_key
+from totem_engine.permissions import Decision, Policy
+from totem_engine.providers.base import ToolCall
+from totem_engine.tools.base import Action, BoundaryError, ToolContext, ToolError, ToolResult, parse_arguments
+from totem_engine.tools.registry import CHANGES_FILES, READ_ONLY
+
+if TYPE_CHECKING:
+    from totem_engine.loop import Turn
+
+
+@dataclass
+class _Call:
+    call: ToolCall
+    part_id: str
+    data: dict  # the stored part's data, grown as the call goes on
+    started: bool = False
+    done: bool = False
+    input: dict = field(default_factory=dict)
+
+
+class ToolCalls:
+    """The calls of a turn: its permission policy, its guards, and the calls still open."""
+
+    def __init__(self, turn: "Turn"):
+        self.turn = turn
+        self.agent = turn.agent
+        self.session_id = turn.session_id
+        self.policy = Policy(
+            rules=list(self.agent.rules), session=list(turn.state.rules), plan_mode=turn.options.mode == "plan"
+        )
+        self.guards = Guards()
+        self._open: list[_Call] = []
+
+    async def emit(self, event: ev.Event) -> None:
+        await self.turn.emit(event)
+
+    async def run(self, calls: list[ToolCall], message_id: str) -> str | None:
+        """Run a step's calls; the reason a guard ended the run, or None."""
+        records = []
+        for call in calls:
+            shown = _loose_input(call.arguments)
+            data = {"callId": call.id, "tool": call.name, "arguments": call.arguments, "input": shown}
+            part_id = await self.agent.store.add_part(message_id, "tool", data, status="pending")
+            records.append(_Call(call=call, part_id=part_id, data=data, input=shown))
+        self._open = records
+        stop: list[str] = []
+        if all(c.name in READ_ONLY for c in calls):
+            async with anyio.create_task_group() as group:
+                for record in records:
+                    group.start_soon(self._execute_and_guard, record, stop)
+        else:
+            for record in records:
+                await self._execute_and_guard(record, stop)
+                if stop:
+                    break
+        for record in records:
+            if not record.done:
+                await self._close_call(record, "interrupted", "not run", f"Not run: {stop[0] if stop else 'the run stopped'}")
+        return stop[0] if stop else None
+
+    async def close_open(self) -> None:
+        """Mark the calls an abort left unfinished as interrupted."""
+        for record in self._open:
+            if not record.done:
+                await self._close_call(record, "interrupted", "interrupted", "Interrupted before it finished.")
+
+    def _context(self, call: ToolCall) -> ToolContext:
+        async def question(text: str, options: list[str]) -> str | None:
+            request = QuestionRequest(session_id=self.session_id, call_id=call.id, question=text, options=options)
+            return await self.turn.frontend.question(request)
+
+        return ToolContext(
+            root=self.agent.root,
+            workspace=self.agent.workspace,
+            session_id=self.session_id,
+            call_id=call.id,
+            mode=self.turn.options.mode,
+            reads=self.turn.state.reads,
+            question=question,
+            publish=self._publish,
+        )
+
+    async def _publish(self, event: ev.Event) -> None:
+        """A tool's own event (the todo list), remembered by the session when it is state."""
+        if isinstance(event, ev.Todo):
+            self.turn.state.todos = [item.model_dump() for item in event.todos]
+        await self.emit(event)
+
+    async def _execute_and_guard(self, record: _Call, stop: list[str]) -> None:
+        result, status, arguments = await self._execute(record)
+        await self._close_call(record, status, result.summary, result.output, changed=result.changed)
+        reasons = []
+        if status == "denied":
+            reasons.append(self.guards.record_permission(False))
+        else:
+            reasons.append(self.guards.record_permission(True))
+            reasons.append(self.guards.record_call(call_key(record.call.name, arguments, result.output), changed_files=bool(result.changed)))
+            if record.call.name in CHANGES_FILES:
+                reasons.append(self.guards.record_edit(status == "ok"))
+        stop.extend(r for r in reasons if r and not stop)
+
+    async def _execute(self, record: _Call) -> tuple[ToolResult, str, object]:
+        """Validate, prepare, ask, apply. Returns the result, its status and the parsed arguments."""
+        call = record.call
+        tool = self.agent.tools.get(call.name)
+        if tool is None:
+            await self._start(record, call.name)
+            known = ", ".join(sorted(self.agent.tools))
+            return _error(f"There is no tool named {call.name!r}. Available tools: {known}."), "error", record.input
+        ctx = self._context(call)
+        try:
+            args = parse_arguments(tool.Input, call.arguments)
+        except ToolError as exc:
+            await self._start(record, call.name)
+            return _error(str(exc)), "error", record.input
+        record.input = args.model_dump(exclude_none=True)
+        try:
+            action = await tool.prepare(args, ctx)
+        except BoundaryError as exc:
+            await self._start(record, call.name)
+            rule = ev.RuleRef(source="boundary", permission=call.name, pattern="*", action="deny")
+            await self.emit(ev.Permission(session_id=self.session_id, call_id=call.id, decision="deny", rule=rule))
+            return _error(str(exc)), "denied", record.input
+        except ToolError as exc:
+            await self._start(record, call.name)
+            return _error(str(exc)), "error", record.input
+        await self._start(record, action.title)
+        decision = self.policy.decide(action.permission, action.patterns, changes=action.changes, safe=action.safe_patterns)
+        allowed, feedback, rule = await self._permit(record, action, decision)
+        await self.emit(
+            ev.Permission(
+                session_id=self.session_id,
+                call_id=call.id,
+                decision="allow" if allowed else ("deny" if decision.action == "deny" else "reject"),
+                rule=rule,
+            )
+        )
+        await self.agent.store.update_part(record.part_id, data=self._part_data(record, action.title, rule=rule))
+        if not allowed:
+            text = "The user rejected this action." if decision.action != "deny" else f"Denied by rule {_describe(rule)}."
+            if feedback:
+                text += f" Their feedback: {feedback}"
+            return ToolResult(output=text, summary="rejected" if decision.action != "deny" else "denied", is_error=True), "denied", record.input
+        try:
+            result = await self._apply(action, ctx)
+        except ToolError as exc:
+            return _error(str(exc)), "error", record.input
+        except OSError as exc:
+            return _error(f"{exc.strerror or exc} ({exc.filename or ''})"), "error", record.input
+        return result, ("error" if result.is_error else "ok"), record.input
+
+    async def _apply(self, action: Action, ctx: ToolContext) -> ToolResult:
+        """Apply an allowed action; a change to files is snapshotted first, so undo can restore it."""
+        if not action.files:
+            return await action.apply(ctx)
+        snapshots, where = self.agent.snapshots, dict(session_id=self.session_id, turn_id=self.turn.turn_id, root=self.agent.root)
+        paths = [self.agent.root / f.path for f in action.files]
+        try:
+            await snapshots.before_change(self.agent.workspace, paths=paths, **where)
+        except OSError as exc:
+            raise ToolError(f"Could not save the current content for undo, so nothing was changed: {exc}") from None
+        try:
+            result = await action.apply(ctx)
+        finally:
+            with anyio.CancelScope(shield=True):  # what apply did must be recorded, even on abort
+                await snapshots.after_change(self.agent.workspace, paths=paths, **where)
+        return await self._with_findings(result)
+
+    async def _with_findings(self, result: ToolResult) -> ToolResult:
+        """The checks' findings on each changed file, added to the result so the model fixes them."""
+        if not self.agent.checkers or result.is_error:
+            return result
+        lines: list[str] = []
+        for rel in result.changed:
+            try:
+                text = (await self.agent.workspace.read_bytes(self.agent.root / rel)).decode("utf-8", errors="replace")
+            except OSError:
+                continue
+            checked = await run_checks(self.agent.checkers, self.agent.root, rel, text)
+            lines += [f"{rel}:{finding.for_model()}" for finding in checked.findings]
+            lines += [f"({note})" for note in checked.notes]
+        if lines:
+            result.output += "\n\nChecks found:\n" + "\n".join(lines)
+            result.summary += f", {sum(1 for line in lines if not line.startswith('('))} findings"
+        return result
+
+    async def _permit(self, record: _Call, action, decision: Decision) -> tuple[bool, str | None, ev.RuleRef]:
+        if decision.action == "allow":
+            return True, None, decision.rule
+        if decision.action == "deny":
+            return False, None, decision.rule
+        request = PermissionRequest(
+            session_id=self.session_id,
+            call_id=record.call.id,
+            tool=record.call.name,
+            title=action.title,
+            input=record.input,
+            rule=decision.rule if decision.rule.source != "default" else None,
+            permission=action.permission,
+            always_pattern=action.always_pattern,
+            paths=[f.path for f in action.files] or list(action.patterns),
+            diff=action.diff,
+            proposed=list(action.files),
+        )
+        reply = await self.turn.frontend.permission(request)
+        if reply.outcome == "allow_always":
+            return True, reply.feedback, self.policy.remember(action.permission, action.always_pattern, "allow")
+        if reply.outcome == "reject_always":
+            return False, reply.feedback, self.policy.remember(action.permission, action.always_pattern, "deny")
+        answered = ev.RuleRef(
+            source="answer", permission=action.permission, pattern=action.always_pattern,
+            action="allow" if reply.outcome == "allow_once" else "deny",
+        )
+        return reply.outcome == "allow_once", reply.feedback, answered
+
+    async def _start(self, record: _Call, title: str) -> None:
+        record.started = True
+        await self.emit(
+            ev.ToolStart(session_id=self.session_id, call_id=record.call.id, tool=record.call.name, input=record.input, title=title)
+        )
+        await self.agent.store.update_part(record.part_id, data=self._part_data(record, title), status="running")
+
+    async def _close_call(
+        self, record: _Call, status: ev.ToolStatus, summary: str, output: str, *, changed: list[str] | None = None
+    ) -> None:
+        # Shielded: an abort landing here must not leave a call stored as done but never reported.
+        with anyio.CancelScope(shield=True):
+            record.done = True
+            if not record.started:
+                await self._start(record, record.call.name)
+            data = self._part_data(record, None)
+            data.update(output=output, summary=summary, endedAt=time.time())
+            await self.agent.store.update_part(record.part_id, data=data, status=status)
+            await self.emit(
+                ev.ToolEnd(
+                    session_id=self.session_id, call_id=record.call.id, tool=record.call.name,
+                    status=status, summary=summary, output=output, changed=changed or [],
+                )
+            )
+
+    def _part_data(self, record: _Call, title: str | None, rule: ev.RuleRef | None = None) -> dict:
+        record.data["input"] = record.input
+        record.data.setdefault("startedAt", time.time())
+        if title:
+            record.data["title"] = title
+        if rule is not None:
+            record.data["rule"] = rule.model_dump(by_alias=True)
+        return dict(record.data)
+
+
+
+def _error(message: str) -> ToolResult:
+    return ToolResult(output=f"Error: {message}", summary=message.split("\n", 1)[0][:120], is_error=True)
+
+
+def _describe(rule: ev.RuleRef) -> str:
+    return f"{rule.permission} {rule.pattern!r} -> {rule.action} ({rule.source})"
+
+
+def _loose_input(arguments: str) -> dict:
+    """The call's arguments for display, whatever the model wrote."""
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        return {"_raw": arguments}
+    return value if isinstance(value, dict) else {"_raw": arguments}
