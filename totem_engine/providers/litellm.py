@@ -46,7 +46,7 @@ import anyio
 import httpx
 
 from .base import ChatRequest, ModelInfo, StreamChunk
-from .errors import ConnectionFailed, ProviderError, ProviderTimeout
+from .errors import ConnectionFailed, MalformedStream, ProviderError, ProviderTimeout
 from .http import aiter_sse_data, get_json, open_stream
 from .openai import OpenAIProvider, build_body, parse_models, parse_stream
 
@@ -197,8 +197,6 @@ def parse_model_info(data: Any) -> dict[str, ProxyModel]:
     Raises MalformedStream (a ProviderError) when ``data`` is not a list, so ``models`` falls
     back to ``/v1/models``.
     """
-    from .errors import MalformedStream
-
     entries = data.get("data") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise MalformedStream(f"/model/info did not answer a list: {str(data)[:200]!r}")

@@ -31,4 +31,14 @@ def make_provider(name: str, settings: ProviderConfig, *, timeout: float) -> Pro
             ctx_max=settings.ollama_ctx_max,
             temperature=settings.temperature,
         )
+    if settings.kind == "anthropic":
+        from totem_engine.providers.anthropic import DEFAULT_BASE_URL, AnthropicProvider
+
+        return AnthropicProvider(
+            name,
+            settings.base_url or DEFAULT_BASE_URL,
+            settings.api_key_value(),
+            headers=settings.headers,
+            timeout=timeout,
+        )
     raise ConfigError(f"[providers.{name}]: kind \"{settings.kind}\" is not supported by this version of Totem")
