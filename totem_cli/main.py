@@ -37,8 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
     lsp.add_argument("--tcp", metavar="HOST:PORT", help="listen on a loopback address instead (a token is required)")
     lsp.add_argument("--token", help="the token clients must send in initializationOptions.token (default: generated)")
 
-    models = sub.add_parser("models", help="list the models of the configured providers")
+    models = sub.add_parser("models", help="list the models of the configured providers and of local servers")
     common(models)
+    from totem_cli.providers import add_local_arguments, add_subcommands
+
+    add_local_arguments(models)
+    add_subcommands(sub)  # providers add|templates, auth set|remove
 
     for name, what in (("undo", "restore the files of the last turn that changed something"), ("redo", "re-apply the last undone turn")):
         history = sub.add_parser(name, help=what)
@@ -71,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     from totem_engine.store import SessionNotFound
 
     try:
+        if args.command in ("providers", "auth"):
+            from totem_cli.providers import run as providers_run
+
+            return providers_run(args)
         if args.command == "run":
             from totem_cli.run import run_command
 
@@ -112,9 +120,16 @@ async def models_command(args: argparse.Namespace) -> int:
         print(f"! {notice}", file=sys.stderr)
     runtime = Runtime(root, loaded)
     failures = 0
+    from totem_cli.providers import local_servers, print_local
+
     try:
+        local = await local_servers(args, runtime.config.providers)
         if not runtime.config.providers:
-            print("No providers configured. Add a [providers.<name>] table to your config (see docs/config.md).", file=sys.stderr)
+            print_local(local)
+            if local:
+                return 0
+            print("No providers configured. Add a [providers.<name>] table to your config (see docs/config.md),"
+                  " or run: totem providers add TEMPLATE NAME", file=sys.stderr)
             return 1
         for name in runtime.config.providers:
             try:
@@ -126,9 +141,10 @@ async def models_command(args: argparse.Namespace) -> int:
             for info in found:
                 window = f"\t{info.context_window}" if info.context_window else ""
                 print(f"{name}/{info.id}{window}")
+        print_local(local)
     finally:
         await runtime.aclose()
-    return 1 if failures == len(runtime.config.providers) else 0
+    return 1 if failures == len(runtime.config.providers) and not local else 0
 
 
 async def history_command(args: argparse.Namespace) -> int:

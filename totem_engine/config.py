@@ -160,6 +160,10 @@ class Config(_Strict):
     models: dict[ModelSpec, ModelOverride] = Field(default_factory=dict)
     snapshots: SnapshotsConfig = Field(default_factory=SnapshotsConfig)
     checks: dict[str, CheckConfig] = Field(default_factory=dict)
+    # Total.js conventions (docs/conventions.md): is this a Total.js project, and are its
+    # conventions checked. "auto": package.json depends on total5, or the folder is new.
+    totaljs: Literal["auto", "always", "never"] = "auto"
+    conventions: bool = True
 
     _notes: list[str] = PrivateAttr(default_factory=list)
 

@@ -170,7 +170,7 @@ class Turn:
         self.state = SessionState.from_meta(session.meta)
         self.calls = ToolCalls(self)
         if not session.title:
-            await store.update_session(self.session_id, title=_title(self.text))
+            await store.update_session(self.session_id, title=session_title(self.text))
         user_message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
         await store.add_part(user_message, "text", {"text": self.text})
         await self.emit(ev.TurnStart(session_id=self.session_id, turn_id=self.turn_id, model=self.model))
@@ -314,6 +314,7 @@ class Turn:
         self._used_call_ids.add(call.id)
         return call
 
-def _title(text: str) -> str:
+def session_title(text: str) -> str:
+    """A session's title from its first message: one line, at most 60 characters."""
     line = " ".join(text.split())
     return line if len(line) <= 60 else line[:59] + "…"

@@ -19,7 +19,8 @@ from pygls.lsp.server import LanguageServer
 
 from totem_engine import events as ev
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
-from totem_engine.loop import Turn, TurnResult
+from totem_engine.loop import Turn, TurnResult, session_title
+from totem_engine.runtime import Runtime
 from totem_engine.tools.paths import relative
 from totem_lsp import protocol
 from totem_lsp.diagnostics import Diagnostics
@@ -35,9 +36,10 @@ class SessionBusy(JsonRpcException):
 class LspFrontEnd:
     """One turn's front end: events to the stream, questions to the editor, progress if asked."""
 
-    def __init__(self, chats: "Chats", root: Path, progress_token: str | int | None):
+    def __init__(self, chats: "Chats", runtime: Runtime, progress_token: str | int | None):
         self.chats = chats
-        self.root = root
+        self.root = runtime.root
+        self.asker = chats.projects.asker_for(runtime)
         self.progress_token = progress_token
 
     async def emit(self, event: ev.Event) -> None:
@@ -55,10 +57,10 @@ class LspFrontEnd:
             progress.end(self.progress_token, types.WorkDoneProgressEnd(message=event.stop_reason))
 
     async def permission(self, request: PermissionRequest) -> PermissionReply:
-        return await self.chats.projects.asker.permission(request, self.root)
+        return await self.asker.permission(request, self.root)
 
     async def question(self, request: QuestionRequest) -> str | None:
-        return await self.chats.projects.asker.question(request)
+        return await self.asker.question(request)
 
 
 @dataclass
@@ -74,6 +76,13 @@ class Chats:
         self.diagnostics = diagnostics
         self.stream = EventStream(lambda event: server.protocol.notify(protocol.EVENT, event))
         self.turns: dict[str, Turn] = {}
+        self.progress: dict[str | int, str] = {}  # workDoneToken -> session of the turn it reports
+
+    def cancel_progress(self, token: str | int) -> None:
+        """``window/workDoneProgress/cancel``: the user pressed cancel on the progress."""
+        session_id = self.progress.get(token)
+        if session_id is not None:
+            self.abort(session_id)
 
     async def chat(self, params: ChatParams) -> ChatResult:
         started = await self._start(params)
@@ -123,8 +132,10 @@ class Chats:
         # No await between this check and the registration below: two chats cannot both pass it.
         if session_id in self.turns:
             raise SessionBusy(f"Session {session_id} is busy: a turn is still running. Abort it or wait for it to end.")
-        turn = runtime.turn(text, LspFrontEnd(self, root, params.work_done_token), session_id=session_id, model=model, mode=mode)
+        turn = runtime.turn(text, LspFrontEnd(self, runtime, params.work_done_token), session_id=session_id, model=model, mode=mode)
         self.turns[session_id] = turn
+        if params.work_done_token is not None:
+            self.progress[params.work_done_token] = session_id
         return _Started(session_id, turn)
 
     async def _run(self, started: _Started) -> TurnResult:
@@ -138,6 +149,7 @@ class Chats:
                 return await task
         finally:
             self.turns.pop(started.session_id, None)
+            self.progress = {t: s for t, s in self.progress.items() if s != started.session_id}
             self.stream.flush(started.session_id)
 
 

@@ -113,6 +113,15 @@ class Diagnostics:
             if uri:
                 self.spawn(self.check(uri, external=True))
 
+    def forget(self, uri: str) -> None:
+        """A closed document: its diagnostics go away with it."""
+        timer = self._pending.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        self._builtin.pop(uri, None)
+        self._external.pop(uri, None)
+        self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
     def publish(self, uri: str) -> None:
         findings = self._builtin.get(uri, []) + self._external.get(uri, [])
         document = self.server.workspace.text_documents.get(uri)

@@ -9,15 +9,20 @@ or a client without applyEdit, is written on disk by the engine. Spec: LSP 3.17
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from pathlib import Path
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
-from pygls.uris import from_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
 from totem_engine.tools.base import ToolError
 from totem_engine.tools.workspace import DiskWorkspace, FileStat
+
+log = logging.getLogger(__name__)
+SYNC_WAIT = 2.0  # seconds to wait for the didChange of an applied edit
 
 
 def end_of(document: TextDocument) -> types.Position:
@@ -71,7 +76,9 @@ class EditorWorkspace:
                 )
             ],
         )
+        text = data.decode("utf-8")
         await self._apply(types.WorkspaceEdit(document_changes=[edit]), f"Totem: edit {path.name}")
+        await self._until_synced(document.uri, text)
 
     async def delete(self, path: Path) -> None:
         document = self.open_document(path)
@@ -94,20 +101,36 @@ class EditorWorkspace:
     async def list_dir(self, path: Path) -> list[tuple[str, bool]]:
         return await self.disk.list_dir(path)
 
-    def unsaved(self, paths: list[Path]) -> list[Path]:
-        """Those of ``paths`` whose open buffer differs from the disk (what grep and bash cannot see)."""
+    async def unsaved(self) -> list[Path]:
+        """Open documents whose buffer differs from the disk (what grep and bash cannot see)."""
         changed = []
-        for path in paths:
-            document = self.open_document(path)
-            if document is None:
+        for uri, document in list(self.server.workspace.text_documents.items()):
+            path_text = to_fs_path(uri)
+            if not path_text:
                 continue
+            path = Path(path_text).resolve()
             try:
-                on_disk = path.read_bytes()
+                on_disk = await self.disk.read_bytes(path)
             except OSError:
                 on_disk = b""
             if document.source.encode("utf-8") != on_disk:
                 changed.append(path)
         return changed
+
+    async def _until_synced(self, uri: str, text: str) -> None:
+        """Wait for the editor's ``didChange`` that carries the applied edit back.
+
+        The engine's next read (the snapshot after the change, the next edit's freshness check)
+        must see the new text, and clients may answer ``applyEdit`` before sending ``didChange``.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SYNC_WAIT
+        while loop.time() < deadline:
+            document = self.server.workspace.text_documents.get(uri)
+            if document is None or document.source == text:
+                return
+            await asyncio.sleep(0.01)
+        log.warning("%s: the editor applied the edit but did not report it with didChange", uri)
 
     async def _apply(self, edit: types.WorkspaceEdit, label: str) -> None:
         result = await self.server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=label))

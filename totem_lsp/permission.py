@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -83,10 +84,17 @@ class Asker:
         return await self._show(message, ["Trust", "Do not trust"]) == "Trust"
 
     async def _request(self, method: str, params: dict[str, Any]) -> Any:
+        """The client's answer, or None after the timeout. A request given up on (timeout, or the
+        turn aborted) is cancelled at the client too, so its prompt closes."""
+        msg_id = str(uuid.uuid4())
         try:
-            return await asyncio.wait_for(self.server.protocol.send_request_async(method, params), self.timeout)
+            return await asyncio.wait_for(self.server.protocol.send_request_async(method, params, msg_id=msg_id), self.timeout)
         except TimeoutError:
+            self.server.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
             return None
+        except asyncio.CancelledError:
+            self.server.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+            raise
 
     async def _show(self, message: str, choices: list[str]) -> str | None:
         params = types.ShowMessageRequestParams(

@@ -64,10 +64,14 @@ class Projects:
 
     @property
     def asker(self) -> Asker:
+        """For questions asked before a runtime exists (trust): the editor's timeout or the default."""
         from totem_engine.config import Config
 
         timeout = self.settings.get("permission_timeout", Config().permission_timeout)
         return Asker(self.server, float(timeout))
+
+    def asker_for(self, runtime: Runtime) -> Asker:
+        return Asker(self.server, runtime.config.permission_timeout)
 
     def default_model(self, runtime: Runtime) -> str:
         return runtime.resolve_model(self.model)

@@ -117,6 +117,14 @@ def create_server(token: str | None = None) -> TotemServer:
         if ls._service is not None:
             await ls._service.aclose()
 
+    @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def cancel_progress(ls: TotemServer, params: types.WorkDoneProgressCancelParams) -> None:
+        ls.service().chats.cancel_progress(params.token)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: TotemServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.service().diagnostics.forget(params.text_document.uri)
+
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: TotemServer, params: types.DidChangeConfigurationParams) -> None:
         await ls.service().reconfigure(params.settings)

@@ -58,6 +58,7 @@ class Editor:
         return uri
 
     documents: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, int] = field(default_factory=dict)
 
 
 def to_dict(value: Any) -> Any:
@@ -143,6 +144,14 @@ async def start_editor(
             if isinstance(change, types.TextDocumentEdit):
                 uri = change.text_document.uri
                 editor.documents[uri] = apply_text_edits(editor.documents[uri], change.edits)
+                # As a real editor does: the applied edit comes back as a didChange.
+                editor.versions[uri] = editor.versions.get(uri, 1) + 1
+                client.text_document_did_change(
+                    types.DidChangeTextDocumentParams(
+                        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=editor.versions[uri]),
+                        content_changes=[types.TextDocumentContentChangeWholeDocument(text=editor.documents[uri])],
+                    )
+                )
         return types.ApplyWorkspaceEditResult(applied=True)
 
     @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)

@@ -126,7 +126,32 @@ async def error_from_response(
         # The status line already tells the class; a body we cannot read only loses detail.
         body = ""
     message = vendor_message(body) or f"HTTP {response.status_code} {response.reason_phrase}".strip()
-    return error_for_status(response.status_code, redact(message, secrets), response.headers)
+    error = error_for_status(response.status_code, redact(message, secrets), response.headers)
+    if error.transient and error.retry_after is None:
+        error.retry_after = retry_delay_in_body(body)
+    return error
+
+
+def retry_delay_in_body(body: str) -> float | None:
+    """Seconds from a ``google.rpc.RetryInfo`` detail (``{"error": {"details": [{"@type":
+    ".../google.rpc.RetryInfo", "retryDelay": "37s"}]}}``), which Gemini sends instead of a
+    Retry-After header; None when there is none."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(data, list) and len(data) == 1:
+        data = data[0]
+    error = data.get("error") if isinstance(data, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    for detail in details if isinstance(details, list) else ():
+        delay = detail.get("retryDelay") if isinstance(detail, dict) else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return max(0.0, float(delay[:-1]))
+            except ValueError:
+                return None
+    return None
 
 
 # Vendor error "type"/"code" words sent inside a stream, mapped to the HTTP status they mean.

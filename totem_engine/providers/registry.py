@@ -5,11 +5,27 @@ from __future__ import annotations
 from totem_engine.config import ConfigError, ProviderConfig
 from totem_engine.providers.base import Provider
 
-OPENAI_WIRE = frozenset({"openai", "litellm"})
+OPENAI_WIRE = frozenset({"openai"})
 
 
 def make_provider(name: str, settings: ProviderConfig, *, timeout: float) -> Provider:
     """The provider for one configured entry. Raises ConfigError for a kind this build lacks."""
+    # A key stored with `totem auth set` (keyring or keys.json) when the config has none; every
+    # kind below then reads it through settings.api_key_value() as before.
+    from pydantic import SecretStr
+
+    from totem_engine.keys import api_key_for
+
+    key = api_key_for(name, settings)
+    if key and not settings.api_key_value():
+        settings = settings.model_copy(update={"api_key": SecretStr(key)})
+    if settings.kind == "litellm":
+        from totem_engine.providers.litellm import LiteLLMProvider
+
+        # No base_url: the proxy on port 4000 of this computer.
+        return LiteLLMProvider(
+            name, settings.base_url, settings.api_key_value(), headers=settings.headers, timeout=timeout
+        )
     if settings.kind in OPENAI_WIRE:
         from totem_engine.providers.openai import OpenAIProvider
 
@@ -35,6 +51,16 @@ def make_provider(name: str, settings: ProviderConfig, *, timeout: float) -> Pro
         from totem_engine.providers.anthropic import DEFAULT_BASE_URL, AnthropicProvider
 
         return AnthropicProvider(
+            name,
+            settings.base_url or DEFAULT_BASE_URL,
+            settings.api_key_value(),
+            headers=settings.headers,
+            timeout=timeout,
+        )
+    if settings.kind == "gemini":
+        from totem_engine.providers.gemini import DEFAULT_BASE_URL, GeminiProvider
+
+        return GeminiProvider(
             name,
             settings.base_url or DEFAULT_BASE_URL,
             settings.api_key_value(),

@@ -20,6 +20,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 from pydantic import Field
 
+from totem_engine.tools.workspace import unsaved_note
 from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from totem_engine.tools.shell_words import SimpleCommand, parse
 
@@ -272,7 +273,8 @@ class BashAction(Action):
     async def apply(self, ctx: ToolContext) -> ToolResult:
         limit = min(ctx.output_budget, MAX_OUTPUT)
         outcome = await run_command(self.command, ctx.root, self.timeout, limit)
-        return _result(outcome, self.timeout, self.notes)
+        note = await unsaved_note(ctx.workspace, ctx.root, ctx.root.resolve())
+        return _result(outcome, self.timeout, [*self.notes, *([note] if note else [])])
 
 
 def _result(outcome: Outcome, timeout: int, notes: list[str]) -> ToolResult:

@@ -30,6 +30,7 @@ from pydantic import Field
 
 from totem_engine.permissions import is_secret
 from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.workspace import unsaved_note
 from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
 from totem_engine.tools.walk import expand_braces, glob_matcher, printable, start_rules, walk_files
 
@@ -392,6 +393,9 @@ class GrepAction(Action):
             await anyio.to_thread.run_sync(python_search, root, self.target, self.regex, matches)
         result = render(matches, ctx.output_budget)
         result.metadata["engine"] = "ripgrep" if rg else "python"
+        note = await unsaved_note(ctx.workspace, root, self.target)
+        if note:
+            result.output += f"\n[{note}]"
         return result
 
 

@@ -38,6 +38,10 @@ class Workspace(Protocol):
 
     async def list_dir(self, path: Path) -> list[tuple[str, bool]]: ...
 
+    async def unsaved(self) -> list[Path]:
+        """Files whose content here differs from the disk (an editor's unsaved buffers)."""
+        ...
+
 
 def write_atomically(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename in the same folder.
@@ -68,6 +72,9 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 class DiskWorkspace:
     """The project as the disk holds it. Blocking I/O runs in worker threads."""
+
+    async def unsaved(self) -> list[Path]:
+        return []
 
     async def read_bytes(self, path: Path) -> bytes:
         return await anyio.to_thread.run_sync(path.read_bytes)
@@ -101,3 +108,13 @@ class DiskWorkspace:
                 return sorted((e.name, e.is_dir()) for e in entries)
 
         return await anyio.to_thread.run_sync(_list)
+
+
+async def unsaved_note(workspace: Workspace, root: Path, under: Path) -> str | None:
+    """For tools that see only the disk (grep, bash): which files under ``under`` have unsaved
+    changes in the editor, so the model knows the result may not match what the user sees."""
+    paths = [p for p in await workspace.unsaved() if p == under or under in p.parents]
+    if not paths:
+        return None
+    names = ", ".join(p.relative_to(root.resolve()).as_posix() for p in sorted(paths))
+    return f"These files have unsaved changes in the editor, which this result did not see: {names}."

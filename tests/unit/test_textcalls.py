@@ -1,0 +1,364 @@
+"""think_filter and text_tool_calls: thoughts and tool calls written into the text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from totem_engine.providers.base import (
+    FinishChunk,
+    ReasoningChunk,
+    TextChunk,
+    ToolCall,
+    ToolCallChunk,
+    UsageChunk,
+)
+from totem_engine.providers.textcalls import MAX_HOLD, TextCallStats, text_tool_calls, think_filter
+
+TOOLS = {"read", "write", "edit", "bash", "todo"}
+
+
+class Source:
+    """A fake provider stream that records how far it has been read when each output arrives."""
+
+    def __init__(self, chunks):
+        self.chunks = list(chunks)
+        self.progress = -1
+
+    async def stream(self):
+        for index, chunk in enumerate(self.chunks):
+            self.progress = index
+            yield chunk
+
+
+async def run(wrap, chunks):
+    """(outputs, progress at each output)."""
+    source = Source(chunks)
+    outputs, progress = [], []
+    async for chunk in wrap(source.stream()):
+        outputs.append(chunk)
+        progress.append(source.progress)
+    return outputs, progress
+
+
+def text_of(chunks, kind=TextChunk):
+    return "".join(c.text for c in chunks if isinstance(c, kind))
+
+
+def calls_of(chunks):
+    return [c.call for c in chunks if isinstance(c, ToolCallChunk)]
+
+
+def splits(text, *, three=False):
+    """Every way to cut ``text`` in two (and in three when asked) pieces."""
+    for i in range(len(text) + 1):
+        yield [text[:i], text[i:]]
+        if three:
+            for j in range(i, len(text) + 1):
+                yield [text[:i], text[i:j], text[j:]]
+
+
+def with_finish(pieces):
+    return [TextChunk(p) for p in pieces] + [UsageChunk(3, 4), FinishChunk("stop", "m")]
+
+
+def think(stream):
+    return think_filter(stream)
+
+
+def calls(stream, stats=None, schemas=None):
+    return text_tool_calls(stream, TOOLS, stats=stats, schemas=schemas)
+
+
+# ---------------------------------------------------------------------------------------------
+# think_filter
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<think>I should read a.py first.</think>\n\nHere is the answer.",
+        "I should read a.py first.</think>\n\nHere is the answer.",  # the template opened it
+        "\n<think>\nI should read a.py first.\n</think>Here is the answer.",
+    ],
+)
+async def test_think_split_anywhere(text):
+    for pieces in splits(text, three=True):
+        out, _ = await run(think, with_finish(pieces))
+        assert text_of(out, ReasoningChunk).strip() == "I should read a.py first.", pieces
+        assert text_of(out) == "Here is the answer.", pieces
+        assert "<think>" not in text_of(out, ReasoningChunk)
+        # reasoning strictly before the answer, the answer before usage and finish
+        kinds = [type(c).__name__ for c in out]
+        last_reasoning = max(i for i, k in enumerate(kinds) if k == "ReasoningChunk")
+        assert all(k != "TextChunk" for k in kinds[:last_reasoning]), pieces
+        assert kinds[-2:] == ["UsageChunk", "FinishChunk"]
+
+
+async def test_opened_thoughts_stream_as_they_come():
+    chunks = with_finish(["<think>", "step one, ", "step two", "</think>", "Done."])
+    out, progress = await run(think, chunks)
+    first = next(i for i, c in enumerate(out) if isinstance(c, ReasoningChunk))
+    assert out[first].text == "step one, "
+    assert progress[first] == 1  # given out while the model still writes, not at the tag
+    assert text_of(out) == "Done."
+
+
+async def test_without_the_tag_the_text_waits_for_the_end_of_the_step():
+    chunks = with_finish(["Just ", "an answer ", "with a < sign."])
+    out, progress = await run(think, chunks)
+    assert text_of(out) == "Just an answer with a < sign."
+    assert not any(isinstance(c, ReasoningChunk) for c in out)
+    first = next(i for i, c in enumerate(out) if isinstance(c, TextChunk))
+    assert progress[first] == chunks.index(next(c for c in chunks if isinstance(c, FinishChunk)))
+    assert isinstance(out[-1], FinishChunk)
+
+
+async def test_without_a_finish_chunk_the_text_is_released_when_the_stream_ends():
+    out, _ = await run(think, [TextChunk("plain "), TextChunk("text")])
+    assert out == [TextChunk("plain text")]
+
+
+async def test_a_start_that_only_looks_like_the_tag_is_held_then_released_as_text():
+    out, _ = await run(think, with_finish(["<thi", "s is not a thought"]))
+    assert text_of(out) == "<this is not a thought"
+    assert not any(isinstance(c, ReasoningChunk) for c in out)
+
+
+async def test_held_text_is_released_once_40000_characters_are_held():
+    block = "a" * 1000
+    chunks = [TextChunk(block) for _ in range(45)] + [TextChunk("</think>tail"), FinishChunk("stop")]
+    out, progress = await run(think, chunks)
+    first = next(i for i, c in enumerate(out) if isinstance(c, TextChunk))
+    assert progress[first] == MAX_HOLD // 1000 - 1  # released as the 40th block arrived
+    assert len(out[first].text) == MAX_HOLD
+    # after the release the text passes as it is, tag included, and nothing becomes reasoning
+    assert text_of(out) == block * 45 + "</think>tail"
+    assert not any(isinstance(c, ReasoningChunk) for c in out)
+
+
+async def test_unclosed_opened_thoughts_stay_thoughts():
+    out, _ = await run(think, with_finish(["<think>still ", "thinking when cut"]))
+    assert text_of(out, ReasoningChunk) == "still thinking when cut"
+    assert text_of(out) == ""
+
+
+async def test_native_reasoning_switches_the_filter_off():
+    chunks = [ReasoningChunk("native"), TextChunk("a</think>b"), TextChunk("c"), FinishChunk("stop")]
+    out, progress = await run(think, chunks)
+    assert out[0] == ReasoningChunk("native")
+    assert text_of(out) == "a</think>bc"
+    assert progress[1] == 1  # text streams again, nothing held
+
+
+async def test_empty_thoughts_give_no_reasoning_chunk():
+    out, _ = await run(think, with_finish(["<think>\n\n</think>\n\nHi"]))
+    assert not any(isinstance(c, ReasoningChunk) for c in out)
+    assert text_of(out) == "Hi"
+
+
+# ---------------------------------------------------------------------------------------------
+# text_tool_calls
+# ---------------------------------------------------------------------------------------------
+
+READ = ToolCall(id="call_text_0", name="read", arguments=json.dumps({"path": "a.py"}))
+
+HERMES = '<tool_call>\n{"name": "read", "arguments": {"path": "a.py"}}\n</tool_call>'
+QWEN = "<function=read>\n<parameter=path>\na.py\n</parameter>\n</function>"
+QWEN_IN_TAG = "<tool_call>\n" + QWEN + "\n</tool_call>"
+FENCE = '```json\n{"name": "read", "arguments": {"path": "a.py"}}\n```'
+BARE_FENCE = '```\n{"name": "read", "arguments": {"path": "a.py"}}\n```'
+
+
+@pytest.mark.parametrize("markup", [HERMES, QWEN, QWEN_IN_TAG, FENCE, BARE_FENCE])
+async def test_a_call_split_anywhere_with_text_around_it(markup):
+    text = "Let me look.\n" + markup + "\nDone."
+    for pieces in splits(text):
+        stats = TextCallStats()
+        out, _ = await run(lambda s: calls(s, stats), with_finish(pieces))
+        assert calls_of(out) == [READ], pieces
+        assert text_of(out) == "Let me look.\n\nDone.", pieces
+        assert (stats.parsed, stats.emitted, stats.malformed, stats.native) == (1, 1, 0, 0)
+        assert [type(c).__name__ for c in out[-3:]] == ["UsageChunk", "ToolCallChunk", "FinishChunk"]
+
+
+@pytest.mark.parametrize("markup", [HERMES, QWEN_IN_TAG, FENCE])
+async def test_a_call_cut_in_three_anywhere(markup):
+    text = "A\n" + markup + "\nB"
+    for pieces in splits(text, three=True):
+        out, _ = await run(calls, with_finish(pieces))
+        assert calls_of(out) == [READ], pieces
+        assert text_of(out) == "A\n\nB", pieces
+
+
+async def test_two_calls_in_one_answer():
+    text = "First:\n" + HERMES + "\nthen\n" + '```json\n{"name": "bash", "arguments": {"command": "ls"}}\n```'
+    for pieces in splits(text):
+        out, _ = await run(calls, with_finish(pieces))
+        assert calls_of(out) == [READ, ToolCall("call_text_1", "bash", json.dumps({"command": "ls"}))], pieces
+        assert text_of(out) == "First:\n\nthen\n"
+
+
+async def test_ordinary_text_streams_without_waiting():
+    pieces = ["Hello ", "a < b ", "and `x` ", "then\n", "done"]
+    out, progress = await run(calls, [TextChunk(p) for p in pieces])
+    assert text_of(out) == "".join(pieces)
+    # each piece is out before the next one is read (only "<" waits for one character)
+    assert progress[0] == 0 and progress[-1] == len(pieces) - 1
+    assert sorted(set(progress)) == list(range(len(pieces)))
+
+
+@pytest.mark.parametrize(
+    "fence",
+    [
+        '```json\n{"name": "deploy", "arguments": {"env": "prod"}}\n```',  # unknown tool
+        '```json\n{"name": "read", "arguments": {"path": "a.py"}, "id": 1}\n```',  # extra key
+        '```json\n{"name": "read"}\n```',  # no arguments
+        '```json\n{"name": "read", "arguments": "a.py"}\n```',  # arguments not an object
+        '```json\n{"name": "my-app", "version": "1.0.0"}\n```',  # a package.json
+        '```json\n[{"name": "read", "arguments": {}}]\n```',  # not one object
+        '```python\n{"name": "read", "arguments": {"path": "a.py"}}\n```',  # code, not a call
+        '```\nrm -rf build\n```',
+    ],
+)
+async def test_fences_that_are_not_calls_stay_text(fence):
+    text = "See:\n" + fence + "\nok"
+    for pieces in splits(text):
+        stats = TextCallStats()
+        out, _ = await run(lambda s: calls(s, stats), with_finish(pieces))
+        assert calls_of(out) == [], pieces
+        assert text_of(out) == text, pieces
+        assert stats.parsed == 0 and stats.malformed == 0
+
+
+async def test_a_fence_that_cannot_be_a_call_is_released_before_it_closes():
+    chunks = [TextChunk('```json\n{"name": "my-app",'), TextChunk(' "version": "1"}\n'), TextChunk("```\n")]
+    out, progress = await run(calls, chunks)
+    assert progress[0] == 0  # the unknown name decided it: no waiting for the closing fence
+    assert text_of(out) == "".join(c.text for c in chunks)
+
+
+async def test_calls_inside_an_ordinary_code_block_are_never_taken():
+    block = "Example:\n```xml\n" + HERMES + "\n" + QWEN + "\n```\n"
+    for pieces in splits(block + "and now\n" + BARE_FENCE):
+        out, _ = await run(calls, with_finish(pieces))
+        # the block's closing fence ends the code: the call after it is a call again
+        assert calls_of(out) == [READ], pieces
+        assert text_of(out) == block + "and now\n", pieces
+
+
+async def test_a_fence_only_counts_at_the_start_of_a_line():
+    text = 'inline ```json\n{"name": "read", "arguments": {"path": "a.py"}}\n``` here'
+    out, _ = await run(calls, with_finish([text]))
+    assert calls_of(out) == [] and text_of(out) == text
+
+
+async def test_malformed_call_stays_text_and_is_counted():
+    text = 'Try:\n<tool_call>{"name": "read", "arguments": {path: a.py}}</tool_call>\nEnd'
+    stats = TextCallStats()
+    out, _ = await run(lambda s: calls(s, stats), with_finish([text]))
+    assert calls_of(out) == [] and text_of(out) == text
+    assert stats.malformed == 1 and stats.parsed == 0
+
+
+async def test_the_tag_named_in_prose_is_text_and_does_not_hold_the_stream():
+    chunks = [TextChunk("Wrap calls in <tool_call> tags, "), TextChunk("or <function=name> "), TextChunk("blocks.")]
+    stats = TextCallStats()
+    out, progress = await run(lambda s: calls(s, stats), chunks)
+    assert text_of(out) == "".join(c.text for c in chunks)
+    assert calls_of(out) == [] and stats.malformed == 0
+    assert progress[0] == 0
+
+
+async def test_an_unclosed_call_at_the_end_of_the_stream_is_still_a_call():
+    out, _ = await run(calls, with_finish(['<tool_call>{"name": "read", "arguments": {"path": "a.py"}}']))
+    assert calls_of(out) == [READ] and text_of(out) == ""
+
+
+async def test_an_unfinished_markup_at_the_end_is_given_back_as_text():
+    for tail in ["<tool_", "<function=re", "\n``", '```json\n{"name": "re']:
+        out, _ = await run(calls, with_finish(["x", tail]))
+        assert text_of(out) == "x" + tail and calls_of(out) == [], tail
+
+
+async def test_a_native_call_wins_and_the_markup_is_given_back():
+    native = ToolCall("call_abc", "bash", '{"command": "ls"}')
+    chunks = [TextChunk("A\n" + FENCE + "\nB"), ToolCallChunk(native), FinishChunk("tool_calls")]
+    stats = TextCallStats()
+    out, _ = await run(lambda s: calls(s, stats), chunks)
+    assert calls_of(out) == [native]
+    assert text_of(out) == "A\n\nB" + FENCE
+    assert (stats.native, stats.parsed, stats.emitted) == (1, 1, 0)
+
+
+async def test_hermes_arguments_given_as_json_text_and_unknown_names_in_tags():
+    text = '<tool_call>{"name": "lint", "arguments": "{\\"fix\\": true}"}</tool_call>'
+    out, _ = await run(calls, with_finish([text]))
+    assert calls_of(out) == [ToolCall("call_text_0", "lint", '{"fix": true}')]
+
+
+async def test_qwen_parameters_are_typed_by_the_schema():
+    markup = (
+        "<function=read>\n<parameter=path>\nsrc/a b.py\n</parameter>\n"
+        "<parameter=offset>\n10\n</parameter>\n<parameter=limit>\n5\n</parameter>\n</function>"
+    )
+    schemas = {"read": {"properties": {"path": {"type": "string"}, "offset": {"type": "integer"}}}}
+    out, _ = await run(lambda s: calls(s, schemas=schemas), with_finish([markup]))
+    assert json.loads(calls_of(out)[0].arguments) == {"path": "src/a b.py", "offset": 10, "limit": "5"}
+    out, _ = await run(calls, with_finish([markup.replace("10", "[1, 2]")]))
+    assert json.loads(calls_of(out)[0].arguments)["offset"] == [1, 2]
+
+
+async def test_multiline_parameter_values_keep_their_inner_newlines():
+    markup = "<function=write>\n<parameter=path>\na.py\n</parameter>\n<parameter=content>\nx = 1\n\ny = 2\n</parameter>\n</function>"
+    out, _ = await run(calls, with_finish([markup]))
+    assert json.loads(calls_of(out)[0].arguments) == {"path": "a.py", "content": "x = 1\n\ny = 2"}
+
+
+async def test_a_long_call_in_small_pieces_is_parsed_once():
+    content = "line of code\n" * 20_000  # 260,000 characters
+    markup = "<tool_call>" + json.dumps({"name": "write", "arguments": {"path": "big.py", "content": content}}) + "</tool_call>"
+    pieces = [markup[i:i + 7] for i in range(0, len(markup), 7)]
+    out, _ = await run(calls, with_finish(pieces))
+    assert json.loads(calls_of(out)[0].arguments)["content"] == content
+
+
+async def test_thoughts_then_calls_compose():
+    text = "<think>read it</think>\n" + HERMES + "\nok"
+    for pieces in splits(text):
+        out, _ = await run(lambda s: calls(think_filter(s)), with_finish(pieces))
+        assert text_of(out, ReasoningChunk) == "read it"
+        assert calls_of(out) == [READ]
+        assert text_of(out) == "\nok"
+
+
+@pytest.mark.parametrize("wrap", [think, calls])
+async def test_closing_the_filter_closes_the_provider_stream(wrap):
+    closed = []
+
+    async def provider():
+        try:
+            yield UsageChunk(1, 1)  # passes through both filters at once
+            yield TextChunk("second")
+        finally:
+            closed.append(True)
+
+    wrapped = wrap(provider())
+    assert await wrapped.__anext__() == UsageChunk(1, 1)
+    assert closed == []
+    await wrapped.aclose()
+    assert closed == [True]
+
+
+def test_the_tool_prompt_teaches_the_form_the_filter_reads():
+    from totem_engine.providers.base import ToolSpec
+    from totem_engine.providers.textcalls import tool_prompt
+
+    spec = ToolSpec("read", "Read a file.\n\nLong details.", {"type": "object", "properties": {"path": {"type": "string"}}})
+    prompt = tool_prompt([spec])
+    assert "- read: Read a file." in prompt and "Long details" not in prompt
+    assert '"properties":{"path":{"type":"string"}}' in prompt
+    example = prompt[prompt.index("<tool_call>"): prompt.index("</tool_call>") + len("</tool_call>")]
+    assert example.startswith("<tool_call>\n{") and example.endswith("}\n</tool_call>")

@@ -1,0 +1,555 @@
+"""Stream filters for models that put into their text what belongs elsewhere.
+
+Both are async generators over ``StreamChunk`` that a provider's stream is wrapped in; chunks
+that are not text pass through in order.
+
+``think_filter``: models that think (qwen3 on Ollama, even with thinking switched off, the R1
+distills, QwQ) write their thoughts into the text and end them with ``</think>``. The start of
+the text waits for that tag: what came before it becomes ``ReasoningChunk``, what follows is
+``TextChunk``. When the text opens with ``<think>`` the thoughts are known to be thoughts and
+stream as reasoning at once. Without the tag the held text is released as ``TextChunk`` when the
+step ends (``FinishChunk`` or the end of the stream) or once ``MAX_HOLD`` characters are held.
+A provider that separates reasoning itself (a ``ReasoningChunk`` arrives) switches the filter off.
+
+``text_tool_calls``: models without reliable native tools write their calls as text. Three forms
+are understood, split across chunks anywhere:
+
+- Hermes: ``<tool_call>{"name": "read", "arguments": {"path": "a.py"}}</tool_call>``
+- Qwen XML: ``<function=read><parameter=path>a.py</parameter></function>``, bare or inside
+  ``<tool_call>``
+- a Markdown fence whose whole content is one JSON object with exactly ``name`` (a known tool)
+  and ``arguments`` (an object), as Qwen2.5-Coder writes it::
+
+      ```json
+      {"name": "read", "arguments": {"path": "a.py"}}
+      ```
+
+Calls are removed from the visible text and become ``ToolCallChunk`` (ids ``call_text_<n>``).
+Any other code, fenced or not, stays text and is never executed. Only as much text is held back
+as could still be the start of a call, so ordinary text keeps streaming.
+
+The calls found in the text are given out at the end of the step (before its ``FinishChunk``),
+and only when the provider sent no native call in that step; otherwise the markup is given back
+as text at the end (a model that called natively meant its text as text). ``TextCallStats``
+tells the caller what was seen, for the capability record's evidence rules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from .base import (
+    FinishChunk,
+    ReasoningChunk,
+    StreamChunk,
+    TextChunk,
+    ToolCall,
+    ToolCallChunk,
+    ToolSpec,
+)
+
+MAX_HOLD = 40_000  # characters of text held while waiting for </think>
+
+THINK_OPEN = "<think>"
+THINK_CLOSE = "</think>"
+
+
+@asynccontextmanager
+async def _closing(stream: AsyncIterator[StreamChunk]):
+    """The wrapped stream is closed with its wrapper (an abort must end the HTTP request now,
+    not whenever the garbage collector finds the provider's generator)."""
+    try:
+        yield stream
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def _partial_suffix(text: str, tag: str) -> int:
+    """The length of the longest end of ``text`` that is a proper start of ``tag``."""
+    for size in range(min(len(text), len(tag) - 1), 0, -1):
+        if tag.startswith(text[-size:]):
+            return size
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Thoughts in the text
+# ---------------------------------------------------------------------------------------------
+
+
+async def think_filter(stream: AsyncIterator[StreamChunk], *, max_hold: int = MAX_HOLD) -> AsyncIterator[StreamChunk]:
+    """``stream`` with the thoughts before ``</think>`` turned into reasoning (module docstring)."""
+    mode = "start"  # start -> open (after <think>, streaming reasoning) | held (no <think>) -> text
+    buf = ""  # text not given out yet
+    strip_answer = False  # drop the whitespace between </think> and the answer
+
+    def answer(text: str) -> list[StreamChunk]:
+        nonlocal strip_answer
+        if strip_answer:
+            text = text.lstrip()
+            if text:
+                strip_answer = False
+        return [TextChunk(text)] if text else []
+
+    def after_close(rest: str) -> list[StreamChunk]:
+        nonlocal mode, strip_answer
+        mode, strip_answer = "text", True
+        return answer(rest)
+
+    def release() -> list[StreamChunk]:
+        """The step ended (or too much is held): whatever is held is what it looks like."""
+        nonlocal buf, mode
+        held, buf = buf, ""
+        if mode == "open":
+            mode = "text"
+            return [ReasoningChunk(held)] if held else []  # an unclosed <think>: still thoughts
+        mode = "text"
+        return answer(held)
+
+    def feed(text: str) -> list[StreamChunk]:
+        nonlocal buf, mode
+        if mode == "text":
+            return answer(text)
+        seen = max(len(buf) - len(THINK_CLOSE), 0)  # no tag ends before this
+        buf += text
+        out: list[StreamChunk] = []
+        if mode == "start":
+            lead = buf.lstrip()
+            if not lead or (THINK_OPEN.startswith(lead) and lead != THINK_OPEN):
+                return out  # could still be "<think>"
+            if lead.startswith(THINK_OPEN):
+                mode, buf = "open", lead[len(THINK_OPEN):].lstrip()
+            else:
+                mode = "held"
+            seen = 0
+        end = buf.find(THINK_CLOSE, seen)
+        if end >= 0:
+            thoughts, rest = buf[:end], buf[end + len(THINK_CLOSE):]
+            buf = ""
+            if mode == "held":
+                thoughts = thoughts.replace(THINK_OPEN, "").strip()
+            if thoughts:
+                out.append(ReasoningChunk(thoughts))
+            return out + after_close(rest)
+        if mode == "open":
+            keep = _partial_suffix(buf, THINK_CLOSE)
+            ready, buf = buf[: len(buf) - keep], buf[len(buf) - keep:]
+            if ready:
+                out.append(ReasoningChunk(ready))
+        elif len(buf) >= max_hold:
+            out += release()
+        return out
+
+    async with _closing(stream) as source:
+        async for chunk in source:
+            if isinstance(chunk, TextChunk):
+                for piece in feed(chunk.text):
+                    yield piece
+            elif isinstance(chunk, ReasoningChunk) and mode in ("start", "held"):
+                # The provider separates reasoning itself: the text is just text.
+                for piece in release():
+                    yield piece
+                yield chunk
+            elif isinstance(chunk, FinishChunk):
+                for piece in release():
+                    yield piece
+                yield chunk
+            else:
+                yield chunk
+    for piece in release():
+        yield piece
+
+
+# ---------------------------------------------------------------------------------------------
+# Tool calls in the text
+# ---------------------------------------------------------------------------------------------
+
+TAG_OPEN, TAG_CLOSE = "<tool_call>", "</tool_call>"
+FUNC_OPEN, FUNC_CLOSE = "<function=", "</function>"
+FENCE = "```"
+# Info strings of a fence that may hold a call; any other (```python) is code and stays text.
+FENCE_INFO = frozenset({"", "json", "tool_call", "tool"})
+_MAX_INFO = 20
+_MAX_NAME = 128
+
+_FUNCTION = re.compile(r"<function=([^>\s]+)\s*>(.*?)</function>", re.S)
+_PARAMETER = re.compile(r"<parameter=([^>\s]+)\s*>(.*?)</parameter>", re.S)
+
+
+@dataclass
+class TextCallStats:
+    """What ``text_tool_calls`` saw in one stream.
+
+    ``parsed``: calls found in the text; ``emitted``: those given out as ToolCallChunk (0 when a
+    native call arrived); ``malformed``: markup that was meant as a call but did not parse;
+    ``native``: native ToolCallChunks that passed through.
+    """
+
+    parsed: int = 0
+    emitted: int = 0
+    malformed: int = 0
+    native: int = 0
+
+
+def _parameter_value(raw: str, kind: str | None) -> Any:
+    """A Qwen XML parameter's text as a JSON value. One newline around the value is the
+    template's, not the value's. Without a schema, text that is a JSON array or object is
+    taken as such; everything else stays a string (the tool's validation converts numbers)."""
+    if raw.startswith("\n"):
+        raw = raw[1:]
+    if raw.endswith("\n"):
+        raw = raw[:-1]
+    if kind == "string":
+        return raw
+    stripped = raw.strip()
+    if kind is None and not stripped.startswith(("[", "{")):
+        return raw
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        return raw
+
+
+def _parse_function(markup: str, schemas: Mapping[str, Any]) -> tuple[str, dict] | None:
+    match = _FUNCTION.fullmatch(markup.strip())
+    if not match:
+        return None
+    name, body = match.group(1), match.group(2)
+    properties = (schemas.get(name) or {}).get("properties") or {}
+    arguments: dict[str, Any] = {}
+    for param in _PARAMETER.finditer(body):
+        key = param.group(1)
+        kind = (properties.get(key) or {}).get("type") if properties else None
+        arguments[key] = _parameter_value(param.group(2), kind if isinstance(kind, str) else None)
+    if _PARAMETER.sub("", body).strip():
+        return None  # text that is not a parameter: not the format we know
+    return name, arguments
+
+
+def _parse_hermes(content: str) -> tuple[str, dict] | None:
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
+        return None
+    arguments = value.get("arguments", value.get("parameters", {}))
+    if isinstance(arguments, str):  # some models send the arguments as JSON text
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return None
+    if not isinstance(arguments, dict):
+        return None
+    return value["name"], arguments
+
+
+def _fence_head(rest: str, known: frozenset[str]) -> str:
+    """Whether a fence's content so far can still be a call: "ok", "more" (cannot tell yet) or
+    "reject". Reads ``{``, the first key (``name`` or ``arguments``) and, for ``name``, its value."""
+    i, n = 0, len(rest)
+
+    def skip(i: int) -> int:
+        while i < n and rest[i].isspace():
+            i += 1
+        return i
+
+    i = skip(i)
+    if i == n:
+        return "more"
+    if rest[i] != "{":
+        return "reject"
+    i = skip(i + 1)
+    if i == n:
+        return "more"
+    if rest[i] != '"':
+        return "reject"
+    close = rest.find('"', i + 1)
+    if close < 0:
+        partial = rest[i + 1:]
+        return "more" if "name".startswith(partial) or "arguments".startswith(partial) else "reject"
+    key = rest[i + 1:close]
+    if key == "arguments":
+        return "ok"  # the name is checked when the fence is whole
+    if key != "name":
+        return "reject"
+    i = skip(close + 1)
+    if i == n:
+        return "more"
+    if rest[i] != ":":
+        return "reject"
+    i = skip(i + 1)
+    if i == n:
+        return "more"
+    if rest[i] != '"':
+        return "reject"
+    close = rest.find('"', i + 1)
+    if close < 0:
+        partial = rest[i + 1:]
+        if len(partial) > _MAX_NAME or any(ch.isspace() or ch == "\\" for ch in partial):
+            return "reject"
+        return "more" if any(name.startswith(partial) for name in known) else "reject"
+    return "ok" if rest[i + 1:close] in known else "reject"
+
+
+def _parse_fence_json(content: str, known: frozenset[str]) -> tuple[str, dict] | None:
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or set(value) != {"name", "arguments"}:
+        return None
+    if value["name"] not in known or not isinstance(value["arguments"], dict):
+        return None
+    return value["name"], value["arguments"]
+
+
+class _Scanner:
+    """The text of one stream, cut into visible text and calls (see ``text_tool_calls``).
+
+    ``buf`` is the text not given out yet. While a markup is open (``pending``) the buffer starts
+    with it and only the text after ``resume`` is searched for its end, so a long call (a file
+    written through ``write``) costs one pass, not one per chunk.
+    """
+
+    def __init__(self, known: frozenset[str], schemas: Mapping[str, Any], stats: TextCallStats):
+        self.known = known
+        self.schemas = schemas
+        self.stats = stats
+        self.buf = ""
+        self.line_start = True  # the text given out so far ends a line (or is empty)
+        self.in_code = False  # inside an ordinary code fence: only its closing ``` is looked for
+        self.pending: str | None = None  # the kind of markup open at the start of buf
+        self.resume = 0
+        self.calls: list[tuple[ToolCall, str]] = []  # (call, the markup it was written as)
+
+    # -- giving out ----------------------------------------------------------------------------
+
+    def _text(self, out: list[StreamChunk], text: str) -> None:
+        if text:
+            out.append(TextChunk(text))
+            self.line_start = text.endswith("\n")
+
+    def _take_text(self, out: list[StreamChunk], size: int) -> bool:
+        self._text(out, self.buf[:size])
+        self.buf = self.buf[size:]
+        self.pending, self.resume = None, 0
+        return True
+
+    def _take_call(self, parsed: tuple[str, dict], size: int) -> bool:
+        name, arguments = parsed
+        call = ToolCall(
+            id=f"call_text_{self.stats.parsed}",
+            name=name,
+            arguments=json.dumps(arguments, ensure_ascii=False),
+        )
+        self.stats.parsed += 1
+        self.calls.append((call, self.buf[:size]))
+        self.buf = self.buf[size:]
+        self.pending, self.resume = None, 0
+        self.line_start = False
+        return True
+
+    def _wait(self, kind: str, close: str) -> bool:
+        self.pending = kind
+        self.resume = max(len(self.buf) - len(close), 0)
+        return False
+
+    def _code(self, out: list[StreamChunk], opener: int) -> bool:
+        """A fence that is not a call: its opening line is text and what follows is code."""
+        self.in_code = True
+        return self._take_text(out, opener)
+
+    # -- scanning ------------------------------------------------------------------------------
+
+    def _at_line_start(self, at: int) -> bool:
+        return (at == 0 and self.line_start) or (at > 0 and self.buf[at - 1] == "\n")
+
+    def _next_start(self) -> tuple[int, str | None]:
+        found: list[tuple[int, str]] = []
+        if not self.in_code:
+            for marker, kind in ((TAG_OPEN, "tag"), (FUNC_OPEN, "func")):
+                at = self.buf.find(marker)
+                if at >= 0:
+                    found.append((at, kind))
+        at = self.buf.find(FENCE)
+        while at >= 0 and not self._at_line_start(at):
+            at = self.buf.find(FENCE, at + 1)
+        if at >= 0:
+            found.append((at, "fence"))
+        return min(found) if found else (-1, None)
+
+    def _held(self) -> int:
+        """How much of the end of the buffer could still become the start of a markup."""
+        keep = 0
+        if not self.in_code:
+            keep = max(_partial_suffix(self.buf, TAG_OPEN), _partial_suffix(self.buf, FUNC_OPEN))
+        ticks = len(self.buf) - len(self.buf.rstrip("`"))
+        if 0 < ticks < len(FENCE) and self._at_line_start(len(self.buf) - ticks):
+            keep = max(keep, ticks)
+        return keep
+
+    def scan(self, final: bool) -> list[StreamChunk]:
+        out: list[StreamChunk] = []
+        while self.buf:
+            kind = self.pending
+            if kind is None:
+                at, kind = self._next_start()
+                if kind is None:
+                    keep = 0 if final else self._held()
+                    self._text(out, self.buf[: len(self.buf) - keep])
+                    self.buf = self.buf[len(self.buf) - keep:]
+                    break
+                if at > 0:
+                    self._text(out, self.buf[:at])
+                    self.buf = self.buf[at:]
+            handler = {"tag": self._tag, "func": self._func, "fence": self._fence}[kind]
+            if not handler(out, final):
+                break  # the markup is not whole yet: wait for more text
+        return out
+
+    def _tag(self, out: list[StreamChunk], final: bool) -> bool:
+        end = self.buf.find(TAG_CLOSE, max(self.resume, len(TAG_OPEN)))
+        lead = self.buf[len(TAG_OPEN): len(TAG_OPEN) + 256].lstrip()
+        attempt = lead.startswith(("{", FUNC_OPEN)) or (not final and FUNC_OPEN.startswith(lead))
+        if not attempt:
+            return self._take_text(out, len(TAG_OPEN))  # "<tool_call>" in prose: not a call
+        if end < 0 and not final:
+            return self._wait("tag", TAG_CLOSE)
+        size = len(self.buf) if end < 0 else end + len(TAG_CLOSE)
+        body = self.buf[len(TAG_OPEN): end if end >= 0 else len(self.buf)].strip()
+        if body.startswith(FUNC_OPEN):
+            parsed = _parse_function(body, self.schemas)
+        else:
+            parsed = _parse_hermes(body)
+        if parsed is None:
+            self.stats.malformed += 1
+            return self._take_text(out, size)
+        return self._take_call(parsed, size)
+
+    def _func(self, out: list[StreamChunk], final: bool) -> bool:
+        header = re.match(r"<function=([^>\s]*)(\s*)(>?)", self.buf)
+        rest = self.buf[header.end():]
+        opened = bool(header.group(1)) and header.group(3) == ">"
+        if not opened and (rest or header.group(3) or (header.group(2) and not header.group(1))):
+            return self._take_text(out, len(FUNC_OPEN))  # "<function=" in prose
+        end = self.buf.find(FUNC_CLOSE, max(self.resume, header.end()))
+        if end < 0:
+            if final:
+                return self._take_text(out, len(FUNC_OPEN))
+            return self._wait("func", FUNC_CLOSE)
+        size = end + len(FUNC_CLOSE)
+        parsed = _parse_function(self.buf[:size], self.schemas)
+        if parsed is None:
+            self.stats.malformed += 1
+            return self._take_text(out, size)
+        return self._take_call(parsed, size)
+
+    def _fence(self, out: list[StreamChunk], final: bool) -> bool:
+        if self.in_code:  # the end of an ordinary code block
+            self.in_code = False
+            return self._take_text(out, len(FENCE))
+        newline = self.buf.find("\n", len(FENCE))
+        if newline < 0:
+            info = self.buf[len(FENCE):].strip().lower()
+            plausible = len(info) <= _MAX_INFO and any(name.startswith(info) for name in FENCE_INFO)
+            if plausible and not final:
+                return self._wait("fence", "")
+            return self._code(out, len(self.buf))
+        if self.buf[len(FENCE):newline].strip().lower() not in FENCE_INFO:
+            return self._code(out, newline + 1)
+        body_start = newline + 1
+        close = self.buf.find("\n" + FENCE, max(self.resume, newline))
+        body_end = close if close >= 0 else len(self.buf)
+        head = _fence_head(self.buf[body_start: min(body_end, body_start + 512)], self.known)
+        if head == "reject" or (head == "more" and (final or close >= 0 or body_end - body_start >= 512)):
+            return self._code(out, body_start)
+        if close < 0 and not final:
+            self._wait("fence", "\n" + FENCE)
+            self.resume = max(self.resume, newline)
+            return False
+        parsed = _parse_fence_json(self.buf[body_start:body_end], self.known)
+        if parsed is None:
+            return self._code(out, body_start)
+        return self._take_call(parsed, len(self.buf) if close < 0 else close + 1 + len(FENCE))
+
+
+async def text_tool_calls(
+    stream: AsyncIterator[StreamChunk],
+    known_tools: Iterable[str],
+    *,
+    schemas: Mapping[str, Any] | None = None,
+    stats: TextCallStats | None = None,
+) -> AsyncIterator[StreamChunk]:
+    """``stream`` with the tool calls written in its text turned into ToolCallChunks.
+
+    ``known_tools``: the names a fenced JSON call may use (tags are taken whatever the name: the
+    loop answers an unknown one with the list of tools). ``schemas``: optional JSON schemas by
+    tool name, used to type the values of Qwen XML parameters. ``stats`` is filled as the stream
+    goes (see ``TextCallStats``).
+    """
+    stats = stats if stats is not None else TextCallStats()
+    scanner = _Scanner(frozenset(known_tools), schemas or {}, stats)
+
+    def finish() -> list[StreamChunk]:
+        out = scanner.scan(final=True)
+        if stats.native:
+            # The model called natively: what looked like calls in its text was text.
+            out += [TextChunk(markup) for _, markup in scanner.calls]
+        else:
+            out += [ToolCallChunk(call) for call, _ in scanner.calls]
+            stats.emitted += len(scanner.calls)
+        scanner.calls = []
+        return out
+
+    async with _closing(stream) as source:
+        async for chunk in source:
+            if isinstance(chunk, TextChunk):
+                scanner.buf += chunk.text
+                for piece in scanner.scan(final=False):
+                    yield piece
+            elif isinstance(chunk, ToolCallChunk):
+                stats.native += 1
+                yield chunk
+            elif isinstance(chunk, FinishChunk):
+                for piece in finish():
+                    yield piece
+                yield chunk
+            else:
+                yield chunk
+    for piece in finish():
+        yield piece
+
+
+def tool_prompt(specs: Iterable[ToolSpec]) -> str:
+    """The system-prompt section that tells a model without native tools how to call them (in
+    the Hermes form, which ``text_tool_calls`` reads)."""
+    lines = [
+        "# Tools",
+        "",
+        "You can call the tools below. To call one, write exactly this, with the arguments as a JSON object:",
+        "",
+        "<tool_call>",
+        '{"name": "<tool name>", "arguments": {"<argument>": <value>}}',
+        "</tool_call>",
+        "",
+        "You may write several calls in one answer. Write nothing after your calls: the results come "
+        "back in the next message. Never describe a change in prose: make it with a tool.",
+        "",
+        "Available tools:",
+    ]
+    for spec in specs:
+        description = spec.description.strip().split("\n\n", 1)[0].replace("\n", " ")
+        lines.append(f"- {spec.name}: {description}")
+        lines.append(f"  arguments: {json.dumps(spec.parameters, ensure_ascii=False, separators=(',', ':'))}")
+    return "\n".join(lines)
+
+
+__all__ = ["MAX_HOLD", "TextCallStats", "text_tool_calls", "think_filter", "tool_prompt"]
