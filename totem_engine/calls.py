@@ -21,6 +21,7 @@ from totem_engine.frontend import PermissionRequest, QuestionRequest
 from totem_engine.guards import Guards, call_key
 from totem_engine.permissions import Decision, Policy
 from totem_engine.providers.base import ToolCall
+from totem_engine.providers.capabilities import output_budget
 from totem_engine.tools.base import Action, BoundaryError, ToolContext, ToolError, ToolResult, parse_arguments
 from totem_engine.tools.registry import CHANGES_FILES, READ_ONLY
 
@@ -35,6 +36,7 @@ class _Call:
     data: dict  # the stored part's data, grown as the call goes on
     started: bool = False
     done: bool = False
+    status: str | None = None
     input: dict = field(default_factory=dict)
 
 
@@ -49,6 +51,7 @@ class ToolCalls:
             rules=list(self.agent.rules), session=list(turn.state.rules), plan_mode=turn.options.mode == "plan"
         )
         self.guards = Guards()
+        self.good_rounds = 0  # steps whose calls all succeeded (evidence that tools work)
         self._open: list[_Call] = []
 
     async def emit(self, event: ev.Event) -> None:
@@ -76,6 +79,8 @@ class ToolCalls:
         for record in records:
             if not record.done:
                 await self._close_call(record, "interrupted", "not run", f"Not run: {stop[0] if stop else 'the run stopped'}")
+        if all(record.status == "ok" for record in records):
+            self.good_rounds += 1
         return stop[0] if stop else None
 
     async def close_open(self) -> None:
@@ -96,6 +101,7 @@ class ToolCalls:
             call_id=call.id,
             mode=self.turn.options.mode,
             reads=self.turn.state.reads,
+            output_budget=output_budget(self.turn.record),
             question=question,
             publish=self._publish,
         )
@@ -246,6 +252,7 @@ class ToolCalls:
         # Shielded: an abort landing here must not leave a call stored as done but never reported.
         with anyio.CancelScope(shield=True):
             record.done = True
+            record.status = status
             if not record.started:
                 await self._start(record, record.call.name)
             data = self._part_data(record, None)

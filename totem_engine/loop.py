@@ -10,8 +10,11 @@ is stored and unfinished calls are marked interrupted.
 
 from __future__ import annotations
 
+import json
 import logging
+from contextlib import aclosing
 from collections.abc import Callable
+from typing import Protocol
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -35,7 +38,9 @@ from totem_engine.providers.base import (
     ToolCallChunk,
     UsageChunk,
 )
+from totem_engine.providers.capabilities import CapabilityRecord, after_step, detect_prose_edit
 from totem_engine.providers.errors import ProviderError
+from totem_engine.providers.textcalls import TextCallStats, text_tool_calls, think_filter, tool_prompt
 from totem_engine.retry import retry_delay, should_retry
 from totem_engine.session_state import SessionState
 from totem_engine.snapshots import Snapshots
@@ -113,6 +118,12 @@ class _StepOutcome:
     message_id: str
 
 
+class CapabilitySource(Protocol):
+    async def record(self, provider_name: str, model_id: str) -> CapabilityRecord: ...
+
+    async def remember(self, provider_name: str, model_id: str, record: CapabilityRecord) -> None: ...
+
+
 class Agent:
     """Runs turns in one project, with one store, tool set and provider factory."""
 
@@ -125,6 +136,7 @@ class Agent:
         tools: dict[str, Tool],
         workspace: Workspace,
         snapshots: Snapshots,
+        capabilities: "CapabilitySource",
         checkers: list[Checker] | None = None,
         rules: list[ev.RuleRef] | None = None,
     ):
@@ -134,6 +146,7 @@ class Agent:
         self.tools = tools
         self.workspace = workspace
         self.snapshots = snapshots
+        self.capabilities = capabilities
         self.checkers = checkers or []
         self.rules = rules or []
 
@@ -214,8 +227,9 @@ class Turn:
     async def _steps(self) -> tuple[ev.StopReason, str | None]:
         provider_name, model_id = self.model.split("/", 1)
         provider = self.agent.provider_for(provider_name)
-        specs = tool_specs(self.agent.tools)
-        system = system_prompt(self.agent.root, self.options.mode)
+        self.record = await self.agent.capabilities.record(provider_name, model_id)
+        self.specs = tool_specs(self.agent.tools)
+        base_prompt = system_prompt(self.agent.root, self.options.mode)
         limit = effective_max_steps(self.options.max_steps)
         step = 0
         while True:
@@ -225,7 +239,7 @@ class Turn:
             stored = await self.agent.store.messages(self.session_id)
             self._used_call_ids.update(p.data.get("callId") for m in stored for p in m.parts if p.type == "tool")
             history = to_messages(stored, provider=provider.name)
-            request = ChatRequest(model=model_id, system=system, messages=tuple(history), tools=specs)
+            request = self._request(model_id, base_prompt, history)
             outcome = await self._step(provider, request, step)
             if not outcome.calls:
                 return "finished", None
@@ -262,11 +276,37 @@ class Turn:
                 continue
             self._answers.append(text)
             self._writers = []
+            await self._learn(provider.name, request.model, calls, text.text)
             await store.add_part(
                 message_id, "step", {"step": step, "model": self.answered_by, "usage": usage.model_dump(by_alias=True)}
             )
             await self.emit(ev.StepEnd(session_id=self.session_id, step=step, model=self.answered_by, usage=usage))
             return _StepOutcome(calls=calls, message_id=message_id)
+
+    def _request(self, model_id: str, base_prompt: str, history: list) -> ChatRequest:
+        """The step's request. A model that does not call tools natively (by its record, or as
+        learned during this turn) is taught the text form instead, which the stream reads back."""
+        if self.record.native_tools and self.record.tool_call_format == "native":
+            return ChatRequest(model=model_id, system=base_prompt, messages=tuple(history), tools=self.specs)
+        system = f"{base_prompt}\n\n{tool_prompt(self.specs)}" if self.specs else base_prompt
+        return ChatRequest(model=model_id, system=system, messages=tuple(history))
+
+    async def _learn(self, provider_name: str, model_id: str, calls: list[ToolCall], text: str) -> None:
+        """Update what the model is known to do from what it just did (seed 003 evidence)."""
+        stats = self._text_calls
+        malformed = stats.malformed + sum(1 for call in calls if not _is_json_object(call.arguments))
+        learned = after_step(
+            self.record,
+            tools_offered=bool(self.specs),
+            native_calls=stats.native,
+            text_calls=stats.parsed,
+            malformed_calls=malformed,
+            prose_edit=not calls and detect_prose_edit(text),
+            good_rounds=self.calls.good_rounds,
+        )
+        if learned is not self.record:
+            self.record = learned
+            await self.agent.capabilities.remember(provider_name, model_id, learned)
 
     async def _discard(self, message_id: str, step: int, failure: ProviderError, attempt: int) -> None:
         """Drop a failed try's parts (marked, kept in the store), tell the front end, wait."""
@@ -286,23 +326,47 @@ class Turn:
     async def _stream_once(
         self, provider: Provider, request: ChatRequest, text: _StreamedPart, reasoning: _StreamedPart, calls: list[ToolCall]
     ) -> ev.Usage:
-        """One try of a step: forward every delta as it arrives, collect the tool calls."""
+        """One try of a step: forward every delta as it arrives, collect the tool calls.
+
+        The stream is read through the text filters: ``<think>`` for models that write their
+        thoughts into the text, and tool calls written as text, which fill a step that has no
+        native call (native calls win; the markup is then given back as text).
+        """
         usage = ev.Usage()
-        async for chunk in provider.stream(request):
-            if isinstance(chunk, TextChunk) and chunk.text:
-                part_id = await text.add(chunk.text)
-                await self.emit(ev.TextDelta(session_id=self.session_id, part_id=part_id, text=chunk.text))
-            elif isinstance(chunk, ReasoningChunk) and chunk.text:
-                part_id = await reasoning.add(chunk.text)
-                await self.emit(ev.ReasoningDelta(session_id=self.session_id, part_id=part_id, text=chunk.text))
-            elif isinstance(chunk, ToolCallChunk):
-                calls.append(self._unique(chunk.call))
-            elif isinstance(chunk, UsageChunk):
-                usage = ev.Usage(input_tokens=chunk.input_tokens, output_tokens=chunk.output_tokens)
-            elif isinstance(chunk, StateChunk):
-                await self.agent.store.add_part(text.message_id, "state", {"provider": provider.name, "data": chunk.data})
-            elif isinstance(chunk, FinishChunk) and chunk.model:
-                self.answered_by = f"{self.model.split('/', 1)[0]}/{chunk.model}"
+        stream = provider.stream(request)
+        if self.record.think_tags:
+            stream = think_filter(stream)
+        self._text_calls = TextCallStats()
+        if self.specs:
+            stream = text_tool_calls(
+                stream,
+                {spec.name for spec in self.specs},
+                schemas={spec.name: spec.parameters for spec in self.specs},
+                stats=self._text_calls,
+            )
+        async with aclosing(stream) as chunks:
+            async for chunk in chunks:
+                usage = await self._forward(chunk, provider, text, reasoning, calls, usage)
+        return usage
+
+    async def _forward(
+        self, chunk, provider: Provider, text: _StreamedPart, reasoning: _StreamedPart, calls: list[ToolCall], usage: ev.Usage
+    ) -> ev.Usage:
+        """One chunk of the stream to the store, the front end or the step's calls; the usage so far."""
+        if isinstance(chunk, TextChunk) and chunk.text:
+            part_id = await text.add(chunk.text)
+            await self.emit(ev.TextDelta(session_id=self.session_id, part_id=part_id, text=chunk.text))
+        elif isinstance(chunk, ReasoningChunk) and chunk.text:
+            part_id = await reasoning.add(chunk.text)
+            await self.emit(ev.ReasoningDelta(session_id=self.session_id, part_id=part_id, text=chunk.text))
+        elif isinstance(chunk, ToolCallChunk):
+            calls.append(self._unique(chunk.call))
+        elif isinstance(chunk, UsageChunk):
+            return ev.Usage(input_tokens=chunk.input_tokens, output_tokens=chunk.output_tokens)
+        elif isinstance(chunk, StateChunk):
+            await self.agent.store.add_part(text.message_id, "state", {"provider": provider.name, "data": chunk.data})
+        elif isinstance(chunk, FinishChunk) and chunk.model:
+            self.answered_by = f"{self.model.split('/', 1)[0]}/{chunk.model}"
         return usage
 
     def _unique(self, call: ToolCall) -> ToolCall:
@@ -313,6 +377,15 @@ class Turn:
             call = replace(call, id=new_id("call"))
         self._used_call_ids.add(call.id)
         return call
+
+def _is_json_object(arguments: str) -> bool:
+    if not arguments.strip():
+        return True
+    try:
+        return isinstance(json.loads(arguments), dict)
+    except json.JSONDecodeError:
+        return False
+
 
 def session_title(text: str) -> str:
     """A session's title from its first message: one line, at most 60 characters."""

@@ -14,11 +14,37 @@ from totem_engine.frontend import FrontEnd
 from totem_engine.loop import Agent, Turn, TurnOptions
 from totem_engine.permissions import rules_from_config
 from totem_engine.providers.base import Provider
+from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecord, record_for, with_evidence
+from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.registry import make_provider
 from totem_engine.snapshots import FileOutcome, Snapshots
 from totem_engine.store import Store
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.tools.workspace import DiskWorkspace, Workspace
+
+
+class Capabilities:
+    """What each model can do (providers.capabilities), from its provider's catalogue, the shipped
+    table and the config's overrides, with what earlier sessions learned by evidence."""
+
+    def __init__(self, runtime: "Runtime"):
+        self.runtime = runtime
+        self.cache = CapabilityCache()
+
+    async def record(self, provider_name: str, model_id: str) -> CapabilityRecord:
+        provider = self.runtime.provider(provider_name)
+        settings = self.runtime.config.providers[provider_name]
+        info = None
+        try:
+            listed = await self.cache.models(f"{provider_name}|{settings.base_url or ''}", provider.models)
+            info = next((m for m in listed if m.id == model_id), None)
+        except ProviderError:
+            pass  # a catalogue that cannot be read leaves the table and the defaults
+        fresh = record_for(settings.kind, model_id, info, self.runtime.config.models.get(f"{provider_name}/{model_id}"))
+        return with_evidence(fresh, await self.cache.get_record(provider_name, model_id))
+
+    async def remember(self, provider_name: str, model_id: str, record: CapabilityRecord) -> None:
+        await self.cache.put_record(provider_name, model_id, record)
 
 
 class Runtime:
@@ -32,6 +58,7 @@ class Runtime:
         )
         self.workspace = workspace or DiskWorkspace()
         self._providers: dict[str, Provider] = {}
+        self.capabilities = Capabilities(self)
         self.agent = Agent(
             root=self.root,
             store=self.store,
@@ -40,6 +67,7 @@ class Runtime:
             workspace=self.workspace,
             snapshots=self.snapshots,
             checkers=checkers_from_config(loaded.config),
+            capabilities=self.capabilities,
             rules=[r for layer in loaded.layers for r in rules_from_config(layer.data.get("permission", {}), layer.kind)],
         )
 
@@ -86,9 +114,10 @@ class Runtime:
         return await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
 
     async def close_providers(self) -> None:
-        """Close what this runtime owns alone (providers, snapshot index), not a shared store."""
+        """Close what this runtime owns alone (providers, caches, snapshot index), not a shared store."""
         for provider in self._providers.values():
             await provider.aclose()
+        await self.capabilities.cache.aclose()
         await self.snapshots.close()
 
     async def aclose(self) -> None:

@@ -347,3 +347,23 @@ def test_undo_restores_the_last_turn_and_redo_reapplies_it(totem):
     assert "conflict\ta.txt" in conflict.stdout
     assert (totem.project / "a.txt").read_text() == "the user's own change\n"
     assert not (totem.project / "b.txt").exists()
+
+
+def test_a_tool_call_written_as_text_runs_and_the_model_is_then_taught_the_text_form(totem):
+    (totem.project / "a.txt").write_text("alpha\n")
+    call = '<tool_call>\n{"name": "read", "arguments": {"path": "a.txt"}}\n</tool_call>'
+    totem.server.enqueue(text_reply(f"Let me look.\n{call}", pieces=7))
+    totem.server.enqueue(text_reply("It says alpha."))
+    result = totem.agent("what is in a.txt?")
+
+    assert result.code == 0, result.stderr
+    end = result.of("toolEnd")[0]
+    assert end["tool"] == "read" and end["status"] == "ok" and "1\talpha" in end["output"]
+    shown = "".join(e["text"] for e in result.of("textDelta"))
+    assert "<tool_call>" not in shown and "Let me look." in shown
+    first, second = totem.server.requests
+    assert "tools" in first
+    # Evidence: the model writes its calls as text, so the next request teaches that form instead.
+    assert "tools" not in second
+    assert "<tool_call>" in second["messages"][0]["content"] and "- read:" in second["messages"][0]["content"]
+

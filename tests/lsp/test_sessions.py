@@ -59,7 +59,7 @@ async def test_sessions_list_and_session_messages(editor):
     assert discarded and discarded[0]["data"]["text"].startswith("Partial")
 
 
-async def test_sessions_only_list_this_workspace(editor, tmp_path):
+async def test_sessions_lists_each_chat(editor):
     assert await call(editor, "totem/sessions", None) == []
     editor.model.enqueue(text_reply("one"))
     first = await asyncio.wait_for(editor.request("totem/chat", {"text": "one"}), WAIT)

@@ -43,6 +43,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from totem_engine.prompt_files import prompt
+
 from .base import (
     FinishChunk,
     ReasoningChunk,
@@ -530,21 +532,8 @@ async def text_tool_calls(
 
 def tool_prompt(specs: Iterable[ToolSpec]) -> str:
     """The system-prompt section that tells a model without native tools how to call them (in
-    the Hermes form, which ``text_tool_calls`` reads)."""
-    lines = [
-        "# Tools",
-        "",
-        "You can call the tools below. To call one, write exactly this, with the arguments as a JSON object:",
-        "",
-        "<tool_call>",
-        '{"name": "<tool name>", "arguments": {"<argument>": <value>}}',
-        "</tool_call>",
-        "",
-        "You may write several calls in one answer. Write nothing after your calls: the results come "
-        "back in the next message. Never describe a change in prose: make it with a tool.",
-        "",
-        "Available tools:",
-    ]
+    the Hermes form, which ``text_tool_calls`` reads): ``prompts/text_tools.txt``, then the tools."""
+    lines = [prompt("text_tools.txt"), "", "Available tools:"]
     for spec in specs:
         description = spec.description.strip().split("\n\n", 1)[0].replace("\n", " ")
         lines.append(f"- {spec.name}: {description}")

@@ -16,7 +16,7 @@ from totem_engine.tools.paths import closest_paths, folder_glob, relative, resol
 
 DEFAULT_LIMIT = 2000
 MAX_LINE = 2000
-MAX_OUTPUT = 50_000  # characters
+MAX_OUTPUT = 50_000  # characters, when the model's window is unknown (ToolContext.output_budget)
 
 
 class ReadInput(ToolInput):
@@ -51,7 +51,7 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def number_lines(text: str, offset: int, limit: int) -> tuple[str, list[str]]:
+def number_lines(text: str, offset: int, limit: int, budget: int = MAX_OUTPUT) -> tuple[str, list[str]]:
     """Lines ``offset``..``offset+limit-1`` as ``N\\tline``, with notes on what was cut."""
     lines = split_lines(text)
     start = offset - 1
@@ -63,8 +63,8 @@ def number_lines(text: str, offset: int, limit: int) -> tuple[str, list[str]]:
         if len(line) > MAX_LINE:
             line = line[:MAX_LINE] + f"... [line cut at {MAX_LINE} characters]"
         entry = f"{number}\t{line}"
-        if size + len(entry) > MAX_OUTPUT:
-            notes.append(f"Output cut at line {number - 1} ({MAX_OUTPUT} characters); read on with offset={number}.")
+        if size + len(entry) > budget:
+            notes.append(f"Output cut at line {number - 1} ({budget} characters); read on with offset={number}.")
             break
         out.append(entry)
         size += len(entry) + 1
@@ -102,7 +102,7 @@ class ReadAction(Action):
             )
         text = data.decode("utf-8").removeprefix("\ufeff")
         mark_seen(ctx, rel, data)
-        body, notes = number_lines(text, self.args.offset or 1, self.args.limit or DEFAULT_LIMIT)
+        body, notes = number_lines(text, self.args.offset or 1, self.args.limit or DEFAULT_LIMIT, ctx.output_budget)
         total = len(split_lines(text))
         parts = [body or ("(empty file)" if total == 0 else "(no lines shown)"), *(f"[{n}]" for n in self.notes + notes)]
         attached = await instructions.attach_for(ctx, self.target)
