@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_local_arguments(models)
     add_subcommands(sub)  # providers add|templates, auth set|remove
+    from totem_cli.local import add_subcommands as add_local_subcommands
+
+    add_local_subcommands(sub)  # local setup|start|stop|status
 
     for name, what in (("undo", "restore the files of the last turn that changed something"), ("redo", "re-apply the last undone turn")):
         history = sub.add_parser(name, help=what)
@@ -75,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     from totem_engine.store import SessionNotFound
 
     try:
+        if args.command == "local":
+            from totem_cli.local import run as local_run
+
+            return local_run(args)
         if args.command in ("providers", "auth"):
             from totem_cli.providers import run as providers_run
 

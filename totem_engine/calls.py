@@ -194,7 +194,8 @@ class ToolCalls:
 
     async def _with_findings(self, result: ToolResult) -> ToolResult:
         """The checks' findings on each changed file, added to the result so the model fixes them."""
-        if not self.agent.checkers or result.is_error:
+        checkers = self.turn.checkers
+        if not checkers or result.is_error:
             return result
         lines: list[str] = []
         for rel in result.changed:
@@ -202,7 +203,7 @@ class ToolCalls:
                 text = (await self.agent.workspace.read_bytes(self.agent.root / rel)).decode("utf-8", errors="replace")
             except OSError:
                 continue
-            checked = await run_checks(self.agent.checkers, self.agent.root, rel, text)
+            checked = await run_checks(checkers, self.agent.root, rel, text)
             lines += [f"{rel}:{finding.for_model()}" for finding in checked.findings]
             lines += [f"({note})" for note in checked.notes]
         if lines:

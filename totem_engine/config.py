@@ -127,7 +127,9 @@ class CheckConfig(_Strict):
     """``[checks.<name>]``: a command the project already has, whose output becomes findings."""
 
     command: str
-    format: Literal["lines"] = "lines"
+    # How its output is read (checks/project.py): "path:line:col: message" lines, ruff's
+    # --output-format=json, ESLint's json formatter, or SARIF 2.1.0.
+    format: Literal["lines", "ruff-json", "eslint-json", "sarif"] = "lines"
     files: str = "*"
 
 
@@ -155,15 +157,26 @@ class Config(_Strict):
     request_timeout: float = Field(default=300.0, gt=0)
     permission_timeout: float = Field(default=600.0, gt=0)
     mode: Mode = "build"
+    # Share of the model's window past which old tool results are compacted (compaction.py).
+    compact_at: float = Field(default=0.7, gt=0, le=1)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     permission: dict[str, Rule] = Field(default_factory=dict)
     models: dict[ModelSpec, ModelOverride] = Field(default_factory=dict)
     snapshots: SnapshotsConfig = Field(default_factory=SnapshotsConfig)
     checks: dict[str, CheckConfig] = Field(default_factory=dict)
+    # [format]: "<glob>" = "command {file}", run on a file after the agent saved it
+    # (checks/formatter.py); the first glob that matches wins.
+    format: dict[str, str] = Field(default_factory=dict)
     # Total.js conventions (docs/conventions.md): is this a Total.js project, and are its
     # conventions checked. "auto": package.json depends on total5, or the folder is new.
     totaljs: Literal["auto", "always", "never"] = "auto"
     conventions: bool = True
+    # Totem's own local model (docs/local.md): where `totem local setup` installs llama-server
+    # and the model (default: <user data dir>/local), the server's loopback port (default: a
+    # free one) and its context size.
+    local_dir: str | None = None
+    local_port: int | None = Field(default=None, gt=0, le=65535)
+    local_ctx: int = Field(default=8192, ge=512)
 
     _notes: list[str] = PrivateAttr(default_factory=list)
 
@@ -347,6 +360,7 @@ _EXPECTED = {
     "literal_error": "expected one of {expected}",
     "greater_than": "expected more than {gt:g}",
     "greater_than_equal": "expected at least {ge:g}",
+    "less_than_equal": "expected at most {le:g}",
 }
 
 # Values under these keys are never echoed in messages.

@@ -132,6 +132,15 @@ class Todo(Event):
     todos: list[TodoItem]
 
 
+class ContextEstimate(Event):
+    """Before a model call: what the request is estimated to occupy of the model's window
+    (totem_engine.context; the editor shows it as a ring). ``window`` None: not known."""
+
+    kind: Literal["context"] = "context"
+    estimate: int
+    window: int | None
+
+
 class Error(Event):
     kind: Literal["error"] = "error"
     error_class: str

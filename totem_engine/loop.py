@@ -137,7 +137,8 @@ class Agent:
         workspace: Workspace,
         snapshots: Snapshots,
         capabilities: "CapabilitySource",
-        checkers: list[Checker] | None = None,
+        checkers: Callable[[bool], list[Checker]] = lambda totaljs: [],
+        detect_totaljs: Callable[[], bool] = lambda: False,
         rules: list[ev.RuleRef] | None = None,
     ):
         self.root = root.resolve()
@@ -147,7 +148,8 @@ class Agent:
         self.workspace = workspace
         self.snapshots = snapshots
         self.capabilities = capabilities
-        self.checkers = checkers or []
+        self.checkers_for = checkers  # by whether the project is a Total.js project
+        self.detect_totaljs = detect_totaljs
         self.rules = rules or []
 
     def turn(self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions) -> "Turn":
@@ -181,6 +183,10 @@ class Turn:
         store = self.agent.store
         session = await store.get_session(self.session_id)
         self.state = SessionState.from_meta(session.meta)
+        if self.state.totaljs is None:
+            # Decided when the session starts and kept: the agent's first file must not switch it.
+            self.state.totaljs = await anyio.to_thread.run_sync(self.agent.detect_totaljs)
+        self.checkers = self.agent.checkers_for(self.state.totaljs)
         self.calls = ToolCalls(self)
         if not session.title:
             await store.update_session(self.session_id, title=session_title(self.text))

@@ -23,6 +23,7 @@ DEFAULTS: dict[str, Action] = {
     "read": "allow",
     "todo": "allow",
     "ask": "allow",
+    "skill": "allow",
     "edit": "ask",
     "bash": "ask",
     "fetch": "ask",

@@ -1,18 +1,22 @@
 """The system prompt, assembled in a fixed order from files and functions (seed 000 "The prompt").
 
-1. ``prompts/base.txt`` (and ``prompts/plan.txt`` in plan mode); 2. the environment; 3. the
-project's root AGENTS.md. The tool definitions travel in the request's own ``tools`` field. The
-result depends only on the project, the mode and the day, so it is byte-identical across the
-steps of a session and servers that cache a prompt prefix reuse it.
+1. ``prompts/base.txt`` (and ``prompts/plan.txt`` in plan mode); 2. in a Total.js project, the
+primer ``prompts/totaljs.txt``; 3. the environment; 4. the project's root AGENTS.md; 5. the name
+and description of each skill (totem_engine.skills; the ``skill`` tool loads a body). The tool
+definitions travel in the request's own ``tools`` field. The result depends only on the project,
+the mode, the session's Total.js detection, its skills and the day, so it is byte-identical across
+the steps of a session and servers that cache a prompt prefix reuse it.
 """
 
 from __future__ import annotations
 
 import datetime
 import platform
+from collections.abc import Sequence
 from pathlib import Path
 
 from totem_engine.prompt_files import prompt
+from totem_engine.skills import Skill, skills_section
 
 INSTRUCTIONS_FILE = "AGENTS.md"
 
@@ -40,12 +44,26 @@ def project_instructions(root: Path) -> str:
     return f"<instructions from=\"{INSTRUCTIONS_FILE}\">\n{text}\n</instructions>" if text else ""
 
 
-def system_prompt(root: Path, mode: str, today: datetime.date | None = None) -> str:
+def system_prompt(
+    root: Path,
+    mode: str,
+    today: datetime.date | None = None,
+    *,
+    totaljs: bool = False,
+    skills: Sequence[Skill] = (),
+) -> str:
+    """``totaljs``: the session's detection (checks.totaljs.is_totaljs_project), decided once;
+    ``skills``: the session's skills (skills.discover), listed by name and description."""
     parts = [prompt("base.txt")]
     if mode == "plan":
         parts.append(prompt("plan.txt"))
+    if totaljs:
+        parts.append(prompt("totaljs.txt"))
     parts.append(environment(root, today))
     instructions = project_instructions(root)
     if instructions:
         parts.append(instructions)
+    listed = skills_section(list(skills), prompt("skills_intro.txt"))
+    if listed:
+        parts.append(listed)
     return "\n\n".join(parts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from totem_engine.checks.registry import checkers_from_config
+from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import Config, ConfigError, LoadedConfig
 from totem_engine.frontend import FrontEnd
 from totem_engine.loop import Agent, Turn, TurnOptions
@@ -59,6 +60,7 @@ class Runtime:
         self.workspace = workspace or DiskWorkspace()
         self._providers: dict[str, Provider] = {}
         self.capabilities = Capabilities(self)
+        self._editor_checkers: list | None = None
         self.agent = Agent(
             root=self.root,
             store=self.store,
@@ -66,7 +68,8 @@ class Runtime:
             tools=builtin_tools(),
             workspace=self.workspace,
             snapshots=self.snapshots,
-            checkers=checkers_from_config(loaded.config),
+            checkers=lambda totaljs: checkers_from_config(loaded.config, totaljs=totaljs),
+            detect_totaljs=lambda: is_totaljs_project(self.root, loaded.config.totaljs),
             capabilities=self.capabilities,
             rules=[r for layer in loaded.layers for r in rules_from_config(layer.data.get("permission", {}), layer.kind)],
         )
@@ -74,6 +77,12 @@ class Runtime:
     @property
     def config(self) -> Config:
         return self.loaded.config
+
+    def editor_checkers(self) -> list:
+        """The checks the editor shows as diagnostics: the project as it is now decides Total.js."""
+        if self._editor_checkers is None:
+            self._editor_checkers = checkers_from_config(self.config, totaljs=is_totaljs_project(self.root, self.config.totaljs))
+        return self._editor_checkers
 
     def provider(self, name: str) -> Provider:
         if name not in self._providers:

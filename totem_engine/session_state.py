@@ -17,6 +17,7 @@ class SessionState:
     rules: list[RuleRef] = field(default_factory=list)
     reads: ReadLedger = field(default_factory=ReadLedger)
     todos: list[dict] = field(default_factory=list)
+    totaljs: bool | None = None  # a Total.js project, decided at the session's first turn
 
     @classmethod
     def from_meta(cls, meta: dict) -> "SessionState":
@@ -24,6 +25,7 @@ class SessionState:
             rules=[RuleRef.model_validate(r) for r in meta.get("rules", [])],
             reads=ReadLedger(seen=dict(meta.get("seen", {})), instructions=set(meta.get("instructions", []))),
             todos=list(meta.get("todos", [])),
+            totaljs=meta.get("totaljs"),
         )
 
     def to_meta(self) -> dict:
@@ -32,4 +34,5 @@ class SessionState:
             "seen": self.reads.seen,
             "instructions": sorted(self.reads.instructions),
             "todos": self.todos,
+            "totaljs": self.totaljs,
         }

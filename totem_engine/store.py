@@ -2,7 +2,9 @@
 
 Layout: a session holds messages (ordered by ``seq``); a message holds parts (ordered by ``seq``).
 A part is one unit the loop streams: ``text``, ``reasoning``, ``tool``, ``step``, ``error`` or
-``notice``, with a JSON ``data`` object and an optional ``status``.
+``notice``, with a JSON ``data`` object and an optional ``status``; a ``checkpoint`` part
+(totem_engine.compaction) holds a summary that later requests replay in place of the messages it
+covers.
 
 History is never rewritten. Parts are appended; a streaming part may have its ``data`` and
 ``status`` replaced while it grows; the parts of a retried step are marked ``discarded``, never
@@ -44,7 +46,7 @@ __all__ = [
 ]
 
 ROLES = frozenset({"user", "assistant"})
-PART_TYPES = frozenset({"text", "reasoning", "tool", "step", "state", "error", "notice"})
+PART_TYPES = frozenset({"text", "reasoning", "tool", "step", "state", "error", "notice", "checkpoint"})
 
 # Bump with a migration when the schema changes; a database written by a newer Totem is refused
 # rather than misread.

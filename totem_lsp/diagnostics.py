@@ -98,10 +98,11 @@ class Diagnostics:
             text = (await self.projects.workspace.read_bytes(path)).decode("utf-8", errors="replace")
         except OSError:
             return
-        builtin = await run_checks([c for c in runtime.agent.checkers if not c.external], root, rel, text)
+        checkers = runtime.editor_checkers()
+        builtin = await run_checks([c for c in checkers if not c.external], root, rel, text)
         self._builtin[uri] = builtin.findings
         if external:
-            result = await run_checks([c for c in runtime.agent.checkers if c.external], root, rel, text)
+            result = await run_checks([c for c in checkers if c.external], root, rel, text)
             self._external[uri] = result.findings
             for note in result.notes:
                 self.server.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=note))

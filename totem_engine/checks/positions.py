@@ -42,3 +42,19 @@ class ByteOffsets:
         line = bisect.bisect_right(self.starts, offset) - 1
         start = self.starts[line]
         return Position(line=line, character=utf16_units(self.data[start:offset].decode("utf-8", errors="replace")))
+
+
+def from_utf16_line_column(lines: list[str], line: int, column: int) -> Position:
+    """From a 1-based line and a 1-based column counted in UTF-16 code units (ESLint, SARIF's
+    default ``columnKind``), clamped to the line."""
+    index = min(max(line - 1, 0), max(len(lines) - 1, 0))
+    text = lines[index] if lines else ""
+    return Position(line=index, character=min(max(column - 1, 0), utf16_units(text)))
+
+
+def from_utf16_offset(text: str, offset: int) -> Position:
+    """From a 0-based offset into ``text`` counted in UTF-16 code units (ESLint's fix ranges)."""
+    units = text.encode("utf-16-le")[: max(offset, 0) * 2]
+    before = units.decode("utf-16-le", errors="ignore")
+    line = before.count("\n")
+    return Position(line=line, character=utf16_units(before[before.rfind("\n") + 1 :]))

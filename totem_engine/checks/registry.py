@@ -1,4 +1,5 @@
-"""The checks of a project: built-in rules (none yet) and the project's own commands."""
+"""The checks of a project: the built-in Total.js rules (in Total.js projects, unless
+``conventions = false``) and the project's own commands."""
 
 from __future__ import annotations
 
@@ -6,11 +7,17 @@ from pathlib import Path
 
 from totem_engine.checks.base import CheckResult, Checker
 from totem_engine.checks.project import CommandCheck
+from totem_engine.checks.totaljs import TotalJsChecker
 from totem_engine.config import Config
 
 
-def checkers_from_config(config: Config) -> list[Checker]:
-    return [CommandCheck(name, c.command, format=c.format, files=c.files) for name, c in config.checks.items()]
+def checkers_from_config(config: Config, *, totaljs: bool) -> list[Checker]:
+    """``totaljs``: the project is a Total.js project (decided once per session, see detect.py)."""
+    checkers: list[Checker] = []
+    if totaljs and config.conventions:
+        checkers.append(TotalJsChecker())
+    checkers += [CommandCheck(name, c.command, format=c.format, files=c.files) for name, c in config.checks.items()]
+    return checkers
 
 
 async def run_checks(checkers: list[Checker], root: Path, rel: str, text: str, *, external: bool = True) -> CheckResult:

@@ -197,10 +197,12 @@ def shell() -> str:
 async def run_command(command: str, cwd: Path, timeout: float, limit: int) -> Outcome:
     """Run ``command`` and collect its merged output; on timeout or cancellation kill its whole group."""
     try:
-        process = await anyio.open_process(
-            [shell(), "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )
+        # Shielded: a cancel landing mid-spawn would leave a started group nobody kills.
+        with anyio.CancelScope(shield=True):
+            process = await anyio.open_process(
+                [shell(), "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, start_new_session=True,
+            )
     except OSError as exc:
         raise ToolError(f"Could not start the shell: {exc}") from None
     collected = HeadTail(limit)

@@ -316,9 +316,11 @@ def ripgrep_args(rg: str, start_rel: str, pattern: str, globs: list[str]) -> lis
 
 async def ripgrep_search(rg: str, root: Path, start_rel: str, pattern: str, globs: list[str], matches: Matches) -> None:
     """Run rg in its own process group and feed its matches; the group is killed if cancelled."""
-    process = await anyio.open_process(
-        ripgrep_args(rg, start_rel, pattern, globs), cwd=root, stdin=subprocess.DEVNULL, start_new_session=True
-    )
+    # Shielded: a cancel landing mid-spawn would leave a started group nobody kills.
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(
+            ripgrep_args(rg, start_rel, pattern, globs), cwd=root, stdin=subprocess.DEVNULL, start_new_session=True
+        )
     async with process:
         try:
             assert process.stdout is not None and process.stderr is not None

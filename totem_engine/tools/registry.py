@@ -6,7 +6,10 @@ after another in the order the model sent them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from totem_engine.providers.base import ToolSpec
+from totem_engine.skills import Skill
 from totem_engine.tools.base import Tool, input_schema
 from totem_engine.tools.ask import AskTool
 from totem_engine.tools.bash import BashTool
@@ -16,6 +19,7 @@ from totem_engine.tools.glob import GlobTool
 from totem_engine.tools.grep import GrepTool
 from totem_engine.tools.patch import PatchTool
 from totem_engine.tools.read import ReadTool
+from totem_engine.tools.skill import SkillTool
 from totem_engine.tools.todo import TodoTool
 from totem_engine.tools.write import WriteTool
 
@@ -25,10 +29,12 @@ READ_ONLY = frozenset({"read", "glob", "grep", "fetch", "skill"})
 CHANGES_FILES = frozenset({"write", "edit", "patch"})
 
 
-def builtin_tools() -> dict[str, Tool]:
+def builtin_tools(*, skills: Sequence[Skill] | None = None) -> dict[str, Tool]:
+    """``skills``: the session's (skills.discover), the same list the system prompt shows; None:
+    the skill tool discovers them at each call."""
     tools: list[Tool] = [
         ReadTool(), GlobTool(), GrepTool(), WriteTool(), EditTool(), PatchTool(),
-        BashTool(), FetchTool(), TodoTool(), AskTool(),
+        BashTool(), FetchTool(), TodoTool(), AskTool(), SkillTool(skills),
     ]
     return {tool.name: tool for tool in tools}
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
+
 from totem_engine.checks.base import CheckResult
 from totem_engine.checks.totaljs.detect import is_totaljs_project
 from totem_engine.checks.totaljs.engine import Rule, applies_to, check_text, rules
@@ -21,7 +23,8 @@ class TotalJsChecker:
     external = False
 
     async def check(self, root: Path, rel: str, text: str) -> CheckResult:
-        return check_text(rel.replace("\\", "/"), text)
+        # Parsing is CPU work: off the event loop (each worker thread keeps its own parser).
+        return await anyio.to_thread.run_sync(check_text, rel.replace("\\", "/"), text)
 
 
 __all__ = ["Rule", "TotalJsChecker", "applies_to", "check_text", "is_totaljs_project", "rules"]

@@ -1,0 +1,572 @@
+-- The chat: one markdown buffer (`totem://chat`) in a split, showing the current session.
+-- It renders `totem/event` notifications (docs/events.md) as they stream, and sends
+-- `totem/chat` requests.
+local client = require('totem.client')
+
+local M = {}
+
+local ns = vim.api.nvim_create_namespace('totem.chat') -- tool lines, step starts
+local REASONING = '> *Reasoning*'
+
+M.state = {
+  buf = nil,
+  client_id = nil,
+  session = nil, -- the session shown (and continued by the next message)
+  pending = false, -- a totem/chat for a new session is waiting for its turnStart
+  request_id = nil,
+  busy = false,
+  part = nil, -- {kind, id} of the part being streamed
+  last = nil, -- kind of the last block written: user, text, reasoning, tool, note, sign
+  step_mark = nil, -- extmark where the current step's output starts
+  calls = {}, -- callId -> extmark on its tool line
+  todos = nil,
+  model = nil,
+}
+local state = M.state
+
+local function options()
+  return require('totem').options or require('totem').defaults
+end
+
+-- Buffer ----------------------------------------------------------------------------------
+
+--- Reasoning blocks fold: a "> *Reasoning*" line opens a fold that the following "> " lines
+--- continue (a quote in an answer, after a blank line, is not folded).
+function M.foldexpr(lnum)
+  local line = vim.fn.getline(lnum)
+  if line:sub(1, #REASONING) == REASONING then
+    return '>1'
+  elseif line:sub(1, 1) == '>' then
+    return '='
+  end
+  return '0'
+end
+
+function M.buf()
+  if state.buf and vim.api.nvim_buf_is_valid(state.buf) then
+    return state.buf
+  end
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_name(buf, 'totem://chat')
+  vim.bo[buf].buftype = 'nofile'
+  vim.bo[buf].bufhidden = 'hide'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = 'markdown'
+  vim.bo[buf].modifiable = false
+  state.buf = buf
+  local map = function(lhs, fn, desc)
+    vim.keymap.set('n', lhs, fn, { buffer = buf, nowait = true, desc = desc })
+  end
+  map('i', function()
+    M.prompt()
+  end, 'Totem: send a message')
+  map('<CR>', function()
+    M.prompt()
+  end, 'Totem: send a message')
+  map('q', function()
+    M.close()
+  end, 'Totem: close the chat')
+  map('<C-c>', function()
+    M.abort()
+  end, 'Totem: stop the turn')
+  return buf
+end
+
+local function windows()
+  local buf = state.buf
+  if not buf then
+    return {}
+  end
+  return vim.tbl_filter(function(win)
+    return vim.api.nvim_win_get_buf(win) == buf
+  end, vim.api.nvim_list_wins())
+end
+
+local function edit(fn)
+  local buf = M.buf()
+  -- Windows that follow the end keep following it.
+  local follow = {}
+  local count = vim.api.nvim_buf_line_count(buf)
+  for _, win in ipairs(windows()) do
+    follow[win] = vim.api.nvim_win_get_cursor(win)[1] >= count
+  end
+  vim.bo[buf].modifiable = true
+  local ok, err = pcall(fn, buf)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].modified = false
+  count = vim.api.nvim_buf_line_count(buf)
+  for win, yes in pairs(follow) do
+    if yes and vim.api.nvim_win_is_valid(win) then
+      vim.api.nvim_win_set_cursor(win, { count, 0 })
+    end
+  end
+  if not ok then
+    error(err)
+  end
+end
+
+local function last_row(buf)
+  return vim.api.nvim_buf_line_count(buf) - 1
+end
+
+local function is_empty(buf)
+  return vim.api.nvim_buf_line_count(buf) == 1 and vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == ''
+end
+
+--- Appends raw text at the end (continuing the last line; "\n" starts new lines).
+local function append_text(buf, text)
+  local row = last_row(buf)
+  local line = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
+  -- An insert, not a replacement: marks on the line stay where they are.
+  vim.api.nvim_buf_set_text(buf, row, #line, row, #line, vim.split(text, '\n', { plain = true }))
+end
+
+--- Appends whole lines after the last one (replacing it when it is empty).
+local function append_lines(buf, lines)
+  local row = last_row(buf)
+  local line = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
+  if line == '' then
+    vim.api.nvim_buf_set_text(buf, row, 0, row, 0, lines)
+  else
+    vim.api.nvim_buf_set_lines(buf, row + 1, row + 1, false, lines)
+  end
+end
+
+--- Starts a block on a fresh line; `gap`: after a blank line.
+local function open_block(buf, kind, gap)
+  if not is_empty(buf) then
+    local row = last_row(buf)
+    local line = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
+    if line ~= '' then
+      vim.api.nvim_buf_set_lines(buf, row + 1, row + 1, false, gap and { '', '' } or { '' })
+    elseif gap and row > 0 and vim.api.nvim_buf_get_lines(buf, row - 1, row, false)[1] ~= '' then
+      vim.api.nvim_buf_set_lines(buf, row + 1, row + 1, false, { '' })
+    end
+  end
+  state.last = kind
+  state.part = nil
+end
+
+-- Window ----------------------------------------------------------------------------------
+
+function M.is_open()
+  return #windows() > 0
+end
+
+--- Opens the chat in a split (focus it when `focus`); returns the window.
+function M.open(focus)
+  local buf = M.buf()
+  local existing = windows()[1]
+  if existing then
+    if focus then
+      vim.api.nvim_set_current_win(existing)
+    end
+    return existing
+  end
+  local cfg = options().chat or {}
+  local position = cfg.position or 'right'
+  local vertical = position == 'right' or position == 'left'
+  local total = vertical and vim.o.columns or vim.o.lines
+  local size = cfg.size or 0.4
+  if size <= 1 then
+    size = math.max(20, math.floor(total * size))
+  end
+  local split = ({ right = 'right', left = 'left', top = 'above', bottom = 'below' })[position] or 'right'
+  local win = vim.api.nvim_open_win(buf, focus and true or false, {
+    split = split,
+    win = -1,
+    width = vertical and size or nil,
+    height = (not vertical) and size or nil,
+  })
+  local wo = vim.wo[win]
+  wo.wrap = true
+  wo.linebreak = true
+  wo.number = false
+  wo.relativenumber = false
+  wo.signcolumn = 'no'
+  wo.foldmethod = 'expr'
+  wo.foldexpr = "v:lua.require'totem.chat'.foldexpr(v:lnum)"
+  wo.foldtext = "v:lua.require'totem.chat'.foldtext()"
+  wo.foldlevel = 0
+  wo.foldenable = true
+  wo.conceallevel = 2
+  M.update_winbar()
+  vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(buf), 0 })
+  return win
+end
+
+function M.close()
+  for _, win in ipairs(windows()) do
+    if #vim.api.nvim_list_wins() > 1 then
+      vim.api.nvim_win_close(win, false)
+    end
+  end
+end
+
+function M.toggle()
+  if M.is_open() then
+    M.close()
+  else
+    M.open(true)
+  end
+end
+
+--- The winbar: state of the turn and the todo list.
+function M.update_winbar()
+  local bar = ' Totem'
+  if state.model then
+    bar = bar .. ' · ' .. state.model
+  end
+  bar = bar .. (state.busy and ' · working…' or '')
+  if state.todos and #state.todos > 0 then
+    local done, current = 0, nil
+    for _, t in ipairs(state.todos) do
+      if t.status == 'completed' then
+        done = done + 1
+      elseif t.status == 'in_progress' and not current then
+        current = t.content
+      end
+    end
+    bar = bar .. ('  ·  todo %d/%d'):format(done, #state.todos)
+    if current then
+      bar = bar .. ': ' .. current
+    end
+  end
+  bar = bar:gsub('%%', '%%%%')
+  for _, win in ipairs(windows()) do
+    vim.wo[win].winbar = bar
+  end
+end
+
+-- Rendering events ---------------------------------------------------------------------------
+
+local TODO_MARK = { completed = '[x]', in_progress = '[~]', pending = '[ ]' }
+local STATUS_MARK = { ok = '✓', error = '✗', denied = '⊘', interrupted = '…' }
+
+local function one_line(text)
+  text = tostring(text or ''):gsub('\r?\n.*', '')
+  return text
+end
+
+local function stream(buf, kind, part_id, text)
+  if not state.step_mark then
+    -- The first output of this step: where a stepDiscarded cuts back to.
+    open_block(buf, kind, true)
+    state.step_mark = vim.api.nvim_buf_set_extmark(buf, ns, last_row(buf), 0, { right_gravity = false })
+  end
+  if not state.part or state.part.id ~= part_id then
+    open_block(buf, kind, true)
+    state.part = { kind = kind, id = part_id }
+    if kind == 'reasoning' then
+      -- A header line, so the folded block (two lines at least) can close.
+      append_text(buf, REASONING .. '\n> ')
+    end
+  end
+  if kind == 'reasoning' then
+    text = text:gsub('\n', '\n> ')
+  end
+  append_text(buf, text)
+end
+
+function M.foldtext()
+  local lines = vim.v.foldend - vim.v.foldstart
+  return ('> Reasoning (%d line%s)'):format(lines, lines == 1 and '' or 's')
+end
+
+local render = {}
+
+function render.turnStart(buf, e)
+  state.busy = true
+  state.model = e.model or state.model
+  state.step_mark = nil
+  if state.last ~= 'user' then
+    open_block(buf, 'user', true)
+    append_lines(buf, { '## Totem' })
+  end
+  state.last = 'turn'
+end
+
+function render.textDelta(buf, e)
+  stream(buf, 'text', e.partId, e.text or '')
+end
+
+function render.reasoningDelta(buf, e)
+  stream(buf, 'reasoning', e.partId, e.text or '')
+end
+
+function render.stepDiscarded(buf)
+  if state.step_mark then
+    local row = vim.api.nvim_buf_get_extmark_by_id(buf, ns, state.step_mark, {})[1]
+    if row then
+      vim.api.nvim_buf_set_lines(buf, row, -1, false, { '' })
+    end
+    vim.api.nvim_buf_del_extmark(buf, ns, state.step_mark)
+  end
+  state.step_mark = nil
+  state.part = nil
+end
+
+function render.stepEnd(_, e)
+  state.step_mark = nil
+  state.part = nil
+  state.model = e.model or state.model
+end
+
+function render.toolStart(buf, e)
+  if state.last ~= 'tool' then
+    open_block(buf, 'tool', true)
+  else
+    open_block(buf, 'tool', false)
+  end
+  append_lines(buf, { '▶ ' .. one_line(e.title ~= '' and e.title or e.tool) })
+  state.calls[e.callId] = vim.api.nvim_buf_set_extmark(buf, ns, last_row(buf), 0, { right_gravity = false })
+end
+
+function render.toolEnd(buf, e)
+  local line = ('    %s %s%s'):format(
+    STATUS_MARK[e.status] or '·',
+    e.status == 'ok' and '' or (e.status .. ': '),
+    one_line(e.summary)
+  )
+  local mark = state.calls[e.callId]
+  local row = mark and vim.api.nvim_buf_get_extmark_by_id(buf, ns, mark, {})[1]
+  if row then
+    vim.api.nvim_buf_set_lines(buf, row + 1, row + 1, false, { line })
+    vim.api.nvim_buf_del_extmark(buf, ns, mark)
+    state.calls[e.callId] = nil
+  else
+    append_lines(buf, { line })
+  end
+  if type(e.changed) == 'table' and #e.changed > 0 then
+    vim.schedule(function()
+      pcall(vim.cmd, 'silent! checktime')
+    end)
+  end
+end
+
+function render.todo(buf, e)
+  state.todos = e.todos or {}
+  open_block(buf, 'note', true)
+  local lines = { '**Todo**' }
+  for _, t in ipairs(state.todos) do
+    table.insert(lines, ('- %s %s'):format(TODO_MARK[t.status] or '[ ]', one_line(t.content)))
+  end
+  append_lines(buf, lines)
+  state.last = 'tool' -- the call's result line follows without a gap
+  M.update_winbar()
+end
+
+function render.notice(buf, e)
+  open_block(buf, 'note', true)
+  append_lines(buf, { ('**%s:** %s'):format(e.level == 'error' and 'Error' or 'Note', one_line(e.message)) })
+end
+
+function render.error(buf, e)
+  open_block(buf, 'note', true)
+  append_lines(buf, { ('**Error** (%s): %s'):format(e.errorClass or '?', one_line(e.message)) })
+end
+
+function render.turnEnd(buf, e)
+  state.busy = false
+  state.model = e.model or state.model
+  open_block(buf, 'sign', true)
+  local sign = '*— ' .. (e.model or state.model or '?') .. '*'
+  if e.stopReason and e.stopReason ~= 'finished' then
+    sign = sign .. ' (' .. e.stopReason .. ')'
+  end
+  append_lines(buf, { sign })
+  state.calls = {}
+  state.step_mark = nil
+  require('totem.permission').close_for(e.sessionId)
+end
+
+function M.on_event(e, client_id)
+  if type(e) ~= 'table' or type(e.kind) ~= 'string' then
+    return
+  end
+  if e.sessionId ~= state.session then
+    -- A turn of another session: our own new one, or one started elsewhere (a code action's
+    -- "Ask Totem to fix") while the chat is idle. Anything else is not shown.
+    if e.kind ~= 'turnStart' or (state.busy and not state.pending) then
+      return
+    end
+    if not state.pending then
+      M.reset()
+      M.open(false)
+    end
+    state.session = e.sessionId
+    state.client_id = client_id
+    state.pending = false
+  end
+  local fn = render[e.kind]
+  if fn then
+    edit(function(buf)
+      fn(buf, e)
+    end)
+    if e.kind == 'turnStart' or e.kind == 'turnEnd' or e.kind == 'stepEnd' then
+      M.update_winbar()
+    end
+  end
+end
+
+-- Sending --------------------------------------------------------------------------------------
+
+--- Clears the chat; the next message starts a new session.
+function M.reset()
+  state.session = nil
+  state.part = nil
+  state.last = nil
+  state.calls = {}
+  state.todos = nil
+  state.step_mark = nil
+  edit(function(buf)
+    vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
+  end)
+  M.update_winbar()
+end
+
+local function relative(uri, c)
+  local path = vim.uri_to_fname(uri)
+  local root = c and c.root_dir
+  if root and vim.startswith(path, root .. '/') then
+    return path:sub(#root + 2)
+  end
+  return vim.fn.fnamemodify(path, ':~:.')
+end
+
+--- Sends `text` (with `context` {uri, range?}) in the current session (a new one when none).
+function M.send(text, context, bufnr)
+  if not text or vim.trim(text) == '' then
+    return
+  end
+  local c = client.get(bufnr)
+  if not c then
+    client.notify('no Totem server is running: open a file inside a project first', vim.log.levels.ERROR)
+    return
+  end
+  if state.busy or state.pending then
+    client.notify('a turn is still running (:TotemAbort stops it)', vim.log.levels.WARN)
+    return
+  end
+  if state.client_id and state.client_id ~= c.id then
+    M.reset() -- another project: another server, another session
+  end
+  state.client_id = c.id
+  M.open(false)
+  edit(function(buf)
+    open_block(buf, 'user', true)
+    local lines = { '## You' }
+    vim.list_extend(lines, vim.split(text, '\n', { plain = true }))
+    if context then
+      local where = relative(context.uri, c)
+      if context.range then
+        where = ('%s:%d-%d'):format(where, context.range.start.line + 1, context.range['end'].line)
+      end
+      table.insert(lines, '')
+      table.insert(lines, '*(context: ' .. where .. ')*')
+    end
+    vim.list_extend(lines, { '', '## Totem' })
+    append_lines(buf, lines)
+    state.last = 'user'
+  end)
+  local params = { text = text, sessionId = state.session, context = context }
+  state.pending = state.session == nil
+  state.busy = true
+  M.update_winbar()
+  state.request_id = client.request(c, 'totem/chat', params, function(err, result)
+    state.request_id = nil
+    state.pending = false
+    if err then
+      state.busy = false
+      edit(function(buf)
+        open_block(buf, 'note', true)
+        append_lines(buf, { '**Error:** ' .. one_line(err.message or vim.inspect(err)) })
+      end)
+      M.update_winbar()
+      return
+    end
+    if result and result.sessionId then
+      state.session = result.sessionId
+    end
+    state.busy = false
+    M.update_winbar()
+  end)
+  if not state.request_id then
+    state.busy = false
+    state.pending = false
+  end
+end
+
+--- Asks for a message with vim.ui.input and sends it (with `context`).
+function M.prompt(context, bufnr)
+  vim.ui.input({ prompt = 'Totem> ' }, function(text)
+    if text then
+      M.send(text, context, bufnr)
+    end
+  end)
+end
+
+function M.abort()
+  local c = state.client_id and vim.lsp.get_client_by_id(state.client_id)
+  if not c then
+    return
+  end
+  if state.session then
+    client.notify_server(c, 'totem/abort', { sessionId = state.session })
+  elseif state.request_id then
+    c:cancel_request(state.request_id)
+  end
+end
+
+-- History ----------------------------------------------------------------------------------------
+
+--- Shows a stored session (totem/session result) and makes it the current one.
+function M.show_session(session, client_id)
+  M.reset()
+  state.session = session.sessionId
+  state.client_id = client_id
+  edit(function(buf)
+    for _, message in ipairs(session.messages or {}) do
+      if message.role == 'user' then
+        open_block(buf, 'user', true)
+        local lines = { '## You' }
+        for _, part in ipairs(message.parts or {}) do
+          if part.type == 'text' and not part.discarded then
+            vim.list_extend(lines, vim.split(part.data.text or '', '\n', { plain = true }))
+          end
+        end
+        table.insert(lines, '')
+        table.insert(lines, '## Totem')
+        append_lines(buf, lines)
+        state.last = 'user'
+      else
+        local model
+        for _, part in ipairs(message.parts or {}) do
+          local data = part.data or {}
+          if not part.discarded then
+            if part.type == 'text' or part.type == 'reasoning' then
+              stream(buf, part.type, part.id, data.text or '')
+            elseif part.type == 'step' then
+              model = data.model or model
+              state.step_mark = nil
+              state.part = nil
+            elseif part.type == 'tool' then
+              render.toolStart(buf, { callId = data.callId, title = data.title or data.tool, tool = data.tool })
+              render.toolEnd(buf, { callId = data.callId, status = part.status, summary = data.summary })
+            elseif part.type == 'error' or part.type == 'notice' then
+              render.notice(buf, { level = part.type, message = data.text })
+            end
+          end
+        end
+        open_block(buf, 'sign', true)
+        append_lines(buf, { '*— ' .. (model or '?') .. '*' })
+        state.model = model or state.model
+        state.step_mark = nil
+      end
+    end
+  end)
+  M.update_winbar()
+end
+
+return M

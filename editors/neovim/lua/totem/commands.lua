@@ -1,0 +1,199 @@
+-- User commands (:Totem*) and the global mappings.
+local client = require('totem.client')
+local chat = require('totem.chat')
+
+local M = {}
+
+--- The context of a message: the current file buffer, and the lines line1..line2 when given.
+local function context(bufnr, line1, line2)
+  if vim.bo[bufnr].buftype ~= '' or vim.api.nvim_buf_get_name(bufnr) == '' then
+    return nil
+  end
+  local ctx = { uri = vim.uri_from_bufnr(bufnr) }
+  if line1 and line2 then
+    -- Whole lines: ending at character 0 of the line after the last one.
+    ctx.range = { start = { line = line1 - 1, character = 0 }, ['end'] = { line = line2, character = 0 } }
+  end
+  return ctx
+end
+
+--- :TotemAsk [text]  (with a range: the lines are the context)
+function M.ask(opts)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local ctx
+  if opts and opts.range and opts.range > 0 then
+    ctx = context(bufnr, opts.line1, opts.line2)
+  else
+    ctx = context(bufnr)
+  end
+  local text = opts and opts.args or ''
+  if text ~= '' then
+    chat.send(text, ctx, bufnr)
+  else
+    chat.prompt(ctx, bufnr)
+  end
+end
+
+local function session_client()
+  local c = chat.state.client_id and vim.lsp.get_client_by_id(chat.state.client_id)
+  if not c or not chat.state.session then
+    client.notify('no session in the chat yet', vim.log.levels.WARN)
+    return nil
+  end
+  return c
+end
+
+local function report_files(what, result)
+  local files = (result and result.files) or {}
+  if #files == 0 then
+    client.notify('nothing to ' .. what)
+    return
+  end
+  local lines = {}
+  for _, f in ipairs(files) do
+    table.insert(lines, ('%s %s%s'):format(f.action, f.path, f.reason and (' (' .. f.reason .. ')') or ''))
+  end
+  client.notify(what .. ': ' .. table.concat(lines, ', '))
+  -- Files that were not open were restored on disk.
+  pcall(vim.cmd, 'silent! checktime')
+end
+
+local function undo_redo(method, what)
+  local c = session_client()
+  if not c then
+    return
+  end
+  client.request(c, method, { sessionId = chat.state.session }, function(err, result)
+    if err then
+      client.notify(what .. ': ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      return
+    end
+    report_files(what, result)
+  end)
+end
+
+function M.undo()
+  undo_redo('totem/undo', 'undo')
+end
+
+function M.redo()
+  undo_redo('totem/redo', 'redo')
+end
+
+function M.sessions()
+  local c = client.get()
+  if not c then
+    client.notify('no Totem server is running', vim.log.levels.ERROR)
+    return
+  end
+  client.request(c, 'totem/sessions', vim.empty_dict(), function(err, sessions)
+    if err then
+      client.notify('sessions: ' .. (err.message or ''), vim.log.levels.ERROR)
+      return
+    end
+    if not sessions or #sessions == 0 then
+      client.notify('no sessions yet')
+      return
+    end
+    vim.ui.select(sessions, {
+      prompt = 'Totem sessions',
+      format_item = function(s)
+        local title = (s.title ~= nil and s.title ~= '') and s.title or '(untitled)'
+        return ('%s  %s  [%s]'):format(os.date('%Y-%m-%d %H:%M', math.floor(s.updatedAt or 0)), title, s.model or '?')
+      end,
+    }, function(choice)
+      if not choice then
+        return
+      end
+      client.request(c, 'totem/session', { sessionId = choice.sessionId }, function(err2, session)
+        if err2 then
+          client.notify('session: ' .. (err2.message or ''), vim.log.levels.ERROR)
+          return
+        end
+        chat.show_session(session, c.id)
+        chat.open(true)
+      end)
+    end)
+  end)
+end
+
+local function set_model(c, model)
+  client.request(c, 'totem/setModel', { sessionId = chat.state.session, model = model }, function(err, result)
+    if err then
+      client.notify('model: ' .. (err.message or ''), vim.log.levels.ERROR)
+      return
+    end
+    chat.state.model = result and result.model or model
+    chat.update_winbar()
+    client.notify('model: ' .. chat.state.model)
+  end)
+end
+
+--- :TotemModel [provider/model]
+function M.model(opts)
+  local c = client.get()
+  if not c then
+    client.notify('no Totem server is running', vim.log.levels.ERROR)
+    return
+  end
+  local arg = opts and opts.args or ''
+  if arg ~= '' then
+    return set_model(c, arg)
+  end
+  client.request(c, 'totem/models', vim.empty_dict(), function(err, models)
+    if err then
+      client.notify('models: ' .. (err.message or ''), vim.log.levels.ERROR)
+      return
+    end
+    if not models or #models == 0 then
+      client.notify('the configured providers list no models')
+      return
+    end
+    vim.ui.select(models, {
+      prompt = 'Totem model',
+      format_item = function(m)
+        local window = m.contextWindow ~= vim.NIL and m.contextWindow and (' ' .. m.contextWindow .. ' tokens') or ''
+        return m.id .. window
+      end,
+    }, function(choice)
+      if choice then
+        set_model(c, choice.id)
+      end
+    end)
+  end)
+end
+
+function M.setup(options)
+  local cmd = vim.api.nvim_create_user_command
+  cmd('TotemAsk', M.ask, { nargs = '*', range = true, desc = 'Ask Totem (the range is the context)' })
+  cmd('TotemChat', function()
+    chat.toggle()
+  end, { desc = 'Open or close the Totem chat' })
+  cmd('TotemNew', function()
+    chat.reset()
+    chat.open(true)
+  end, { desc = 'Start a new Totem session' })
+  cmd('TotemAbort', function()
+    chat.abort()
+  end, { desc = 'Stop the running Totem turn' })
+  cmd('TotemUndo', M.undo, { desc = "Undo the files of the session's last turn" })
+  cmd('TotemRedo', M.redo, { desc = 'Redo the last undone turn' })
+  cmd('TotemSessions', M.sessions, { desc = 'Pick a Totem session' })
+  cmd('TotemModel', M.model, { nargs = '?', desc = 'Pick the Totem model' })
+
+  local keys = options.keymaps
+  if keys then
+    if keys.ask then
+      vim.keymap.set('n', keys.ask, '<Cmd>TotemAsk<CR>', { desc = 'Totem: ask' })
+      vim.keymap.set('x', keys.ask, ':TotemAsk<CR>', { desc = 'Totem: ask about the selection', silent = true })
+    end
+    if keys.chat then
+      vim.keymap.set('n', keys.chat, '<Cmd>TotemChat<CR>', { desc = 'Totem: chat' })
+    end
+    if keys.abort then
+      vim.keymap.set('n', keys.abort, '<Cmd>TotemAbort<CR>', { desc = 'Totem: stop' })
+    end
+  end
+end
+
+return M

@@ -1,0 +1,15 @@
+// Bundles the extension into dist/extension.js (vscode stays external).
+import { build } from "esbuild";
+
+await build({
+  entryPoints: ["src/extension.ts"],
+  bundle: true,
+  outfile: "dist/extension.js",
+  format: "cjs",
+  platform: "node",
+  target: "node20",
+  external: ["vscode"],
+  sourcemap: true,
+  minify: process.argv.includes("--minify"),
+  logLevel: "info",
+});

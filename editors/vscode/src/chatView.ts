@@ -1,0 +1,99 @@
+// The chat view in the side bar: a webview that draws what render.ts makes of the ChatState and
+// sends the user's input back.
+
+import * as vscode from "vscode";
+import type { ViewModel } from "./render";
+
+export type ViewMessage =
+  | { type: "send"; text: string }
+  | { type: "abort" }
+  | { type: "sessions" }
+  | { type: "newChat" }
+  | { type: "answer"; outcome: "allow_once" | "allow_always" | "reject_once" | "reject_always"; feedback?: boolean }
+  | { type: "ready" };
+
+export class ChatView implements vscode.WebviewViewProvider {
+  static readonly viewId = "totem.chat";
+  private view: vscode.WebviewView | undefined;
+  private latest: ViewModel | undefined;
+
+  constructor(private readonly extensionUri: vscode.Uri, private readonly onMessage: (m: ViewMessage) => void) {}
+
+  resolveWebviewView(view: vscode.WebviewView): void {
+    this.view = view;
+    const media = vscode.Uri.joinPath(this.extensionUri, "media");
+    view.webview.options = { enableScripts: true, localResourceRoots: [media] };
+    view.webview.html = this.html(view.webview, media);
+    view.webview.onDidReceiveMessage((m: ViewMessage) => {
+      if (m.type === "ready") this.post();
+      else this.onMessage(m);
+    });
+    view.onDidChangeVisibility(() => view.visible && this.post());
+    view.onDidDispose(() => (this.view = undefined));
+  }
+
+  update(model: ViewModel): void {
+    this.latest = model;
+    this.post();
+  }
+
+  async reveal(): Promise<void> {
+    await vscode.commands.executeCommand(`${ChatView.viewId}.focus`);
+  }
+
+  private post(): void {
+    if (this.view && this.latest) void this.view.webview.postMessage({ type: "state", state: this.latest });
+  }
+
+  private html(webview: vscode.Webview, media: vscode.Uri): string {
+    const nonce = Array.from({ length: 24 }, () => Math.floor(Math.random() * 36).toString(36)).join("");
+    const script = webview.asWebviewUri(vscode.Uri.joinPath(media, "chat.js"));
+    const style = webview.asWebviewUri(vscode.Uri.joinPath(media, "chat.css"));
+    const csp = [
+      "default-src 'none'",
+      `style-src ${webview.cspSource}`,
+      `img-src ${webview.cspSource} https: data:`,
+      `script-src 'nonce-${nonce}'`,
+    ].join("; ");
+    return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${style}">
+<title>Totem</title>
+</head>
+<body>
+<div id="totem-chat">
+  <div id="header"><span id="title">New chat</span>
+    <span class="actions">
+      <button id="sessions" class="secondary" title="Sessions">Sessions</button>
+      <button id="new" class="secondary" title="New chat">New</button>
+    </span>
+  </div>
+  <div id="messages" aria-live="polite"></div>
+  <div id="todos"></div>
+  <div id="pending" hidden>
+    <div id="pending-title"></div>
+    <div class="buttons">
+      <button data-outcome="allow_once">Accept</button>
+      <button data-outcome="allow_always" class="secondary">Always</button>
+      <button data-outcome="reject_once" class="secondary">Reject</button>
+      <button data-outcome="reject_once" data-feedback="1" class="secondary">Reject with feedback…</button>
+    </div>
+  </div>
+  <div id="footer">
+    <div id="status"><span id="state"></span><span id="context"></span></div>
+    <textarea id="input" rows="3" placeholder="Ask Totem… (Enter to send, Shift+Enter for a new line)"></textarea>
+    <div class="buttons">
+      <button id="send">Send</button>
+      <button id="stop" class="secondary" hidden>Stop</button>
+    </div>
+  </div>
+</div>
+<script nonce="${nonce}" src="${script}"></script>
+</body>
+</html>`;
+  }
+}

@@ -1,0 +1,427 @@
+// Totem for VS Code: one `totem lsp` per window (all workspace folders in one client), a chat
+// view, a status bar item and the `totem.*` palette commands. The server's own commands are
+// `totem.server.*` and are registered by the language client.
+
+import * as path from "path";
+import * as vscode from "vscode";
+import {
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  State,
+  StaticFeature,
+  ClientCapabilities,
+  FeatureState,
+  DidChangeConfigurationNotification,
+} from "vscode-languageclient/node";
+import { ChatState, statusText } from "./chatState";
+import { ChatView, ViewMessage } from "./chatView";
+import {
+  CLIENT_CAPABILITIES,
+  ChatParams,
+  ModelInfo,
+  TotemClient,
+  TotemEvent,
+  configurationSettings,
+  describeFileChanges,
+  protocolWarning,
+} from "./protocol";
+import { Prompts } from "./prompts";
+import { viewModel } from "./render";
+
+class TotemCapabilities implements StaticFeature {
+  fillClientCapabilities(capabilities: ClientCapabilities): void {
+    capabilities.experimental = { ...(capabilities.experimental as object | undefined), totem: CLIENT_CAPABILITIES };
+  }
+  initialize(): void {}
+  getState(): FeatureState {
+    return { kind: "static" };
+  }
+  clear(): void {}
+}
+
+function settings() {
+  const c = vscode.workspace.getConfiguration("totem");
+  return {
+    path: c.get<string>("path") || "totem",
+    model: c.get<string>("model") || undefined,
+    autoSave: c.get<boolean>("autoSave", true),
+    config: c.get<Record<string, unknown>>("config") ?? {},
+  };
+}
+
+export class TotemExtension implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private totem: TotemClient | undefined;
+  private starting: Promise<TotemClient> | undefined;
+  readonly state = new ChatState();
+  private readonly view: ChatView;
+  private readonly prompts: Prompts;
+  private readonly statusItem: vscode.StatusBarItem;
+  private readonly output: vscode.OutputChannel;
+  private models: ModelInfo[] | undefined;
+  private refreshTimer: NodeJS.Timeout | undefined;
+  private disposables: vscode.Disposable[] = [];
+
+  constructor(private readonly context: vscode.ExtensionContext) {
+    this.output = vscode.window.createOutputChannel("Totem");
+    this.view = new ChatView(context.extensionUri, (m) => void this.onViewMessage(m));
+    this.prompts = new Prompts({
+      pendingChanged: (pending) => {
+        this.state.setPending(pending);
+        this.refresh(true);
+        if (pending) void this.view.reveal();
+      },
+      log: (message) => this.output.appendLine(message),
+    });
+    this.statusItem = vscode.window.createStatusBarItem("totem.status", vscode.StatusBarAlignment.Left, 50);
+    this.statusItem.name = "Totem";
+    this.statusItem.command = `${ChatView.viewId}.focus`;
+    this.statusItem.show();
+    this.state.model = settings().model;
+    this.disposables.push(
+      this.output,
+      this.prompts,
+      this.statusItem,
+      vscode.window.registerWebviewViewProvider(ChatView.viewId, this.view, { webviewOptions: { retainContextWhenHidden: true } }),
+      vscode.workspace.onDidChangeConfiguration((e) => void this.configurationChanged(e)),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => void this.restart()),
+    );
+    this.refresh(true);
+  }
+
+  // -- the language client ---------------------------------------------------------------
+
+  start(): Promise<TotemClient> {
+    if (!this.starting) {
+      this.starting = this.startClient().catch((error) => {
+        this.starting = undefined;
+        throw error;
+      });
+    }
+    return this.starting;
+  }
+
+  private async startClient(): Promise<TotemClient> {
+    const s = settings();
+    const command = resolveCommand(s.path);
+    const serverOptions: ServerOptions = { command, args: ["lsp"], options: { env: process.env } };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: "file" }],
+      initializationOptions: { ...(s.model ? { model: s.model } : {}), config: s.config },
+      outputChannel: this.output,
+      diagnosticCollectionName: "totem",
+    };
+    const client = new LanguageClient("totem", "Totem", serverOptions, clientOptions);
+    client.registerFeature(new TotemCapabilities());
+    const totem = new TotemClient(client, this.prompts);
+    totem.listen();
+    totem.onEvent((event) => this.onEvent(event));
+    this.client = client;
+    this.totem = totem;
+    this.output.appendLine(`Starting ${command} lsp`);
+    await client.start();
+    const warning = protocolWarning(client.initializeResult);
+    if (warning) void vscode.window.showWarningMessage(warning);
+    return totem;
+  }
+
+  async restart(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.totem?.dispose();
+    this.totem = undefined;
+    this.starting = undefined;
+    if (client && client.state !== State.Stopped) await client.stop().catch(() => undefined);
+    await this.start().catch((e) => this.showError("Totem could not start", e));
+  }
+
+  private async configurationChanged(e: vscode.ConfigurationChangeEvent): Promise<void> {
+    if (!e.affectsConfiguration("totem")) return;
+    if (e.affectsConfiguration("totem.path")) return this.restart();
+    if (e.affectsConfiguration("totem.model") || e.affectsConfiguration("totem.config")) {
+      const s = settings();
+      if (!this.client || this.client.state !== State.Running) return;
+      await this.client.sendNotification(DidChangeConfigurationNotification.type, {
+        settings: configurationSettings(s.model, s.config),
+      });
+      if (s.model && !this.state.busy) {
+        this.state.model = s.model;
+        this.refresh(true);
+      }
+    }
+  }
+
+  // -- events ----------------------------------------------------------------------------
+
+  private onEvent(event: TotemEvent): void {
+    const changed = this.state.apply(event);
+    if (event.kind === "turnEnd") this.prompts.turnEnded(event.sessionId);
+    if (event.kind === "turnStart") void this.lookUpContextWindow(event.model);
+    if (event.kind === "toolEnd" && event.changed?.length) void this.saveChanged(event.changed);
+    if (changed) this.refresh(event.kind !== "textDelta" && event.kind !== "reasoningDelta");
+  }
+
+  /** Write the files the agent changed, so tests and commands see the change (`totem.autoSave`). */
+  private async saveChanged(paths: string[]): Promise<void> {
+    if (!settings().autoSave) return;
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    for (const doc of vscode.workspace.textDocuments) {
+      if (doc.uri.scheme !== "file" || !doc.isDirty) continue;
+      const hit = folders.some((f) => paths.some((p) => path.join(f.uri.fsPath, p) === doc.uri.fsPath));
+      if (hit) await doc.save();
+    }
+  }
+
+  private async lookUpContextWindow(model: string): Promise<void> {
+    try {
+      if (!this.models) this.models = (await this.totem?.models()) ?? [];
+      const info = this.models.find((m) => m.id === model);
+      if (info?.contextWindow) {
+        this.state.contextWindow = info.contextWindow;
+        this.refresh(true);
+      }
+    } catch {
+      this.models = [];
+    }
+  }
+
+  /** Redraw the chat and the status bar; streamed text is redrawn at most every 50 ms. */
+  refresh(now = false): void {
+    if (!now) {
+      if (!this.refreshTimer) this.refreshTimer = setTimeout(() => this.refresh(true), 50);
+      return;
+    }
+    if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    this.refreshTimer = undefined;
+    const status = statusText(this.state.model, this.state.turnState);
+    const icon = this.state.busy ? "$(loading~spin)" : "$(comment-discussion)";
+    this.statusItem.text = `${icon} Totem: ${status}`;
+    this.statusItem.tooltip = `Totem — ${status}. Click to open the chat.`;
+    this.view.update(viewModel(this.state, status));
+  }
+
+  // -- user actions ----------------------------------------------------------------------
+
+  async send(text: string, context?: ChatParams["context"], contextLabel?: string): Promise<void> {
+    if (this.state.busy) {
+      void vscode.window.showInformationMessage("Totem is still working on the last message. Stop it first (Totem: Abort).");
+      return;
+    }
+    this.state.beginTurn(text, contextLabel);
+    this.refresh(true);
+    await this.view.reveal();
+    try {
+      const totem = await this.start();
+      const params: ChatParams = { text, ...(this.state.sessionId ? { sessionId: this.state.sessionId } : {}), ...(context ? { context } : {}) };
+      const result = await totem.chat(params);
+      if (!this.state.sessionId) this.state.sessionId = result.sessionId;
+      if (this.state.busy && this.state.sessionId === result.sessionId) {
+        // turnEnd normally ends the turn; this covers a lost event.
+        this.state.busy = false;
+        this.state.turnState = "idle";
+      }
+    } catch (error) {
+      this.state.failTurn(errorMessage(error));
+    }
+    this.refresh(true);
+  }
+
+  async ask(withSelection: boolean): Promise<void> {
+    const editor = vscode.window.activeTextEditor;
+    let context: ChatParams["context"];
+    let label: string | undefined;
+    if (editor && editor.document.uri.scheme === "file") {
+      const doc = editor.document;
+      const rel = vscode.workspace.asRelativePath(doc.uri);
+      if (withSelection && !editor.selection.isEmpty) {
+        const s = editor.selection;
+        context = { uri: doc.uri.toString(), range: { start: { line: s.start.line, character: s.start.character }, end: { line: s.end.line, character: s.end.character } } };
+        const last = s.end.character === 0 && s.end.line > s.start.line ? s.end.line : s.end.line + 1;
+        label = `${rel}:${s.start.line + 1}-${last}`;
+      } else {
+        context = { uri: doc.uri.toString() };
+        label = rel;
+      }
+    } else if (withSelection) {
+      void vscode.window.showInformationMessage("Select some code in an editor first.");
+      return;
+    }
+    const text = await vscode.window.showInputBox({
+      title: withSelection ? "Ask Totem about the selection" : "Ask Totem",
+      prompt: label ? `About ${label}` : undefined,
+      placeHolder: "What should Totem do?",
+      ignoreFocusOut: true,
+    });
+    if (!text) return;
+    await this.send(text, context, label);
+  }
+
+  async abort(): Promise<void> {
+    const sessionId = this.state.sessionId;
+    if (!sessionId || !this.totem) return;
+    this.prompts.turnEnded(sessionId);
+    const aborted = await this.totem.abort(sessionId).catch(() => false);
+    if (!aborted) void vscode.window.setStatusBarMessage("Totem: nothing to stop", 3000);
+  }
+
+  async undoRedo(which: "Undo" | "Redo"): Promise<void> {
+    const sessionId = this.state.sessionId;
+    if (!sessionId) {
+      void vscode.window.showInformationMessage(`Totem: no session to ${which.toLowerCase()} in this chat.`);
+      return;
+    }
+    try {
+      const totem = await this.start();
+      const result = which === "Undo" ? await totem.undo(sessionId) : await totem.redo(sessionId);
+      await this.saveChanged(result.files.filter((f) => f.action === "restored").map((f) => f.path));
+      void vscode.window.showInformationMessage(describeFileChanges(result.files, which));
+    } catch (error) {
+      this.showError(`Totem: ${which} failed`, error);
+    }
+  }
+
+  async sessions(): Promise<void> {
+    try {
+      const totem = await this.start();
+      const list = await totem.sessions();
+      type Item = vscode.QuickPickItem & { sessionId?: string };
+      const items: Item[] = [
+        { label: "$(add) New chat" },
+        ...list.map((s) => ({
+          label: s.title || "(untitled)",
+          description: s.model,
+          detail: new Date(s.updatedAt * 1000).toLocaleString(),
+          sessionId: s.sessionId,
+        })),
+      ];
+      const picked = await vscode.window.showQuickPick(items, { title: "Totem sessions", placeHolder: "Reopen a session" });
+      if (!picked) return;
+      if (!picked.sessionId) return this.newChat();
+      if (this.state.busy) {
+        void vscode.window.showInformationMessage("Totem is still working; stop it before switching sessions.");
+        return;
+      }
+      this.state.load(await totem.session(picked.sessionId));
+      this.refresh(true);
+      await this.view.reveal();
+    } catch (error) {
+      this.showError("Totem: could not list the sessions", error);
+    }
+  }
+
+  newChat(): void {
+    if (this.state.busy) {
+      void vscode.window.showInformationMessage("Totem is still working; stop it before starting a new chat.");
+      return;
+    }
+    const model = this.state.model;
+    this.state.reset();
+    this.state.model = model;
+    this.refresh(true);
+  }
+
+  async selectModel(): Promise<void> {
+    try {
+      const totem = await this.start();
+      const models = await totem.models();
+      this.models = models;
+      const picked = await vscode.window.showQuickPick(
+        models.map((m) => ({ label: m.id, description: m.contextWindow ? `${m.contextWindow.toLocaleString("en-US")} tokens` : undefined })),
+        { title: "Totem model", placeHolder: this.state.sessionId ? "For this session" : "For new sessions" },
+      );
+      if (!picked) return;
+      const result = await totem.setModel(picked.label, this.state.sessionId);
+      this.state.model = result.model;
+      this.refresh(true);
+    } catch (error) {
+      this.showError("Totem: could not change the model", error);
+    }
+  }
+
+  answerEdit(outcome: "allow_once" | "allow_always" | "reject_once" | "reject_always", feedback?: string): void {
+    if (!this.prompts.answerEdit(outcome, feedback)) void vscode.window.setStatusBarMessage("Totem: no edit is waiting", 3000);
+  }
+
+  private async onViewMessage(m: ViewMessage): Promise<void> {
+    switch (m.type) {
+      case "send": {
+        const editor = vscode.window.activeTextEditor;
+        const context = editor && editor.document.uri.scheme === "file" ? { uri: editor.document.uri.toString() } : undefined;
+        const label = context ? vscode.workspace.asRelativePath(editor!.document.uri) : undefined;
+        return this.send(m.text, context, label);
+      }
+      case "abort":
+        return this.abort();
+      case "sessions":
+        return this.sessions();
+      case "newChat":
+        return this.newChat();
+      case "answer": {
+        let feedback: string | undefined;
+        if (m.feedback) {
+          feedback = await vscode.window.showInputBox({ title: "Tell Totem why", prompt: "Sent to the model with the refusal", ignoreFocusOut: true });
+          if (feedback === undefined) return;
+        }
+        return this.answerEdit(m.outcome, feedback || undefined);
+      }
+    }
+  }
+
+  private showError(title: string, error: unknown): void {
+    const message = `${title}: ${errorMessage(error)}`;
+    this.output.appendLine(message);
+    void vscode.window.showErrorMessage(message);
+  }
+
+  async dispose(): Promise<void> {
+    for (const d of this.disposables) d.dispose();
+    this.totem?.dispose();
+    if (this.client && this.client.state === State.Running) await this.client.stop().catch(() => undefined);
+  }
+}
+
+function errorMessage(error: unknown): string {
+  if (error && typeof error === "object" && "message" in error) return String((error as { message: unknown }).message);
+  return String(error);
+}
+
+/** `~/x` and workspace-relative paths in `totem.path`. */
+function resolveCommand(command: string): string {
+  if (command.startsWith("~/")) return path.join(process.env.HOME ?? "", command.slice(2));
+  if (!path.isAbsolute(command) && command.includes("/")) {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    if (folder) return path.join(folder.uri.fsPath, command);
+  }
+  return command;
+}
+
+let extension: TotemExtension | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<TotemExtension> {
+  const ext = new TotemExtension(context);
+  extension = ext;
+  const register = (id: string, run: (...args: any[]) => unknown) =>
+    context.subscriptions.push(vscode.commands.registerCommand(id, run));
+  register("totem.ask", () => ext.ask(false));
+  register("totem.askSelection", () => ext.ask(true));
+  register("totem.abort", () => ext.abort());
+  register("totem.undo", () => ext.undoRedo("Undo"));
+  register("totem.redo", () => ext.undoRedo("Redo"));
+  register("totem.sessions", () => ext.sessions());
+  register("totem.newChat", () => ext.newChat());
+  register("totem.selectModel", () => ext.selectModel());
+  register("totem.acceptEdit", () => ext.answerEdit("allow_once"));
+  register("totem.rejectEdit", () => ext.answerEdit("reject_once"));
+  context.subscriptions.push({ dispose: () => void ext.dispose() });
+  await ext.start().catch((error) => {
+    const message = `Totem could not start \`${settings().path} lsp\`: ${errorMessage(error)}. Set \`totem.path\`.`;
+    void vscode.window.showErrorMessage(message);
+  });
+  return ext;
+}
+
+export async function deactivate(): Promise<void> {
+  await extension?.dispose();
+  extension = undefined;
+}

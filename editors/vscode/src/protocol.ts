@@ -1,0 +1,248 @@
+// The Totem protocol (docs/protocol.md, docs/events.md) as TypeScript types, and a client for its
+// `totem/*` methods. Nothing here imports `vscode`: the extension hands in its LanguageClient,
+// the Node tests a vscode-jsonrpc connection to a real `totem lsp`.
+
+export const PROTOCOL_VERSION = 1;
+
+export interface Position { line: number; character: number }
+export interface Range { start: Position; end: Position }
+
+export interface ChatParams {
+  text: string;
+  sessionId?: string;
+  mode?: "build" | "plan";
+  model?: string;
+  context?: { uri: string; range?: Range };
+  workDoneToken?: string | number;
+}
+
+export type StopReason = "finished" | "aborted" | "step_limit" | "guard" | "error";
+
+export interface ChatResult { sessionId: string; stopReason: StopReason; text: string }
+
+export interface SessionInfo { sessionId: string; title: string; model: string; createdAt: number; updatedAt: number }
+
+export interface StoredPart {
+  id: string;
+  messageId: string;
+  seq: number;
+  type: "text" | "reasoning" | "tool" | "step" | "error" | "notice" | string;
+  data: any;
+  status: string | null;
+  discarded: boolean;
+}
+
+export interface SessionHistory {
+  sessionId: string;
+  title: string;
+  messages: { role: "user" | "assistant"; parts: StoredPart[] }[];
+}
+
+export interface ModelInfo {
+  id: string;
+  provider: string;
+  contextWindow: number | null;
+  tools: boolean | null;
+  reasoning: boolean | null;
+  vision: boolean | null;
+}
+
+export interface FileChange { path: string; action: "restored" | "deleted" | "conflict"; reason?: string }
+
+export interface Rule { source: string; permission: string; pattern: string; action: "allow" | "ask" | "deny" }
+
+export interface PermissionParams {
+  sessionId: string;
+  callId: string;
+  tool: string;
+  permission: string;
+  title: string;
+  input: Record<string, unknown>;
+  rule: Rule | null;
+  alwaysPattern: string;
+  paths: string[];
+  diff?: string;
+  proposed?: { uri: string; text: string }[];
+}
+
+export type PermissionOutcome = "allow_once" | "allow_always" | "reject_once" | "reject_always";
+export interface PermissionAnswer { outcome: PermissionOutcome; feedback?: string }
+
+export interface QuestionParams { sessionId: string; callId: string; question: string; options?: string[] }
+export interface QuestionAnswer { answer: string | null }
+
+export interface TrustParams { root: string; reasons: string[] }
+export interface TrustAnswer { trusted: boolean }
+
+export interface Todo { content: string; status: "pending" | "in_progress" | "completed" }
+
+/** One `totem/event` payload. Kinds this client does not know are passed on and ignored. */
+export type TotemEvent =
+  | { sessionId: string; kind: "turnStart"; turnId: string; model: string }
+  | { sessionId: string; kind: "textDelta" | "reasoningDelta"; partId: string; text: string }
+  | { sessionId: string; kind: "toolStart"; callId: string; tool: string; input: any; title: string }
+  | { sessionId: string; kind: "permission"; callId: string; decision: "allow" | "deny" | "reject"; rule: Rule | null }
+  | { sessionId: string; kind: "toolEnd"; callId: string; tool: string; status: string; summary: string; output: string; changed?: string[] }
+  | { sessionId: string; kind: "todo"; todos: Todo[] }
+  | { sessionId: string; kind: "stepEnd"; step: number; model: string; usage: { inputTokens: number; outputTokens: number } }
+  | { sessionId: string; kind: "stepDiscarded"; step: number; reason: string }
+  | { sessionId: string; kind: "notice"; level: "info" | "warning" | "error"; message: string }
+  | { sessionId: string; kind: "error"; errorClass: string; message: string }
+  | { sessionId: string; kind: "turnEnd"; turnId: string; stopReason: StopReason; text: string; model: string }
+  | { sessionId: string; kind: "context"; [key: string]: any };
+
+/** The part of a JSON-RPC connection this client needs. vscode-languageclient's LanguageClient
+ * and vscode-jsonrpc's MessageConnection both have it. */
+export interface RpcConnection {
+  sendRequest<R>(method: string, params?: any): Promise<R>;
+  sendNotification(method: string, params?: any): Promise<void> | void;
+  onNotification(method: string, handler: (params: any) => void): { dispose(): void } | void;
+  onRequest(method: string, handler: (params: any) => any): { dispose(): void } | void;
+}
+
+/** What the user is asked; the extension shows VS Code UI, tests answer from a script. */
+export interface TotemUi {
+  permission(params: PermissionParams): Promise<PermissionAnswer>;
+  question(params: QuestionParams): Promise<QuestionAnswer>;
+  trust(params: TrustParams): Promise<TrustAnswer>;
+}
+
+/** The `capabilities.experimental.totem` this client declares. */
+export const CLIENT_CAPABILITIES = { permission: true, question: true, trust: true, events: true };
+
+/** The server's protocol version from an `initialize` result; undefined when it sent none. */
+export function serverProtocolVersion(initializeResult: any): number | undefined {
+  const version = initializeResult?.capabilities?.experimental?.totem?.protocolVersion;
+  return typeof version === "number" ? version : undefined;
+}
+
+/** A warning for the user when the server speaks a protocol this client was not written for. */
+export function protocolWarning(initializeResult: any): string | undefined {
+  const version = serverProtocolVersion(initializeResult);
+  if (version === undefined) return "The Totem server did not announce a protocol version; is `totem.path` a Totem?";
+  if (version > PROTOCOL_VERSION)
+    return `The Totem server speaks protocol version ${version}; this extension knows version ${PROTOCOL_VERSION}. Update the extension.`;
+  return undefined;
+}
+
+/** The `workspace/didChangeConfiguration` settings for the editor's Totem settings. */
+export function configurationSettings(model: string | undefined, config: Record<string, unknown> | undefined): any {
+  const settings: any = { config: config ?? {} };
+  if (model) settings.model = model;
+  return { totem: settings };
+}
+
+type Listener<T> = (value: T) => void;
+
+/** The `totem/*` methods over a connection, with the server's requests routed to a `TotemUi`. */
+export class TotemClient {
+  private eventListeners: Listener<TotemEvent>[] = [];
+  private disposables: { dispose(): void }[] = [];
+
+  constructor(private readonly connection: RpcConnection, private readonly ui: TotemUi) {}
+
+  /** Register the handlers. Call once, before `initialized` for a raw connection, after
+   * `start()` for a LanguageClient (which keeps handlers registered before start). */
+  listen(): void {
+    const keep = (d: { dispose(): void } | void) => {
+      if (d) this.disposables.push(d);
+    };
+    keep(this.connection.onNotification("totem/event", (event: TotemEvent) => this.emit(event)));
+    keep(this.connection.onRequest("totem/permission", (p: PermissionParams) => this.safePermission(p)));
+    keep(this.connection.onRequest("totem/question", (p: QuestionParams) => this.safeQuestion(p)));
+    keep(this.connection.onRequest("totem/trust", (p: TrustParams) => this.safeTrust(p)));
+  }
+
+  onEvent(listener: Listener<TotemEvent>): { dispose(): void } {
+    this.eventListeners.push(listener);
+    return { dispose: () => (this.eventListeners = this.eventListeners.filter((l) => l !== listener)) };
+  }
+
+  private emit(event: TotemEvent): void {
+    for (const listener of [...this.eventListeners]) {
+      try {
+        listener(event);
+      } catch (error) {
+        console.error("totem: event listener failed", error);
+      }
+    }
+  }
+
+  private async safePermission(params: PermissionParams): Promise<PermissionAnswer> {
+    try {
+      return await this.ui.permission(params);
+    } catch (error) {
+      console.error("totem: permission prompt failed", error);
+      return { outcome: "reject_once" };
+    }
+  }
+
+  private async safeQuestion(params: QuestionParams): Promise<QuestionAnswer> {
+    try {
+      return await this.ui.question(params);
+    } catch (error) {
+      console.error("totem: question prompt failed", error);
+      return { answer: null };
+    }
+  }
+
+  private async safeTrust(params: TrustParams): Promise<TrustAnswer> {
+    try {
+      return await this.ui.trust(params);
+    } catch {
+      return { trusted: false };
+    }
+  }
+
+  chat(params: ChatParams): Promise<ChatResult> {
+    return this.connection.sendRequest<ChatResult>("totem/chat", params);
+  }
+
+  async abort(sessionId: string): Promise<boolean> {
+    const result = await this.connection.sendRequest<{ aborted: boolean }>("workspace/executeCommand", {
+      command: "totem.server.abort",
+      arguments: [{ sessionId }],
+    });
+    return !!result?.aborted;
+  }
+
+  sessions(): Promise<SessionInfo[]> {
+    return this.connection.sendRequest<SessionInfo[]>("totem/sessions", {});
+  }
+
+  session(sessionId: string): Promise<SessionHistory> {
+    return this.connection.sendRequest<SessionHistory>("totem/session", { sessionId });
+  }
+
+  models(): Promise<ModelInfo[]> {
+    return this.connection.sendRequest<ModelInfo[]>("totem/models", null);
+  }
+
+  setModel(model: string, sessionId?: string): Promise<{ model: string }> {
+    return this.connection.sendRequest<{ model: string }>("totem/setModel", sessionId ? { sessionId, model } : { model });
+  }
+
+  undo(sessionId: string): Promise<{ files: FileChange[] }> {
+    return this.connection.sendRequest<{ files: FileChange[] }>("totem/undo", { sessionId });
+  }
+
+  redo(sessionId: string): Promise<{ files: FileChange[] }> {
+    return this.connection.sendRequest<{ files: FileChange[] }>("totem/redo", { sessionId });
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+    this.disposables = [];
+    this.eventListeners = [];
+  }
+}
+
+/** "2 files restored, 1 conflict (b.py: changed since the turn; left as it is)". */
+export function describeFileChanges(files: FileChange[], verb: "Undo" | "Redo"): string {
+  if (!files.length) return `${verb}: nothing to ${verb.toLowerCase()}.`;
+  const lines = files.map((f) => `${f.path}: ${f.action}${f.reason ? ` (${f.reason})` : ""}`);
+  return `${verb}: ${lines.join("; ")}`;
+}
+
+/** The JSON-RPC error codes of docs/protocol.md. */
+export const ErrorCodes = { sessionBusy: -32001, badToken: -32002, configError: -32003, invalidParams: -32602 };

@@ -1,0 +1,139 @@
+// The protocol client and the chat state against a real `totem lsp` (Node's test runner).
+
+import { after, before, describe, it } from "node:test";
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { pathToFileURL } from "node:url";
+import { ChatState } from "../src/chatState";
+import { PROTOCOL_VERSION, TotemEvent, protocolWarning, serverProtocolVersion } from "../src/protocol";
+import { viewModel } from "../src/render";
+import { startServer, Server } from "./support/server";
+import { textReply, toolReply } from "./support/modelServer";
+
+describe("TotemClient against totem lsp", () => {
+  let server: Server;
+  const events: TotemEvent[] = [];
+  const state = new ChatState();
+
+  before(async () => {
+    server = await startServer();
+    server.totem.onEvent((e) => {
+      events.push(e);
+      state.apply(e);
+    });
+  });
+
+  after(async () => {
+    await server?.close();
+  });
+
+  it("speaks protocol version 1", () => {
+    assert.equal(serverProtocolVersion(server.initializeResult), PROTOCOL_VERSION);
+    assert.equal(protocolWarning(server.initializeResult), undefined);
+    assert.deepEqual(server.initializeResult.capabilities.executeCommandProvider.commands, [
+      "totem.server.ask",
+      "totem.server.abort",
+      "totem.server.undo",
+      "totem.server.redo",
+    ]);
+  });
+
+  it("streams a turn with an edit the user allows, into the chat state", async () => {
+    const file = path.join(server.project, "app.py");
+    fs.writeFileSync(file, "print('old')\nx = 1\n");
+    server.model.enqueue(toolReply([["edit", { path: "app.py", old_string: "print('old')", new_string: "print('new')" }]], "Let me change app.py."));
+    server.model.enqueue(textReply("Changed **app.py**.", "The user wants a new print."));
+    server.ui.permissionAnswers.push({ outcome: "allow_once" });
+
+    state.beginTurn("Change the print", "app.py");
+    const result = await server.totem.chat({ text: "Change the print", context: { uri: pathToFileURL(file).toString() } });
+
+    assert.equal(result.stopReason, "finished");
+    assert.equal(result.text, "Let me change app.py.\n\nChanged **app.py**.");
+    assert.equal(fs.readFileSync(file, "utf8"), "print('new')\nx = 1\n");
+    // The permission carried the diff and the proposed text.
+    assert.equal(server.ui.permissions.length, 1);
+    const asked = server.ui.permissions[0];
+    assert.equal(asked.tool, "edit");
+    assert.equal(asked.title, "Edit app.py");
+    assert.match(asked.diff ?? "", /-print\('old'\)\n\+print\('new'\)/);
+    assert.deepEqual(asked.proposed, [{ uri: pathToFileURL(file).toString(), text: "print('new')\nx = 1\n" }]);
+    // The chat state followed the events.
+    assert.equal(state.sessionId, result.sessionId);
+    assert.equal(state.busy, false);
+    assert.equal(state.model, "sim/test-model");
+    assert.equal(state.contextTokens, 150);
+    const text = state.plainText();
+    assert.match(text, /^> Change the print$/m);
+    assert.match(text, /^Let me change app\.py\.$/m);
+    assert.match(text, /^▸ Edit app\.py → ok/m);
+    assert.match(text, /^Changed \*\*app\.py\*\*\.$/m);
+    assert.match(text, /— sim\/test-model$/);
+    const kinds = events.map((e) => e.kind);
+    assert.equal(kinds[0], "turnStart");
+    assert.equal(kinds[kinds.length - 1], "turnEnd");
+    const toolEnd = events.find((e) => e.kind === "toolEnd") as any;
+    assert.deepEqual(toolEnd.changed, ["app.py"]);
+    // Rendered: Markdown, reasoning collapsed, tool line, model.
+    const view = viewModel(state, "idle");
+    assert.match(view.html, /<strong>app\.py<\/strong>/);
+    assert.match(view.html, /<details class="reasoning"[^>]*><summary>Reasoning<\/summary>/);
+    assert.match(view.html, /▸ Edit app\.py/);
+    assert.equal(view.context, "Context: ~150 tokens");
+  });
+
+  it("lists the session, loads its history and undoes the edit", async () => {
+    const sessions = await server.totem.sessions();
+    assert.equal(sessions.length, 1);
+    assert.equal(sessions[0].sessionId, state.sessionId);
+    assert.match(sessions[0].title, /Change the print|app\.py/);
+
+    const loaded = new ChatState();
+    loaded.load(await server.totem.session(state.sessionId!));
+    const text = loaded.plainText();
+    assert.match(text, /^> Change the print$/m);
+    assert.match(text, /^▸ Edit app\.py → ok/m);
+    assert.match(text, /^Changed \*\*app\.py\*\*\.$/m);
+    assert.equal(loaded.entries.find((e) => e.type === "user" && e.context)?.type, "user");
+
+    const undone = await server.totem.undo(state.sessionId!);
+    assert.deepEqual(undone.files, [{ path: "app.py", action: "restored" }]);
+    assert.equal(fs.readFileSync(path.join(server.project, "app.py"), "utf8"), "print('old')\nx = 1\n");
+    const redone = await server.totem.redo(state.sessionId!);
+    assert.deepEqual(redone.files, [{ path: "app.py", action: "restored" }]);
+    assert.equal(fs.readFileSync(path.join(server.project, "app.py"), "utf8"), "print('new')\nx = 1\n");
+  });
+
+  it("puts the ask tool's question to the UI and shows the todo list", async () => {
+    server.model.enqueue(toolReply([["todo", { todos: [{ content: "Pick a colour", status: "in_progress" }] }]]));
+    server.model.enqueue(toolReply([["ask", { question: "Which colour?", options: ["red", "blue"] }]]));
+    server.model.enqueue(textReply("Blue it is."));
+    state.beginTurn("Pick a colour");
+    const result = await server.totem.chat({ text: "Pick a colour", sessionId: state.sessionId });
+    assert.equal(result.stopReason, "finished");
+    assert.deepEqual(server.ui.questions.map((q) => [q.question, q.options]), [["Which colour?", ["red", "blue"]]]);
+    assert.deepEqual(state.todos, [{ content: "Pick a colour", status: "in_progress" }]);
+    assert.match(viewModel(state, "idle").todos, /◐ Pick a colour/);
+    assert.match(state.plainText(), /Blue it is\./);
+  });
+
+  it("rejects a busy session and reports a config error as an error", async () => {
+    await assert.rejects(server.totem.chat({ text: "x", sessionId: "ses_nope" }), (e: any) => e.code === -32602);
+    await assert.rejects(server.totem.chat({ text: "x", model: "zz/q" }), (e: any) => e.code === -32003);
+  });
+
+  it("aborts a running turn", async () => {
+    server.model.enqueue(toolReply([["bash", { command: "sleep 30" }]], "Running it."));
+    server.ui.permissionAnswers.push({ outcome: "allow_once" });
+    state.beginTurn("Sleep");
+    const running = server.totem.chat({ text: "Sleep", sessionId: state.sessionId });
+    while (!events.some((e) => e.kind === "toolStart" && (e as any).tool === "bash")) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(await server.totem.abort(state.sessionId!), true);
+    const result = await running;
+    assert.equal(result.stopReason, "aborted");
+    assert.equal(state.busy, false);
+    assert.match(state.plainText(), /— sim\/test-model \(aborted\)|— sim\/test-model/);
+  });
+});

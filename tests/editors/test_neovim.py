@@ -1,0 +1,177 @@
+"""End to end in a real Neovim: the plugin (editors/neovim) against the real ``totem lsp`` and a
+loopback model server that scripts a streamed answer, an ``edit`` of the open buffer, then a
+final answer.
+
+The chat window's screen (or, without tmux, its buffer) is saved as ``neovim-chat.txt`` in
+``$TOTEM_TEST_ARTIFACTS`` (default ``~/.cache/totem-test/artifacts``) for docs/editors.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.editors.neovim import Neovim, nvim_binary
+from tests.support.model_server import ModelServer, Reply, chunk, split_text, text_reply
+
+pytestmark = pytest.mark.skipif(nvim_binary() is None, reason="no nvim (install the dev extra)")
+
+ORIGINAL = """exports.install = function() {
+\tROUTE('GET /api/hello/', hello);
+};
+
+function hello() {
+\tvar name = 'world';
+\tthis.plain('Hello ' + name);
+}
+"""
+OLD = "\tvar name = 'world';\n\tthis.plain('Hello ' + name);\n"
+NEW = "\tconst greeting = 'Hello there, ';\n\tvar name = 'world';\n\tthis.plain(greeting + name + '!');\n"
+EDITED = ORIGINAL.replace(OLD, NEW)
+ANSWER = "I'll make the greeting in `hello` friendlier."
+FINAL = "Done: `hello` now answers *Hello there, world!*."
+REASONING = "The route handler is hello().\nOnly its greeting changes."
+
+
+def streamed_edit_reply() -> Reply:
+    """Reasoning, then the answer's text, then one ``edit`` call, all streamed in pieces."""
+    events: list = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"reasoning_content": part}) for part in split_text(REASONING, 3)]
+    events += [chunk({"content": part}) for part in split_text(ANSWER, 4)]
+    arguments = json.dumps({"path": "controllers/api.js", "old_string": OLD, "new_string": NEW})
+    events.append(chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                         "function": {"name": "edit", "arguments": ""}}]}))
+    events += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}) for part in split_text(arguments, 4)]
+    events.append(chunk({}, finish_reason="tool_calls"))
+    events.append(chunk(usage=(30, 12), choices=False))
+    return Reply(events=events, delay=0.02)
+
+
+CHAT_LINES = "return vim.api.nvim_buf_get_lines(require('totem.chat').buf(), 0, -1, false)"
+FILE_LINES = "return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)"
+
+
+@pytest.fixture
+def model():
+    with ModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    project = tmp_path / "project"
+    (project / "controllers").mkdir(parents=True)
+    # A Total.js project: package.json depends on total5, so Totem's convention rules apply.
+    (project / "package.json").write_text(json.dumps({"name": "demo", "dependencies": {"total5": "^0.0.9"}}) + "\n")
+    (project / "controllers" / "api.js").write_text(ORIGINAL)
+    return project
+
+
+@pytest.fixture
+def neovim(tmp_path, project, model):
+    home = tmp_path / "home"
+    (home / "config" / "totem").mkdir(parents=True)
+    (home / "config" / "totem" / "config.toml").write_text(
+        'model = "sim/test-model"\nretry_max_wait = 1.0\n'
+        f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
+    )
+    editor = Neovim(home, project, model="sim/test-model", settings={"permission_timeout": 30})
+    editor.start("controllers/api.js")
+    yield editor
+    editor.stop()
+
+
+def save_artifact(name: str, text: str) -> Path:
+    folder = Path(os.environ.get("TOTEM_TEST_ARTIFACTS") or Path.home() / ".cache" / "totem-test" / "artifacts")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def test_chat_permission_edit_diagnostic_code_action_undo(neovim, project, model):
+    nv = neovim
+    target = project / "controllers" / "api.js"
+    path = str(target)
+    model.enqueue(streamed_edit_reply())
+    model.enqueue(text_reply(FINAL, pieces=4))
+
+    nv.wait(lambda: nv.lua("return #vim.lsp.get_clients({ bufnr = 0, name = 'totem', _uninitialized = false }) > 0"
+                           " and vim.lsp.get_clients({ bufnr = 0, name = 'totem' })[1].initialized"),
+            "the totem client to attach to the buffer")
+
+    nv.command("TotemAsk Make the greeting friendlier")
+
+    # The permission window: title and the diff, as filetype diff.
+    perm = nv.wait(lambda: nv.lua(
+        "local p = require('totem.permission').current if not p then return nil end"
+        " local cfg = vim.api.nvim_win_get_config(p.win)"
+        " return { lines = vim.api.nvim_buf_get_lines(p.buf, 0, -1, false), ft = vim.bo[p.buf].filetype,"
+        " title = cfg.title, current = vim.api.nvim_get_current_win() == p.win }"), "the permission window")
+    assert perm["ft"] == "diff"
+    assert "Edit controllers/api.js" in json.dumps(perm["title"])
+    assert perm["current"], "the permission window has the focus"
+    diff = "\n".join(perm["lines"])
+    assert "-\tthis.plain('Hello ' + name);" in diff
+    assert "+\tconst greeting = 'Hello there, ';" in diff
+    assert "+\tthis.plain(greeting + name + '!');" in diff
+
+    # While it waits: the chat holds the streamed answer and the tool line.
+    chat = "\n".join(nv.lua(CHAT_LINES))
+    assert "## You\nMake the greeting friendlier" in chat
+    assert ANSWER in chat
+    assert "> *Reasoning*\n> " + REASONING.replace("\n", "\n> ") in chat
+    assert "▶ Edit controllers/api.js" in chat
+    folded = nv.lua(
+        "local chat = require('totem.chat') local win = vim.fn.bufwinid(chat.buf())"
+        " return vim.api.nvim_win_call(win, function() return vim.fn.foldclosed(vim.fn.search('^> The route', 'nw') + 0) end)")
+    assert folded > 0, "\n".join(nv.lua(
+        "local chat = require('totem.chat') local win = vim.fn.bufwinid(chat.buf())"
+        " return vim.api.nvim_win_call(win, function() local r = {} for l = 1, vim.fn.line('$') do"
+        " r[#r+1] = l .. ' ' .. vim.fn.foldlevel(l) .. ' ' .. chat.foldexpr(l) .. ' ' .. vim.fn.getline(l) end"
+        " return r end)"))
+
+    nv.input("a")  # allow once
+
+    nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy"), "the end of the turn")
+    chat = "\n".join(nv.lua(CHAT_LINES))
+    assert "▶ Edit controllers/api.js\n    ✓ " in chat, chat
+    assert FINAL in chat
+    assert chat.rstrip().endswith("*— sim/test-model*"), chat
+
+    # The edit is in the buffer, saved (auto_save), and the disk holds exactly the new text.
+    assert "\n".join(nv.lua(FILE_LINES, path)) + "\n" == EDITED
+    assert not nv.lua("return vim.bo[vim.fn.bufnr(...)].modified", path)
+    assert target.read_text() == EDITED
+
+    # The convention finding of the edited file, as a diagnostic with source totem.
+    diagnostic = nv.wait(lambda: nv.lua(
+        "for _, d in ipairs(vim.diagnostic.get(vim.fn.bufnr(...))) do"
+        " if d.source == 'totem' then return { lnum = d.lnum, code = d.code, message = d.message } end end", path),
+        "a totem diagnostic")
+    assert diagnostic["code"] == "TJS010"
+    assert diagnostic["lnum"] == EDITED.splitlines().index("\tconst greeting = 'Hello there, ';")
+
+    # Neovim's own code action UI offers "Ask Totem to fix" on that line.
+    nv.lua(
+        "local lnum = ... local win = vim.fn.bufwinid(vim.fn.bufnr(select(2, ...)))"
+        " vim.api.nvim_set_current_win(win) vim.api.nvim_win_set_cursor(win, { lnum + 1, 1 })"
+        " _G.offered = nil"
+        " vim.ui.select = function(items, opts, on_choice)"
+        "   _G.offered = vim.tbl_map(function(item) return item.action.title end, items) on_choice(nil) end"
+        " vim.lsp.buf.code_action()", diagnostic["lnum"], path)
+    offered = nv.wait(lambda: nv.lua("return _G.offered"), "the code action list")
+    assert "Ask Totem to fix" in offered, offered
+
+    # The chat as the terminal shows it, for the docs.
+    screen = nv.capture() or chat
+    save_artifact("neovim-chat.txt", screen)
+
+    # :TotemUndo puts the file back, in the buffer and on disk.
+    nv.command("TotemUndo")
+    nv.wait(lambda: target.read_text() == ORIGINAL, "the file restored on disk")
+    assert "\n".join(nv.lua(FILE_LINES, path)) + "\n" == ORIGINAL
+    assert model.pending == 0
