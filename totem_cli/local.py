@@ -57,7 +57,12 @@ def _setup(args: argparse.Namespace, config, root: Path) -> int:
 
 def _start(args: argparse.Namespace, config, root: Path) -> int:
     from totem_engine.local.model import installed
-    from totem_engine.local.server import LocalServerError, read_state, start, _write_state
+    from totem_engine.local.server import (
+        LocalServerError,
+        _write_state,
+        read_state,
+        start,
+    )
 
     install = installed(root)
     if install is None:

@@ -19,6 +19,7 @@ from totem_engine import events as ev
 from totem_engine.checks.registry import run_checks
 from totem_engine.frontend import PermissionRequest, QuestionRequest
 from totem_engine.guards import Guards, call_key
+from totem_engine.progress import Novelty
 from totem_engine.permissions import Decision, Policy
 from totem_engine.providers.base import ToolCall
 from totem_engine.providers.capabilities import output_budget
@@ -51,6 +52,9 @@ class ToolCalls:
             rules=list(self.agent.rules), session=list(turn.state.rules), plan_mode=turn.options.mode == "plan"
         )
         self.guards = Guards()
+        self.novelty = Novelty()  # no new information (seed 003)
+        self.round_changed = False  # the last step changed a file
+        self._round: list[tuple[str, object, str, bool]] = []
         self.good_rounds = 0  # steps whose calls all succeeded (evidence that tools work)
         self._open: list[_Call] = []
 
@@ -66,6 +70,7 @@ class ToolCalls:
             part_id = await self.agent.store.add_part(message_id, "tool", data, status="pending")
             records.append(_Call(call=call, part_id=part_id, data=data, input=shown))
         self._open = records
+        self._round = []
         stop: list[str] = []
         if all(c.name in READ_ONLY for c in calls):
             async with anyio.create_task_group() as group:
@@ -81,6 +86,10 @@ class ToolCalls:
                 await self._close_call(record, "interrupted", "not run", f"Not run: {stop[0] if stop else 'the run stopped'}")
         if all(record.status == "ok" for record in records):
             self.good_rounds += 1
+        self.round_changed = any(changed for *_, changed in self._round)
+        stale = self.novelty.record_round(self._round)
+        if stale and not stop:
+            stop.append(stale)
         return stop[0] if stop else None
 
     async def close_open(self) -> None:
@@ -115,6 +124,7 @@ class ToolCalls:
     async def _execute_and_guard(self, record: _Call, stop: list[str]) -> None:
         result, status, arguments = await self._execute(record)
         await self._close_call(record, status, result.summary, result.output, changed=result.changed)
+        self._round.append((record.call.name, arguments, result.output, bool(result.changed)))
         reasons = []
         if status == "denied":
             reasons.append(self.guards.record_permission(False))

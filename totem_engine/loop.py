@@ -26,6 +26,7 @@ from totem_engine.checks.base import Checker
 from totem_engine.config import MIN_MAX_STEPS
 from totem_engine.frontend import FrontEnd
 from totem_engine.history import to_messages
+from totem_engine.progress import ReasoningRetry, RepetitionDetector, RoundLimit, least_reasoning
 from totem_engine.prompt import system_prompt
 from totem_engine.providers.base import (
     ChatRequest,
@@ -116,6 +117,7 @@ async def flush_while_streaming(parts: list[_StreamedPart]) -> None:
 class _StepOutcome:
     calls: list[ToolCall]
     message_id: str
+    guard: str | None = None  # a guard on the reply itself ended the run (repetition, all reasoning)
 
 
 class CapabilitySource(Protocol):
@@ -236,26 +238,33 @@ class Turn:
         self.record = await self.agent.capabilities.record(provider_name, model_id)
         self.specs = tool_specs(self.agent.tools)
         base_prompt = system_prompt(self.agent.root, self.options.mode)
-        limit = effective_max_steps(self.options.max_steps)
+        rounds = RoundLimit(effective_max_steps(self.options.max_steps))
         step = 0
         while True:
-            if limit and step >= limit:
-                return "step_limit", f"Reached the step limit ({limit} steps). Say \"continue\" to go on."
+            if rounds.reached(step):
+                decision = rounds.allow(step)
+                if decision.stop:
+                    return "step_limit", decision.notice
+                await self._notice(decision.notice)
             step += 1
             stored = await self.agent.store.messages(self.session_id)
             self._used_call_ids.update(p.data.get("callId") for m in stored for p in m.parts if p.type == "tool")
             history = to_messages(stored, provider=provider.name)
             request = self._request(model_id, base_prompt, history)
             outcome = await self._step(provider, request, step)
+            if outcome.guard:
+                return "guard", outcome.guard
             if not outcome.calls:
                 return "finished", None
             reason = await self.calls.run(outcome.calls, outcome.message_id)
+            rounds.record_step(changed=self.calls.round_changed, new_information=self.calls.novelty.last_round_new)
             if reason:
                 return "guard", reason
 
     async def _step(self, provider: Provider, request: ChatRequest, step: int) -> _StepOutcome:
         store = self.agent.store
         message_id = await store.add_message(self.session_id, "assistant", turn_id=self.turn_id, step=step, model=self.model)
+        all_reasoning = ReasoningRetry(least=least_reasoning(provider))
         attempt = 0
         while True:
             attempt += 1
@@ -280,6 +289,17 @@ class Turn:
                     raise failure
                 await self._discard(message_id, step, failure, attempt)
                 continue
+            guard = await self._cut_repetition(text, reasoning)
+            retry = None if guard else all_reasoning.after_reply(text.text, reasoning.text, calls)
+            if retry is not None and retry.retry:
+                await self._retry_with_less_reasoning(message_id, step, retry.notice)
+                request = replace(request, reasoning=retry.level)
+                attempt -= 1  # not a failure: the provider-error retries keep their budget
+                continue
+            if retry is not None:
+                guard = retry.notice
+            if guard:
+                calls = []
             self._answers.append(text)
             self._writers = []
             await self._learn(provider.name, request.model, calls, text.text)
@@ -287,7 +307,33 @@ class Turn:
                 message_id, "step", {"step": step, "model": self.answered_by, "usage": usage.model_dump(by_alias=True)}
             )
             await self.emit(ev.StepEnd(session_id=self.session_id, step=step, model=self.answered_by, usage=usage))
-            return _StepOutcome(calls=calls, message_id=message_id)
+            return _StepOutcome(calls=calls, message_id=message_id, guard=guard)
+
+    async def _notice(self, message: str) -> None:
+        """An info notice the chat shows and the session keeps (a notice part of its own message)."""
+        notice_message = await self.agent.store.add_message(self.session_id, "assistant", turn_id=self.turn_id)
+        await self.agent.store.add_part(notice_message, "notice", {"text": message})
+        await self.emit(ev.Notice(session_id=self.session_id, level="info", message=message))
+
+    async def _retry_with_less_reasoning(self, message_id: str, step: int, notice: str) -> None:
+        """Drop a reply that was all reasoning (kept in the store, marked discarded) and say so."""
+        self._writers = []
+        await self.agent.store.discard_message_parts(message_id)
+        await self.emit(ev.StepDiscarded(session_id=self.session_id, step=step, reason=notice))
+        await self.emit(ev.Notice(session_id=self.session_id, level="info", message=notice))
+
+    async def _cut_repetition(self, text: _StreamedPart, reasoning: _StreamedPart) -> str | None:
+        """The reason to stop when the stream was cut for repeating itself; the stored part keeps
+        the text up to two copies of the repeated span."""
+        for part, detector in ((text, self._repeat_text), (reasoning, self._repeat_reasoning)):
+            if detector.fired:
+                keep = detector.keep(copies=2)
+                if keep is not None and keep < len(part.text):
+                    part.chunks = [part.text[:keep] + "\n[... the same text repeated; cut]"]
+                    part.dirty = True
+                    await part.flush()
+                return detector.reason
+        return None
 
     def _request(self, model_id: str, base_prompt: str, history: list) -> ChatRequest:
         """The step's request. A model that does not call tools natively (by its record, or as
@@ -343,6 +389,8 @@ class Turn:
         if self.record.think_tags:
             stream = think_filter(stream)
         self._text_calls = TextCallStats()
+        self._repeat_text = RepetitionDetector()
+        self._repeat_reasoning = RepetitionDetector()
         if self.specs:
             stream = text_tool_calls(
                 stream,
@@ -353,6 +401,8 @@ class Turn:
         async with aclosing(stream) as chunks:
             async for chunk in chunks:
                 usage = await self._forward(chunk, provider, text, reasoning, calls, usage)
+                if self._repeat_text.fired or self._repeat_reasoning.fired:
+                    break  # closing the stream ends the request
         return usage
 
     async def _forward(
@@ -362,9 +412,11 @@ class Turn:
         if isinstance(chunk, TextChunk) and chunk.text:
             part_id = await text.add(chunk.text)
             await self.emit(ev.TextDelta(session_id=self.session_id, part_id=part_id, text=chunk.text))
+            self._repeat_text.feed(chunk.text)
         elif isinstance(chunk, ReasoningChunk) and chunk.text:
             part_id = await reasoning.add(chunk.text)
             await self.emit(ev.ReasoningDelta(session_id=self.session_id, part_id=part_id, text=chunk.text))
+            self._repeat_reasoning.feed(chunk.text)
         elif isinstance(chunk, ToolCallChunk):
             calls.append(self._unique(chunk.call))
         elif isinstance(chunk, UsageChunk):

@@ -367,3 +367,24 @@ def test_a_tool_call_written_as_text_runs_and_the_model_is_then_taught_the_text_
     assert "tools" not in second
     assert "<tool_call>" in second["messages"][0]["content"] and "- read:" in second["messages"][0]["content"]
 
+
+
+def test_total_js_findings_come_back_to_the_model_and_a_fix_clears_them(totem):
+    # An empty folder is a new Total.js project (auto detection), so the conventions are checked.
+    bad = "function load() {\n\tconst fs = require('fs');\n\treturn fs;\n}\n"
+    good = "function load() {\n\tvar value = 1;\n\treturn value;\n}\n"
+    totem.server.enqueue(tool_reply([("write", {"path": "definitions/load.js", "content": bad})]))
+    totem.server.enqueue(
+        tool_reply([("edit", {"path": "definitions/load.js", "old_string": "\tconst fs = require('fs');\n\treturn fs;", "new_string": "\tvar value = 1;\n\treturn value;"})])
+    )
+    totem.server.enqueue(text_reply("Fixed."))
+    result = totem.agent("write a loader", extra=("--yes",))
+
+    assert result.code == 0, result.stderr
+    first, second = result.of("toolEnd")
+    assert "Checks found:" in first["output"]
+    assert "TJS010" in first["output"] and "TJS022" in first["output"]
+    assert "definitions/load.js:2:" in first["output"]
+    assert "Checks found:" not in second["output"]
+    assert (totem.project / "definitions/load.js").read_text() == good
+    assert "TJS010" in totem.server.requests[1]["messages"][-1]["content"]

@@ -35,6 +35,14 @@ async def test_a_rewrite_is_reported_with_the_new_bytes(root: Path):
     assert (root / "src" / "a.py").read_bytes() == b"x = 1\n"
 
 
+def test_what_the_model_is_told():
+    assert FormatResult(False, None, None).for_model("a.py") is None
+    assert "a.py was rewritten" in FormatResult(True, b"x", None).for_model("a.py")
+    told = FormatResult(True, b"x", "formatter exited with 1").for_model("a.py")
+    assert "a.py was rewritten" in told and told.endswith("formatter exited with 1")
+    assert FormatResult(False, None, "timed out").for_model("a.py") == "timed out"
+
+
 async def test_no_matching_glob_runs_nothing(root: Path):
     result = await format_file(root, "src/a.py", config({"*.js": "touch ran"}))
     assert result == FormatResult(False, None, None)

@@ -32,6 +32,15 @@ class FormatResult:
     new_bytes: bytes | None  # the file after formatting when changed (None: unchanged, or removed)
     note: str | None = None  # what went wrong, worded for the model and the user
 
+    def for_model(self, rel: str) -> str | None:
+        """One line for the tool result: the rewrite and what went wrong, or None when neither."""
+        parts = []
+        if self.changed:
+            parts.append(f"{rel} was rewritten by the project's formatter; read it again before an edit that quotes its text.")
+        if self.note:
+            parts.append(self.note)
+        return " ".join(parts) or None
+
 
 def formatter_for(rel: str, config: Config) -> tuple[str, str] | None:
     """``(glob, command)`` of the first ``[format]`` entry whose glob matches ``rel``."""

