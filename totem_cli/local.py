@@ -7,6 +7,7 @@ error, 3 ``status`` when the server does not run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -60,7 +61,6 @@ def _start(args: argparse.Namespace, config, root: Path) -> int:
     from totem_engine.local.server import (
         LocalServerError,
         _write_state,
-        read_state,
         start,
     )
 
@@ -75,11 +75,10 @@ def _start(args: argparse.Namespace, config, root: Path) -> int:
         return 1
     if not started and state.owner is not None:
         # Started on demand by a run: from now on it is the user's, kept until `totem local stop`.
-        state = type(state)(**{**state.__dict__, "owner": None})
+        state = dataclasses.replace(state, owner=None)
         _write_state(root, state)
     verb = "started" if started else "already running"
     print(f"{verb}: local/{state.model_id} at {state.base_url} (pid {state.pid}, context {state.ctx})")
-    assert read_state(root) is not None
     return 0
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from totem_engine import events as ev
+from totem_engine.checks.formatter import format_file
 from totem_engine.checks.registry import run_checks
 from totem_engine.frontend import PermissionRequest, QuestionRequest
 from totem_engine.guards import Guards, call_key
@@ -24,6 +25,7 @@ from totem_engine.permissions import Decision, Policy
 from totem_engine.providers.base import ToolCall
 from totem_engine.providers.capabilities import output_budget
 from totem_engine.tools.base import Action, BoundaryError, ToolContext, ToolError, ToolResult, parse_arguments
+from totem_engine.tools.freshness import mark_seen
 from totem_engine.tools.registry import CHANGES_FILES, READ_ONLY
 
 if TYPE_CHECKING:
@@ -138,10 +140,10 @@ class ToolCalls:
     async def _execute(self, record: _Call) -> tuple[ToolResult, str, object]:
         """Validate, prepare, ask, apply. Returns the result, its status and the parsed arguments."""
         call = record.call
-        tool = self.agent.tools.get(call.name)
+        tool = self.turn.tools.get(call.name)
         if tool is None:
             await self._start(record, call.name)
-            known = ", ".join(sorted(self.agent.tools))
+            known = ", ".join(sorted(self.turn.tools))
             return _error(f"There is no tool named {call.name!r}. Available tools: {known}."), "error", record.input
         ctx = self._context(call)
         try:
@@ -197,10 +199,30 @@ class ToolCalls:
             raise ToolError(f"Could not save the current content for undo, so nothing was changed: {exc}") from None
         try:
             result = await action.apply(ctx)
+            if not result.is_error:
+                await self._format(action, ctx, result)
         finally:
             with anyio.CancelScope(shield=True):  # what apply did must be recorded, even on abort
                 await snapshots.after_change(self.agent.workspace, paths=paths, **where)
         return await self._with_findings(result)
+
+    async def _format(self, action: Action, ctx: ToolContext, result: ToolResult) -> None:
+        """Run the project's formatter on each written file. Its rewrite joins the call's change set
+        (the snapshot after it is taken later) and is what the agent has now seen, so the next edit
+        is not refused as stale. It runs on the disk, so a file the editor holds unsaved is left."""
+        config = self.agent.config
+        if not config.format:
+            return
+        unsaved = set(await self.agent.workspace.unsaved())
+        for rel in [f.path for f in action.files if f.new_text is not None]:
+            if self.agent.root / rel in unsaved:
+                continue
+            formatted = await format_file(self.agent.root, rel, config)
+            if formatted.changed and formatted.new_bytes is not None:
+                mark_seen(ctx, rel, formatted.new_bytes)
+            line = formatted.for_model(rel)
+            if line:
+                result.output += f"\n({line})"
 
     async def _with_findings(self, result: ToolResult) -> ToolResult:
         """The checks' findings on each changed file, added to the result so the model fixes them."""

@@ -157,6 +157,7 @@ class Config(_Strict):
     request_timeout: float = Field(default=300.0, gt=0)
     permission_timeout: float = Field(default=600.0, gt=0)
     mode: Mode = "build"
+    reasoning: Literal["none", "low", "medium", "high"] | None = None  # thinking effort; None: the model's default
     # Share of the model's window past which old tool results are compacted (compaction.py).
     compact_at: float = Field(default=0.7, gt=0, le=1)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)

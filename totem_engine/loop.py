@@ -22,8 +22,9 @@ import anyio
 
 from totem_engine import events as ev
 from totem_engine.calls import ToolCalls
-from totem_engine.checks.base import Checker
-from totem_engine.config import MIN_MAX_STEPS
+from totem_engine.checks.registry import checkers_from_config
+from totem_engine.checks.totaljs import is_totaljs_project
+from totem_engine.config import MIN_MAX_STEPS, Config
 from totem_engine.frontend import FrontEnd
 from totem_engine.history import to_messages
 from totem_engine.progress import ReasoningRetry, RepetitionDetector, RoundLimit, least_reasoning
@@ -44,9 +45,11 @@ from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.textcalls import TextCallStats, text_tool_calls, think_filter, tool_prompt
 from totem_engine.retry import retry_delay, should_retry
 from totem_engine.session_state import SessionState
+from totem_engine.skills import discover
 from totem_engine.snapshots import Snapshots
 from totem_engine.store import Store, new_id
 from totem_engine.tools.base import Tool
+from totem_engine.tools.skill import SkillTool
 from totem_engine.tools.registry import tool_specs
 from totem_engine.tools.workspace import Workspace
 
@@ -75,6 +78,7 @@ class TurnOptions:
     mode: str = "build"
     max_steps: int = 50
     retry_max_wait: float = 60.0
+    reasoning: str | None = None
 
 
 class _StreamedPart:
@@ -139,8 +143,7 @@ class Agent:
         workspace: Workspace,
         snapshots: Snapshots,
         capabilities: "CapabilitySource",
-        checkers: Callable[[bool], list[Checker]] = lambda totaljs: [],
-        detect_totaljs: Callable[[], bool] = lambda: False,
+        config: Config,
         rules: list[ev.RuleRef] | None = None,
     ):
         self.root = root.resolve()
@@ -150,8 +153,7 @@ class Agent:
         self.workspace = workspace
         self.snapshots = snapshots
         self.capabilities = capabilities
-        self.checkers_for = checkers  # by whether the project is a Total.js project
-        self.detect_totaljs = detect_totaljs
+        self.config = config
         self.rules = rules or []
 
     def turn(self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions) -> "Turn":
@@ -185,10 +187,7 @@ class Turn:
         store = self.agent.store
         session = await store.get_session(self.session_id)
         self.state = SessionState.from_meta(session.meta)
-        if self.state.totaljs is None:
-            # Decided when the session starts and kept: the agent's first file must not switch it.
-            self.state.totaljs = await anyio.to_thread.run_sync(self.agent.detect_totaljs)
-        self.checkers = self.agent.checkers_for(self.state.totaljs)
+        await self._setup()
         self.calls = ToolCalls(self)
         if not session.title:
             await store.update_session(self.session_id, title=session_title(self.text))
@@ -213,6 +212,18 @@ class Turn:
         with anyio.CancelScope(shield=True):
             return await self._finish(stop, reason)
 
+    async def _setup(self) -> None:
+        """What this session works with: Total.js or not (decided when the session starts and kept,
+        so the agent's first file does not switch it), its checks, skills and tools."""
+        config, root = self.agent.config, self.agent.root
+        if self.state.totaljs is None:
+            self.state.totaljs = await anyio.to_thread.run_sync(is_totaljs_project, root, config.totaljs)
+        self.checkers = checkers_from_config(config, totaljs=self.state.totaljs)
+        self.skills = await anyio.to_thread.run_sync(
+            lambda: discover(root, totaljs=bool(self.state.totaljs) and config.conventions)
+        )
+        self.tools = {**self.agent.tools, "skill": SkillTool(self.skills)}
+
     async def _finish(self, stop: ev.StopReason, reason: str | None) -> TurnResult:
         store = self.agent.store
         for writer in self._writers:
@@ -236,8 +247,8 @@ class Turn:
         provider_name, model_id = self.model.split("/", 1)
         provider = self.agent.provider_for(provider_name)
         self.record = await self.agent.capabilities.record(provider_name, model_id)
-        self.specs = tool_specs(self.agent.tools)
-        base_prompt = system_prompt(self.agent.root, self.options.mode)
+        self.specs = tool_specs(self.tools)
+        base_prompt = system_prompt(self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=self.skills)
         rounds = RoundLimit(effective_max_steps(self.options.max_steps))
         step = 0
         while True:
@@ -338,10 +349,11 @@ class Turn:
     def _request(self, model_id: str, base_prompt: str, history: list) -> ChatRequest:
         """The step's request. A model that does not call tools natively (by its record, or as
         learned during this turn) is taught the text form instead, which the stream reads back."""
+        reasoning = self.options.reasoning
         if self.record.native_tools and self.record.tool_call_format == "native":
-            return ChatRequest(model=model_id, system=base_prompt, messages=tuple(history), tools=self.specs)
+            return ChatRequest(model=model_id, system=base_prompt, messages=tuple(history), tools=self.specs, reasoning=reasoning)
         system = f"{base_prompt}\n\n{tool_prompt(self.specs)}" if self.specs else base_prompt
-        return ChatRequest(model=model_id, system=system, messages=tuple(history))
+        return ChatRequest(model=model_id, system=system, messages=tuple(history), reasoning=reasoning)
 
     async def _learn(self, provider_name: str, model_id: str, calls: list[ToolCall], text: str) -> None:
         """Update what the model is known to do from what it just did (seed 003 evidence)."""

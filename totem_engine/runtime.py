@@ -68,8 +68,7 @@ class Runtime:
             tools=builtin_tools(),
             workspace=self.workspace,
             snapshots=self.snapshots,
-            checkers=lambda totaljs: checkers_from_config(loaded.config, totaljs=totaljs),
-            detect_totaljs=lambda: is_totaljs_project(self.root, loaded.config.totaljs),
+            config=loaded.config,
             capabilities=self.capabilities,
             rules=[r for layer in loaded.layers for r in rules_from_config(layer.data.get("permission", {}), layer.kind)],
         )
@@ -110,6 +109,7 @@ class Runtime:
             mode=mode or self.config.mode,
             max_steps=self.config.max_steps if max_steps is None else max_steps,
             retry_max_wait=self.config.retry_max_wait,
+            reasoning=self.config.reasoning,
         )
         return self.agent.turn(text, frontend, session_id=session_id, model=model, options=options)
 

@@ -288,7 +288,8 @@ def build_body(
     if request.tools:
         body["tools"] = [tool_entry(tool) for tool in request.tools]
     if think:
-        body["think"] = True
+        # A thinking model thinks unless the request asks for no reasoning at all.
+        body["think"] = request.reasoning != "none"
     return body
 
 

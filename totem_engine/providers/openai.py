@@ -140,6 +140,8 @@ def build_body(request: ChatRequest) -> dict[str, Any]:
         body["max_tokens"] = request.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    if request.reasoning in ("low", "medium", "high"):
+        body["reasoning_effort"] = request.reasoning  # reasoning models only; others ignore it
     return body
 
 

@@ -1,0 +1,160 @@
+// Drives a running code-server with Playwright in Debian's headless Chromium, as a person would:
+// open the file, run "Totem: Ask", accept the proposed edit in the diff editor, read the chat
+// view and the Problems view, take screenshots. Prints one JSON object with what it saw; the
+// pytest test (tests/editors/test_vscode.py) asserts on it.
+//
+//   node drive.mjs '{"url": ..., "file": "app.py", "question": ..., "answer": ..., "finding": ...,
+//                    "chromium": "/usr/bin/chromium", "artifacts": DIR, "docsImage": PATH}'
+
+import { createRequire } from "node:module";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(path.join(here, "..", "..", "..", "editors", "vscode", "package.json"));
+const { chromium } = require("playwright-core");
+
+const args = JSON.parse(process.argv[2]);
+const seen = { steps: [] };
+const step = (name) => {
+  seen.steps.push(`${((Date.now() - started) / 1000).toFixed(1)}s ${name}`);
+  process.stderr.write(`drive: ${name}\n`);
+};
+const started = Date.now();
+
+async function chatFrame(page, timeout = 30000) {
+  const deadline = Date.now() + timeout;
+  while (Date.now() < deadline) {
+    for (const frame of page.frames()) {
+      try {
+        if (await frame.locator("#totem-chat").count()) return frame;
+      } catch {
+        // a frame that went away
+      }
+    }
+    await page.waitForTimeout(200);
+  }
+  throw new Error("the Totem chat view did not appear");
+}
+
+async function runCommand(page, label) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible" });
+  await input.fill(`>${label}`);
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: label }).first();
+  await row.waitFor({ state: "visible" });
+  // The best match is first; check that it is exactly the command we asked for.
+  const rows = page.locator(".quick-input-list .monaco-list-row");
+  const count = await rows.count();
+  for (let i = 0; i < count; i++) {
+    const text = (await rows.nth(i).getAttribute("aria-label")) ?? "";
+    if (text === label || text.startsWith(`${label},`) || text.startsWith(`${label} `)) {
+      await rows.nth(i).click();
+      return;
+    }
+  }
+  await page.keyboard.press("Enter");
+}
+
+const browser = await chromium.launch({
+  executablePath: args.chromium,
+  headless: true,
+  args: [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
+});
+let page;
+try {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 860 } });
+  page = await context.newPage();
+  page.setDefaultTimeout(30000);
+  await page.goto(args.url);
+  await page.locator(".monaco-workbench").waitFor({ state: "visible", timeout: 60000 });
+  step("workbench up");
+
+  // The extension is active when its status bar item shows.
+  const status = page.locator(".statusbar-item", { hasText: "Totem:" }).first();
+  await status.waitFor({ state: "visible", timeout: 60000 });
+  seen.statusBefore = (await status.innerText()).trim();
+  step(`extension active: ${seen.statusBefore}`);
+
+  // Open the file with Quick Open.
+  await page.keyboard.press("Control+P");
+  const quick = page.locator(".quick-input-widget input");
+  await quick.waitFor({ state: "visible" });
+  await quick.fill(args.file);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: args.file }).first().waitFor();
+  await page.keyboard.press("Enter");
+  await page.locator(`.tabs-container .tab[aria-label*="${args.file}"]`).first().waitFor({ state: "visible" });
+  await page.locator(".monaco-editor .view-lines").first().waitFor({ state: "visible" });
+  step("file open");
+
+  // Totem: Ask, then the question in the input box.
+  await runCommand(page, "Totem: Ask");
+  const box = page.locator(".quick-input-widget input");
+  await box.waitFor({ state: "visible" });
+  await page.locator(".quick-input-widget", { hasText: "Ask Totem" }).waitFor({ state: "visible" });
+  await box.fill(args.question);
+  await page.keyboard.press("Enter");
+  step("asked");
+
+  // The permission for the edit: VS Code's diff editor, the file against Totem's proposal.
+  const diff = page.locator(".monaco-diff-editor").first();
+  await diff.waitFor({ state: "visible", timeout: 60000 });
+  const diffTab = page.locator(".tabs-container .tab.active").first();
+  seen.diffTab = (await diffTab.getAttribute("aria-label")) ?? "";
+  await page.waitForTimeout(800); // let both sides render
+  seen.diffOriginal = await diff.locator(".editor.original .view-lines").innerText();
+  seen.diffModified = await diff.locator(".editor.modified .view-lines").innerText();
+  const frameBeforeAccept = await chatFrame(page);
+  seen.chatWhileAsking = await frameBeforeAccept.locator("#totem-chat").innerText();
+  await page.screenshot({ path: path.join(args.artifacts, "vscode-diff.png") });
+  step("diff editor shown");
+
+  // Accept, from the diff editor's title bar.
+  const accept = page.locator('.editor-actions .action-label[aria-label^="Accept"]').first();
+  await accept.waitFor({ state: "visible" });
+  await accept.click();
+  step("accepted");
+
+  // The answer ends in the chat view.
+  const frame = await chatFrame(page);
+  await frame.locator("#messages", { hasText: args.answer }).waitFor({ timeout: 60000 });
+  await frame.locator(".model").last().waitFor();
+  seen.chat = await frame.locator("#messages").innerText();
+  seen.chatTitle = await frame.locator("#title").innerText();
+  seen.chatStatus = await frame.locator("#status").innerText();
+  seen.reasoningCollapsed = await frame.locator("details.reasoning").first().evaluate((d) => !d.open).catch(() => null);
+  seen.diffClosed = (await page.locator(".monaco-diff-editor").count()) === 0;
+  step("answer shown");
+
+  // The Problems view shows the check's finding on the saved file.
+  await runCommand(page, "View: Focus Problems (Errors, Warnings, Infos)");
+  const problems = page.locator(".markers-panel");
+  await problems.waitFor({ state: "visible" });
+  await problems.locator(".monaco-list-row", { hasText: args.finding }).first().waitFor({ timeout: 30000 });
+  seen.problems = await problems.innerText();
+  seen.statusAfter = (await status.innerText()).trim();
+  step("problem shown");
+
+  // Screenshots: the whole workbench with the chat, for the artifacts and the docs.
+  await frame.locator("#messages").evaluate((m) => (m.scrollTop = 0));
+  await page.screenshot({ path: path.join(args.artifacts, "vscode-chat.png") });
+  if (args.docsImage) await page.screenshot({ path: args.docsImage });
+  step("screenshots saved");
+  seen.ok = true;
+} catch (error) {
+  seen.ok = false;
+  seen.error = String(error && error.stack ? error.stack : error);
+  if (page) await page.screenshot({ path: path.join(args.artifacts, "vscode-failure.png") }).catch(() => undefined);
+} finally {
+  await browser.close();
+}
+process.stdout.write(JSON.stringify(seen) + "\n");

@@ -1,0 +1,49 @@
+"""``totem local start|status|stop`` end to end through ``totem_cli.main`` with a fake server."""
+
+from __future__ import annotations
+
+from tests.unit.test_local_server import fake_install
+from totem_cli.main import main
+from totem_engine.local import server
+
+
+def test_start_status_stop(tmp_path, capsys):
+    root = tmp_path / "local"
+    config = tmp_path / "c.toml"
+    config.write_text(f'local_dir = "{root}"\n')
+    args = ["local", "--config", str(config)]
+    assert main([*args, "status"]) == 3
+    assert "run `totem local setup`" in capsys.readouterr().out
+    assert main([*args, "start"]) == 1  # nothing set up
+    assert "totem local setup" in capsys.readouterr().err
+    fake_install(root)
+    try:
+        assert main([*args, "start"]) == 0
+        assert "started: local/qwen2.5-coder-1.5b at http://127.0.0.1:" in capsys.readouterr().out
+        assert main([*args, "start"]) == 0
+        assert "already running" in capsys.readouterr().out
+        assert main([*args, "status"]) == 0
+        assert "started by `totem local start`" in capsys.readouterr().out
+        assert main([*args, "stop"]) == 0
+        assert capsys.readouterr().out.strip() == "stopped"
+        assert main([*args, "stop"]) == 0
+        assert capsys.readouterr().out.strip() == "not running"
+    finally:
+        server.stop(root)
+
+
+def test_setup_reports_a_missing_tool(tmp_path, capsys, monkeypatch):
+    root = tmp_path / "local"
+    config = tmp_path / "c.toml"
+    config.write_text(f'local_dir = "{root}"\n')
+    # A finished source stage would need the network; start at the build with no tools on PATH.
+    from totem_engine.local.build import Setup
+
+    monkeypatch.setattr(Setup, "_source_done", lambda self: True)
+    monkeypatch.setattr(Setup, "_extract_done", lambda self: True)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("CXX", raising=False)
+    assert main(["local", "--config", str(config), "setup"]) == 1
+    err = capsys.readouterr().err
+    assert "needs cmake, a C++ compiler (g++ or clang++), ninja or make" in err
+    assert "apt-get install cmake g++" in err
