@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("session_id")
     export = sessions_sub.add_parser("export", help="a session as JSON")
     export.add_argument("session_id")
+    fork = sessions_sub.add_parser("fork", help="a new session holding a copy of this one up to a message")
+    fork.add_argument("session_id")
+    fork.add_argument("--at", metavar="MESSAGE_ID", help="the last message to copy (default: the last one)")
     return parser
 
 
@@ -75,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     import anyio
 
     from totem_engine.config import ConfigError
-    from totem_engine.store import SessionNotFound
+    from totem_engine.store import MessageNotFound, SessionNotFound
 
     try:
         if args.command == "local":
@@ -100,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"totem: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except SessionNotFound as exc:
+    except (SessionNotFound, MessageNotFound) as exc:
         print(f"totem: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -203,6 +206,15 @@ async def sessions_command(args: argparse.Namespace) -> int:
         elif args.action == "show":
             session = await store.get_session(args.session_id)
             print(render_session(session, await store.messages(session.id, include_discarded=True)))
+        elif args.action == "fork":
+            at = args.at
+            if at is None:
+                messages = await store.messages(args.session_id, include_discarded=True)
+                if not messages:
+                    print(f"totem: session {args.session_id} has no messages to fork", file=sys.stderr)
+                    return EXIT_USAGE
+                at = messages[-1].id
+            print((await store.fork(args.session_id, at)).id)
         else:
             print(json.dumps(await store.export(args.session_id), indent=2, ensure_ascii=False))
     finally:

@@ -395,16 +395,28 @@ class _State:
     fixed: int
     accounts: int = 0
     cut: int = 0
+    body: int = 0  # tokens of the groups' messages, kept up to date by ``set``
+
+    def __post_init__(self) -> None:
+        self.recount()
+
+    def recount(self) -> None:
+        self.body = sum(g.total for g in self.groups)
+
+    def pin(self, head: Message) -> None:
+        self.head, self.head_tokens = head, message_tokens(head)
+        self.recount()  # the head may have taken the first request's own message
 
     @property
     def raw(self) -> int:
-        return self.fixed + self.head_tokens + sum(g.total for g in self.groups)
+        return self.fixed + self.head_tokens + self.body
 
     def set(self, group: _Group, index: int, message: Message) -> int:
         """Replace a message; returns the tokens saved."""
         before = group.tokens[index]
         group.messages[index] = message
         group.tokens[index] = message_tokens(message)
+        self.body += group.tokens[index] - before
         return before - group.tokens[index]
 
     def messages(self) -> list[Message]:
@@ -575,8 +587,7 @@ async def fit(
     fixed = fixed_tokens(template.system, template.tools)
     state = _State(groups=groups, head=None, head_tokens=0, fixed=fixed)
     if checkpoint is not None:
-        state.head = _head(ledger, checkpoint, groups, absorb_first=False)
-        state.head_tokens = message_tokens(state.head)
+        state.pin(_head(ledger, checkpoint, groups, absorb_first=False))
     written = False
 
     def done() -> Fitted:
@@ -623,8 +634,7 @@ async def fit(
                 )
             written = True
             state = _State(groups=groups, head=None, head_tokens=0, fixed=fixed)
-            state.head = _head(ledger, checkpoint, groups, absorb_first=False)
-            state.head_tokens = message_tokens(state.head)
+            state.pin(_head(ledger, checkpoint, groups, absorb_first=False))
             if state.raw > limit:
                 await _shrink(state, ledger, limit, absorb_first=False)
     if state.raw > hard:
@@ -637,8 +647,7 @@ async def fit(
 async def _shrink(state: _State, ledger: Ledger, limit: int, *, absorb_first: bool) -> None:
     """Stage 1, then the single-round cut, on the current state; pins the ledger."""
     if state.head is None:
-        state.head = _head(ledger, None, state.groups, absorb_first=absorb_first)
-        state.head_tokens = message_tokens(state.head)
+        state.pin(_head(ledger, None, state.groups, absorb_first=absorb_first))
     calls = _calls(state.groups)
     _replace_results(state, limit, calls)
     if state.raw <= limit:

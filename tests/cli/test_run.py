@@ -388,3 +388,27 @@ def test_total_js_findings_come_back_to_the_model_and_a_fix_clears_them(totem):
     assert "Checks found:" not in second["output"]
     assert (totem.project / "definitions/load.js").read_text() == good
     assert "TJS010" in totem.server.requests[1]["messages"][-1]["content"]
+
+
+def test_a_session_forks_at_a_message_and_the_fork_continues_on_its_own(totem):
+    totem.server.enqueue(text_reply("first answer"))
+    first = totem.agent("first question")
+    session_id = first.events[0]["sessionId"]
+    totem.server.enqueue(text_reply("second answer"))
+    totem.agent("second question", extra=("--session", session_id))
+    messages = totem.export(session_id)["messages"]
+    first_answer = next(m for m in messages if m["role"] == "assistant")
+
+    forked = totem.run("sessions", "fork", session_id, "--at", first_answer["id"])
+    assert forked.code == 0, forked.stderr
+    fork_id = forked.stdout.strip()
+    assert fork_id != session_id
+    copied = [p["data"].get("text") for m in totem.export(fork_id)["messages"] for p in m["parts"] if p["type"] == "text"]
+    assert copied == ["first question", "first answer"]
+
+    totem.server.enqueue(text_reply("a different second answer"))
+    third = totem.agent("another question", extra=("--session", fork_id))
+    assert third.code == 0
+    sent = [(m["role"], m.get("content")) for m in totem.server.requests[-1]["messages"][1:]]
+    assert sent == [("user", "first question"), ("assistant", "first answer"), ("user", "another question")]
+    assert len(totem.export(session_id)["messages"]) == len(messages)  # the original is untouched

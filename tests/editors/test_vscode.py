@@ -1,0 +1,223 @@
+"""The VS Code extension end to end, in a real VS Code: code-server 4.139.1 with the .vsix
+installed, the workbench driven by Playwright in headless Chromium (tests/editors/vscode/drive.mjs),
+against the real ``totem lsp`` and a loopback model server that scripts a streamed answer, an
+``edit`` tool call and a final answer.
+
+scripts/setup-editors.sh installs Node 24, code-server, Chromium and builds the .vsix (cached
+under ~/.cache/totem-test, so a second run takes seconds); this test runs it first.
+Screenshots go to build/artifacts/ (and docs/images/vscode-chat.png when it is missing or
+TOTEM_DOCS_SCREENSHOTS=1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.support.model_server import ModelServer, text_reply, tool_reply
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = Path(os.environ.get("TOTEM_TEST_CACHE") or Path.home() / ".cache" / "totem-test")
+ARTIFACTS = ROOT / "build" / "artifacts"
+DOCS_IMAGE = ROOT / "docs" / "images" / "vscode-chat.png"
+
+OLD = "print('old')\n"
+NEW = "print('new')  # TODO: greet by name\n"
+QUESTION = "Change the greeting"
+FIRST = "I will change the greeting in app.py."
+ANSWER = "Done: app.py now prints the new greeting."
+FINDING = "TODO left in the code"
+
+# A project check that reports TODO lines: the finding shows in the Problems view after the save.
+CHECK = """awk '/TODO/ {print FILENAME ":" NR ": warning: TODO left in the code"}' {file}"""
+
+
+def _totem() -> str:
+    beside = Path(sys.executable).parent / "totem"
+    return str(beside) if beside.exists() else (shutil.which("totem") or "totem")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def tools() -> dict[str, str]:
+    """Runs the set-up (seconds when the caches are warm) and returns what it wrote."""
+    setup = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "setup-editors.sh"), "vscode"],
+        capture_output=True, text=True, timeout=1200,
+    )
+    assert setup.returncode == 0, f"scripts/setup-editors.sh vscode failed:\n{setup.stderr[-4000:]}"
+    values = dict(line.split("=", 1) for line in (CACHE / "vscode.env").read_text().splitlines() if "=" in line)
+    for key in ("NODE", "CODE_SERVER", "CHROMIUM", "VSIX"):
+        assert Path(values[key]).exists(), f"{key} missing: {values[key]}"
+    return values
+
+
+def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"code-server exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except urllib.error.HTTPError:
+            return  # it answers (a redirect to the workbench counts)
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"code-server did not answer at {url}:\n{log.read_text()[-3000:]}")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    # Children (extension host, totem lsp) share the group: make sure none is left.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "app.py").write_text(OLD)
+    home = tmp_path / "home"
+    user_data = tmp_path / "code-server" / "user-data"
+    extensions = tmp_path / "code-server" / "extensions"
+    (user_data / "User").mkdir(parents=True)
+    extensions.mkdir(parents=True)
+    port = _free_port()
+    (tmp_path / "code-server" / "config.yaml").write_text(f"bind-addr: 127.0.0.1:{port}\nauth: none\ncert: false\n")
+    (user_data / "User" / "settings.json").write_text(json.dumps({
+        "chat.disableAIFeatures": True,
+        "totem.path": _totem(),
+        "totem.autoSave": True,
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": False,
+        "workbench.welcomePage.walkthroughs.openOnInstall": False,
+        "extensions.autoCheckUpdates": False,
+        "extensions.autoUpdate": False,
+        "extensions.ignoreRecommendations": True,
+        "update.mode": "none",
+        "telemetry.telemetryLevel": "off",
+        "files.autoSave": "off",
+        "git.enabled": False,
+    }, indent=2))
+
+    with ModelServer() as model:
+        (home / "config" / "totem").mkdir(parents=True)
+        (home / "config" / "totem" / "config.toml").write_text(
+            'model = "sim/test-model"\nretry_max_wait = 1.0\n\n'
+            f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n\n'
+            f"[checks.todo]\ncommand = '''{CHECK}'''\nfiles = \"*.py\"\n"
+        )
+        model.enqueue(tool_reply(
+            [("edit", {"path": "app.py", "old_string": "print('old')", "new_string": "print('new')  # TODO: greet by name"})],
+            text=FIRST,
+        ))
+        model.enqueue(text_reply(ANSWER, reasoning="The user accepted the edit.", pieces=6))
+
+        node_bin = str(Path(tools["NODE"]).parent)
+        env = dict(
+            os.environ,
+            PATH=f"{node_bin}:{os.environ.get('PATH', '')}",
+            HOME=str(home),
+            XDG_CONFIG_HOME=str(home / "config"),
+            XDG_DATA_HOME=str(home / "data"),
+            XDG_CACHE_HOME=str(home / "cache"),
+        )
+        common = [
+            "--user-data-dir", str(user_data),
+            "--extensions-dir", str(extensions),
+            "--config", str(tmp_path / "code-server" / "config.yaml"),
+        ]
+        install = subprocess.run(
+            [tools["CODE_SERVER"], *common, "--install-extension", tools["VSIX"]],
+            env=env, capture_output=True, text=True, timeout=120,
+        )
+        assert install.returncode == 0, install.stdout + install.stderr
+        assert any(p.name.startswith("totem.totem-") for p in extensions.iterdir()), install.stdout
+
+        log = ARTIFACTS / "code-server.log"
+        with log.open("w") as out:
+            server = subprocess.Popen(
+                [tools["CODE_SERVER"], *common,
+                 "--auth", "none", "--disable-telemetry", "--disable-update-check",
+                 "--disable-workspace-trust", "--reconnection-grace-time", "5",
+                 "--bind-addr", f"127.0.0.1:{port}", str(project)],
+                env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        try:
+            _wait_http(f"http://127.0.0.1:{port}/healthz", server, log)
+            docs_image = DOCS_IMAGE if (os.environ.get("TOTEM_DOCS_SCREENSHOTS") or not DOCS_IMAGE.exists()) else None
+            if docs_image:
+                docs_image.parent.mkdir(parents=True, exist_ok=True)
+            args = {
+                "url": f"http://127.0.0.1:{port}/?folder={project}",
+                "file": "app.py",
+                "question": QUESTION,
+                "answer": ANSWER,
+                "finding": FINDING,
+                "chromium": tools["CHROMIUM"],
+                "artifacts": str(ARTIFACTS),
+                "docsImage": str(docs_image) if docs_image else None,
+            }
+            drive = subprocess.run(
+                [tools["NODE"], str(ROOT / "tests" / "editors" / "vscode" / "drive.mjs"), json.dumps(args)],
+                env=dict(env, HOME=os.environ.get("HOME", str(home))),
+                capture_output=True, text=True, timeout=180,
+            )
+            (ARTIFACTS / "vscode-drive.log").write_text(drive.stderr)
+            assert drive.returncode == 0, drive.stderr[-3000:]
+            seen = json.loads(drive.stdout.strip().splitlines()[-1])
+            (ARTIFACTS / "vscode-seen.json").write_text(json.dumps(seen, indent=2))
+            assert seen["ok"], f"{seen.get('error')}\nsteps: {seen['steps']}\nsee {ARTIFACTS}/vscode-failure.png"
+        finally:
+            _kill_group(server)
+
+        # The diff editor showed the file against Totem's proposal.
+        assert "Totem's proposal" in seen["diffTab"]
+        assert "print('old')" in seen["diffOriginal"]
+        assert "# TODO: greet by name" in seen["diffModified"]
+        assert seen["diffClosed"], "the diff editor stayed open after Accept"
+        # The chat view: the question, the streamed first text, the tool line, the final answer, the model.
+        chat = seen["chat"]
+        assert QUESTION in chat
+        assert FIRST in chat
+        assert "▸ Edit app.py" in chat
+        assert "ok: " in chat
+        assert ANSWER in chat
+        assert "— sim/test-model" in chat
+        assert chat.index(FIRST) < chat.index("▸ Edit app.py") < chat.index(ANSWER)
+        assert seen["reasoningCollapsed"] is True
+        assert "sim/test-model · idle" in seen["statusAfter"]
+        # The edit was applied in the editor and saved (totem.autoSave).
+        assert (project / "app.py").read_text() == NEW
+        # The check's finding is in the Problems view.
+        assert FINDING in seen["problems"]
+        assert "app.py" in seen["problems"]
+        assert model.pending == 0
+        assert (ARTIFACTS / "vscode-chat.png").stat().st_size > 10_000
