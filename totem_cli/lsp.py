@@ -25,7 +25,6 @@ def lsp_command(args: argparse.Namespace) -> int:
     token = args.token or secrets.token_urlsafe(24)
     if not args.token:
         print(f"totem lsp: token {token}", file=sys.stderr, flush=True)
-    print(f"totem lsp: listening on {host}:{port}", file=sys.stderr, flush=True)
     create_server(token=token).start_tcp(host, int(port))
     return 0
 

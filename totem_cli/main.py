@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--yes", action="store_true", help="answer every permission question with allow once")
     run.add_argument("--json", action="store_true", help="write the event stream as NDJSON on stdout")
     run.add_argument("--session", help="continue this session")
-    run.add_argument("--max-steps", type=int, default=None, help="step limit (0: none; 1-9 are raised to 10)")
+    run.add_argument("--max-steps", type=_steps, default=None, help="step limit (0: none; 1-9 are raised to 10)")
     run.add_argument("prompt", nargs="+", help="what to do")
 
     lsp = sub.add_parser("lsp", help="run the language server (stdio by default)")
@@ -68,6 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _steps(value: str) -> int:
+    try:
+        steps = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if steps < 0:
+        raise argparse.ArgumentTypeError("must be 0 (no limit) or more")
+    return steps
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "lsp":
@@ -75,9 +85,15 @@ def main(argv: list[str] | None = None) -> int:
         from totem_cli.lsp import lsp_command
 
         return lsp_command(args)
+    import signal
+
     import anyio
 
     from totem_engine.config import ConfigError
+
+    # Output piped into `head` and the like: end quietly when the reader goes away.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    from totem_engine.runtime import SessionElsewhere
     from totem_engine.store import MessageNotFound, SessionNotFound
 
     try:
@@ -103,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"totem: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (SessionNotFound, MessageNotFound) as exc:
+    except (SessionNotFound, MessageNotFound, SessionElsewhere) as exc:
         print(f"totem: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -163,6 +179,12 @@ async def history_command(args: argparse.Namespace) -> int:
     from totem_engine.runtime import Runtime
 
     root = project_root(args)
+    if args.session and args.cwd is None:
+        # A session knows its project: undo there, wherever the command runs from.
+        from totem_engine.store import Store
+
+        async with Store() as store:
+            root = Path((await store.get_session(args.session)).cwd)
     runtime = Runtime(root, load_config(root, config_file=args.config))
     try:
         session_id = args.session

@@ -10,7 +10,7 @@ import anyio
 
 from totem_cli.main import EXIT_CODES, project_root
 from totem_cli.terminal import TerminalFrontEnd
-from totem_engine.config import load_config
+from totem_engine.config import MIN_MAX_STEPS, ConfigError, load_config
 from totem_engine.runtime import Runtime
 from totem_engine.trust import apply_trust
 
@@ -18,7 +18,9 @@ from totem_engine.trust import apply_trust
 async def run_command(args: argparse.Namespace) -> int:
     root = project_root(args)
     interactive = sys.stdin.isatty()
-    frontend = TerminalFrontEnd(json_mode=args.json, assume_yes=args.yes, interactive=interactive)
+    frontend = TerminalFrontEnd(
+        json_mode=args.json, assume_yes=args.yes, interactive=interactive, hold_text=not sys.stdout.isatty()
+    )
     loaded, trust_notice = await apply_trust(
         root, load_config(root, config_file=args.config), frontend.ask_trust if interactive else None
     )
@@ -26,11 +28,18 @@ async def run_command(args: argparse.Namespace) -> int:
     try:
         for note in [*loaded.config.notes, *([trust_notice] if trust_notice else [])]:
             print(f"! {note}", file=sys.stderr)
+        prompt = " ".join(args.prompt).strip()
+        if not prompt:
+            raise ConfigError("the prompt is empty: say what to do")
+        if args.session is not None and not args.session.strip():
+            raise ConfigError("--session needs a session id (totem sessions list shows them)")
+        if args.max_steps is not None and 0 < args.max_steps < MIN_MAX_STEPS:
+            print(f"! --max-steps {args.max_steps} was raised to {MIN_MAX_STEPS}, the smallest cap that leaves room to read, edit and check", file=sys.stderr)
         await runtime.snapshots.prune()
         model = runtime.resolve_model(args.model)
         mode = args.mode or loaded.config.mode
         session_id = await runtime.open_session(args.session, model=model, mode=mode)
-        turn = runtime.turn(" ".join(args.prompt), frontend, session_id=session_id, model=model, mode=mode, max_steps=args.max_steps)
+        turn = runtime.turn(prompt, frontend, session_id=session_id, model=model, mode=mode, max_steps=args.max_steps)
         async with anyio.create_task_group() as group:
             group.start_soon(_abort_on_interrupt, turn, group.cancel_scope)
             result = await turn.run()

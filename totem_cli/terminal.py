@@ -25,8 +25,23 @@ _CHOICES = {
 
 
 class TerminalFrontEnd:
-    def __init__(self, *, json_mode: bool, assume_yes: bool, interactive: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr):
+    def __init__(
+        self,
+        *,
+        json_mode: bool,
+        assume_yes: bool,
+        interactive: bool,
+        hold_text: bool = False,
+        out: TextIO = sys.stdout,
+        err: TextIO = sys.stderr,
+    ):
+        """``hold_text``: stdout is not a terminal (``> answer.md``): each step's text is written
+        when the step ends, so a step that is retried leaves nothing behind in the answer."""
         self.json_mode = json_mode
+        self.hold_text = hold_text
+        self._held: list[str] = []
+        self._titles: dict[str, str] = {}
+        self._last_started: str | None = None
         self.assume_yes = assume_yes
         self.interactive = interactive
         self.out = out
@@ -40,20 +55,34 @@ class TerminalFrontEnd:
             self.out.flush()
             return
         if isinstance(event, ev.TextDelta):
+            if self.hold_text:
+                self._held.append(event.text)
+                return
             self.out.write(event.text)
             self.out.flush()
             self._text_open = not event.text.endswith("\n")
+        elif isinstance(event, ev.StepEnd) and self._held:
+            text, self._held = "".join(self._held), []
+            self.out.write(text if text.endswith("\n") else text + "\n")
+            self.out.flush()
         elif isinstance(event, ev.ReasoningDelta):
             self.err.write(event.text)
             self.err.flush()
             self._reasoning_open = not event.text.endswith("\n")
         elif isinstance(event, ev.ToolStart):
             self._end_text_line()
+            self._titles[event.call_id] = event.title
+            self._last_started = event.call_id
             self._line(f"→ {event.title}")
         elif isinstance(event, ev.ToolEnd):
-            prefix = {"ok": "", "error": "error: ", "denied": "", "interrupted": "interrupted: "}[event.status]
+            if self._last_started != event.call_id:
+                # Calls that ran together: say again which call this result belongs to.
+                self._line(f"→ {self._titles.get(event.call_id, event.tool)}")
+            self._last_started = None
+            prefix = {"ok": "", "error": "error: ", "denied": "", "interrupted": ""}[event.status]
             self._line(f"   {prefix}{event.summary}")
         elif isinstance(event, ev.StepDiscarded):
+            self._held = []
             self._end_text_line()
             self._line(f"(step {event.step} discarded: {event.reason})")
         elif isinstance(event, ev.Notice):
@@ -63,6 +92,9 @@ class TerminalFrontEnd:
             self._end_text_line()
             self._line(f"error: {event.message}")
         elif isinstance(event, ev.TurnEnd):
+            if self._held:  # an aborted or failed step: what it said so far
+                self.out.write("".join(self._held) + "\n")
+                self._held = []
             self._end_text_line()
             self._line(f"— {event.model}")
 
@@ -71,7 +103,7 @@ class TerminalFrontEnd:
             return PermissionReply("allow_once")
         if not self.interactive:
             self._line(f"! {request.title}: rejected (no terminal to ask; use --yes to allow)")
-            return PermissionReply("reject_once", "Nobody could be asked for permission; the action was not run.")
+            return PermissionReply("reject_once", reason="nobody could be asked for permission (no terminal; --yes allows)")
         self._end_text_line()
         if request.diff:
             self.err.write(request.diff if request.diff.endswith("\n") else request.diff + "\n")

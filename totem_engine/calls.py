@@ -18,7 +18,7 @@ import anyio
 from totem_engine import events as ev
 from totem_engine.checks.formatter import format_file
 from totem_engine.checks.registry import run_checks
-from totem_engine.frontend import PermissionRequest, QuestionRequest
+from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.guards import Guards, call_key
 from totem_engine.progress import Novelty
 from totem_engine.permissions import Decision, Policy
@@ -142,29 +142,29 @@ class ToolCalls:
         call = record.call
         tool = self.turn.tools.get(call.name)
         if tool is None:
-            await self._start(record, call.name)
+            await self._start(record, _plain_title(record))
             known = ", ".join(sorted(self.turn.tools))
             return _error(f"There is no tool named {call.name!r}. Available tools: {known}."), "error", record.input
         ctx = self._context(call)
         try:
             args = parse_arguments(tool.Input, call.arguments)
         except ToolError as exc:
-            await self._start(record, call.name)
+            await self._start(record, _plain_title(record))
             return _error(str(exc)), "error", record.input
         record.input = args.model_dump(exclude_none=True)
         try:
             action = await tool.prepare(args, ctx)
         except BoundaryError as exc:
-            await self._start(record, call.name)
+            await self._start(record, _plain_title(record))
             rule = ev.RuleRef(source="boundary", permission=call.name, pattern="*", action="deny")
             await self.emit(ev.Permission(session_id=self.session_id, call_id=call.id, decision="deny", rule=rule))
             return _error(str(exc)), "denied", record.input
         except ToolError as exc:
-            await self._start(record, call.name)
+            await self._start(record, _plain_title(record))
             return _error(str(exc)), "error", record.input
         await self._start(record, action.title)
         decision = self.policy.decide(action.permission, action.patterns, changes=action.changes, safe=action.safe_patterns)
-        allowed, feedback, rule = await self._permit(record, action, decision)
+        allowed, rule, reply = await self._permit(record, action, decision)
         await self.emit(
             ev.Permission(
                 session_id=self.session_id,
@@ -175,10 +175,7 @@ class ToolCalls:
         )
         await self.agent.store.update_part(record.part_id, data=self._part_data(record, action.title, rule=rule))
         if not allowed:
-            text = "The user rejected this action." if decision.action != "deny" else f"Denied by rule {_describe(rule)}."
-            if feedback:
-                text += f" Their feedback: {feedback}"
-            return ToolResult(output=text, summary="rejected" if decision.action != "deny" else "denied", is_error=True), "denied", record.input
+            return _refusal(rule, reply), "denied", record.input
         try:
             result = await self._apply(action, ctx)
         except ToolError as exc:
@@ -243,11 +240,12 @@ class ToolCalls:
             result.summary += f", {sum(1 for line in lines if not line.startswith('('))} findings"
         return result
 
-    async def _permit(self, record: _Call, action, decision: Decision) -> tuple[bool, str | None, ev.RuleRef]:
-        if decision.action == "allow":
-            return True, None, decision.rule
-        if decision.action == "deny":
-            return False, None, decision.rule
+    async def _permit(
+        self, record: _Call, action: Action, decision: Decision
+    ) -> tuple[bool, ev.RuleRef, PermissionReply | None]:
+        """Whether the call may run, the rule that decided, and the user's reply when asked."""
+        if decision.action != "ask":
+            return decision.action == "allow", decision.rule, None
         request = PermissionRequest(
             session_id=self.session_id,
             call_id=record.call.id,
@@ -263,14 +261,14 @@ class ToolCalls:
         )
         reply = await self.turn.frontend.permission(request)
         if reply.outcome == "allow_always":
-            return True, reply.feedback, self.policy.remember(action.permission, action.always_pattern, "allow")
+            return True, self.policy.remember(action.permission, action.always_pattern, "allow"), reply
         if reply.outcome == "reject_always":
-            return False, reply.feedback, self.policy.remember(action.permission, action.always_pattern, "deny")
+            return False, self.policy.remember(action.permission, action.always_pattern, "deny"), reply
         answered = ev.RuleRef(
             source="answer", permission=action.permission, pattern=action.always_pattern,
             action="allow" if reply.outcome == "allow_once" else "deny",
         )
-        return reply.outcome == "allow_once", reply.feedback, answered
+        return reply.outcome == "allow_once", answered, reply
 
     async def _start(self, record: _Call, title: str) -> None:
         record.started = True
@@ -287,7 +285,7 @@ class ToolCalls:
             record.done = True
             record.status = status
             if not record.started:
-                await self._start(record, record.call.name)
+                await self._start(record, _plain_title(record))
             data = self._part_data(record, None)
             data.update(output=output, summary=summary, endedAt=time.time())
             await self.agent.store.update_part(record.part_id, data=data, status=status)
@@ -313,8 +311,27 @@ def _error(message: str) -> ToolResult:
     return ToolResult(output=f"Error: {message}", summary=message.split("\n", 1)[0][:120], is_error=True)
 
 
-def _describe(rule: ev.RuleRef) -> str:
-    return f"{rule.permission} {rule.pattern!r} -> {rule.action} ({rule.source})"
+def _plain_title(record: _Call) -> str:
+    """A call's title when it could not be prepared: the tool and what it was about."""
+    subject = next((record.input[k] for k in ("path", "pattern", "command", "url", "name") if isinstance(record.input.get(k), str)), "")
+    return f"{record.call.name} {subject}".strip()
+
+
+def _refusal(rule: ev.RuleRef, reply: PermissionReply | None) -> ToolResult:
+    """What the model is told when a call is not run: whose decision it was, and why."""
+    if reply is None and rule.source == "mode":
+        return ToolResult(
+            output="Plan mode: nothing may be changed. Describe the change in your plan instead.",
+            summary="denied (plan mode)",
+            is_error=True,
+        )
+    if reply is None:
+        text = f"Denied by rule {rule.permission} {rule.pattern!r} -> {rule.action} ({rule.source})."
+        return ToolResult(output=text, summary="denied", is_error=True)
+    if reply.reason:
+        return ToolResult(output=f"Not run: {reply.reason}.", summary="not allowed", is_error=True)
+    text = "The user rejected this action." + (f" Their feedback: {reply.feedback}" if reply.feedback else "")
+    return ToolResult(output=text, summary="rejected", is_error=True)
 
 
 def _loose_input(arguments: str) -> dict:

@@ -49,7 +49,7 @@ from totem_engine.context import (
 )
 from totem_engine.history import to_messages
 from totem_engine.prompt_files import prompt
-from totem_engine.providers.base import ChatRequest, Message, ToolCall
+from totem_engine.providers.base import ChatRequest, Message, Provider, TextChunk, ToolCall
 from totem_engine.providers.errors import ContextOverflowError, ProviderError
 from totem_engine.store import Store, StoredMessage
 
@@ -57,6 +57,28 @@ log = logging.getLogger(__name__)
 
 Complete = Callable[[str, str], Awaitable[str]]
 """``await complete(system, text)``: one model call without tools; the answer's text."""
+
+
+def completer(provider: Provider, model_id: str, *, max_tokens: int | None = None) -> Complete:
+    """A ``Complete`` that asks ``model_id`` on ``provider`` (no tools) and joins its text.
+    Provider errors propagate (``ContextOverflowError`` included): ``fit`` handles them."""
+
+    async def complete(system: str, text: str) -> str:
+        request = ChatRequest(
+            model=model_id, system=system, messages=(Message(role="user", text=text),),
+            max_tokens=max_tokens if max_tokens is not None else SUMMARY_OUTPUT_RESERVE,
+        )
+        out: list[str] = []
+        stream = provider.stream(request)
+        try:
+            async for chunk in stream:
+                if isinstance(chunk, TextChunk):
+                    out.append(chunk.text)
+        finally:
+            await stream.aclose()  # type: ignore[attr-defined]
+        return re.sub(r"(?s)^.*?</think>", "", "".join(out)).strip() if "</think>" in "".join(out) else "".join(out)
+
+    return complete
 
 CHECKPOINT_PART = "checkpoint"
 KEEP_TOOLS = frozenset({"skill", "ask"})  # results never replaced by an account
@@ -223,6 +245,21 @@ _GREP_TOTAL = re.compile(r"^\[(\d+) matches in (\d+) files", re.MULTILINE)
 _GREP_HIT = re.compile(r"^[^\n:]+:\d+: ", re.MULTILINE)
 
 
+def _numbered_span(output: str) -> tuple[int, int]:
+    """The first and last line numbers of a read's ``N\tline`` output; (0, 0) when it has none."""
+    head = _NUMBERED.match(output)
+    if head is None:
+        return 0, 0
+    end = len(output)
+    while end > 0:
+        start = output.rfind("\n", 0, end) + 1
+        found = _NUMBERED.match(output, start, end)
+        if found:
+            return int(head.group(1)), int(found.group(1))
+        end = start - 1
+    return int(head.group(1)), int(head.group(1))
+
+
 def account(name: str, arguments: str, output: str) -> str:
     """One line saying what a call did, from the tool's name, its arguments and its result."""
     args = _args(arguments)
@@ -231,10 +268,9 @@ def account(name: str, arguments: str, output: str) -> str:
         path = str(args.get("path", "?"))
         if error:
             return f"read {path}: {_short(_first_line(output), 120)}"
-        numbers = _NUMBERED.findall(output)
-        total = _FILE_HAS.search(output)
-        if numbers:
-            first, last = int(numbers[0]), int(numbers[-1])
+        first, last = _numbered_span(output)
+        total = _FILE_HAS.search(output[-1000:]) if first else None
+        if first:
             if total:
                 return f"read {path} lines {first}-{last} of {total.group(1)}"
             if first > 1:
@@ -296,12 +332,24 @@ def account(name: str, arguments: str, output: str) -> str:
     return f"{name}({shown}): {_short(_first_line(output), 100)}"
 
 
+def _account_of(message: Message, calls: dict[str, ToolCall], cache: dict[str, str]) -> str:
+    """``account`` of a tool message, once per call id."""
+    key = message.tool_call_id or ""
+    line = cache.get(key)
+    if line is None:
+        call = calls.get(key)
+        line = account(message.name or "", call.arguments if call else "{}", message.text)
+        if key:
+            cache[key] = line
+    return line
+
+
 def _cut_note(name: str, arguments: str, kept: str, total_chars: int) -> str:
     """How to get the rest of a result cut to fit the window."""
     args = _args(arguments)
     if name == "read":
-        numbers = _NUMBERED.findall(kept)
-        offset = int(numbers[-1]) + 1 if numbers else int(args.get("offset") or 1)
+        last = _numbered_span(kept)[1]
+        offset = last + 1 if last else int(args.get("offset") or 1)
         return (
             f"[Cut to fit the context window: {len(kept)} of {total_chars} characters shown. "
             f"Read on with offset={offset} and a smaller limit.]"
@@ -378,9 +426,14 @@ class _Group:
     stored: StoredMessage
     messages: list[Message]
     tokens: list[int] = field(default_factory=list)
+    original: tuple[Message, ...] = ()  # as derived, before any compaction
 
     def __post_init__(self) -> None:
         self.tokens = [message_tokens(m) for m in self.messages]
+        self.original = tuple(self.messages)
+
+    def fresh(self) -> "_Group":
+        return _Group(self.stored, list(self.original))
 
     @property
     def total(self) -> int:
@@ -396,6 +449,7 @@ class _State:
     accounts: int = 0
     cut: int = 0
     body: int = 0  # tokens of the groups' messages, kept up to date by ``set``
+    lines: dict[str, str] = field(default_factory=dict)  # call id -> its one-line account
 
     def __post_init__(self) -> None:
         self.recount()
@@ -485,8 +539,7 @@ def _replace_results(state: _State, limit: int, calls: dict[str, ToolCall]) -> N
                 continue
             if message.text.startswith(ACCOUNT_PREFIX):
                 continue
-            call = calls.get(message.tool_call_id or "")
-            line = ACCOUNT_PREFIX + account(message.name or "", call.arguments if call else "{}", message.text)
+            line = ACCOUNT_PREFIX + _account_of(message, calls, state.lines)
             if len(line) >= len(message.text):
                 continue
             state.set(group, index, replace(message, text=line))
@@ -621,7 +674,7 @@ async def fit(
     await _shrink(state, ledger, limit, absorb_first=checkpoint is None)
     if state.raw > limit and complete is not None:
         made = await _checkpoint(
-            state, checkpoint, complete, limit, provider=provider, summary_window=summary_window or window
+            state, checkpoint, complete, limit, summary_window=summary_window or window
         )
         if made is not None:
             checkpoint, groups = made
@@ -633,7 +686,7 @@ async def fit(
                     {"text": checkpoint.text, "covers": checkpoint.covers, "messages": checkpoint.messages},
                 )
             written = True
-            state = _State(groups=groups, head=None, head_tokens=0, fixed=fixed)
+            state = _State(groups=groups, head=None, head_tokens=0, fixed=fixed, lines=state.lines)
             state.pin(_head(ledger, checkpoint, groups, absorb_first=False))
             if state.raw > limit:
                 await _shrink(state, ledger, limit, absorb_first=False)
@@ -670,7 +723,7 @@ async def _shrink(state: _State, ledger: Ledger, limit: int, *, absorb_first: bo
 # ---------------------------------------------------------------------------------------------
 
 
-def _render(message: Message, calls: dict[str, ToolCall], item_chars: int) -> str:
+def _render(message: Message, calls: dict[str, ToolCall], item_chars: int, cache: dict[str, str]) -> str:
     if message.role == "user":
         body = f"USER:\n{message.text}"
     elif message.role == "assistant":
@@ -680,8 +733,7 @@ def _render(message: Message, calls: dict[str, ToolCall], item_chars: int) -> st
         lines += [f"-> called {c.name} {c.arguments}" for c in message.tool_calls]
         body = "\n".join(lines)
     else:
-        call = calls.get(message.tool_call_id or "")
-        what = account(message.name or "", call.arguments if call else "{}", message.text) if call else message.name
+        what = _account_of(message, calls, cache)
         text = message.text
         if len(text) > item_chars:
             half = max(0, item_chars // 2)
@@ -692,14 +744,13 @@ def _render(message: Message, calls: dict[str, ToolCall], item_chars: int) -> st
     return body
 
 
-def _brief(message: Message, calls: dict[str, ToolCall]) -> str:
+def _brief(message: Message, calls: dict[str, ToolCall], cache: dict[str, str]) -> str:
     """An item in one line: what the user said, what the agent said, what a call did."""
     if message.role == "user":
         return f"USER: {_short(message.text, 300)}"
     if message.role == "assistant":
         return f"ASSISTANT: {_short(message.text, 120)}" if message.text else ""
-    call = calls.get(message.tool_call_id or "")
-    return "DONE: " + account(message.name or "", call.arguments if call else "{}", message.text)
+    return "DONE: " + _account_of(message, calls, cache)
 
 
 @dataclass
@@ -717,7 +768,10 @@ class _Material:
     def __post_init__(self) -> None:
         self._full = [len(x) + 2 for x in self.full]
         self._brief = [len(x) + 2 if x else 0 for x in self.brief]
-        self._size = sum(self._full) + (len(self.previous) + 2 if self.previous else 0)
+        self._size = (
+            sum(self._brief[: self.split]) + sum(self._full[self.split :])
+            + (len(self.previous) + 2 if self.previous else 0)
+        )
 
     def size(self) -> int:
         return self._size
@@ -751,16 +805,27 @@ class _Material:
         return True
 
 
-def _fallback_summary(items_messages: Sequence[Message], calls: dict[str, ToolCall], previous: str) -> str:
-    """A summary made without the model: the earlier summary, the user's words, what was done."""
-    lines = ["## Done (one-line accounts; the model could not write this summary)"]
-    for message in items_messages:
+def _fallback_summary(
+    items_messages: Sequence[Message], calls: dict[str, ToolCall], previous: str, cache: dict[str, str], max_chars: int
+) -> str:
+    """A summary made without the model: the earlier summary, then the user's words and what was
+    done, newest kept when it is too long for ``max_chars``."""
+    header = "## Done (one-line accounts; the model could not write this summary)"
+    room = max_chars - len(header) - (len(previous) + 2 if previous else 0) - 40
+    lines: list[str] = []
+    for message in reversed(items_messages):
         if message.role == "user":
-            lines.append(f"- user said: {_short(message.text, 200)}")
+            line = f"- user said: {_short(message.text, 200)}"
         elif message.role == "tool":
-            call = calls.get(message.tool_call_id or "")
-            lines.append("- " + account(message.name or "", call.arguments if call else "{}", message.text))
-    text = "\n".join(lines)
+            line = "- " + _account_of(message, calls, cache)
+        else:
+            continue
+        if room - len(line) - 1 < 0:
+            lines.append("- (earlier items left out)")
+            break
+        room -= len(line) + 1
+        lines.append(line)
+    text = "\n".join([header, *reversed(lines)])
     return f"{previous}\n\n{text}" if previous else text
 
 
@@ -770,7 +835,6 @@ async def _checkpoint(
     complete: Complete,
     limit: int,
     *,
-    provider: str | None,
     summary_window: int,
 ) -> tuple[Checkpoint, list[_Group]] | None:
     """Fold the older groups into a summary; returns the new checkpoint and the groups after it.
@@ -793,17 +857,21 @@ async def _checkpoint(
     covered, tail = groups[: len(groups) - kept], groups[len(groups) - kept :]
     # What is summarised: the full derived messages of the covered stored messages.
     covered_ids = {g.stored.id for g in covered}
-    full = [_Group(g.stored, to_messages([g.stored])) for g in covered]
-    originals = [m for g in full for m in g.messages]
-    calls = _calls(full)
+    originals = [m for g in covered for m in g.original]
+    calls = {call.id: call for m in originals for call in m.tool_calls}
     system = prompt("summary.txt")
     request_room = max(1, summary_window - SUMMARY_OUTPUT_RESERVE) * CHARS_PER_TOKEN - len(system) - 200
     item_chars = max(400, int(request_room * ITEM_SHARE))
-    material = _Material(
-        full=[_render(m, calls, item_chars) for m in originals],
-        brief=[_brief(m, calls) for m in originals],
-        previous=f"EARLIER SUMMARY:\n{previous.text}" if previous is not None else None,
-    )
+    earlier = f"EARLIER SUMMARY:\n{previous.text}" if previous is not None else None
+    # Full renderings only for the newest items that can fit; older ones start out brief.
+    full = [""] * len(originals)
+    used, split = len(earlier or ""), len(originals)
+    for index in range(len(originals) - 1, -1, -1):
+        rendered = _render(originals[index], calls, item_chars, state.lines)
+        if used + len(rendered) > request_room:
+            break
+        full[index], used, split = rendered, used + len(rendered) + 2, index
+    material = _Material(full=full, brief=[_brief(m, calls, state.lines) for m in originals], previous=earlier, split=split)
     while material.size() > request_room and material.shrink():
         pass  # what would not fit the summariser's window is given briefly, then left out
     text: str | None = None
@@ -817,11 +885,11 @@ async def _checkpoint(
         except ProviderError as exc:
             log.warning("summary checkpoint failed: %s", exc.message)
             break
-    if not text:
-        text = _fallback_summary(originals, calls, previous.text if previous else "")
     max_chars = max(200, int(limit * SUMMARY_SHARE) * CHARS_PER_TOKEN)
+    if not text:
+        text = _fallback_summary(originals, calls, previous.text if previous else "", state.lines, max_chars)
     if len(text) > max_chars:
         text = text[:max_chars].rstrip() + "\n[summary cut to fit the context window]"
     count = len(covered_ids) + (previous.messages if previous is not None else 0)
     checkpoint = Checkpoint(text=text, covers=covered[-1].stored.id, messages=count)
-    return checkpoint, _groups([g.stored for g in tail], provider)
+    return checkpoint, [g.fresh() for g in tail]

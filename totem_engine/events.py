@@ -69,6 +69,7 @@ class RuleRef(BaseModel):
 
     # default | user | project | editor | file (config layers) | session (an "always" answer)
     # | answer (a one-time answer) | mode (plan mode) | boundary (outside the project)
+    # | protected (.totem/ and .git/ always ask)
     source: str
     permission: str
     pattern: str

@@ -38,8 +38,12 @@ class PermissionRequest:
 
 @dataclass(frozen=True)
 class PermissionReply:
+    """The answer. ``feedback`` is the user's own words; ``reason`` says why nobody answered
+    (no terminal, no reply in time), so the model is not told the user rejected it."""
+
     outcome: Outcome
     feedback: str | None = None
+    reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,10 @@ from totem_engine import events as ev
 from totem_engine.calls import ToolCalls
 from totem_engine.checks.registry import checkers_from_config
 from totem_engine.checks.totaljs import is_totaljs_project
-from totem_engine.config import MIN_MAX_STEPS, Config
+from totem_engine.config import MIN_MAX_STEPS, Config, ConfigError
 from totem_engine.frontend import FrontEnd
-from totem_engine.history import to_messages
+from totem_engine.compaction import Complete, Fitted, build_ledger, completer, fit, ledger_present
+from totem_engine.context import output_reserve
 from totem_engine.progress import ReasoningRetry, RepetitionDetector, RoundLimit, least_reasoning
 from totem_engine.prompt import system_prompt
 from totem_engine.providers.base import (
@@ -41,7 +42,7 @@ from totem_engine.providers.base import (
     UsageChunk,
 )
 from totem_engine.providers.capabilities import CapabilityRecord, after_step, detect_prose_edit
-from totem_engine.providers.errors import ProviderError
+from totem_engine.providers.errors import ContextOverflowError, ProviderError
 from totem_engine.providers.textcalls import TextCallStats, text_tool_calls, think_filter, tool_prompt
 from totem_engine.retry import retry_delay, should_retry
 from totem_engine.session_state import SessionState
@@ -121,7 +122,56 @@ async def flush_while_streaming(parts: list[_StreamedPart]) -> None:
 class _StepOutcome:
     calls: list[ToolCall]
     message_id: str
+    usage: ev.Usage
     guard: str | None = None  # a guard on the reply itself ended the run (repetition, all reasoning)
+
+
+class _Fitter:
+    """Each step's request, kept inside the model's window (compaction.py): estimated, compacted
+    when over budget (tool results to one-line accounts, then a summary checkpoint written by the
+    session's model or ``small_model``), with the pinned ledger checked and the estimate reported."""
+
+    def __init__(self, turn: "Turn", provider: Provider, model_id: str, base_prompt: str):
+        self.turn = turn
+        self.provider = provider
+        self.model_id = model_id
+        self.base_prompt = base_prompt
+        self.window = turn.record.context_window
+        self.reserve = output_reserve(turn.record.max_output_tokens, self.window)
+        self.complete = self._summariser()
+
+    def _summariser(self) -> Complete:
+        small = self.turn.agent.config.small_model
+        if small:
+            name, model_id = small.split("/", 1)
+            try:
+                return completer(self.turn.agent.provider_for(name), model_id)
+            except ConfigError:
+                pass  # a small model that cannot be built leaves the session's own
+        return completer(self.provider, self.model_id)
+
+    async def fit(self, stored, *, force: bool = False) -> Fitted:
+        turn = self.turn
+        ledger = build_ledger(stored, turn.state.todos)
+        fitted = await fit(
+            stored,
+            build=lambda history: turn._request(self.model_id, self.base_prompt, history),
+            window=self.window,
+            output_reserve=self.reserve,
+            ledger=ledger,
+            complete=self.complete,
+            store=turn.agent.store,
+            session_id=turn.session_id,
+            turn_id=turn.turn_id,
+            provider=self.provider.name,
+            calibration=turn.state.calibration.factor,
+            compact_at=turn.agent.config.compact_at,
+            force=force,
+        )
+        if fitted.compacted and not ledger_present(fitted.messages, ledger):
+            await turn.emit(ev.Notice(session_id=turn.session_id, level="warning", message="Compaction lost part of the pinned ledger."))
+        await turn.emit(ev.ContextEstimate(session_id=turn.session_id, estimate=fitted.estimate, window=self.window))
+        return fitted
 
 
 class CapabilitySource(Protocol):
@@ -249,6 +299,7 @@ class Turn:
         self.record = await self.agent.capabilities.record(provider_name, model_id)
         self.specs = tool_specs(self.tools)
         base_prompt = system_prompt(self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=self.skills)
+        fitter = _Fitter(self, provider, model_id, base_prompt)
         rounds = RoundLimit(effective_max_steps(self.options.max_steps))
         step = 0
         while True:
@@ -260,9 +311,14 @@ class Turn:
             step += 1
             stored = await self.agent.store.messages(self.session_id)
             self._used_call_ids.update(p.data.get("callId") for m in stored for p in m.parts if p.type == "tool")
-            history = to_messages(stored, provider=provider.name)
-            request = self._request(model_id, base_prompt, history)
-            outcome = await self._step(provider, request, step)
+            fitted = await fitter.fit(stored)
+            try:
+                outcome = await self._step(provider, fitted.request, step)
+            except ContextOverflowError:
+                # The provider counts differently: compact harder and retry the step once, never more.
+                fitted = await fitter.fit(await self.agent.store.messages(self.session_id), force=True)
+                outcome = await self._step(provider, fitted.request, step)
+            self.state.calibration.update(fitted.raw_input, outcome.usage.input_tokens)
             if outcome.guard:
                 return "guard", outcome.guard
             if not outcome.calls:
@@ -296,6 +352,10 @@ class Turn:
             await text.flush()
             await reasoning.flush()
             if failure is not None:
+                if isinstance(failure, ContextOverflowError):
+                    await self.agent.store.discard_message_parts(message_id)
+                    await self.emit(ev.StepDiscarded(session_id=self.session_id, step=step, reason=failure.message))
+                    self._writers = []
                 if not should_retry(failure, attempt, tool_call_seen=bool(calls)):
                     raise failure
                 await self._discard(message_id, step, failure, attempt)
@@ -318,7 +378,7 @@ class Turn:
                 message_id, "step", {"step": step, "model": self.answered_by, "usage": usage.model_dump(by_alias=True)}
             )
             await self.emit(ev.StepEnd(session_id=self.session_id, step=step, model=self.answered_by, usage=usage))
-            return _StepOutcome(calls=calls, message_id=message_id, guard=guard)
+            return _StepOutcome(calls=calls, message_id=message_id, usage=usage, guard=guard)
 
     async def _notice(self, message: str) -> None:
         """An info notice the chat shows and the session keeps (a notice part of its own message)."""

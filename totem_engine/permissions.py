@@ -34,6 +34,15 @@ SECRET_FILES = (".env", ".env.*", "*.pem", "*.key", "id_*", "credentials", "cred
 NOT_SECRET = ("*.example", "*.sample", "*.template", "id_*.pub")
 
 
+# Changing these can give the agent power: the project's own Totem config (permissions, commands
+# to run) and git's (hooks, filters). A configured "allow" does not reach them; they always ask.
+PROTECTED = (".totem/*", ".git/*")
+
+
+def is_protected(path: str) -> bool:
+    return any(fnmatch.fnmatchcase(path, pattern) for pattern in PROTECTED)
+
+
 def is_secret(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     return any(fnmatch.fnmatchcase(name, p) for p in SECRET_FILES) and not any(
@@ -91,15 +100,18 @@ class Policy:
         return rule
 
     def decide(
-        self, permission: str, patterns: Iterable[str], *, changes: bool, safe: frozenset[str] = frozenset()
+        self, permission: str, patterns: Iterable[str], *, changes: bool, safe: frozenset[str] | None = None
     ) -> Decision:
         """``changes``: the call may change the project (a file tool's write, a command that is not
-        one of the built-in read-only ones); plan mode denies those. ``safe``: the patterns that
-        only read, so ``cd src && npm test`` asks about ``npm test`` alone."""
+        one of the built-in read-only ones); plan mode denies those. ``safe`` (commands only): the
+        patterns that need no asking, so ``cd src && npm test`` asks about ``npm test`` alone and
+        ``cat .env`` (read-only, but a secret) asks."""
         if self.plan_mode and changes:
             return Decision("deny", RuleRef(source="mode", permission=permission, pattern="*", action="deny"))
         values = list(patterns) or ["*"]
-        decisions = [self._decide_one(permission, v, changes=changes and v not in safe) for v in values]
+        decisions = [
+            self._decide_one(permission, v, changes=(v not in safe) if safe is not None else changes) for v in values
+        ]
         return max(decisions, key=lambda d: _RANK[d.action])
 
     def _decide_one(self, permission: str, value: str, *, changes: bool) -> Decision:
@@ -111,6 +123,8 @@ class Policy:
         if answered:
             strongest = max(answered, key=lambda r: _RANK[r.action])
             return Decision(strongest.action, strongest)
+        if permission == "edit" and is_protected(value):
+            return Decision("ask", RuleRef(source="protected", permission=permission, pattern=value, action="ask"))
         if configured:
             strongest = max(configured, key=lambda r: _RANK[r.action])
             return Decision(strongest.action, strongest)

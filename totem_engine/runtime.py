@@ -19,9 +19,16 @@ from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecor
 from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.registry import make_provider
 from totem_engine.snapshots import FileOutcome, Snapshots
-from totem_engine.store import Store
+from totem_engine.store import Session, Store
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.tools.workspace import DiskWorkspace, Workspace
+
+
+class SessionElsewhere(LookupError):
+    """A session asked for in another project than its own."""
+
+    def __init__(self, session_id: str, cwd: str, root: Path):
+        super().__init__(f"session {session_id} belongs to the project {cwd}, not {root}; run from there (or --cwd {cwd})")
 
 
 class Capabilities:
@@ -98,9 +105,17 @@ class Runtime:
         return f"{provider}/{model}"
 
     async def open_session(self, session_id: str | None, *, model: str, mode: str) -> str:
+        """A new session of this project, or ``session_id`` when it belongs to this project."""
         if session_id:
-            return (await self.store.get_session(session_id)).id
+            return (await self.project_session(session_id)).id
         return (await self.store.create_session(cwd=str(self.root), model=model, mode=mode)).id
+
+    async def project_session(self, session_id: str) -> Session:
+        """The session, refusing one of another project: its files, undo and history live there."""
+        session = await self.store.get_session(session_id)
+        if Path(session.cwd).resolve() != self.root:
+            raise SessionElsewhere(session_id, session.cwd, self.root)
+        return session
 
     def turn(
         self, text: str, frontend: FrontEnd, *, session_id: str, model: str, mode: str | None = None, max_steps: int | None = None
@@ -115,11 +130,11 @@ class Runtime:
 
     async def undo(self, session_id: str) -> list[FileOutcome]:
         """Restore the files of the session's last turn that changed something (not while it runs)."""
-        await self.store.get_session(session_id)
+        await self.project_session(session_id)
         return await self.snapshots.undo(self.workspace, session_id=session_id, root=self.root)
 
     async def redo(self, session_id: str) -> list[FileOutcome]:
-        await self.store.get_session(session_id)
+        await self.project_session(session_id)
         return await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
 
     async def close_providers(self) -> None:

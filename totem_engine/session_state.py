@@ -1,13 +1,15 @@
 """What a session remembers between turns besides its messages, kept in the session's ``meta``.
 
 The user's "always" answers (rules of this session), what the agent has read (content hashes
-of files seen, the nested AGENTS.md files already attached) and the visible todo list.
+of files seen, the nested AGENTS.md files already attached), the visible todo list, whether it is
+a Total.js project, and how its provider's token counts compare with the engine's estimate.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from totem_engine.context import Calibration
 from totem_engine.events import RuleRef
 from totem_engine.tools.base import ReadLedger
 
@@ -18,6 +20,7 @@ class SessionState:
     reads: ReadLedger = field(default_factory=ReadLedger)
     todos: list[dict] = field(default_factory=list)
     totaljs: bool | None = None  # a Total.js project, decided at the session's first turn
+    calibration: Calibration = field(default_factory=Calibration)  # reported / estimated tokens
 
     @classmethod
     def from_meta(cls, meta: dict) -> "SessionState":
@@ -26,6 +29,7 @@ class SessionState:
             reads=ReadLedger(seen=dict(meta.get("seen", {})), instructions=set(meta.get("instructions", []))),
             todos=list(meta.get("todos", [])),
             totaljs=meta.get("totaljs"),
+            calibration=Calibration.from_meta(meta),
         )
 
     def to_meta(self) -> dict:
@@ -35,4 +39,5 @@ class SessionState:
             "instructions": sorted(self.reads.instructions),
             "todos": self.todos,
             "totaljs": self.totaljs,
+            **self.calibration.to_meta(),
         }

@@ -22,9 +22,10 @@ import platformdirs
 from totem_engine.config import ConfigLayer, LoadedConfig, merge_layers
 from totem_engine.tools.workspace import write_atomically
 
-# Keys an untrusted project may set: they run nothing and send nothing anywhere.
+# Keys an untrusted project may set: they run nothing, send nothing anywhere and loosen no limit
+# (max_steps only as a cap: 0, "no cap", is dropped).
 HARMLESS_KEYS = frozenset(
-    {"max_steps", "mode", "retry_max_wait", "request_timeout", "permission_timeout", "models", "totaljs", "conventions"}
+    {"max_steps", "mode", "retry_max_wait", "request_timeout", "permission_timeout", "totaljs", "conventions"}
 )
 
 AskTrust = Callable[[Path, list[str]], Awaitable[bool]]
@@ -62,7 +63,9 @@ def restrict(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     kept: dict[str, Any] = {}
     dropped: list[str] = []
     for key, value in data.items():
-        if key in HARMLESS_KEYS:
+        if key == "max_steps" and value == 0:
+            dropped.append("max_steps = 0")
+        elif key in HARMLESS_KEYS:
             kept[key] = value
         elif key == "permission":
             rules, loosened = _tightening_only(value)

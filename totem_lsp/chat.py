@@ -116,7 +116,11 @@ class Chats:
         return session_id in self.turns
 
     async def _start(self, params: ChatParams) -> _Started:
-        root = self.projects.root_for(params.context.uri if params.context else None)
+        if params.session_id:
+            # A session continues in its own project, whatever document the request came from.
+            root = Path((await self.projects.store.get_session(params.session_id)).cwd).resolve()
+        else:
+            root = self.projects.root_for(params.context.uri if params.context else None)
         runtime = await self.projects.runtime(root)
         for notice in self.projects.notices:
             self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=notice))

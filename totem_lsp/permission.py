@@ -48,7 +48,7 @@ class Asker:
         if declared(self.server, "permission"):
             answer = await self._request(protocol.PERMISSION, permission_payload(request, root))
             if answer is None:
-                return PermissionReply("reject_once", "No answer in time; the action was not run.")
+                return PermissionReply("reject_once", reason="no answer came in time")
             try:
                 parsed = PermissionAnswer.model_validate(plain(answer))
             except ValueError:

@@ -8,6 +8,7 @@ fast as a bare pygls server.
 from __future__ import annotations
 
 import asyncio
+import sys
 import logging
 import threading
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,11 @@ class TotemServer(LanguageServer):
         self.options: dict[str, Any] = {}
         self._service: Service | None = None
 
+    def report_server_error(self, error: Exception, source) -> None:
+        """Errors outside a request (a malformed notification, a client's bad message) go to the
+        log, not to a pop-up in the user's editor: they are the client's bug, not the user's."""
+        log.warning("%s: %s", getattr(source, "__name__", source), error)
+
     def service(self) -> "Service":
         if self._service is None:
             from totem_lsp.service import Service
@@ -85,6 +91,9 @@ class TotemServer(LanguageServer):
 
         async def serve() -> None:
             self._server = await asyncio.start_server(connection, host, port)
+            bound = self._server.sockets[0].getsockname()
+            # The port actually bound (port 0 asks the system for a free one): clients read it here.
+            print(f"totem lsp: listening on {bound[0]}:{bound[1]}", file=sys.stderr, flush=True)
             async with self._server:
                 await self._server.serve_forever()
 

@@ -18,6 +18,7 @@ from pygls.lsp.server import LanguageServer
 
 from totem_engine.config import ConfigError
 from totem_engine.providers.errors import ProviderError
+from totem_engine.runtime import SessionElsewhere
 from totem_engine.store import SessionNotFound
 from totem_lsp import protocol
 from totem_lsp.chat import Chats, SessionBusy
@@ -149,5 +150,5 @@ def _engine_errors() -> Iterator[None]:
         yield
     except ConfigError as exc:
         raise ConfigProblem(str(exc)) from None
-    except SessionNotFound as exc:
+    except (SessionNotFound, SessionElsewhere) as exc:
         raise JsonRpcInvalidParams(str(exc)) from None

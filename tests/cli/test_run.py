@@ -146,7 +146,9 @@ def test_without_a_terminal_an_ask_is_a_reject_and_three_rejections_end_the_run(
     assert end["stopReason"] == "guard"
     assert "rejected" in result.of("notice")[-1]["message"]
     assert len(totem.server.requests) == 3
-    assert "rejected" in totem.server.requests[1]["messages"][-1]["content"]
+    # The model learns nobody could answer, not that the user said no.
+    told = totem.server.requests[1]["messages"][-1]["content"]
+    assert "nobody could be asked" in told and "user" not in told
 
 
 def test_plan_mode_denies_changes_by_rule(totem):
@@ -412,3 +414,26 @@ def test_a_session_forks_at_a_message_and_the_fork_continues_on_its_own(totem):
     sent = [(m["role"], m.get("content")) for m in totem.server.requests[-1]["messages"][1:]]
     assert sent == [("user", "first question"), ("assistant", "first answer"), ("user", "another question")]
     assert len(totem.export(session_id)["messages"]) == len(messages)  # the original is untouched
+
+
+def test_a_session_belongs_to_its_project(totem, tmp_path):
+    (totem.project / "f.txt").write_text("v1\n")
+    totem.server.enqueue(tool_reply([("read", {"path": "f.txt"})]))
+    totem.server.enqueue(tool_reply([("write", {"path": "f.txt", "content": "v2\n"})]))
+    totem.server.enqueue(text_reply("done"))
+    session_id = totem.agent("change", extra=("--yes",)).events[0]["sessionId"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "f.txt").write_text("v2\n")
+
+    refused = totem.run("run", "--cwd", str(elsewhere), "--config", str(totem.config), "--session", session_id, "go on")
+    assert refused.code == 2 and "belongs to the project" in refused.stderr
+
+    # undo with --session and no --cwd works in the session's own project, not where it is run from
+    proc = subprocess.run(
+        totem.command("undo", "--session", session_id, "--config", str(totem.config)),
+        cwd=elsewhere, capture_output=True, text=True, env=totem.env, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (totem.project / "f.txt").read_text() == "v1\n"
+    assert (elsewhere / "f.txt").read_text() == "v2\n"

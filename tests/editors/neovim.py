@@ -44,6 +44,7 @@ vim.opt.runtimepath:prepend({plugin!r})
 vim.o.swapfile = false
 vim.o.shortmess = vim.o.shortmess .. 'I'
 vim.o.cmdheight = 2
+vim.diagnostic.config({{ virtual_text = true }})
 require('totem').setup({{
   cmd = {cmd},
   model = {model!r},
@@ -72,12 +73,12 @@ def lua_value(value: Any) -> str:
 class Neovim:
     """One Neovim process (in tmux when available) and an RPC connection to it."""
 
-    def __init__(self, home: Path, project: Path, *, model: str, settings: dict, size=(110, 34)):
+    def __init__(self, home: Path, project: Path, *, model: str, settings: dict, size=(120, 30)):
         self.home = home
         self.project = project
         self.socket = home / "nvim.sock"
         self.tmux_socket = home / "tmux.sock"
-        self.tmux = shutil.which("tmux")
+        self.tmux = None if os.environ.get("TOTEM_TEST_NO_TMUX") else shutil.which("tmux")
         self.size = size
         self.proc: subprocess.Popen | None = None
         self.nvim: pynvim.Nvim | None = None
@@ -109,7 +110,8 @@ class Neovim:
         args = [binary, "--listen", str(self.socket), "-u", str(self.init), "-i", "NONE", "-n", *files]
         if self.tmux:
             width, height = self.size
-            env = [f"{k}={v}" for k, v in self.env.items() if k.startswith(("XDG_", "NVIM_", "PYTHON", "PATH", "HOME", "VIRTUAL_ENV"))]
+            # The tmux server starts with our environment; `env` makes sure the session gets it too.
+            env = [f"{k}={v}" for k, v in self.env.items() if k.startswith(("XDG_", "NVIM_", "PATH", "HOME", "TERM"))]
             command = [self.tmux, "-S", str(self.tmux_socket), "-f", "/dev/null", "new-session", "-d",
                        "-x", str(width), "-y", str(height), "-c", str(self.project), "--", "env", *env, *args]
             subprocess.run(command, env=self.env, check=True, timeout=timeout)

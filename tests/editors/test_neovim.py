@@ -2,8 +2,9 @@
 loopback model server that scripts a streamed answer, an ``edit`` of the open buffer, then a
 final answer.
 
-The chat window's screen (or, without tmux, its buffer) is saved as ``neovim-chat.txt`` in
-``$TOTEM_TEST_ARTIFACTS`` (default ``~/.cache/totem-test/artifacts``) for docs/editors.md.
+What the terminal shows (with tmux; else the buffers' text) is saved as ``neovim-permission.txt``
+(the permission window) and ``neovim-chat.txt`` (the chat after the turn) in
+``$TOTEM_TEST_ARTIFACTS`` (default ``~/.cache/totem-test/artifacts``), for docs/editors.md.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.editors.neovim import Neovim, nvim_binary
-from tests.support.model_server import ModelServer, Reply, chunk, split_text, text_reply
+from tests.support.model_server import ModelServer, Reply, chunk, split_text, text_reply, tool_reply
 
 pytestmark = pytest.mark.skipif(nvim_binary() is None, reason="no nvim (install the dev extra)")
 
@@ -103,7 +104,11 @@ def test_chat_permission_edit_diagnostic_code_action_undo(neovim, project, model
                            " and vim.lsp.get_clients({ bufnr = 0, name = 'totem' })[1].initialized"),
             "the totem client to attach to the buffer")
 
-    nv.command("TotemAsk Make the greeting friendlier")
+    # The visual-mode mapping (<leader>ta) sends the selection as context; the prompt is
+    # vim.ui.input, answered here.
+    nv.lua("local text = ... vim.ui.input = function(opts, on_confirm) _G.prompted = opts.prompt on_confirm(text) end",
+           "Make the greeting friendlier")
+    nv.input("5GV8G\\ta")
 
     # The permission window: title and the diff, as filetype diff.
     perm = nv.wait(lambda: nv.lua(
@@ -121,7 +126,7 @@ def test_chat_permission_edit_diagnostic_code_action_undo(neovim, project, model
 
     # While it waits: the chat holds the streamed answer and the tool line.
     chat = "\n".join(nv.lua(CHAT_LINES))
-    assert "## You\nMake the greeting friendlier" in chat
+    assert "## You\nMake the greeting friendlier\n\n*(context: controllers/api.js:5-8)*" in chat
     assert ANSWER in chat
     assert "> *Reasoning*\n> " + REASONING.replace("\n", "\n> ") in chat
     assert "▶ Edit controllers/api.js" in chat
@@ -134,6 +139,12 @@ def test_chat_permission_edit_diagnostic_code_action_undo(neovim, project, model
         " r[#r+1] = l .. ' ' .. vim.fn.foldlevel(l) .. ' ' .. chat.foldexpr(l) .. ' ' .. vim.fn.getline(l) end"
         " return r end)"))
 
+    assert nv.lua("return _G.prompted") == "Totem> "
+    sent = model.requests[0]["messages"][-1]["content"]
+    assert '<context file="controllers/api.js" lines="5-8">' in sent, sent
+    assert sent.endswith("Make the greeting friendlier"), sent
+
+    save_artifact("neovim-permission.txt", nv.capture() or diff)
     nv.input("a")  # allow once
 
     nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy"), "the end of the turn")
@@ -175,3 +186,61 @@ def test_chat_permission_edit_diagnostic_code_action_undo(neovim, project, model
     nv.wait(lambda: target.read_text() == ORIGINAL, "the file restored on disk")
     assert "\n".join(nv.lua(FILE_LINES, path)) + "\n" == ORIGINAL
     assert model.pending == 0
+
+    # :TotemSessions lists the session (vim.ui.select) and reopens it in the chat.
+    nv.lua("_G.offered = nil vim.ui.select = function(items, opts, on_choice)"
+           " _G.offered = vim.tbl_map(opts.format_item, items) on_choice(items[1], 1) end")
+    nv.command("TotemNew")
+    assert nv.lua(CHAT_LINES) == [""]
+    nv.command("TotemSessions")
+    offered = nv.wait(lambda: nv.lua("return _G.offered"), "the session list")
+    assert len(offered) == 1 and "[sim/test-model]" in offered[0], offered
+    chat = nv.wait(lambda: "\n".join(nv.lua(CHAT_LINES)), "the session shown again")
+    assert FINAL in chat and "▶ Edit controllers/api.js\n    ✓ " in chat, chat
+
+    # :TotemModel picks from totem/models and sets the session's model.
+    nv.lua("_G.offered = nil")
+    nv.command("TotemModel")
+    offered = nv.wait(lambda: nv.lua("return _G.offered"), "the model list")
+    assert offered == ["sim/test-model"], offered
+    nv.wait(lambda: nv.lua("return require('totem.chat').state.model") == "sim/test-model", "the model set")
+
+    # :checkhealth totem
+    nv.command("checkhealth totem")
+    health = "\n".join(nv.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)"))
+    assert "OK setup() done" in health and "protocol 1" in health, health
+
+
+def test_todo_question_and_reject_with_feedback(neovim, project, model):
+    """The todo list in the chat, a question through vim.ui.select, and "reject with feedback"."""
+    nv = neovim
+    todos = [{"content": "Add a route", "status": "in_progress"}, {"content": "Write a test", "status": "pending"}]
+    model.enqueue(tool_reply([("todo", {"todos": todos})]))
+    model.enqueue(tool_reply([("ask", {"question": "Which colour?", "options": ["red", "blue"]})]))
+    model.enqueue(tool_reply([("write", {"path": "notes.txt", "content": "blue\n"})]))
+    model.enqueue(text_reply("Understood, no notes file."))
+    nv.wait(lambda: nv.lua("local c = vim.lsp.get_clients({ bufnr = 0, name = 'totem' })[1] return c and c.initialized"),
+            "the totem client")
+    # vim.ui.select answers "blue"; vim.ui.input gives the feedback.
+    nv.lua("vim.ui.select = function(items, opts, on_choice) _G.asked = { opts.prompt, items } on_choice(items[2], 2) end"
+           " vim.ui.input = function(opts, on_confirm) on_confirm('Not now, thanks') end")
+
+    nv.command("TotemAsk Pick a colour and note it")
+    perm = nv.wait(lambda: nv.lua("local p = require('totem.permission').current"
+                                  " return p and { title = p.params.title, lines = vim.api.nvim_buf_get_lines(p.buf, 0, -1, false) }"),
+                   "the permission window")
+    assert perm["title"] == "Create notes.txt"
+    assert "+blue" in perm["lines"]
+    nv.input("f")  # reject with feedback
+    nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy"), "the end of the turn")
+
+    assert nv.lua("return _G.asked") == ["Totem asks: Which colour?", ["red", "blue", "Other…"]]
+    chat = "\n".join(nv.lua(CHAT_LINES))
+    assert "**Todo**\n- [~] Add a route\n- [ ] Write a test" in chat, chat
+    assert "▶ Create notes.txt\n    ⊘ denied: " in chat, chat
+    assert "Understood, no notes file." in chat
+    assert "todo 0/2: Add a route" in nv.lua("return vim.wo[vim.fn.bufwinid(require('totem.chat').buf())].winbar")
+    assert not (project / "notes.txt").exists()
+    tool_results = [m["content"] for m in model.requests[-1]["messages"] if m.get("role") == "tool"]
+    assert any("blue" in r for r in tool_results), tool_results
+    assert any("Not now, thanks" in r for r in tool_results), tool_results

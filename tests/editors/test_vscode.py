@@ -67,6 +67,18 @@ def tools() -> dict[str, str]:
     return values
 
 
+def test_vscode_node_tests(tools):
+    """The extension's Node tests (protocol client and chat state against a real totem lsp)."""
+    env = dict(os.environ, PATH=f"{Path(tools['NODE']).parent}:{os.environ.get('PATH', '')}", TOTEM_PATH=_totem())
+    run = subprocess.run(
+        ["npm", "test", "--silent"], cwd=ROOT / "editors" / "vscode", env=env,
+        capture_output=True, text=True, timeout=300,
+    )
+    (ARTIFACTS.mkdir(parents=True, exist_ok=True), (ARTIFACTS / "vscode-node-tests.log").write_text(run.stdout + run.stderr))
+    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    assert "ℹ fail 0" in run.stdout
+
+
 def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -125,6 +137,9 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         "telemetry.telemetryLevel": "off",
         "files.autoSave": "off",
         "git.enabled": False,
+        "diffEditor.useInlineViewWhenSpaceIsLimited": False,
+        "workbench.secondarySideBar.defaultVisibility": "hidden",
+        "remote.autoForwardPorts": False,
     }, indent=2))
 
     with ModelServer() as model:
@@ -200,7 +215,8 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
 
         # The diff editor showed the file against Totem's proposal.
         assert "Totem's proposal" in seen["diffTab"]
-        assert "print('old')" in seen["diffOriginal"]
+        assert "print('old')" in seen["diffText"]
+        assert "print('old')" not in seen["diffModified"]
         assert "# TODO: greet by name" in seen["diffModified"]
         assert seen["diffClosed"], "the diff editor stayed open after Accept"
         # The chat view: the question, the streamed first text, the tool line, the final answer, the model.
@@ -213,6 +229,7 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         assert "— sim/test-model" in chat
         assert chat.index(FIRST) < chat.index("▸ Edit app.py") < chat.index(ANSWER)
         assert seen["reasoningCollapsed"] is True
+        assert seen["chatTitle"] == QUESTION
         assert "sim/test-model · idle" in seen["statusAfter"]
         # The edit was applied in the editor and saved (totem.autoSave).
         assert (project / "app.py").read_text() == NEW

@@ -271,10 +271,8 @@ def test_output_redirection_is_noticed(command: str, writes: bool):
 
 @pytest.mark.parametrize(
     "command",
-    ["ls", "ls -la src", "cat a | grep b", "git status", "git --no-pager log -3", "git -C sub diff HEAD",
-     "git branch", "git branch -a", "find . -name '*.py'", "rg foo -n 2>/dev/null", "cd src && ls",
-     "echo $(git rev-parse HEAD)", "wc -l $(find . -name '*.py')", "if grep -q x f; then echo y; fi",
-     "head -n 5 README.md; tail -3 log"],
+    ["ls", "ls -la src", "cat a | grep b", "find . -name '*.py'", "grep -rn foo src 2>/dev/null", "cd src && ls",
+     "if grep -q x f; then echo y; fi", "head -n 5 README.md; tail -3 log"],
 )
 def test_read_only(command: str):
     assert is_read_only(command)
@@ -286,7 +284,27 @@ def test_read_only(command: str):
      "git branch -D old", "npm test", "cat a | sh", "ls && rm -rf build", "find . -delete",
      "find . -exec rm {} \\;", "find . -execdir mv {} x \\;", "echo $(rm x)", "echo `touch y`",
      "PATH=. ls", "git diff --output=patch.txt", "rg --pre ./run x", "tree -o out.txt",
-     "cat <<EOF > f\nx\nEOF", "", "python -c 'print(1)'"],
+     "cat <<EOF > f\nx\nEOF", "", "python -c 'print(1)'",
+     # a repository's own config can make git run programs (core.fsmonitor, diff.external, textconv)
+     "git status", "git --no-pager log -3", "git -C sub diff HEAD", "git branch",
+     # a substitution runs a command wherever it sits, arithmetic included
+     "echo $(git rev-parse HEAD)", "wc -l $(find . -name '*.py')", "echo $(( $(touch p) 1 ))",
+     "echo $((a[$(touch p)]))", "cat <(ls)", "date -s 2020-01-01", "file -C -m x"],
 )
 def test_not_read_only(command: str):
     assert not is_read_only(command)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cat .env", "cat ~/.ssh/id_rsa", "grep -r x /", "cat /etc/passwd", "cat ../outside.txt",
+     "head --lines=3 /etc/hosts", "cat keys/server.pem"],
+)
+async def test_a_read_only_command_that_reads_outside_the_project_or_a_secret_asks(command: str, ctx):
+    action = await prepare(ctx, command=command)
+    assert not action.changes and not action.safe_patterns
+
+
+async def test_a_read_only_command_inside_the_project_needs_no_asking(ctx):
+    action = await prepare(ctx, command="cat src/a.py | grep x")
+    assert action.safe_patterns == {"cat src/a.py", "grep x"}

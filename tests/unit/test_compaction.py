@@ -415,3 +415,60 @@ def test_build_ledger_takes_first_user_text_todos_and_nested_instructions():
     assert ledger.todos == (("in_progress", "Read all modules"), ("pending", "Report the os imports"))
     rendered = ledger.render()
     assert "first" in rendered and "- [in_progress] Read all modules" in rendered and NESTED in rendered
+
+
+async def test_a_huge_user_message_is_cut_so_the_window_holds(tmp_path):
+    session = await Session.start(tmp_path)
+    await session.read_step(1, lines=10)
+    await session.user("Here is the log:\n" + "log line that goes on and on\n" * 3000)
+    fitted = await run_fit(session, complete=None)
+    assert fitted.estimate <= WINDOW and not fitted.over
+    assert any("Cut to fit the context window" in m.text for m in fitted.messages if m.role == "user")
+
+
+async def test_unknown_window_sends_the_history_as_is(tmp_path):
+    session = await Session.start(tmp_path)
+    for index in range(1, 30):
+        await session.read_step(index)
+    stored = await session.stored()
+    fitted = await run_fit(session, window=None)
+    assert not fitted.compacted and fitted.window is None
+    assert fitted.messages == to_messages(stored)
+    assert fitted.estimate > WINDOW  # estimated all the same, for the context event
+
+
+async def test_a_checkpoint_outside_a_forked_list_is_ignored(tmp_path):
+    session = await chatty_session(tmp_path)
+    await run_fit(session, complete=FakeModel())
+    stored = await session.stored()
+    checkpoint, rest = apply_checkpoints(stored)
+    assert checkpoint is not None
+    cut = [m for m in stored if m.id != checkpoint.covers]  # as if forked before it
+    again, rest = apply_checkpoints(cut)
+    assert again is None and len(rest) == len(cut) - 1  # the checkpoint's own message is left out
+
+
+def test_read_account_ignores_an_attached_instructions_block():
+    output = file_output(1, 30) + "\n" + NESTED
+    assert account("read", '{"path": "src/a.py"}', output) == "read src/a.py (30 lines)"
+
+
+async def test_completer_asks_the_model_without_tools_and_joins_its_text():
+    from totem_engine.compaction import completer
+    from totem_engine.providers.base import FinishChunk, TextChunk
+
+    seen = []
+
+    class Scripted:
+        name = "sim"
+
+        async def stream(self, request):
+            seen.append(request)
+            yield TextChunk("<think>hmm</think>## Goal\n")
+            yield TextChunk("Find os imports.")
+            yield FinishChunk(reason="stop")
+
+    text = await completer(Scripted(), "small-m")("SYSTEM", "the transcript")
+    assert text == "## Goal\nFind os imports."
+    assert seen[0].model == "small-m" and seen[0].system == "SYSTEM" and not seen[0].tools
+    assert seen[0].messages[0].text == "the transcript" and seen[0].max_tokens

@@ -241,3 +241,22 @@ def test_glob_patterns():
     assert matches("*.py", "a.py")
     assert not matches("src/*", "tests/a.py")
     assert not matches("*.py", "a.pyc")
+
+
+def test_a_read_only_command_that_is_not_safe_asks():
+    # "cat .env" only reads, but reads a secret: the command tool leaves it out of the safe set.
+    decision = Policy().decide("bash", ["cat .env"], changes=False, safe=frozenset())
+    assert decision.action == "ask"
+    assert Policy().decide("bash", ["cat a.py"], changes=False, safe=frozenset({"cat a.py"})).action == "allow"
+
+
+@pytest.mark.parametrize("path", [".totem/config.toml", ".git/hooks/post-checkout", ".git/config"])
+def test_the_projects_own_config_and_git_always_ask_even_when_edits_are_allowed(path: str):
+    policy = Policy(rules=rules_from_config({"edit": "allow"}, "user"))
+    decision = decide(policy, "edit", path)
+    assert decision.action == "ask" and decision.rule.source == "protected"
+    assert decide(policy, "edit", "src/app.py").action == "allow"
+    # A configured deny still denies, and the user's own "always" answer in the session still allows.
+    assert decide(Policy(rules=rules_from_config({"edit": {path: "deny"}}, "user")), "edit", path).action == "deny"
+    policy.remember("edit", path.rsplit("/", 1)[0] + "/*", "allow")
+    assert decide(policy, "edit", path).action == "allow"

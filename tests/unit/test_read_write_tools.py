@@ -416,3 +416,21 @@ async def test_diff_of_a_file_with_a_form_feed_is_well_formed(root: Path, ctx: T
     action = await WriteTool().prepare(WriteTool.Input(path="f.py", content="a\fb\nd\n"), ctx)
     assert "No newline" not in action.diff  # both versions end with a newline
     assert action.diff.split("\n")[2:] == ["@@ -1,2 +1,2 @@", " a\fb", "-c", "+d", ""]
+
+
+async def test_a_huge_file_is_read_line_by_line_not_whole(tmp_path, monkeypatch):
+    import totem_engine.tools.read as read_module
+
+    monkeypatch.setattr(read_module, "LARGE_FILE", 1000)
+    (tmp_path / "big.log").write_text("".join(f"line {n}\n" for n in range(1, 501)))
+    ctx = ToolContext(root=tmp_path, workspace=DiskWorkspace(), session_id="s", call_id="c")
+
+    def never_whole(self, path):  # the whole-file path must not be taken
+        raise AssertionError("read the whole file")
+
+    monkeypatch.setattr(DiskWorkspace, "read_bytes", never_whole)
+    action = await ReadTool().prepare(ReadTool.Input(path="big.log", offset=100, limit=3), ctx)
+    result = await action.apply(ctx)
+    assert result.output.splitlines()[:3] == ["100\tline 100", "101\tline 101", "102\tline 102"]
+    assert "large (500 lines)" in result.output and "offset=103" in result.output
+    assert result.summary == "500 lines"

@@ -114,8 +114,12 @@ class Progress:
         line = self._line() if self.tty or self._last_tenth < 10 else self.label + ":"
         self._write(line + f" {note} ({elapsed:.0f} s)", end="\n")
 
-    def skip(self, note: str = "already done") -> None:
-        self._write(f"{self.label}: {note}", end="\n")
+    @staticmethod
+    def note(label: str, text: str, out: IO[str] | None = None) -> None:
+        """One line, no bar: ``label: text`` (e.g. a stage already done)."""
+        out = out if out is not None else sys.stderr
+        out.write(f"{label}: {text}\n")
+        out.flush()
 
     def _line(self) -> str:
         if not self.total:
@@ -250,7 +254,7 @@ class Setup:
             skip_group.add("download")
         for stage in stages:
             if stage.name in skip_group or is_done(stage):
-                Progress(stage.label, None, out=self.out).skip()
+                Progress.note(stage.label, "already done", self.out)
                 continue
             if stage.name in ("configure", "build"):
                 self.check_tools()

@@ -185,8 +185,9 @@ class Action(ABC):
     ``permission`` names the rule family (read, edit, bash, ...); ``patterns`` are what rules
     match (project-relative paths, or the command); ``always_pattern`` is what an "allow always"
     answer stores; ``diff`` and ``files`` show a change before it is made; ``changes`` says the
-    call may change the project (plan mode denies it); ``safe_patterns`` are the patterns that
-    only read (the read-only parts of a compound command), which need no asking by default.
+    call may change the project (plan mode denies it); ``safe_patterns`` (commands only) are the
+    patterns that need no asking by default: the read-only parts of a compound command that stay in
+    the project and read no secret file.
     """
 
     title: str
@@ -197,7 +198,7 @@ class Action(ABC):
     files: list[ProposedFile] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     changes: bool = False
-    safe_patterns: frozenset[str] = frozenset()
+    safe_patterns: frozenset[str] | None = None
 
     @abstractmethod
     async def apply(self, ctx: ToolContext) -> ToolResult: ...

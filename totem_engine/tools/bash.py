@@ -21,6 +21,7 @@ from anyio.abc import ByteReceiveStream, Process
 from pydantic import Field
 
 from totem_engine.tools.workspace import unsaved_note
+from totem_engine.permissions import is_secret
 from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from totem_engine.tools.shell_words import SimpleCommand, parse
 
@@ -32,13 +33,17 @@ DRAIN_SECONDS = 0.25  # after the shell exits: how long to collect output still 
 
 # Commands that only read, by their first word (or first two, for git). `is_read_only` adds the
 # options that would make some of them write or run other programs.
+# Not here on purpose: git (a repository's own config can run programs: core.fsmonitor,
+# diff.external, textconv drivers), rg (--pre and --hostname-bin run programs), date (-s sets
+# the clock), file (-C writes). They ask, and "always" answers or rules can allow them.
 READ_ONLY_COMMANDS = frozenset({
-    "ls", "cat", "head", "tail", "wc", "pwd", "echo", "printf", "which", "type", "file", "stat",
-    "du", "df", "tree", "find", "grep", "egrep", "fgrep", "rg", "cd", "basename", "dirname",
-    "realpath", "readlink", "date", "whoami", "uname", "diff", "cmp", "cut", "nl", "true", "false",
-    "git status", "git diff", "git log", "git show", "git branch", "git rev-parse", "git ls-files",
-    "git blame",
+    "ls", "cat", "head", "tail", "wc", "pwd", "echo", "printf", "which", "type", "stat",
+    "du", "df", "tree", "find", "grep", "egrep", "fgrep", "cd", "basename", "dirname",
+    "realpath", "readlink", "whoami", "uname", "diff", "cmp", "cut", "nl", "true", "false",
 })
+
+# Any of these runs another command inside the line, wherever it appears ($((… $(cmd) …)) too).
+_SUBSTITUTIONS = ("$(", "`", "<(", ">(")
 
 # Options that write files or run other programs: with one of them the command is not read-only.
 _FORBIDDEN_OPTIONS: dict[str, tuple[str, ...]] = {
@@ -75,6 +80,8 @@ def is_read_only(command: str) -> bool:
 
     ``cat a | grep b`` -> True; ``ls > out.txt``, ``git push``, ``echo $(rm x)`` -> False.
     """
+    if any(marker in command for marker in _SUBSTITUTIONS):
+        return False
     parts = parse(command)
     return bool(parts) and all(_reads_only(part) for part in parts)
 
@@ -89,6 +96,29 @@ def _reads_only(part: SimpleCommand) -> bool:
         return all(arg in _BRANCH_LISTING for arg in args)
     forbidden = _FORBIDDEN_OPTIONS.get(name, ())
     return not any(arg.startswith(option) for arg in args for option in forbidden)
+
+
+def stays_in_project(part: SimpleCommand, root: Path) -> bool:
+    """Whether every path a read-only command names is inside the project and not a secret file.
+
+    ``cat .env``, ``cat ~/.ssh/id_rsa`` and ``grep -r x /`` read what ``read`` would refuse or ask
+    about, so they must ask too.
+    """
+    real_root = root.resolve()
+    for word in part.words[1:]:
+        value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+        if not value or (value.startswith("-") and value == word):
+            continue
+        if value.startswith("~") or is_secret(value):
+            return False
+        if value.startswith("/") or ".." in value:
+            try:
+                resolved = (real_root / value).resolve()
+            except (OSError, RuntimeError):
+                return False
+            if resolved != real_root and real_root not in resolved.parents:
+                return False
+    return True
 
 
 def _command_name(words: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
@@ -311,7 +341,11 @@ class BashTool(Tool):
             always_pattern=always_pattern(parts),
             notes=list(args.notes),
             changes=not is_read_only(args.command),
-            safe_patterns=frozenset(part.text for part in parts if _reads_only(part)),
+            safe_patterns=frozenset(
+                part.text
+                for part in parts
+                if _reads_only(part) and stays_in_project(part, ctx.root) and not any(marker in args.command for marker in _SUBSTITUTIONS)
+            ),
             command=args.command,
             timeout=args.timeout or DEFAULT_TIMEOUT,
         )

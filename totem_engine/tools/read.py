@@ -16,6 +16,7 @@ from totem_engine.tools.paths import closest_paths, folder_glob, relative, resol
 
 DEFAULT_LIMIT = 2000
 MAX_LINE = 2000
+LARGE_FILE = 8 * 1024 * 1024  # bytes: above this a file is read line by line, never whole
 MAX_OUTPUT = 50_000  # characters, when the model's window is unknown (ToolContext.output_budget)
 
 
@@ -94,6 +95,8 @@ class ReadAction(Action):
             entries = await ctx.workspace.list_dir(self.target)
             listing = "\n".join(f"{name}/" if is_dir else name for name, is_dir in entries)
             return ToolResult(output=listing or "(empty directory)", summary=f"{len(entries)} entries")
+        if stat.size > LARGE_FILE:
+            return await anyio.to_thread.run_sync(read_large, self.target, rel, self.args, ctx.output_budget, self.notes)
         data = await ctx.workspace.read_bytes(self.target)
         if looks_binary(data):
             return ToolResult(
@@ -109,6 +112,43 @@ class ReadAction(Action):
         if attached:
             parts.append(attached)
         return ToolResult(output="\n".join(parts), summary=f"{total} lines")
+
+
+def read_large(path: Path, rel: str, args: ReadInput, budget: int, notes: list[str]) -> ToolResult:
+    """A file too large to hold in memory, read line by line from the disk: only the lines asked
+    for are kept. (It is never marked as seen: a whole-file rewrite of it stays refused.)"""
+    offset, limit = args.offset or 1, args.limit or DEFAULT_LIMIT
+    shown: list[str] = []
+    size = 0
+    total = 0
+    cut_at: int | None = None
+    with path.open("rb") as handle:
+        head = handle.read(8192)
+        # Judged up to the last full line, so a character cut at 8 KB is not taken for binary.
+        if looks_binary(head[: max(head.rfind(b"\n"), 0) or len(head)]):
+            return ToolResult(
+                output=f"{rel} is a binary file ({_kind(head)}, {path.stat().st_size} bytes); its bytes are not shown.",
+                summary="binary",
+            )
+        handle.seek(0)
+        for number, raw in enumerate(handle, start=1):
+            total = number
+            if number < offset or len(shown) >= limit or cut_at is not None:
+                continue
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if len(line) > MAX_LINE:
+                line = line[:MAX_LINE] + f"... [line cut at {MAX_LINE} characters]"
+            entry = f"{number}\t{line}"
+            if size + len(entry) > budget:
+                cut_at = number
+                continue
+            shown.append(entry)
+            size += len(entry) + 1
+    last = offset + len(shown) - 1
+    found = [*notes, f"The file is large ({total} lines); showed {offset}-{last}. Read on with offset={last + 1}."]
+    if cut_at is not None:
+        found.append(f"Output cut at line {cut_at - 1} ({budget} characters).")
+    return ToolResult(output="\n".join([*shown, *(f"[{n}]" for n in found)]), summary=f"{total} lines")
 
 
 def _kind(data: bytes) -> str:

@@ -174,7 +174,7 @@ export class ChatState {
   load(history: SessionHistory): void {
     this.reset();
     this.sessionId = history.sessionId;
-    this.title = history.title;
+    this.title = sessionTitle(history.title);
     let step = 0;
     for (const message of history.messages) {
       if (message.role === "user") {
@@ -270,8 +270,16 @@ export function splitContext(text: string): { body: string; context?: string } {
   return { body: text.slice(match[0].length), context };
 }
 
+/** A session title for people: the server names a session from its first message, context block
+ * included, so the block is dropped ("Change the greeting", not `<context file="app.py"/> …`). */
+export function sessionTitle(title: string): string {
+  const { body, context } = splitContext(title);
+  const text = body.trim() || (context ?? "");
+  return text.split("\n")[0].trim();
+}
+
 /** The status bar text: "Totem: sim/test-model · thinking". */
 export function statusText(model: string | undefined, state: TurnState): string {
   const label = { idle: "idle", thinking: "thinking", tool: "running a tool", waiting: "waiting for you" }[state];
-  return `${model ?? "no model"} · ${label}`;
+  return `${model ?? "default model"} · ${label}`;
 }

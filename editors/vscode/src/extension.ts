@@ -14,7 +14,7 @@ import {
   FeatureState,
   DidChangeConfigurationNotification,
 } from "vscode-languageclient/node";
-import { ChatState, statusText } from "./chatState";
+import { ChatState, sessionTitle, statusText } from "./chatState";
 import { ChatView, ViewMessage } from "./chatView";
 import {
   CLIENT_CAPABILITIES,
@@ -156,7 +156,10 @@ export class TotemExtension implements vscode.Disposable {
 
   private onEvent(event: TotemEvent): void {
     const changed = this.state.apply(event);
-    if (event.kind === "turnEnd") this.prompts.turnEnded(event.sessionId);
+    if (event.kind === "turnEnd") {
+      this.prompts.turnEnded(event.sessionId);
+      if (!this.state.title && event.sessionId === this.state.sessionId) void this.lookUpTitle(event.sessionId);
+    }
     if (event.kind === "turnStart") void this.lookUpContextWindow(event.model);
     if (event.kind === "toolEnd" && event.changed?.length) void this.saveChanged(event.changed);
     if (changed) this.refresh(event.kind !== "textDelta" && event.kind !== "reasoningDelta");
@@ -170,6 +173,19 @@ export class TotemExtension implements vscode.Disposable {
       if (doc.uri.scheme !== "file" || !doc.isDirty) continue;
       const hit = folders.some((f) => paths.some((p) => path.join(f.uri.fsPath, p) === doc.uri.fsPath));
       if (hit) await doc.save();
+    }
+  }
+
+  /** The session's title, which the server gives it from the first message. */
+  private async lookUpTitle(sessionId: string): Promise<void> {
+    try {
+      const session = (await this.totem?.sessions())?.find((s) => s.sessionId === sessionId);
+      if (session?.title && this.state.sessionId === sessionId) {
+        this.state.title = sessionTitle(session.title);
+        this.refresh(true);
+      }
+    } catch {
+      // the title is a nicety
     }
   }
 
@@ -222,7 +238,9 @@ export class TotemExtension implements vscode.Disposable {
         this.state.turnState = "idle";
       }
     } catch (error) {
-      this.state.failTurn(errorMessage(error));
+      let message = errorMessage(error);
+      if (/ENOENT/.test(message)) message += ` — is \`totem.path\` (${settings().path}) right?`;
+      this.state.failTurn(message);
     }
     this.refresh(true);
   }
@@ -289,7 +307,7 @@ export class TotemExtension implements vscode.Disposable {
       const items: Item[] = [
         { label: "$(add) New chat" },
         ...list.map((s) => ({
-          label: s.title || "(untitled)",
+          label: sessionTitle(s.title) || "(untitled)",
           description: s.model,
           detail: new Date(s.updatedAt * 1000).toLocaleString(),
           sessionId: s.sessionId,

@@ -3,7 +3,7 @@
 
 import { describe, it } from "node:test";
 import * as assert from "node:assert/strict";
-import { ChatState, splitContext, statusText } from "../src/chatState";
+import { ChatState, sessionTitle, splitContext, statusText } from "../src/chatState";
 import { escapeHtml, viewModel } from "../src/render";
 import { configurationSettings, protocolWarning } from "../src/protocol";
 
@@ -35,6 +35,8 @@ describe("ChatState", () => {
     assert.deepEqual(splitContext('<context file="a.py" lines="2-3">\nx\ny\n</context>\n\nWhy?'), { body: "Why?", context: "a.py:2-3" });
     assert.deepEqual(splitContext('<context file="a.py"/>\n\nWhy?'), { body: "Why?", context: "a.py" });
     assert.deepEqual(splitContext("plain"), { body: "plain" });
+    assert.equal(sessionTitle('<context file="app.py"/> Change the greeting'), "Change the greeting");
+    assert.equal(sessionTitle('<context file="app.py"/>'), "app.py");
   });
 
   it("renders no raw HTML from the model", () => {

@@ -111,8 +111,10 @@ try {
   const diffTab = page.locator(".tabs-container .tab.active").first();
   seen.diffTab = (await diffTab.getAttribute("aria-label")) ?? "";
   await page.waitForTimeout(800); // let both sides render
-  seen.diffOriginal = await diff.locator(".editor.original .view-lines").innerText();
-  seen.diffModified = await diff.locator(".editor.modified .view-lines").innerText();
+  // Monaco draws spaces as non-breaking spaces.
+  const plain = (text) => text.replace(/\u00a0/g, " ");
+  seen.diffText = plain(await diff.innerText());
+  seen.diffModified = plain(await diff.locator(".editor.modified .lines-content > .view-lines:not([monaco-view-zone])").innerText());
   const frameBeforeAccept = await chatFrame(page);
   seen.chatWhileAsking = await frameBeforeAccept.locator("#totem-chat").innerText();
   await page.screenshot({ path: path.join(args.artifacts, "vscode-diff.png") });
@@ -129,7 +131,6 @@ try {
   await frame.locator("#messages", { hasText: args.answer }).waitFor({ timeout: 60000 });
   await frame.locator(".model").last().waitFor();
   seen.chat = await frame.locator("#messages").innerText();
-  seen.chatTitle = await frame.locator("#title").innerText();
   seen.chatStatus = await frame.locator("#status").innerText();
   seen.reasoningCollapsed = await frame.locator("details.reasoning").first().evaluate((d) => !d.open).catch(() => null);
   seen.diffClosed = (await page.locator(".monaco-diff-editor").count()) === 0;
@@ -142,6 +143,9 @@ try {
   await problems.locator(".monaco-list-row", { hasText: args.finding }).first().waitFor({ timeout: 30000 });
   seen.problems = await problems.innerText();
   seen.statusAfter = (await status.innerText()).trim();
+  // The title comes from the server's session list after the turn.
+  await frame.locator("#title", { hasText: args.question }).waitFor({ timeout: 5000 }).catch(() => undefined);
+  seen.chatTitle = await frame.locator("#title").innerText();
   step("problem shown");
 
   // Screenshots: the whole workbench with the chat, for the artifacts and the docs.
