@@ -132,6 +132,9 @@ class Chats:
         else:
             model = runtime.resolve_model(params.model or self.projects.model)
         session_id = await runtime.open_session(params.session_id, model=model, mode=mode)
+        if not params.session_id:
+            # Titled by what the user typed, not by the context block sent with it.
+            await runtime.store.update_session(session_id, title=session_title(params.text))
         text = await with_context(params, root, self.projects)
         # No await between this check and the registration below: two chats cannot both pass it.
         if session_id in self.turns:

@@ -176,3 +176,15 @@ async def test_undo_of_an_unknown_session_is_an_error(editor):
     with pytest.raises(JsonRpcException) as caught:
         await asyncio.wait_for(editor.request("totem/undo", {"sessionId": "ses_nope"}), WAIT)
     assert "ses_nope" in str(caught.value)
+
+
+async def test_a_session_is_titled_by_what_the_user_typed_not_by_its_context(editor):
+    (editor.project / "a.py").write_text("x = 1\n")
+    uri = await editor.open("a.py")
+    editor.model.enqueue(text_reply("It sets x."))
+    context = {"uri": uri, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}}}
+    result = await editor.request("totem/chat", {"text": "what does this do?", "context": context})
+    sessions = [to_dict(s) for s in await editor.request("totem/sessions", None)]
+    titled = next(s for s in sessions if s["sessionId"] == result.sessionId)
+    assert titled["title"] == "what does this do?"
+    assert "<context" in editor.model.requests[0]["messages"][-1]["content"]
