@@ -11,6 +11,8 @@ import anyio
 from totem_cli.main import EXIT_CODES, project_root
 from totem_cli.terminal import TerminalFrontEnd
 from totem_engine.config import MIN_MAX_STEPS, ConfigError, load_config
+from totem_engine.local import apply_local_default, release_local_provider
+from totem_engine.local.server import LocalServerError
 from totem_engine.runtime import Runtime
 from totem_engine.trust import apply_trust
 
@@ -24,6 +26,13 @@ async def run_command(args: argparse.Namespace) -> int:
     loaded, trust_notice = await apply_trust(
         root, load_config(root, config_file=args.config), frontend.ask_trust if interactive else None
     )
+    if args.model is None or args.model.startswith("local/"):
+        # No model configured: the model installed by `totem local setup`, started for this run.
+        try:
+            await anyio.to_thread.run_sync(apply_local_default, loaded.config, args.model)
+        except LocalServerError as exc:
+            print(f"totem: {exc}", file=sys.stderr)
+            return 1
     runtime = Runtime(root, loaded)
     try:
         for note in [*loaded.config.notes, *([trust_notice] if trust_notice else [])]:
@@ -49,6 +58,7 @@ async def run_command(args: argparse.Namespace) -> int:
         return EXIT_CODES[result.stop_reason]
     finally:
         await runtime.aclose()
+        release_local_provider()
 
 
 async def _abort_on_interrupt(turn, scope: anyio.CancelScope) -> None:

@@ -204,7 +204,11 @@ class Config(_Strict):
         """
         spec = spec if spec is not None else self.model
         if spec is None:
-            raise ConfigError('no model configured: set model = "<provider>/<model id>"')
+            raise ConfigError(
+                f'no model configured: set model = "<provider>/<model id>" in {_display(user_config_path())} '
+                "(docs/config.md), add a provider with `totem providers add TEMPLATE NAME`, "
+                "or install a local model with `totem local setup`"
+            )
         parts = _split_spec(spec)
         if parts is None:
             raise ConfigError(f'model "{spec}": expected "<provider>/<model id>"')

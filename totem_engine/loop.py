@@ -312,12 +312,15 @@ class Turn:
             stored = await self.agent.store.messages(self.session_id)
             self._used_call_ids.update(p.data.get("callId") for m in stored for p in m.parts if p.type == "tool")
             fitted = await fitter.fit(stored)
+            message_id = await self.agent.store.add_message(
+                self.session_id, "assistant", turn_id=self.turn_id, step=step, model=self.model
+            )
             try:
-                outcome = await self._step(provider, fitted.request, step)
+                outcome = await self._step(provider, fitted.request, step, message_id)
             except ContextOverflowError:
                 # The provider counts differently: compact harder and retry the step once, never more.
                 fitted = await fitter.fit(await self.agent.store.messages(self.session_id), force=True)
-                outcome = await self._step(provider, fitted.request, step)
+                outcome = await self._step(provider, fitted.request, step, message_id)
             self.state.calibration.update(fitted.raw_input, outcome.usage.input_tokens)
             if outcome.guard:
                 return "guard", outcome.guard
@@ -328,9 +331,10 @@ class Turn:
             if reason:
                 return "guard", reason
 
-    async def _step(self, provider: Provider, request: ChatRequest, step: int) -> _StepOutcome:
+    async def _step(self, provider: Provider, request: ChatRequest, step: int, message_id: str) -> _StepOutcome:
+        """One step into its assistant message (kept across retries; a retried try's parts are
+        marked discarded)."""
         store = self.agent.store
-        message_id = await store.add_message(self.session_id, "assistant", turn_id=self.turn_id, step=step, model=self.model)
         all_reasoning = ReasoningRetry(least=least_reasoning(provider))
         attempt = 0
         while True:

@@ -119,11 +119,16 @@ class Policy:
         denies = [r for r in configured if r.action == "deny"]
         if denies:
             return Decision("deny", denies[0])
-        answered = [r for r in self.session if r.permission == permission and matches(r.pattern, value)]
+        protected = permission == "edit" and is_protected(value)
+        answered = [
+            r for r in self.session
+            if r.permission == permission and matches(r.pattern, value) and (not protected or is_protected(r.pattern))
+        ]
         if answered:
             strongest = max(answered, key=lambda r: _RANK[r.action])
             return Decision(strongest.action, strongest)
-        if permission == "edit" and is_protected(value):
+        if protected:
+            # Only an answer about that very folder (".git/*"), never a broad "*", reaches it.
             return Decision("ask", RuleRef(source="protected", permission=permission, pattern=value, action="ask"))
         if configured:
             strongest = max(configured, key=lambda r: _RANK[r.action])

@@ -12,11 +12,14 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import anyio
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from totem_engine.config import load_config
+from totem_engine.config import ConfigError, load_config
 from totem_engine.runtime import Runtime
+from totem_engine.local import apply_local_default, release_local_provider
+from totem_engine.local.server import LocalServerError
 from totem_engine.store import Store
 from totem_engine.trust import apply_trust
 from totem_lsp.edits import EditorWorkspace
@@ -58,6 +61,12 @@ class Projects:
             loaded, notice = await apply_trust(root, loaded, self.asker.trust)
             if notice:
                 self.notices.append(notice)
+            if self.model is None or self.model.startswith("local/"):
+                # No model configured: the one `totem local setup` installed, while the server runs.
+                try:
+                    await anyio.to_thread.run_sync(apply_local_default, loaded.config, self.model)
+                except LocalServerError as exc:
+                    raise ConfigError(str(exc)) from None
             runtime = Runtime(root, loaded, store=self.store, workspace=self.workspace)
             self._runtimes[root] = runtime
         return runtime
@@ -88,6 +97,7 @@ class Projects:
         for runtime in [*self._retired, *self._runtimes.values()]:
             await runtime.close_providers()
         await self.store.close()
+        release_local_provider()
 
 
 def _without_nulls(settings: dict[str, Any]) -> dict[str, Any]:

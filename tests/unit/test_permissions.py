@@ -260,3 +260,11 @@ def test_the_projects_own_config_and_git_always_ask_even_when_edits_are_allowed(
     assert decide(Policy(rules=rules_from_config({"edit": {path: "deny"}}, "user")), "edit", path).action == "deny"
     policy.remember("edit", path.rsplit("/", 1)[0] + "/*", "allow")
     assert decide(policy, "edit", path).action == "allow"
+
+
+def test_a_broad_always_answer_does_not_reach_protected_folders():
+    policy = Policy()
+    policy.remember("edit", "*", "allow")  # "allow always" on a file at the project root
+    assert decide(policy, "edit", "README.md").action == "allow"
+    assert decide(policy, "edit", ".git/hooks/pre-commit").action == "ask"
+    assert decide(policy, "edit", ".totem/config.toml").action == "ask"
