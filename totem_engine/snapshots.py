@@ -20,7 +20,8 @@ left there is reported as a conflict and left alone.
 The index is its own SQLite file (``snapshots.db`` beside ``totem.db``), not a table in the
 history database: its schema and migrations stay independent of the history's, and pruning it
 (deleting rows, at start-up) never contends with a turn writing history. It is opened like the
-Store: WAL, one connection, calls one at a time in a worker thread.
+Store, through totem_engine.sqlite_worker: WAL, one connection, calls one at a time in a worker
+thread.
 """
 
 from __future__ import annotations
@@ -34,11 +35,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
 import anyio
 
-from totem_engine.store import _Transaction, default_db_path
+from totem_engine.sqlite_worker import SqliteWorker, Transaction
+from totem_engine.store import default_db_path
 from totem_engine.tools.paths import relative
 from totem_engine.tools.workspace import Workspace, write_atomically
 
@@ -71,8 +73,6 @@ CREATE TABLE IF NOT EXISTS changes (
 _BLOB_GRACE = 3600.0
 
 _DAY = 86400.0
-
-_T = TypeVar("_T")
 
 # (path, before_hash, after_hash) of one changed file.
 _Change = tuple[str, str | None, str | None]
@@ -108,10 +108,10 @@ class Snapshots:
         self.max_bytes = max_bytes
         self.max_age_days = max_age_days
         self._clock = clock
-        self._conn: sqlite3.Connection | None = None
-        self._closed = False
-        # One token: one connection, never used by two threads at once.
-        self._limiter = anyio.CapacityLimiter(1)
+        self._db = SqliteWorker(
+            self.store_dir / "snapshots.db", schema=_SCHEMA, version=SCHEMA_VERSION,
+            closed_message="snapshots are closed",
+        )
 
     async def __aenter__(self) -> Snapshots:
         return self
@@ -132,9 +132,9 @@ class Snapshots:
         for it, and the change should not be applied).
         """
         rels = _relative_paths(root, paths)
-        seq, fresh = await self._run(self._open_turn, session_id, turn_id, rels)
+        seq, fresh = await self._db.run(self._open_turn, session_id, turn_id, rels)
         states = [(rel, await self._snapshot(workspace, root / rel)) for rel in fresh]
-        await self._run(self._record_before, seq, states)
+        await self._db.run(self._record_before, seq, states)
 
     async def after_change(
         self, workspace: Workspace, *, session_id: str, turn_id: str, root: Path, paths: list[Path]
@@ -143,7 +143,7 @@ class Snapshots:
         for the same path replaces it. Paths ``before_change`` did not record are ignored."""
         rels = _relative_paths(root, paths)
         states = [(rel, await self._snapshot(workspace, root / rel)) for rel in rels]
-        await self._run(self._record_after, session_id, turn_id, states)
+        await self._db.run(self._record_after, session_id, turn_id, states)
 
     async def _snapshot(self, workspace: Workspace, path: Path) -> str | None:
         """The hash of the file's bytes, now stored as a blob; None when there is no file."""
@@ -156,7 +156,7 @@ class Snapshots:
         self, conn: sqlite3.Connection, session_id: str, turn_id: str, rels: list[str]
     ) -> tuple[int, list[str]]:
         """The turn's seq (created when new) and the paths of ``rels`` it has not recorded."""
-        with _Transaction(conn):
+        with Transaction(conn):
             row = conn.execute("SELECT seq FROM turns WHERE turn_id = ?", (turn_id,)).fetchone()
             if row is None:
                 # A new turn changes files: what was undone can no longer be redone.
@@ -203,7 +203,7 @@ class Snapshots:
         Returns one outcome per changed file, sorted by path; ``[]`` when there is nothing to
         undo. A file that no longer holds the turn's after-state is a conflict and left alone.
         """
-        changes = await self._run(self._claim, session_id, True)
+        changes = await self._db.run(self._claim, session_id, True)
         return [
             await self._move(workspace, root / path, path, expect=after, target=before,
                              conflict="changed since the turn; left as it is")
@@ -215,7 +215,7 @@ class Snapshots:
 
         A file that no longer holds the turn's before-state is a conflict and left alone.
         """
-        changes = await self._run(self._claim, session_id, False)
+        changes = await self._db.run(self._claim, session_id, False)
         return [
             await self._move(workspace, root / path, path, expect=before, target=after,
                              conflict="changed since the undo; left as it is")
@@ -237,7 +237,7 @@ class Snapshots:
             if undo else
             "SELECT seq FROM turns WHERE session_id = ? AND undone = 1 ORDER BY seq LIMIT 1"
         )
-        with _Transaction(conn):
+        with Transaction(conn):
             row = conn.execute(query, (session_id,)).fetchone()
             if row is None:
                 return []
@@ -289,17 +289,17 @@ class Snapshots:
         blob directory.
         """
         now = self._clock()
-        referenced = await self._run(self._drop_old_turns, now - self.max_age_days * _DAY)
+        referenced = await self._db.run(self._drop_old_turns, now - self.max_age_days * _DAY)
         sizes = await anyio.to_thread.run_sync(self._sweep, referenced, now - _BLOB_GRACE)
         excess = sum(sizes.values()) - self.max_bytes
         if excess > 0:
-            freed = await self._run(self._drop_oldest_turns, sizes, excess)
+            freed = await self._db.run(self._drop_oldest_turns, sizes, excess)
             await anyio.to_thread.run_sync(self._delete_blobs, freed, now - _BLOB_GRACE)
 
     @staticmethod
     def _drop_old_turns(conn: sqlite3.Connection, cutoff: float) -> set[str]:
         """Delete turns created before ``cutoff``; the hashes the others refer to."""
-        with _Transaction(conn):
+        with Transaction(conn):
             conn.execute("DELETE FROM turns WHERE created_at < ?", (cutoff,))
             rows = conn.execute(
                 "SELECT before_hash FROM changes UNION SELECT after_hash FROM changes"
@@ -312,7 +312,7 @@ class Snapshots:
     ) -> set[str]:
         """Delete the oldest turns until the blobs only they refer to add up to ``excess``
         bytes (or no turn is left); the hashes no remaining turn refers to."""
-        with _Transaction(conn):
+        with Transaction(conn):
             hashes_by_turn: dict[int, list[str]] = {}
             for row in conn.execute(
                 "SELECT turn_seq, before_hash, after_hash FROM changes ORDER BY turn_seq"
@@ -372,58 +372,9 @@ class Snapshots:
 
     # -- plumbing -------------------------------------------------------------------------
 
-    async def _run(self, fn: Callable[..., _T], /, *args: Any) -> _T:
-        """``fn(conn, *args)`` in the worker thread, after any call already running."""
-        return await anyio.to_thread.run_sync(self._call, fn, *args, limiter=self._limiter)
-
-    def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
-        if self._closed:
-            raise RuntimeError("snapshots are closed")
-        if self._conn is None:
-            self._conn = self._open()
-        return fn(self._conn, *args)
-
-    def _open(self) -> sqlite3.Connection:
-        self.store_dir.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(
-            self.store_dir / "snapshots.db", isolation_level=None, check_same_thread=False,
-            timeout=10.0,
-        )
-        try:
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            # Deleting a turn deletes its changes (ON DELETE CASCADE).
-            conn.execute("PRAGMA foreign_keys=ON")
-            self._migrate(conn)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _migrate(self, conn: sqlite3.Connection) -> None:
-        with _Transaction(conn):
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise RuntimeError(
-                    f"{self.store_dir / 'snapshots.db'} has schema version {version};"
-                    f" this Totem knows {SCHEMA_VERSION}"
-                )
-            if version < SCHEMA_VERSION:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-
     async def close(self) -> None:
         """Close the index; later calls raise ``RuntimeError``. Safe to call twice."""
-        await anyio.to_thread.run_sync(self._close, limiter=self._limiter)
-
-    def _close(self) -> None:
-        self._closed = True
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        await self._db.close()
 
 
 def _relative_paths(root: Path, paths: Iterable[Path]) -> list[str]:

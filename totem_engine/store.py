@@ -23,13 +23,13 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import anyio
 import platformdirs
+
+from totem_engine.sqlite_worker import SqliteWorker, Transaction
 
 __all__ = [
     "MessageNotFound",
@@ -95,9 +95,6 @@ CREATE TABLE IF NOT EXISTS parts (
 );
 CREATE INDEX IF NOT EXISTS parts_by_session ON parts(session_id);
 """
-
-_T = TypeVar("_T")
-
 
 class SessionNotFound(LookupError):
     def __init__(self, session_id: str) -> None:
@@ -229,26 +226,6 @@ def _dumps(value: dict[str, Any]) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-class _Transaction:
-    """``with _Transaction(conn):`` — one transaction, committed on exit, rolled back on error.
-
-    Writes take the lock up front (``BEGIN IMMEDIATE``), so a read-then-write (next ``seq``)
-    cannot race another process writing the same database. ``write=False`` gives several reads
-    one consistent snapshot.
-    """
-
-    def __init__(self, conn: sqlite3.Connection, *, write: bool = True) -> None:
-        self._conn = conn
-        self._begin = "BEGIN IMMEDIATE" if write else "BEGIN"
-
-    def __enter__(self) -> sqlite3.Connection:
-        self._conn.execute(self._begin)
-        return self._conn
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self._conn.execute("ROLLBACK" if exc_type else "COMMIT")
-
-
 class Store:
     """The history database. ``path`` defaults to ``default_db_path()``.
 
@@ -258,11 +235,7 @@ class Store:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_db_path()
-        self._conn: sqlite3.Connection | None = None
-        self._closed = False
-        # One token: calls run one at a time, so one connection is never used by two threads at
-        # once and a call's transaction is never interleaved with another's.
-        self._limiter = anyio.CapacityLimiter(1)
+        self._db = SqliteWorker(self.path, schema=_SCHEMA, version=SCHEMA_VERSION, closed_message="store is closed")
 
     async def __aenter__(self) -> Store:
         return self
@@ -271,52 +244,6 @@ class Store:
         await self.close()
 
     # -- plumbing -------------------------------------------------------------------------
-
-    async def _run(self, fn: Callable[..., _T], /, *args: Any) -> _T:
-        """``fn(conn, *args)`` in the worker thread, after any call already running."""
-        # A cancelled caller still waits for the thread: a write is either committed or rolled
-        # back, never left half-done on the shared connection.
-        return await anyio.to_thread.run_sync(self._call, fn, *args, limiter=self._limiter)
-
-    def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
-        if self._closed:
-            raise RuntimeError("store is closed")
-        if self._conn is None:
-            self._conn = self._open()
-        return fn(self._conn, *args)
-
-    def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: no implicit transactions; single statements commit at once and
-        # multi-statement writes use _Transaction. timeout: wait for another process's write.
-        conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=10.0
-        )
-        try:
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            # In WAL mode NORMAL still survives a process crash; only an OS crash or power loss
-            # can drop the last commits.
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            self._migrate(conn)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _migrate(self, conn: sqlite3.Connection) -> None:
-        with _Transaction(conn):
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise RuntimeError(
-                    f"{self.path} has schema version {version}; this Totem knows {SCHEMA_VERSION}"
-                )
-            if version < SCHEMA_VERSION:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     @staticmethod
     def _session_row(conn: sqlite3.Connection, session_id: str) -> sqlite3.Row:
@@ -330,7 +257,7 @@ class Store:
     async def create_session(
         self, *, cwd: str, model: str, mode: str = "build", title: str | None = None
     ) -> Session:
-        return await self._run(self._create_session, cwd, model, mode, title)
+        return await self._db.run(self._create_session, cwd, model, mode, title)
 
     def _create_session(
         self, conn: sqlite3.Connection, cwd: str, model: str, mode: str, title: str | None
@@ -346,7 +273,7 @@ class Store:
 
     async def get_session(self, session_id: str) -> Session:
         """The session, or ``SessionNotFound``."""
-        return await self._run(lambda conn: _session(self._session_row(conn, session_id)))
+        return await self._db.run(lambda conn: _session(self._session_row(conn, session_id)))
 
     async def list_sessions(self, *, cwd: str | None = None) -> list[Session]:
         """All sessions (only those started in ``cwd`` when given), most recently updated first."""
@@ -358,7 +285,7 @@ class Store:
             )
             return [_session(row) for row in rows]
 
-        return await self._run(query)
+        return await self._db.run(query)
 
     async def update_session(
         self,
@@ -383,7 +310,7 @@ class Store:
             if cursor.rowcount == 0:
                 raise SessionNotFound(session_id)
 
-        await self._run(update)
+        await self._db.run(update)
 
     # -- messages and parts ---------------------------------------------------------------
 
@@ -401,7 +328,7 @@ class Store:
         outside ``ROLES``."""
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}")
-        return await self._run(self._add_message, session_id, role, turn_id, step, model)
+        return await self._db.run(self._add_message, session_id, role, turn_id, step, model)
 
     def _add_message(
         self,
@@ -414,7 +341,7 @@ class Store:
     ) -> str:
         message_id = new_id("msg")
         now = time.time()
-        with _Transaction(conn):
+        with Transaction(conn):
             self._session_row(conn, session_id)
             conn.execute(
                 "INSERT INTO messages (id, session_id, seq, role, turn_id, step, model, created_at)"
@@ -432,7 +359,7 @@ class Store:
         Raises ``MessageNotFound``, ``ValueError`` for a type outside ``PART_TYPES``."""
         if type not in PART_TYPES:
             raise ValueError(f"unknown part type {type!r}")
-        return await self._run(self._add_part, message_id, type, data, status)
+        return await self._db.run(self._add_part, message_id, type, data, status)
 
     def _add_part(
         self,
@@ -445,7 +372,7 @@ class Store:
         part_id = new_id("prt")
         now = time.time()
         encoded = _dumps(data)
-        with _Transaction(conn):
+        with Transaction(conn):
             row = conn.execute(
                 "SELECT session_id FROM messages WHERE id = ?", (message_id,)
             ).fetchone()
@@ -475,14 +402,14 @@ class Store:
             if cursor.rowcount == 0:
                 raise PartNotFound(part_id)
 
-        await self._run(update)
+        await self._db.run(update)
 
     async def discard_message_parts(self, message_id: str) -> None:
         """Mark every part of the message discarded (kept, hidden from ``messages()``).
         Raises ``MessageNotFound``."""
 
         def discard(conn: sqlite3.Connection) -> None:
-            with _Transaction(conn):
+            with Transaction(conn):
                 found = conn.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,))
                 if found.fetchone() is None:
                     raise MessageNotFound(message_id)
@@ -491,7 +418,7 @@ class Store:
                     (time.time(), message_id),
                 )
 
-        await self._run(discard)
+        await self._db.run(discard)
 
     async def messages(
         self, session_id: str, *, include_discarded: bool = False
@@ -504,11 +431,11 @@ class Store:
         """
 
         def read(conn: sqlite3.Connection) -> list[StoredMessage]:
-            with _Transaction(conn, write=False):
+            with Transaction(conn, write=False):
                 self._session_row(conn, session_id)
                 return self._messages(conn, session_id, include_discarded)
 
-        return await self._run(read)
+        return await self._db.run(read)
 
     def _messages(
         self, conn: sqlite3.Connection, session_id: str, include_discarded: bool
@@ -548,12 +475,12 @@ class Store:
         part, discarded ones included (``"discarded": true``). Raises ``SessionNotFound``."""
 
         def read(conn: sqlite3.Connection) -> dict[str, Any]:
-            with _Transaction(conn, write=False):
+            with Transaction(conn, write=False):
                 session = _session(self._session_row(conn, session_id))
                 messages = self._messages(conn, session_id, include_discarded=True)
             return {"session": session.to_dict(), "messages": [m.to_dict() for m in messages]}
 
-        return await self._run(read)
+        return await self._db.run(read)
 
     async def fork(self, session_id: str, at_message_id: str) -> Session:
         """A new session holding copies of the messages up to and including ``at_message_id``.
@@ -563,11 +490,11 @@ class Store:
         ``parent_id`` and ``forked_from_message``. Raises ``SessionNotFound``, or
         ``MessageNotFound`` when the message is not in that session.
         """
-        return await self._run(self._fork, session_id, at_message_id)
+        return await self._db.run(self._fork, session_id, at_message_id)
 
     def _fork(self, conn: sqlite3.Connection, session_id: str, at_message_id: str) -> Session:
         now = time.time()
-        with _Transaction(conn):
+        with Transaction(conn):
             source = _session(self._session_row(conn, session_id))
             at = conn.execute(
                 "SELECT seq FROM messages WHERE id = ? AND session_id = ?",
@@ -613,11 +540,4 @@ class Store:
 
     async def close(self) -> None:
         """Close the connection; later calls raise ``RuntimeError``. Safe to call twice."""
-
-        await anyio.to_thread.run_sync(self._close, limiter=self._limiter)
-
-    def _close(self) -> None:
-        self._closed = True
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        await self._db.close()

@@ -98,7 +98,13 @@ def test_auth_set_from_stdin_then_run_sends_the_key(totem):
 
 class _Unauthorized(_Handler):
     def do_GET(self) -> None:
-        self._send_json(401, {"error": {"message": "Authentication Error, No api key passed in."}})
+        self.send_json(401, {"error": {"message": "Authentication Error, No api key passed in."}})
+
+
+class _KeyedGateway(ModelServer):
+    """A gateway that wants a key: every GET answers 401."""
+
+    handler = _Unauthorized
 
 
 def closed_port() -> int:
@@ -109,10 +115,8 @@ def closed_port() -> int:
 
 @pytest.mark.skipif(os.name != "posix", reason="loopback ports as on POSIX")
 def test_models_lists_local_servers_that_answered(totem):
-    with ModelServer() as vllm, ModelServer() as gateway:
+    with ModelServer() as vllm, _KeyedGateway() as gateway:
         vllm.models = [{"id": "Qwen/Qwen2.5-Coder-7B", "object": "model"}]
-        assert gateway._httpd is not None
-        gateway._httpd.RequestHandlerClass = type("_H", (_Unauthorized,), {"model_server": gateway})
         ports = {"vllm": vllm.port, "litellm": gateway.port, "ollama": closed_port(), "lmstudio": closed_port(),
                  "llamacpp": closed_port()}
         probe_args = [arg for name, port in ports.items() for arg in ("--local-port", f"{name}={port}")]

@@ -4,8 +4,8 @@ Written from the vendor documentation (https://docs.anthropic.com/en/api/message
 https://platform.claude.com/docs/build-with-claude/streaming,
 https://docs.claude.com/en/docs/build-with-claude/extended-thinking,
 https://platform.claude.com/docs/en/agents-and-tools/tool-use/handle-tool-calls,
-https://docs.anthropic.com/en/api/models-list). Same pattern as ``model_server.py``: a
-``ThreadingHTTPServer`` on ``127.0.0.1`` in a background thread::
+https://docs.anthropic.com/en/api/models-list). The HTTP harness (a ``ThreadingHTTPServer`` on
+``127.0.0.1`` in a background thread) is ``tests/support/loopback.py``::
 
     with AnthropicServer(api_key="sk-ant-test") as srv:
         srv.enqueue(message_reply(thinking("Let me look."), tool_use("toolu_1", "read", {"p": 1})))
@@ -43,13 +43,17 @@ import base64
 import hashlib
 import hmac
 import json
-import socket
-import threading
-from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.support.loopback import (
+    LoopbackHandler,
+    LoopbackServer,
+    split_text,
+    sse_data,
+    with_defaults,
+)
 
 _SIGNING_KEY = b"anthropic-server-test-signing-key"
 
@@ -77,101 +81,6 @@ class Reply:
     body: str | None = None
     cut_after: int | None = None
     hold: float = 0.0
-
-
-class AnthropicServer:
-    """The loopback server; a context manager. See the module docstring."""
-
-    def __init__(self, api_key: str | None = None) -> None:
-        self.api_key = api_key
-        self.requests: list[dict] = []
-        self.request_headers: list[dict] = []
-        self.model_queries: list[dict] = []
-        self.models: list[dict] = [
-            {"id": "claude-test-1", "type": "model", "display_name": "Claude Test", "created_at": "2025-01-01T00:00:00Z"}
-        ]
-        self.page_size = 1000
-        self._queue: deque[Reply] = deque()
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> "AnthropicServer":
-        handler = type("_BoundHandler", (_Handler,), {"server_state": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.02,), name="anthropic-server", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> "AnthropicServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        assert self._httpd is not None, "server not started"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def enqueue(self, reply: Reply) -> None:
-        with self._lock:
-            self._queue.append(reply)
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._queue)
-
-    def _next_reply(self) -> Reply | None:
-        with self._lock:
-            return self._queue.popleft() if self._queue else None
-
-    def _record(self, body: Any, headers: dict) -> None:
-        with self._lock:
-            self.requests.append(body)
-            self.request_headers.append(headers)
-
-    # -- the API's checks --------------------------------------------------------------------
-
-    def check(self, body: Any, headers: dict[str, str]) -> tuple[int, str, str] | None:
-        """(status, error type, message) for a request the API would refuse, else None."""
-        key = headers.get("x-api-key")
-        if not key or (self.api_key is not None and key != self.api_key):
-            return 401, "authentication_error", "invalid x-api-key"
-        if not headers.get("anthropic-version"):
-            return 400, "invalid_request_error", "anthropic-version: header is required"
-        if not isinstance(body, dict):
-            return 400, "invalid_request_error", "request body must be a JSON object"
-        for name in ("model", "messages", "max_tokens"):
-            if name not in body:
-                return 400, "invalid_request_error", f"{name}: Field required"
-        if not isinstance(body["max_tokens"], int) or body["max_tokens"] < 1:
-            return 400, "invalid_request_error", "max_tokens: must be a positive integer"
-        messages = body["messages"]
-        if not isinstance(messages, list) or not messages:
-            return 400, "invalid_request_error", "messages: at least one message is required"
-        problem = _check_messages(messages)
-        if problem:
-            return 400, "invalid_request_error", problem
-        thinking = body.get("thinking")
-        if thinking is not None:
-            problem = _check_thinking(body, thinking)
-            if problem:
-                return 400, "invalid_request_error", problem
-        return None
 
 
 def _blocks(content: Any) -> list[dict]:
@@ -246,12 +155,8 @@ def _check_thinking(body: dict, thinking: Any) -> str | None:
     return None
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(LoopbackHandler):
     server_state: AnthropicServer
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        pass
 
     def do_GET(self) -> None:
         url = urlsplit(self.path)
@@ -271,7 +176,7 @@ class _Handler(BaseHTTPRequestHandler):
         ids = [m["id"] for m in state.models]
         start = ids.index(query["after_id"]) + 1 if query.get("after_id") in ids else 0
         page = state.models[start : start + limit]
-        self._send_json(
+        self.send_json(
             200,
             {
                 "data": page,
@@ -282,15 +187,10 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        body = self.read_json_body()
         if urlsplit(self.path).path.rstrip("/") != "/v1/messages":
             self._send_error(404, "not_found_error", f"no route POST {self.path}")
             return
-        try:
-            body = json.loads(raw or b"null")
-        except ValueError:
-            body = {"_unparsed": raw.decode("utf-8", errors="replace")}
         headers = {k.lower(): v for k, v in self.headers.items()}
         state = self.server_state
         state._record(body, headers)
@@ -298,97 +198,85 @@ class _Handler(BaseHTTPRequestHandler):
         if refused:
             self._send_error(*refused)
             return
-        reply = state._next_reply()
-        if reply is None:
-            self._send_error(500, "api_error", "no scripted reply")
-        elif reply.body is not None or reply.status >= 300:
-            self._send_body(reply)
-        else:
-            self._send_stream(reply)
+        self.serve_next_reply()
 
-    # -- writers -----------------------------------------------------------------------------
+    # -- the API's shapes --------------------------------------------------------------------
 
     def _send_error(self, status: int, kind: str, message: str) -> None:
-        self._send_json(status, {"type": "error", "error": {"type": kind, "message": message}})
+        self.send_json(status, _error_body(kind, message))
 
-    def _send_json(self, status: int, payload: Any) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-        self.close_connection = True
+    def no_reply(self) -> Any:
+        return _error_body("api_error", "no scripted reply")
 
-    def _send_body(self, reply: Reply) -> None:
-        text = reply.body if reply.body is not None else json.dumps(
-            {"type": "error", "error": {"type": "api_error", "message": f"scripted status {reply.status}"}}
+    def status_error(self, status: int) -> Any:
+        return _error_body("api_error", f"scripted status {status}")
+
+    def send_reply_stream(self, reply: Reply) -> None:
+        headers = with_defaults(
+            reply.headers, {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
         )
-        data = text.encode()
-        headers = {k.lower(): v for k, v in reply.headers.items()}
-        headers.setdefault("content-type", "application/json")
-        self.send_response(reply.status)
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-        self.close_connection = True
+        chunks = [_sse(event) for event in reply.events[: reply.cut_after]]
+        self.stream(reply.status, headers, chunks, hold=reply.hold, cut=reply.cut_after is not None)
 
-    def _send_stream(self, reply: Reply) -> None:
-        stopping = self.server_state._stopping
-        try:
-            self.send_response(reply.status)
-            headers = {k.lower(): v for k, v in reply.headers.items()}
-            headers.setdefault("content-type", "text/event-stream; charset=utf-8")
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.flush()
-            for n, event in enumerate(reply.events):
-                if reply.cut_after is not None and n >= reply.cut_after:
-                    break
-                self._write_chunk(_sse(event))
-            if reply.hold and stopping.wait(reply.hold):
-                return self._cut()
-            if reply.cut_after is not None:
-                return self._cut()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-            self.close_connection = True
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
 
-    def _write_chunk(self, data: bytes) -> None:
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        self.wfile.flush()
-
-    def _cut(self) -> None:
-        self.close_connection = True
-        try:
-            self.wfile.flush()
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+def _error_body(kind: str, message: str) -> dict:
+    return {"type": "error", "error": {"type": kind, "message": message}}
 
 
 def _sse(event: str | dict) -> bytes:
+    """An event named after its JSON ``type``, as the API names every event."""
     if isinstance(event, dict):
-        data, name = json.dumps(event), event.get("type")
-    else:
-        data = event
-        try:
-            parsed = json.loads(event)
-        except ValueError:
-            parsed = None
-        name = parsed.get("type") if isinstance(parsed, dict) else None
-    head = f"event: {name}\n" if name else ""
-    return f"{head}data: {data}\n\n".encode()
+        return sse_data(event, event.get("type"))
+    try:
+        parsed = json.loads(event)
+    except ValueError:
+        parsed = None
+    return sse_data(event, parsed.get("type") if isinstance(parsed, dict) else None)
+
+
+class AnthropicServer(LoopbackServer):
+    """The loopback server; a context manager. See the module docstring."""
+
+    handler = _Handler
+    thread_name = "anthropic-server"
+
+    def __init__(self, api_key: str | None = None) -> None:
+        super().__init__()
+        self.api_key = api_key
+        self.model_queries: list[dict] = []
+        self.models: list[dict] = [
+            {"id": "claude-test-1", "type": "model", "display_name": "Claude Test", "created_at": "2025-01-01T00:00:00Z"}
+        ]
+        self.page_size = 1000
+
+    # -- the API's checks --------------------------------------------------------------------
+
+    def check(self, body: Any, headers: dict[str, str]) -> tuple[int, str, str] | None:
+        """(status, error type, message) for a request the API would refuse, else None."""
+        key = headers.get("x-api-key")
+        if not key or (self.api_key is not None and key != self.api_key):
+            return 401, "authentication_error", "invalid x-api-key"
+        if not headers.get("anthropic-version"):
+            return 400, "invalid_request_error", "anthropic-version: header is required"
+        if not isinstance(body, dict):
+            return 400, "invalid_request_error", "request body must be a JSON object"
+        for name in ("model", "messages", "max_tokens"):
+            if name not in body:
+                return 400, "invalid_request_error", f"{name}: Field required"
+        if not isinstance(body["max_tokens"], int) or body["max_tokens"] < 1:
+            return 400, "invalid_request_error", "max_tokens: must be a positive integer"
+        messages = body["messages"]
+        if not isinstance(messages, list) or not messages:
+            return 400, "invalid_request_error", "messages: at least one message is required"
+        problem = _check_messages(messages)
+        if problem:
+            return 400, "invalid_request_error", problem
+        thinking = body.get("thinking")
+        if thinking is not None:
+            problem = _check_thinking(body, thinking)
+            if problem:
+                return 400, "invalid_request_error", problem
+        return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -415,18 +303,8 @@ def tool_use(id: str, name: str, input: dict | str) -> dict:  # noqa: A002 - the
     return {"type": "tool_use", "id": id, "name": name, "input": input}
 
 
-def split(value: str, pieces: int) -> list[str]:
-    """``value`` cut into at most ``pieces`` non-empty consecutive parts."""
-    if not value:
-        return []
-    pieces = max(1, min(pieces, len(value)))
-    size, extra = divmod(len(value), pieces)
-    parts, start = [], 0
-    for n in range(pieces):
-        end = start + size + (1 if n < extra else 0)
-        parts.append(value[start:end])
-        start = end
-    return parts
+# The shared splitter, under the name this module has always exported.
+split = split_text
 
 
 def message_start(model: str = "claude-test-1", input_tokens: int = 10) -> dict:
@@ -500,12 +378,12 @@ def message_reply(
 
 def error_event(kind: str, message: str) -> dict:
     """The ``error`` event the API sends inside a 200 stream."""
-    return {"type": "error", "error": {"type": kind, "message": message}}
+    return _error_body(kind, message)
 
 
 def error_reply(status: int, kind: str, message: str, headers: dict | None = None) -> Reply:
     """A non-2xx answer with the API's error body."""
-    body = json.dumps({"type": "error", "error": {"type": kind, "message": message}})
+    body = json.dumps(_error_body(kind, message))
     return Reply(status=status, headers=dict(headers or {}), body=body)
 
 

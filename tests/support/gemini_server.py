@@ -1,6 +1,7 @@
 """A scripted Gemini API server on loopback, for tests (shapes from https://ai.google.dev/api).
 
-``ThreadingHTTPServer`` on ``127.0.0.1`` (port 0) in a background thread::
+The HTTP harness (``ThreadingHTTPServer`` on ``127.0.0.1``, port 0, in a background thread) is
+``tests/support/loopback.py``::
 
     with GeminiServer() as srv:
         srv.enqueue(text_reply("Hello"))
@@ -27,13 +28,17 @@ chunked terminator (a real mid-stream drop).
 from __future__ import annotations
 
 import json
-import socket
-import threading
-from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.support.loopback import (
+    LoopbackHandler,
+    LoopbackServer,
+    split_text,
+    sse_data,
+    with_defaults,
+)
 
 MODEL_VERSION = "gemini-test-001"
 
@@ -51,70 +56,14 @@ class Reply:
     cut_after: int | None = None
 
 
-class GeminiServer:
-    def __init__(self, *, api_key: str | None = None) -> None:
-        self.api_key = api_key
-        self.requests: list[dict] = []
-        self.request_headers: list[dict] = []
-        self.paths: list[str] = []
-        self.queries: list[dict[str, list[str]]] = []
-        self.model_queries: list[dict[str, list[str]]] = []
-        self.model_headers: list[dict] = []
-        self.models: list[dict] = [model_entry("gemini-test")]
-        self.page_cap = 1000
-        self._queue: deque[Reply] = deque()
-        self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> "GeminiServer":
-        handler = type("_BoundGeminiHandler", (_Handler,), {"server_state": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.02,), name="gemini-server", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> "GeminiServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        assert self._httpd is not None, "server not started"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1beta"
-
-    def enqueue(self, *replies: Reply) -> None:
-        with self._lock:
-            self._queue.extend(replies)
-
-    def _next_reply(self) -> Reply | None:
-        with self._lock:
-            return self._queue.popleft() if self._queue else None
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(LoopbackHandler):
     server_state: GeminiServer
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass
+    json_content_type = "application/json; charset=UTF-8"
 
     def do_GET(self) -> None:
         url = urlsplit(self.path)
         if url.path.rstrip("/") != "/v1beta/models":
-            return self._json(404, _error(404, f"no route GET {url.path}", "NOT_FOUND"))
+            return self.send_json(404, _error(404, f"no route GET {url.path}", "NOT_FOUND"))
         state = self.server_state
         query = parse_qs(url.query)
         with state._lock:
@@ -128,46 +77,29 @@ class _Handler(BaseHTTPRequestHandler):
         payload: dict[str, Any] = {"models": page}
         if start + size < len(state.models):
             payload["nextPageToken"] = str(start + size)
-        self._json(200, payload)
+        self.send_json(200, payload)
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        body = self.read_json_body()
         url = urlsplit(self.path)
         path = unquote(url.path)
         if not (path.startswith("/v1beta/models/") and path.endswith(":streamGenerateContent")):
-            return self._json(404, _error(404, f"no route POST {path}", "NOT_FOUND"))
+            return self.send_json(404, _error(404, f"no route POST {path}", "NOT_FOUND"))
         state = self.server_state
-        query = parse_qs(url.query)
-        try:
-            body = json.loads(raw or b"null")
-        except ValueError:
-            body = {"_unparsed": raw.decode("utf-8", errors="replace")}
         with state._lock:
-            state.requests.append(body)
-            state.request_headers.append(dict(self.headers.items()))
             state.paths.append(path)
-            state.queries.append(query)
-        if not self._key_ok():
-            return
-        reply = state._next_reply()
-        if reply is None:
-            return self._json(500, _error(500, "no scripted reply", "INTERNAL"))
-        if reply.body is not None or reply.status >= 300:
-            return self._plain(reply)
-        if query.get("alt") != ["sse"]:
-            # Without alt=sse Gemini streams one JSON array of responses.
-            events = [e if isinstance(e, dict) else json.loads(e) for e in reply.events]
-            return self._json(200, events)
-        self._stream(reply)
+            state.queries.append(parse_qs(url.query))
+        state._record(body, dict(self.headers.items()))
+        if self._key_ok():
+            self.serve_next_reply()
 
-    # -- helpers ---------------------------------------------------------------------------
+    # -- the API's shapes ------------------------------------------------------------------
 
     def _key_ok(self) -> bool:
         expected = self.server_state.api_key
         if expected is None or self.headers.get("x-goog-api-key") == expected:
             return True
-        self._json(
+        self.send_json(
             400,
             _error(
                 400,
@@ -184,61 +116,36 @@ class _Handler(BaseHTTPRequestHandler):
         )
         return False
 
-    def _json(self, status: int, payload: Any) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-        self.close_connection = True
+    def no_reply(self) -> Any:
+        return _error(500, "no scripted reply", "INTERNAL")
 
-    def _plain(self, reply: Reply) -> None:
-        text = reply.body if reply.body is not None else json.dumps(
-            _error(reply.status, f"scripted status {reply.status}", "UNKNOWN")
-        )
-        data = text.encode()
-        self.send_response(reply.status)
-        headers = {k.lower(): v for k, v in reply.headers.items()}
-        headers.setdefault("content-type", "application/json; charset=UTF-8")
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-        self.close_connection = True
+    def status_error(self, status: int) -> Any:
+        return _error(status, f"scripted status {status}", "UNKNOWN")
 
-    def _stream(self, reply: Reply) -> None:
-        try:
-            self.send_response(reply.status)
-            headers = {k.lower(): v for k, v in reply.headers.items()}
-            headers.setdefault("content-type", "text/event-stream")
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.send_header("Transfer-Encoding", "chunked")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            for n, event in enumerate(reply.events):
-                if reply.cut_after is not None and n >= reply.cut_after:
-                    break
-                payload = event if isinstance(event, str) else json.dumps(event)
-                self._chunk(f"data: {payload}\n\n".encode())
-            if reply.cut_after is not None:
-                self.close_connection = True
-                self.wfile.flush()
-                self.connection.shutdown(socket.SHUT_RDWR)
-                return
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-            self.close_connection = True
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            self.close_connection = True
+    def send_reply_stream(self, reply: Reply) -> None:
+        if parse_qs(urlsplit(self.path).query).get("alt") != ["sse"]:
+            # Without alt=sse Gemini streams one JSON array of responses.
+            return self.send_json(200, [e if isinstance(e, dict) else json.loads(e) for e in reply.events])
+        headers = with_defaults(reply.headers, {"content-type": "text/event-stream"})
+        chunks = [sse_data(event) for event in reply.events[: reply.cut_after]]
+        # No end marker: Gemini's stream just ends.
+        self.stream(reply.status, headers, chunks, cut=reply.cut_after is not None)
 
-    def _chunk(self, data: bytes) -> None:
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        self.wfile.flush()
+
+class GeminiServer(LoopbackServer):
+    handler = _Handler
+    thread_name = "gemini-server"
+    url_path = "/v1beta"
+
+    def __init__(self, *, api_key: str | None = None) -> None:
+        super().__init__()
+        self.api_key = api_key
+        self.paths: list[str] = []
+        self.queries: list[dict[str, list[str]]] = []
+        self.model_queries: list[dict[str, list[str]]] = []
+        self.model_headers: list[dict] = []
+        self.models: list[dict] = [model_entry("gemini-test")]
+        self.page_cap = 1000
 
 
 def _error(code: int, message: str, status: str, details: list | None = None) -> dict:
@@ -309,8 +216,8 @@ def text_reply(
 ) -> Reply:
     """Thought parts (``thought: true``) then text, each split in ``pieces``; the signature (if
     any) on a trailing empty text part together with the finishReason, as Gemini 3 sends it."""
-    events = [response([{"text": p, "thought": True}]) for p in _split(thoughts, pieces)]
-    events += [response([{"text": p}], usage=usage) for p in _split(text, pieces)]
+    events = [response([{"text": p, "thought": True}]) for p in split_text(thoughts, pieces)]
+    events += [response([{"text": p}], usage=usage) for p in split_text(text, pieces)]
     last: dict[str, Any] = {"text": ""}
     if signature:
         last["thoughtSignature"] = signature
@@ -354,19 +261,6 @@ def streamed_call_events(name: str, partials: list[dict], signature: str | None 
     ]
     events.append(response([{"functionCall": {}}]))
     return events
-
-
-def _split(text: str, pieces: int) -> list[str]:
-    if not text:
-        return []
-    pieces = max(1, min(pieces, len(text)))
-    size, extra = divmod(len(text), pieces)
-    out, start = [], 0
-    for n in range(pieces):
-        end = start + size + (1 if n < extra else 0)
-        out.append(text[start:end])
-        start = end
-    return out
 
 
 __all__ = [

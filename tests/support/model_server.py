@@ -1,7 +1,8 @@
 """A scripted OpenAI-compatible model server on loopback, for tests.
 
-It runs ``http.server.ThreadingHTTPServer`` on ``127.0.0.1`` (port 0) in a background thread, so
-it serves both in-process async tests and a ``totem`` CLI started as a subprocess::
+The harness (a ``ThreadingHTTPServer`` on ``127.0.0.1``, port 0, in a background thread, so it
+serves both in-process async tests and a ``totem`` CLI started as a subprocess) is
+``tests/support/loopback.py``; this module holds the OpenAI routes and reply builders::
 
     with ModelServer() as srv:
         srv.enqueue(text_reply("Hello there"))
@@ -22,12 +23,16 @@ https://platform.openai.com/docs/api-reference/chat/streaming.
 from __future__ import annotations
 
 import json
-import socket
-import threading
-from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.support.loopback import (
+    LoopbackHandler,
+    LoopbackServer,
+    split_text,
+    sse_data,
+    with_defaults,
+)
 
 
 @dataclass
@@ -54,198 +59,49 @@ class Reply:
     hold: float = 0.0
 
 
-class ModelServer:
-    """The loopback server; a context manager. See the module docstring."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict] = []
-        self.request_headers: list[dict] = []
-        self.models: list[dict] = [{"id": "test-model", "object": "model"}]
-        self._queue: deque[Reply] = deque()
-        self._lock = threading.Lock()
-        # Set on shutdown so delays and holds end at once instead of stalling __exit__.
-        self._stopping = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def start(self) -> "ModelServer":
-        handler = type("_BoundHandler", (_Handler,), {"model_server": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        # A short poll interval: shutdown() waits up to one interval, once per test.
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.02,), name="model-server", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> "ModelServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None, "server not started"
-        return self._httpd.server_address[1]
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    # -- script ----------------------------------------------------------------------------
-
-    def enqueue(self, reply: Reply) -> None:
-        with self._lock:
-            self._queue.append(reply)
-
-    @property
-    def pending(self) -> int:
-        """Replies not yet served."""
-        with self._lock:
-            return len(self._queue)
-
-    def _next_reply(self) -> Reply | None:
-        with self._lock:
-            return self._queue.popleft() if self._queue else None
-
-    def _record(self, body: dict, headers: dict) -> None:
-        with self._lock:
-            self.requests.append(body)
-            self.request_headers.append(headers)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # chunked transfer encoding needs 1.1
-    model_server: ModelServer
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        pass  # keep test output clean
-
-    # -- routes ----------------------------------------------------------------------------
+class _Handler(LoopbackHandler):
+    server_state: ModelServer
 
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
-            self._send_json(200, {"object": "list", "data": self.model_server.models})
+            self.send_json(200, {"object": "list", "data": self.server_state.models})
         else:
-            self._send_json(404, {"error": {"message": f"no route GET {self.path}"}})
+            self.send_json(404, {"error": {"message": f"no route GET {self.path}"}})
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        body = self.read_json_body()
         if not self.path.rstrip("/").endswith("/chat/completions"):
-            self._send_json(404, {"error": {"message": f"no route POST {self.path}"}})
+            self.send_json(404, {"error": {"message": f"no route POST {self.path}"}})
             return
-        try:
-            body = json.loads(raw or b"null")
-        except ValueError:
-            body = {"_unparsed": raw.decode("utf-8", errors="replace")}
-        self.model_server._record(body, dict(self.headers.items()))
-        reply = self.model_server._next_reply()
-        if reply is None:
-            self._send_json(500, {"error": {"message": "no scripted reply"}})
-        elif reply.body is not None or reply.status >= 300:
-            self._send_body(reply)
-        else:
-            self._send_stream(reply)
+        self.server_state._record(body, dict(self.headers.items()))
+        self.serve_next_reply()
 
-    # -- writers ---------------------------------------------------------------------------
+    def body_content_type(self, text: str) -> str:
+        return "application/json" if _is_json(text) else "text/plain"
 
-    def _send_json(self, status: int, payload: Any) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-        self.close_connection = True
-
-    def _send_body(self, reply: Reply) -> None:
-        text = reply.body if reply.body is not None else json.dumps(
-            {"error": {"message": f"scripted status {reply.status}"}}
+    def send_reply_stream(self, reply: Reply) -> None:
+        headers = with_defaults(reply.headers, {"content-type": "text/event-stream", "cache-control": "no-cache"})
+        self.stream(
+            reply.status,
+            headers,
+            [sse_data(event) for event in reply.events[: reply.cut_after]],
+            delay=reply.delay,
+            hold=reply.hold,
+            cut=reply.cut_after is not None,
+            tail=b"data: [DONE]\n\n" if reply.done else None,
         )
-        headers = {k.lower(): v for k, v in reply.headers.items()}
-        if "content-type" not in headers:
-            headers["content-type"] = "application/json" if _is_json(text) else "text/plain"
-        if headers["content-type"].startswith("text/event-stream"):
-            # Hand-written SSE: stream it chunked like the real thing.
-            self._start_stream(reply.status, headers)
-            self._write_chunk(text.encode())
-            self._end_stream()
-            return
-        data = text.encode()
-        self.send_response(reply.status)
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-        self.close_connection = True
 
-    def _send_stream(self, reply: Reply) -> None:
-        headers = {k.lower(): v for k, v in reply.headers.items()}
-        headers.setdefault("content-type", "text/event-stream")
-        stopping = self.model_server._stopping
-        try:
-            self._start_stream(reply.status, headers)
-            for n, event in enumerate(reply.events):
-                if reply.cut_after is not None and n >= reply.cut_after:
-                    break
-                if n and reply.delay and stopping.wait(reply.delay):
-                    return self._cut()
-                payload = event if isinstance(event, str) else json.dumps(event)
-                self._write_chunk(f"data: {payload}\n\n".encode())
-            if reply.hold and stopping.wait(reply.hold):
-                return self._cut()
-            if reply.cut_after is not None:
-                return self._cut()
-            if reply.done:
-                self._write_chunk(b"data: [DONE]\n\n")
-            self._end_stream()
-        except (BrokenPipeError, ConnectionResetError):
-            # The client went away mid-stream (a test aborting on purpose): nothing to do.
-            self.close_connection = True
 
-    def _start_stream(self, status: int, headers: dict[str, str]) -> None:
-        self.send_response(status)
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.flush()
+class ModelServer(LoopbackServer):
+    """The loopback server; a context manager. See the module docstring."""
 
-    def _write_chunk(self, data: bytes) -> None:
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        self.wfile.flush()
+    handler = _Handler
+    thread_name = "model-server"
+    url_path = "/v1"
 
-    def _end_stream(self) -> None:
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
-        self.close_connection = True
-
-    def _cut(self) -> None:
-        """Drop the connection now: no [DONE], no chunked terminator."""
-        self.close_connection = True
-        try:
-            self.wfile.flush()
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+    def __init__(self) -> None:
+        super().__init__()
+        self.models: list[dict] = [{"id": "test-model", "object": "model"}]
 
 
 def _is_json(text: str) -> bool:
@@ -287,19 +143,6 @@ def chunk(
         }
     return out
 
-
-def split_text(text: str, pieces: int) -> list[str]:
-    """``text`` cut into at most ``pieces`` non-empty consecutive parts (one part when short)."""
-    if not text:
-        return []
-    pieces = max(1, min(pieces, len(text)))
-    size, extra = divmod(len(text), pieces)
-    parts, start = [], 0
-    for n in range(pieces):
-        end = start + size + (1 if n < extra else 0)
-        parts.append(text[start:end])
-        start = end
-    return parts
 
 
 def _ending(model: str, reason: str, usage: tuple[int, int] | None) -> list[dict]:

@@ -1,7 +1,7 @@
 """A scripted Ollama server on loopback, for tests (native API, not the /v1 OpenAI one).
 
-Same shape as tests/support/model_server.py: ``ThreadingHTTPServer`` on ``127.0.0.1`` (port 0)
-in a background thread::
+The HTTP harness (``ThreadingHTTPServer`` on ``127.0.0.1``, port 0, in a background thread) is
+``tests/support/loopback.py``::
 
     with OllamaServer() as srv:
         srv.add_model("qwen3", context_length=40960, capabilities=["completion", "tools", "thinking"])
@@ -30,12 +30,15 @@ lines with no chunked terminator: a real mid-stream drop.
 from __future__ import annotations
 
 import json
-import socket
-import threading
-from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.support.loopback import (
+    LoopbackHandler,
+    LoopbackServer,
+    split_text,
+    with_defaults,
+)
 
 CREATED_AT = "2025-01-01T00:00:00.000000Z"
 
@@ -101,57 +104,73 @@ class SimModel:
         return out
 
 
-class OllamaServer:
+class _Handler(LoopbackHandler):
+    server_state: OllamaServer
+    json_content_type = "application/json; charset=utf-8"
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/api/tags":
+            models = [m.tag_entry() for m in self.server_state.models.values()]
+            self.send_json(200, {"models": models})
+        else:
+            self.send_json(404, {"error": f"no route GET {self.path}"})
+
+    def do_POST(self) -> None:
+        body = self.read_json_body()
+        path = self.path.rstrip("/")
+        state = self.server_state
+        name = body.get("model") if isinstance(body, dict) else None
+        if path == "/api/show":
+            with state._lock:
+                state.show_requests.append(body)
+            model = state.models.get(name or "")
+            if model is None:
+                self.send_json(404, {"error": f"model '{name}' not found"})
+            else:
+                self.send_json(200, model.show())
+        elif path == "/api/chat":
+            state._record(body, dict(self.headers.items()))
+            if name not in state.models:
+                self.send_json(404, {"error": f'model "{name}" not found, try pulling it first'})
+                return
+            self.serve_next_reply()
+        else:
+            self.send_json(404, {"error": f"no route POST {self.path}"})
+
+    # -- the API's shapes ------------------------------------------------------------------
+
+    def no_reply(self) -> Any:
+        return {"error": "no scripted reply"}
+
+    def status_error(self, status: int) -> Any:
+        return {"error": f"scripted status {status}"}
+
+    def send_reply_stream(self, reply: Reply) -> None:
+        encoded = [
+            ((line if isinstance(line, str) else json.dumps(line, ensure_ascii=False)) + "\n").encode()
+            for line in reply.lines[: reply.cut_after]
+        ]
+        if reply.chunk_size:
+            # Re-cut so lines (and multi-byte characters) straddle chunk boundaries.
+            blob = b"".join(encoded)
+            pieces = [blob[i : i + reply.chunk_size] for i in range(0, len(blob), reply.chunk_size)]
+        else:
+            pieces = encoded
+        headers = with_defaults(reply.headers, {"content-type": "application/x-ndjson"})
+        self.stream(reply.status, headers, pieces, delay=reply.delay, cut=reply.cut_after is not None)
+
+
+class OllamaServer(LoopbackServer):
     """The loopback server; a context manager. See the module docstring."""
 
+    handler = _Handler
+    thread_name = "ollama-server"
+
     def __init__(self) -> None:
-        self.requests: list[dict] = []
-        self.request_headers: list[dict] = []
+        super().__init__()
         self.show_requests: list[dict] = []
         self.models: dict[str, SimModel] = {}
         self.add_model("test-model")
-        self._queue: deque[Reply] = deque()
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def start(self) -> "OllamaServer":
-        handler = type("_BoundHandler", (_Handler,), {"server_state": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.02,), name="ollama-server", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> "OllamaServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None, "server not started"
-        return self._httpd.server_address[1]
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    # -- script ----------------------------------------------------------------------------
 
     def add_model(
         self,
@@ -170,138 +189,6 @@ class OllamaServer:
         )
         self.models[name] = model
         return model
-
-    def enqueue(self, reply: Reply) -> None:
-        with self._lock:
-            self._queue.append(reply)
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._queue)
-
-    def _next_reply(self) -> Reply | None:
-        with self._lock:
-            return self._queue.popleft() if self._queue else None
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_state: OllamaServer
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        pass
-
-    def do_GET(self) -> None:
-        if self.path.rstrip("/") == "/api/tags":
-            models = [m.tag_entry() for m in self.server_state.models.values()]
-            self._send_json(200, {"models": models})
-        else:
-            self._send_json(404, {"error": f"no route GET {self.path}"})
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw or b"null")
-        except ValueError:
-            body = {"_unparsed": raw.decode("utf-8", errors="replace")}
-        path = self.path.rstrip("/")
-        state = self.server_state
-        name = body.get("model") if isinstance(body, dict) else None
-        if path == "/api/show":
-            with state._lock:
-                state.show_requests.append(body)
-            model = state.models.get(name or "")
-            if model is None:
-                self._send_json(404, {"error": f"model '{name}' not found"})
-            else:
-                self._send_json(200, model.show())
-        elif path == "/api/chat":
-            with state._lock:
-                state.requests.append(body)
-                state.request_headers.append(dict(self.headers.items()))
-            if name not in state.models:
-                self._send_json(404, {"error": f'model "{name}" not found, try pulling it first'})
-                return
-            reply = state._next_reply()
-            if reply is None:
-                self._send_json(500, {"error": "no scripted reply"})
-            elif reply.body is not None or reply.status >= 300:
-                self._send_body(reply)
-            else:
-                self._send_stream(reply)
-        else:
-            self._send_json(404, {"error": f"no route POST {self.path}"})
-
-    # -- writers ---------------------------------------------------------------------------
-
-    def _send_json(self, status: int, payload: Any) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-        self.close_connection = True
-
-    def _send_body(self, reply: Reply) -> None:
-        text = reply.body if reply.body is not None else json.dumps({"error": f"scripted status {reply.status}"})
-        data = text.encode()
-        self.send_response(reply.status)
-        headers = {k.lower(): v for k, v in reply.headers.items()}
-        headers.setdefault("content-type", "application/json; charset=utf-8")
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-        self.close_connection = True
-
-    def _send_stream(self, reply: Reply) -> None:
-        stopping = self.server_state._stopping
-        lines = reply.lines if reply.cut_after is None else reply.lines[: reply.cut_after]
-        encoded = [
-            ((line if isinstance(line, str) else json.dumps(line, ensure_ascii=False)) + "\n").encode()
-            for line in lines
-        ]
-        if reply.chunk_size:
-            blob = b"".join(encoded)
-            pieces = [blob[i : i + reply.chunk_size] for i in range(0, len(blob), reply.chunk_size)]
-        else:
-            pieces = encoded
-        try:
-            self.send_response(reply.status)
-            headers = {k.lower(): v for k, v in reply.headers.items()}
-            headers.setdefault("content-type", "application/x-ndjson")
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.send_header("Transfer-Encoding", "chunked")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.flush()
-            for n, piece in enumerate(pieces):
-                if n and reply.delay and stopping.wait(reply.delay):
-                    return self._cut()
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-                self.wfile.flush()
-            if reply.cut_after is not None:
-                return self._cut()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-            self.close_connection = True
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-
-    def _cut(self) -> None:
-        self.close_connection = True
-        try:
-            self.wfile.flush()
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -343,19 +230,6 @@ def done_line(
     if usage is not None:
         out["prompt_eval_count"], out["eval_count"] = usage
     return out
-
-
-def split_text(text: str, pieces: int) -> list[str]:
-    if not text:
-        return []
-    pieces = max(1, min(pieces, len(text)))
-    size, extra = divmod(len(text), pieces)
-    parts, start = [], 0
-    for n in range(pieces):
-        end = start + size + (1 if n < extra else 0)
-        parts.append(text[start:end])
-        start = end
-    return parts
 
 
 def text_reply(

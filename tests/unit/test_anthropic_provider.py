@@ -19,6 +19,7 @@ from tests.support.anthropic_server import (
     thinking,
     tool_use,
 )
+from tests.support.streams import calls, collector, hi, texts
 from totem_engine.config import ProviderConfig
 from totem_engine.providers.anthropic import AnthropicProvider, model_thinks
 from totem_engine.providers.base import (
@@ -47,7 +48,7 @@ from totem_engine.providers.registry import make_provider
 
 KEY = "sk-ant-test-secret-key-0123456789"
 MODEL = "claude-sonnet-4-5-20250929"
-REQUEST = ChatRequest(model=MODEL, system="", messages=(Message("user", "hi"),))
+REQUEST = hi(MODEL)
 READ = ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}})
 
 
@@ -64,16 +65,7 @@ async def provider(server):
     await prov.aclose()
 
 
-async def collect(provider, request=REQUEST):
-    return [c async for c in provider.stream(request)]
-
-
-def texts(chunks, kind):
-    return "".join(c.text for c in chunks if isinstance(c, kind))
-
-
-def calls(chunks):
-    return [c.call for c in chunks if isinstance(c, ToolCallChunk)]
+collect = collector(REQUEST)
 
 
 def states(chunks):

@@ -16,13 +16,6 @@ from totem_engine.tools.workspace import DiskWorkspace
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    project = tmp_path / "project"
-    project.mkdir()
-    return project
-
-
-@pytest.fixture
 def ctx(root: Path) -> ToolContext:
     return ToolContext(root=root, workspace=DiskWorkspace(), session_id="s1", call_id="c1")
 

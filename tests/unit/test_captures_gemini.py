@@ -11,28 +11,22 @@ none, so the provider makes them up).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.support.gemini_server import GeminiServer, Reply
-from totem_engine.providers.base import (
-    ChatRequest,
-    FinishChunk,
-    Message,
-    ReasoningChunk,
-    StateChunk,
-    TextChunk,
-    ToolCallChunk,
+from tests.support.captures import (
+    capture_cases,
+    capture_expected,
+    capture_folder,
+    capture_lines,
 )
+from tests.support.gemini_server import GeminiServer, Reply
+from tests.support.streams import calls, hi, stream_once, texts, the_finish
+from totem_engine.providers.base import Message, ReasoningChunk, StateChunk, TextChunk
 from totem_engine.providers.gemini import GeminiProvider, model_parts
 
-CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "captures" / "gemini"
-
-if not CAPTURES.is_dir():
-    pytest.skip(f"recorded captures not present at {CAPTURES}", allow_module_level=True)
-
-CASES = sorted(p.name.removesuffix(".chunks.txt") for p in CAPTURES.glob("*.chunks.txt"))
+CAPTURES = capture_folder("gemini")
+CASES = capture_cases(CAPTURES)
 
 
 def test_captures_are_there():
@@ -40,28 +34,18 @@ def test_captures_are_there():
 
 
 async def _replay(name: str) -> list:
-    lines = [
-        line
-        for line in (CAPTURES / f"{name}.chunks.txt").read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
     with GeminiServer() as server:
-        server.enqueue(Reply(events=lines))
+        server.enqueue(Reply(events=capture_lines(CAPTURES, name)))
         provider = GeminiProvider("capture", server.base_url, "capture-key-0000")
-        try:
-            request = ChatRequest(model="gemini-3-pro-preview", system="", messages=(Message("user", "hi"),))
-            return [c async for c in provider.stream(request)]
-        finally:
-            await provider.aclose()
+        return await stream_once(provider, hi("gemini-3-pro-preview"))
 
 
 @pytest.mark.parametrize("name", CASES)
 async def test_capture_replays_to_expected(name):
-    expected = json.loads((CAPTURES / f"{name}.expected.json").read_text(encoding="utf-8"))
+    expected = capture_expected(CAPTURES, name)
     chunks = await _replay(name)
 
-    finishes = [c for c in chunks if isinstance(c, FinishChunk)]
-    assert len(finishes) == 1 and chunks[-1] is finishes[0]
+    finish = the_finish(chunks)
     states = [c for c in chunks if isinstance(c, StateChunk)]
     assert len(states) <= 1
     signatures = {}
@@ -70,10 +54,10 @@ async def test_capture_replays_to_expected(name):
             if "call" in entry:
                 signatures[entry["call"]] = entry.get("thoughtSignature")
 
-    calls = [c.call for c in chunks if isinstance(c, ToolCallChunk)]
-    assert len({c.id for c in calls}) == len(calls), "generated call ids must be distinct"
+    answered = calls(chunks)
+    assert len({c.id for c in answered}) == len(answered), "generated call ids must be distinct"
     got_calls = []
-    for call, want in zip(calls, expected["tool_calls"] + [{}] * len(calls)):
+    for call, want in zip(answered, expected["tool_calls"] + [{}] * len(answered)):
         got = {"name": call.name, "arguments": json.loads(call.arguments)}
         if "thoughtSignature" in want:
             got["thoughtSignature"] = signatures.get(call.id)
@@ -83,10 +67,10 @@ async def test_capture_replays_to_expected(name):
     want_calls = [{k: v for k, v in c.items() if k != "id" or v is not None} for c in expected["tool_calls"]]
 
     got = {
-        "text": "".join(c.text for c in chunks if isinstance(c, TextChunk)),
-        "reasoning": "".join(c.text for c in chunks if isinstance(c, ReasoningChunk)),
+        "text": texts(chunks, TextChunk),
+        "reasoning": texts(chunks, ReasoningChunk),
         "tool_calls": got_calls,
-        "finish": finishes[0].reason,
+        "finish": finish.reason,
     }
     want = {k: expected[k] for k in ("text", "reasoning")} | {
         "tool_calls": want_calls,
@@ -98,11 +82,9 @@ async def test_capture_replays_to_expected(name):
 @pytest.mark.parametrize("name", CASES)
 async def test_capture_signatures_go_back_on_their_parts(name):
     """Every thoughtSignature in the capture comes back, once, in the next request's parts."""
-    lines = (CAPTURES / f"{name}.chunks.txt").read_text(encoding="utf-8").splitlines()
     sent = [
         part["thoughtSignature"]
-        for line in lines
-        if line.strip()
+        for line in capture_lines(CAPTURES, name)
         for cand in json.loads(line).get("candidates", [])
         for part in cand.get("content", {}).get("parts", [])
         if part.get("thoughtSignature")
@@ -111,9 +93,9 @@ async def test_capture_signatures_go_back_on_their_parts(name):
     state = next((c.data for c in chunks if isinstance(c, StateChunk)), None)
     message = Message(
         "assistant",
-        text="".join(c.text for c in chunks if isinstance(c, TextChunk)),
-        reasoning="".join(c.text for c in chunks if isinstance(c, ReasoningChunk)),
-        tool_calls=tuple(c.call for c in chunks if isinstance(c, ToolCallChunk)),
+        text=texts(chunks, TextChunk),
+        reasoning=texts(chunks, ReasoningChunk),
+        tool_calls=tuple(calls(chunks)),
         replay=state,
     )
     parts, _ = model_parts(message)

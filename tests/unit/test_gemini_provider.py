@@ -15,6 +15,7 @@ from tests.support.gemini_server import (
     streamed_call_events,
     text_reply,
 )
+from tests.support.streams import calls, collector, hi, texts
 from totem_engine.providers.base import (
     ChatRequest,
     FinishChunk,
@@ -23,7 +24,6 @@ from totem_engine.providers.base import (
     StateChunk,
     TextChunk,
     ToolCall,
-    ToolCallChunk,
     ToolSpec,
     UsageChunk,
 )
@@ -48,7 +48,7 @@ from totem_engine.providers.gemini import (
 
 KEY = "AIza-test-secret-key-0123456789"
 MODEL = "gemini-2.5-flash"
-REQUEST = ChatRequest(model=MODEL, system="", messages=(Message("user", "hi"),))
+REQUEST = hi(MODEL)
 
 
 @pytest.fixture
@@ -64,16 +64,7 @@ async def provider(server):
     await prov.aclose()
 
 
-async def collect(provider, request=REQUEST):
-    return [c async for c in provider.stream(request)]
-
-
-def texts(chunks, kind):
-    return "".join(c.text for c in chunks if isinstance(c, kind))
-
-
-def calls(chunks):
-    return [c.call for c in chunks if isinstance(c, ToolCallChunk)]
+collect = collector(REQUEST)
 
 
 def state_of(chunks):

@@ -7,7 +7,12 @@ import pytest
 from tests.support.model_server import ModelServer, _Handler, text_reply
 from totem_engine.config import ProviderConfig
 from totem_engine.providers.base import ChatRequest, Message, TextChunk
-from totem_engine.providers.litellm import LiteLLMProvider, ollama_options, parse_model_info, proxy_root
+from totem_engine.providers.litellm import (
+    LiteLLMProvider,
+    ollama_options,
+    parse_model_info,
+    proxy_root,
+)
 from totem_engine.providers.registry import make_provider
 
 MODEL_INFO = {
@@ -51,38 +56,34 @@ MODEL_INFO = {
 }
 
 
+class _ProxyHandler(_Handler):
+    server_state: ProxyServer
+
+    def do_GET(self) -> None:
+        self.server_state.gets.append((self.path, dict(self.headers.items())))
+        if self.path.rstrip("/") == "/model/info":
+            info = self.server_state.model_info
+            if isinstance(info, int):
+                self.send_json(info, {"error": {"message": "Not Found"}})
+            else:
+                self.send_json(200, info)
+        else:
+            super().do_GET()
+
+
 class ProxyServer(ModelServer):
     """The scripted model server plus ``GET /model/info`` (a dict body, or an error status)."""
+
+    handler = _ProxyHandler
 
     def __init__(self, model_info: dict | int) -> None:
         super().__init__()
         self.model_info = model_info
         self.gets: list[tuple[str, dict]] = []
 
-    def start(self) -> "ProxyServer":
-        super().start()
-        assert self._httpd is not None
-        self._httpd.RequestHandlerClass = type("_ProxyHandler", (_ProxyHandler,), {"model_server": self})
-        return self
-
     @property
     def root(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-
-class _ProxyHandler(_Handler):
-    model_server: ProxyServer
-
-    def do_GET(self) -> None:
-        self.model_server.gets.append((self.path, dict(self.headers.items())))
-        if self.path.rstrip("/") == "/model/info":
-            info = self.model_server.model_info
-            if isinstance(info, int):
-                self._send_json(info, {"error": {"message": "Not Found"}})
-            else:
-                self._send_json(200, info)
-        else:
-            super().do_GET()
 
 
 def request(model: str, **kw) -> ChatRequest:

@@ -18,6 +18,7 @@ from tests.support.ollama_server import (
     text_reply,
     tool_reply,
 )
+from tests.support.streams import calls, collector, hi, texts
 from totem_engine.config import Config, ConfigError, ConfigLayer, merge_layers
 from totem_engine.providers.base import (
     ChatRequest,
@@ -46,7 +47,7 @@ from totem_engine.providers.ollama import (
 )
 from totem_engine.providers.registry import make_provider
 
-REQUEST = ChatRequest(model="test-model", system="", messages=(Message("user", "hi"),))
+REQUEST = hi("test-model")
 READ = ToolSpec("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}})
 
 
@@ -63,16 +64,7 @@ async def provider(server):
     await prov.aclose()
 
 
-async def collect(provider, request=REQUEST):
-    return [c async for c in provider.stream(request)]
-
-
-def texts(chunks, kind):
-    return "".join(c.text for c in chunks if isinstance(c, kind))
-
-
-def calls(chunks):
-    return [c.call for c in chunks if isinstance(c, ToolCallChunk)]
+collect = collector(REQUEST)
 
 
 def history(chars: int) -> ChatRequest:

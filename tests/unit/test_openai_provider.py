@@ -8,6 +8,7 @@ import socket
 import pytest
 
 from tests.support.model_server import ModelServer, Reply, chunk, text_reply, tool_reply
+from tests.support.streams import calls, collector, hi, texts
 from totem_engine.providers.base import (
     ChatRequest,
     FinishChunk,
@@ -15,7 +16,6 @@ from totem_engine.providers.base import (
     ReasoningChunk,
     TextChunk,
     ToolCall,
-    ToolCallChunk,
     ToolSpec,
     UsageChunk,
 )
@@ -35,7 +35,7 @@ from totem_engine.providers.http import error_from_payload, vendor_message
 from totem_engine.providers.openai import OpenAIProvider
 
 KEY = "sk-test-secret-key-0123456789"
-REQUEST = ChatRequest(model="test-model", system="", messages=(Message("user", "hi"),))
+REQUEST = hi("test-model")
 
 
 @pytest.fixture
@@ -51,16 +51,7 @@ async def provider(server):
     await prov.aclose()
 
 
-async def collect(provider, request=REQUEST):
-    return [c async for c in provider.stream(request)]
-
-
-def texts(chunks, kind):
-    return "".join(c.text for c in chunks if isinstance(c, kind))
-
-
-def calls(chunks):
-    return [c.call for c in chunks if isinstance(c, ToolCallChunk)]
+collect = collector(REQUEST)
 
 
 # ---------------------------------------------------------------------------------------------

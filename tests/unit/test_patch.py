@@ -7,24 +7,12 @@ from pathlib import Path
 import pytest
 
 from totem_engine.tools import matching
-from totem_engine.tools.base import BoundaryError, ReadLedger, ToolContext, ToolError, ToolResult
+from totem_engine.tools.base import BoundaryError, ToolContext, ToolError, ToolResult
 from totem_engine.tools.freshness import content_hash
 from totem_engine.tools.patch import PatchTool, recount
 from totem_engine.tools.workspace import DiskWorkspace
 
 TEN = "".join(f"line{i}\n" for i in range(1, 11))  # line1 .. line10
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    project = tmp_path / "project"
-    project.mkdir()
-    return project
-
-
-@pytest.fixture
-def ctx(root: Path) -> ToolContext:
-    return ToolContext(root=root, workspace=DiskWorkspace(), session_id="s1", call_id="c1", reads=ReadLedger())
 
 
 async def prepare(ctx: ToolContext, patch: str):

@@ -15,18 +15,6 @@ from totem_engine.tools.workspace import DiskWorkspace, write_atomically
 from totem_engine.tools.write import WriteTool
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    project = tmp_path / "project"
-    project.mkdir()
-    return project
-
-
-@pytest.fixture
-def ctx(root: Path) -> ToolContext:
-    return ToolContext(root=root, workspace=DiskWorkspace(), session_id="s1", call_id="c1", reads=ReadLedger())
-
-
 async def run(tool, ctx: ToolContext, **arguments) -> ToolResult:
     args = tool.Input.model_validate(arguments)
     action = await tool.prepare(args, ctx)

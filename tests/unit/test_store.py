@@ -243,7 +243,7 @@ async def test_concurrent_calls_are_serialized_on_worker_threads(store: Store):
     session = await store.create_session(cwd="/a", model="m1")
     message = await store.add_message(session.id, "assistant", turn_id="trn_1")
     threads: set[int] = set()
-    store._conn.set_trace_callback(lambda _statement: threads.add(threading.get_ident()))
+    store._db._conn.set_trace_callback(lambda _statement: threads.add(threading.get_ident()))
 
     async with anyio.create_task_group() as tg:
         for i in range(30):

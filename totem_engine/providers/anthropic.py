@@ -87,7 +87,7 @@ from .base import (
     UsageChunk,
 )
 from .errors import InvalidRequestError, MalformedStream, StreamCut
-from .http import aiter_sse_data, error_from_payload, get_json, open_stream
+from .http import HttpEndpoint, aiter_sse_data, error_from_payload
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -126,28 +126,20 @@ class AnthropicProvider:
         root = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.base_url = root.removesuffix("/v1")
         self.default_max_tokens = max_tokens
-        self._api_key = api_key
-        self._headers = dict(headers or {})
         # Model id -> capabilities.thinking.supported, learned from models().
         self._thinks: dict[str, bool] = {}
-        self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 30.0))
+        self._http = HttpEndpoint(
+            api_key,
+            headers=headers,
+            timeout=timeout,
+            client=client,
+            key_header="x-api-key",
+            defaults={"anthropic-version": API_VERSION},
         )
 
     def __repr__(self) -> str:
         # Never show the key, even in a debugger or a log of provider objects.
         return f"AnthropicProvider(name={self.name!r}, base_url={self.base_url!r})"
-
-    def _request_headers(self, *, streaming: bool) -> dict[str, str]:
-        headers = {
-            "Accept": "text/event-stream" if streaming else "application/json",
-            "anthropic-version": API_VERSION,
-        }
-        headers.update(self._headers)
-        if self._api_key:
-            headers["x-api-key"] = self._api_key
-        return headers
 
     def thinks(self, model: str) -> bool:
         """Whether ``model`` takes a ``thinking`` parameter (listed capability, else by id)."""
@@ -159,17 +151,9 @@ class AnthropicProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         """Stream one answer; raises ProviderError subclasses (providers.errors)."""
-        body = self.build_body(request)
-        secrets = (self._api_key,)
-        async with open_stream(
-            self._client,
-            f"{self.base_url}/v1/messages",
-            json_body=body,
-            headers=self._request_headers(streaming=True),
-            secrets=secrets,
-        ) as response:
+        async with self._http.post(f"{self.base_url}/v1/messages", self.build_body(request)) as response:
             async with aclosing(aiter_sse_data(response)) as payloads:
-                async for chunk in parse_stream(payloads, secrets=secrets):
+                async for chunk in parse_stream(payloads, secrets=self._http.secrets):
                     yield chunk
 
     async def models(self) -> list[ModelInfo]:
@@ -180,9 +164,7 @@ class AnthropicProvider:
             url = f"{self.base_url}/v1/models?limit={MODELS_PAGE_LIMIT}"
             if after:
                 url += f"&after_id={quote(after, safe='')}"
-            data = await get_json(
-                self._client, url, headers=self._request_headers(streaming=False), secrets=(self._api_key,)
-            )
+            data = await self._http.get_json(url)
             page = parse_models(data, self.name)
             models.extend(page)
             last = data.get("last_id") if isinstance(data, dict) else None
@@ -199,8 +181,7 @@ class AnthropicProvider:
         return models
 
     async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
+        await self._http.aclose()
 
 
 # ---------------------------------------------------------------------------------------------

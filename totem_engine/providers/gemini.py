@@ -96,7 +96,7 @@ from .errors import (
     ProviderError,
     StreamCut,
 )
-from .http import aiter_sse_data, error_from_payload, get_json, open_stream
+from .http import HttpEndpoint, aiter_sse_data, error_from_payload
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 STATE_KEY = "gemini"
@@ -132,39 +132,20 @@ class GeminiProvider:
     ):
         self.name = name
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
-        self._api_key = api_key
-        self._headers = dict(headers or {})
         self._models_page_size = models_page_size
-        self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 30.0))
-        )
+        # The key travels only in this header, never in the URL.
+        self._http = HttpEndpoint(api_key, headers=headers, timeout=timeout, client=client, key_header="x-goog-api-key")
 
     def __repr__(self) -> str:
         return f"GeminiProvider(name={self.name!r}, base_url={self.base_url!r})"
 
-    def _request_headers(self, *, streaming: bool) -> dict[str, str]:
-        headers = {"Accept": "text/event-stream" if streaming else "application/json"}
-        headers.update(self._headers)
-        if self._api_key:
-            headers["x-goog-api-key"] = self._api_key
-        return headers
-
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         """Stream one answer; raises ProviderError subclasses (providers.errors)."""
-        secrets = (self._api_key,)
-        body = build_body(request)
         url = f"{self.base_url}/{model_path(request.model)}:streamGenerateContent?alt=sse"
         async with _gemini_errors():
-            async with open_stream(
-                self._client,
-                url,
-                json_body=body,
-                headers=self._request_headers(streaming=True),
-                secrets=secrets,
-            ) as response:
+            async with self._http.post(url, build_body(request)) as response:
                 async with aclosing(aiter_sse_data(response)) as payloads:
-                    async for chunk in parse_stream(payloads, secrets=secrets):
+                    async for chunk in parse_stream(payloads, secrets=self._http.secrets):
                         yield chunk
 
     async def models(self) -> list[ModelInfo]:
@@ -177,12 +158,7 @@ class GeminiProvider:
                 query = {"pageSize": str(self._models_page_size)}
                 if token:
                     query["pageToken"] = token
-                data = await get_json(
-                    self._client,
-                    f"{self.base_url}/models?{urlencode(query)}",
-                    headers=self._request_headers(streaming=False),
-                    secrets=(self._api_key,),
-                )
+                data = await self._http.get_json(f"{self.base_url}/models?{urlencode(query)}")
                 if not isinstance(data, dict):
                     raise MalformedStream(f"model list is not an object: {str(data)[:200]!r}")
                 page = data.get("models") or []
@@ -196,8 +172,7 @@ class GeminiProvider:
         return parse_models(entries, self.name)
 
     async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
+        await self._http.aclose()
 
 
 # ---------------------------------------------------------------------------------------------

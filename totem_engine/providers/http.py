@@ -1,6 +1,6 @@
 """The streaming HTTP core every HTTP provider shares (OpenAI-compatible, Anthropic, Gemini, Ollama).
 
-Three pieces:
+Three pieces, and an endpoint helper:
 
 - ``open_stream(client, url, json_body=..., headers=...)``: an async context manager that POSTs a
   JSON body and yields the streaming ``httpx.Response`` once the status is 2xx. A non-2xx status
@@ -25,6 +25,9 @@ Three pieces:
 - ``get_json(client, url, headers=...)``: one plain GET returning parsed JSON, with the same
   error mapping (used for model listings).
 
+``HttpEndpoint`` bundles what each provider configures the same way (its httpx client and
+timeout, the headers and API key sent with every request) and calls the pieces above with them.
+
 Secrets (API keys) passed in ``secrets`` are replaced by ``***`` in every error message this
 module builds, because some vendors echo the key back in their 401 text. Nothing here logs.
 """
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import httpx
@@ -323,8 +326,78 @@ async def get_json(
         raise MalformedStream(f"{redact(url, secrets)} did not answer JSON: {text!r}") from None
 
 
+# ---------------------------------------------------------------------------------------------
+# One configured endpoint
+# ---------------------------------------------------------------------------------------------
+
+
+class HttpEndpoint:
+    """The HTTP side every provider sets up the same way: its client, headers and key.
+
+    ``client``: used as is and never closed here when given; otherwise one is made whose
+    ``timeout`` bounds connecting (at most 30 s) and each wait for bytes, and ``aclose`` closes
+    it. Every request sends ``Accept`` (``stream_accept`` for a stream, else JSON), then
+    ``defaults``, then the configured ``headers`` (which may override a default), then the key,
+    when set, as ``key_header: key_prefix + api_key``. The key is redacted from every error.
+    """
+
+    def __init__(
+        self,
+        api_key: str | None,
+        *,
+        headers: Mapping[str, str] | None,
+        timeout: float,
+        client: httpx.AsyncClient | None,
+        key_header: str,
+        key_prefix: str = "",
+        stream_accept: str = "text/event-stream",
+        defaults: Mapping[str, str] | None = None,
+    ) -> None:
+        self.api_key = api_key
+        self.headers = dict(headers or {})
+        self._key_header = key_header
+        self._key_prefix = key_prefix
+        self._stream_accept = stream_accept
+        self._defaults = dict(defaults or {})
+        self._owns_client = client is None
+        self.client = client or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 30.0)))
+
+    def __repr__(self) -> str:
+        # Never show the key, even in a debugger or a log of provider objects.
+        return f"HttpEndpoint(key_header={self._key_header!r})"
+
+    @property
+    def secrets(self) -> tuple[str | None, ...]:
+        """What to redact from error messages."""
+        return (self.api_key,)
+
+    def request_headers(self, *, streaming: bool) -> dict[str, str]:
+        headers = {"Accept": self._stream_accept if streaming else "application/json", **self._defaults}
+        headers.update(self.headers)
+        if self.api_key:
+            headers[self._key_header] = self._key_prefix + self.api_key
+        return headers
+
+    def post(
+        self, url: str, json_body: Any, *, streaming: bool = True
+    ) -> AbstractAsyncContextManager[httpx.Response]:
+        """``open_stream`` on this endpoint: ``async with endpoint.post(url, body) as response``."""
+        return open_stream(
+            self.client, url, json_body=json_body, headers=self.request_headers(streaming=streaming), secrets=self.secrets
+        )
+
+    async def get_json(self, url: str) -> Any:
+        """``get_json`` on this endpoint."""
+        return await get_json(self.client, url, headers=self.request_headers(streaming=False), secrets=self.secrets)
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self.client.aclose()
+
+
 __all__ = [
     "MAX_ERROR_BODY",
+    "HttpEndpoint",
     "aiter_sse_data",
     "error_from_payload",
     "error_from_response",

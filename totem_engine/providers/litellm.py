@@ -47,7 +47,7 @@ import httpx
 
 from .base import ChatRequest, ModelInfo, StreamChunk
 from .errors import ConnectionFailed, MalformedStream, ProviderError, ProviderTimeout
-from .http import aiter_sse_data, get_json, open_stream
+from .http import aiter_sse_data
 from .openai import OpenAIProvider, build_body, parse_models, parse_stream
 
 DEFAULT_BASE_URL = "http://127.0.0.1:4000"
@@ -134,15 +134,9 @@ class LiteLLMProvider(OpenAIProvider):
         """Stream one answer, with the Ollama options when the name is an Ollama model."""
         body = build_body(request)
         body.update(ollama_options(await self._describe(request.model), request))
-        async with open_stream(
-            self._client,
-            f"{self.base_url}/chat/completions",
-            json_body=body,
-            headers=self._request_headers(streaming=True),
-            secrets=(self._api_key,),
-        ) as response:
+        async with self._http.post(f"{self.base_url}/chat/completions", body) as response:
             async with aclosing(aiter_sse_data(response)) as payloads:
-                async for chunk in parse_stream(payloads, secrets=(self._api_key,)):
+                async for chunk in parse_stream(payloads, secrets=self._http.secrets):
                     yield chunk
 
     async def models(self) -> list[ModelInfo]:
@@ -150,12 +144,7 @@ class LiteLLMProvider(OpenAIProvider):
         try:
             catalogue = await self._fetch_catalogue()
         except ProviderError:
-            data = await get_json(
-                self._client,
-                f"{self.base_url}/models",
-                headers=self._request_headers(streaming=False),
-                secrets=(self._api_key,),
-            )
+            data = await self._http.get_json(f"{self.base_url}/models")
             return parse_models(data, self.name)
         return [model.to_model_info(self.name) for model in catalogue.values()]
 
@@ -176,12 +165,7 @@ class LiteLLMProvider(OpenAIProvider):
         return (self._catalogue or {}).get(model)
 
     async def _fetch_catalogue(self) -> dict[str, ProxyModel]:
-        data = await get_json(
-            self._client,
-            f"{self.root}/model/info",
-            headers=self._request_headers(streaming=False),
-            secrets=(self._api_key,),
-        )
+        data = await self._http.get_json(f"{self.root}/model/info")
         self._catalogue = parse_model_info(data)
         return self._catalogue
 

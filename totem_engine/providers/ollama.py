@@ -62,7 +62,7 @@ from .base import (
 )
 from .errors import ConnectionFailed, MalformedStream, ProviderError, ProviderTimeout, StreamCut
 from .framing import aiter_ndjson
-from .http import error_from_payload, get_json, open_stream
+from .http import HttpEndpoint, error_from_payload
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 DEFAULT_CTX = 8192
@@ -110,30 +110,22 @@ class OllamaProvider:
         self.name = name
         root = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.base_url = root[: -len("/api")] if root.endswith("/api") else root
-        self._api_key = api_key
-        self._headers = dict(headers or {})
+        self._http = HttpEndpoint(
+            api_key,
+            headers=headers,
+            timeout=timeout,
+            client=client,
+            key_header="Authorization",
+            key_prefix="Bearer ",
+            stream_accept="application/x-ndjson",
+        )
         self.ctx = ctx
         self.ctx_max = ctx_max
         self.temperature = temperature
         self._details: dict[str, ModelDetails] = {}
-        self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 30.0))
-        )
 
     def __repr__(self) -> str:
         return f"OllamaProvider(name={self.name!r}, base_url={self.base_url!r})"
-
-    @property
-    def _secrets(self) -> tuple[str | None, ...]:
-        return (self._api_key,)
-
-    def _request_headers(self, *, streaming: bool) -> dict[str, str]:
-        headers = {"Accept": "application/x-ndjson" if streaming else "application/json"}
-        headers.update(self._headers)
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        return headers
 
     # -- chat --------------------------------------------------------------------------------
 
@@ -146,15 +138,9 @@ class OllamaProvider:
             temperature=self.temperature,
             think=details.thinks,
         )
-        async with open_stream(
-            self._client,
-            f"{self.base_url}/api/chat",
-            json_body=body,
-            headers=self._request_headers(streaming=True),
-            secrets=self._secrets,
-        ) as response:
+        async with self._http.post(f"{self.base_url}/api/chat", body) as response:
             async with aclosing(aiter_ndjson(response)) as lines:
-                async for chunk in parse_stream(lines, secrets=self._secrets):
+                async for chunk in parse_stream(lines, secrets=self._http.secrets):
                     yield chunk
 
     # -- models ------------------------------------------------------------------------------
@@ -180,12 +166,7 @@ class OllamaProvider:
 
     async def models(self) -> list[ModelInfo]:
         """``GET /api/tags``, then ``/api/show`` for each model (window, capabilities)."""
-        data = await get_json(
-            self._client,
-            f"{self.base_url}/api/tags",
-            headers=self._request_headers(streaming=False),
-            secrets=self._secrets,
-        )
+        data = await self._http.get_json(f"{self.base_url}/api/tags")
         entries = data.get("models") if isinstance(data, dict) else None
         if not isinstance(entries, list):
             raise MalformedStream(f"/api/tags did not list models: {str(data)[:200]!r}")
@@ -200,13 +181,7 @@ class OllamaProvider:
         return out
 
     async def _post_json(self, url: str, payload: dict[str, Any]) -> Any:
-        async with open_stream(
-            self._client,
-            url,
-            json_body=payload,
-            headers=self._request_headers(streaming=False),
-            secrets=self._secrets,
-        ) as response:
+        async with self._http.post(url, payload, streaming=False) as response:
             body = await response.aread()
         try:
             return json.loads(body)
@@ -215,8 +190,7 @@ class OllamaProvider:
             raise MalformedStream(f"{url} did not answer JSON: {text!r}") from None
 
     async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
+        await self._http.aclose()
 
 
 # ---------------------------------------------------------------------------------------------

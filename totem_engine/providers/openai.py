@@ -47,7 +47,7 @@ from .base import (
     UsageChunk,
 )
 from .errors import MalformedStream, StreamCut
-from .http import aiter_sse_data, error_from_payload, get_json, open_stream
+from .http import HttpEndpoint, aiter_sse_data, error_from_payload
 
 DONE = "[DONE]"
 
@@ -73,52 +73,28 @@ class OpenAIProvider:
     ):
         self.name = name
         self.base_url = base_url.rstrip("/")
-        self._api_key = api_key
-        self._headers = dict(headers or {})
-        self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 30.0))
+        self._http = HttpEndpoint(
+            api_key, headers=headers, timeout=timeout, client=client, key_header="Authorization", key_prefix="Bearer "
         )
 
     def __repr__(self) -> str:
         # Never show the key, even in a debugger or a log of provider objects.
         return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r})"
 
-    def _request_headers(self, *, streaming: bool) -> dict[str, str]:
-        headers = {"Accept": "text/event-stream" if streaming else "application/json"}
-        headers.update(self._headers)
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        return headers
-
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         """Stream one answer; raises ProviderError subclasses (providers.errors)."""
-        url = f"{self.base_url}/chat/completions"
-        async with open_stream(
-            self._client,
-            url,
-            json_body=build_body(request),
-            headers=self._request_headers(streaming=True),
-            secrets=(self._api_key,),
-        ) as response:
+        async with self._http.post(f"{self.base_url}/chat/completions", build_body(request)) as response:
             # aclosing: after [DONE] the SSE generator is closed now, not whenever GC gets to it.
             async with aclosing(aiter_sse_data(response)) as payloads:
-                async for chunk in parse_stream(payloads, secrets=(self._api_key,)):
+                async for chunk in parse_stream(payloads, secrets=self._http.secrets):
                     yield chunk
 
     async def models(self) -> list[ModelInfo]:
         """``GET {base_url}/models``: ``{"object": "list", "data": [{"id", ...}]}``."""
-        data = await get_json(
-            self._client,
-            f"{self.base_url}/models",
-            headers=self._request_headers(streaming=False),
-            secrets=(self._api_key,),
-        )
-        return parse_models(data, self.name)
+        return parse_models(await self._http.get_json(f"{self.base_url}/models"), self.name)
 
     async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
+        await self._http.aclose()
 
 
 # ---------------------------------------------------------------------------------------------
