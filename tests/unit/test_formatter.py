@@ -3,9 +3,7 @@ untrusted project's [format] and [checks] never reach it."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -113,12 +111,6 @@ async def test_a_formatter_that_hangs_times_out_and_its_group_is_killed(root: Pa
     assert not _alive(pid)
 
 
-@pytest.fixture
-def ruff_on_path(monkeypatch):
-    folder = Path(sys.executable).parent
-    if not (folder / "ruff").exists() and shutil.which("ruff") is None:
-        pytest.skip("ruff is not installed (pip install -e '.[dev]')")
-    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
 async def test_ruff_format_from_the_fixture_projects_config(tmp_path: Path, ruff_on_path):

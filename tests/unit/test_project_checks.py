@@ -8,16 +8,19 @@ character columns from UTF-16 columns apart.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 from totem_engine.checks.base import Fix, Position, Range
 from totem_engine.checks.positions import from_utf16_line_column, from_utf16_offset
-from totem_engine.checks.project import CommandCheck, parse_eslint_json, parse_ruff_json, parse_sarif
+from totem_engine.checks.project import (
+    CommandCheck,
+    parse_eslint_json,
+    parse_ruff_json,
+    parse_sarif,
+)
 from totem_engine.checks.registry import checkers_from_config, run_checks
 from totem_engine.config import load_config
 
@@ -302,12 +305,6 @@ async def test_command_check_missing_command_is_a_note(project: Path):
 # A real ruff, configured in a Python fixture project.
 
 
-@pytest.fixture
-def ruff_on_path(monkeypatch):
-    folder = Path(sys.executable).parent
-    if not (folder / "ruff").exists() and shutil.which("ruff") is None:
-        pytest.skip("ruff is not installed (pip install -e '.[dev]')")
-    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
 async def test_a_ruff_check_configured_in_a_python_project_turns_into_findings(tmp_path: Path, ruff_on_path):
