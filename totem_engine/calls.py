@@ -237,7 +237,8 @@ class ToolCalls:
             lines += [f"({note})" for note in checked.notes]
         if lines:
             result.output += "\n\nChecks found:\n" + "\n".join(lines)
-            result.summary += f", {sum(1 for line in lines if not line.startswith('('))} findings"
+            count = sum(1 for line in lines if not line.startswith("("))
+            result.summary += f", {count} finding" if count == 1 else f", {count} findings"
         return result
 
     async def _permit(

@@ -51,7 +51,7 @@ from totem_engine.snapshots import Snapshots
 from totem_engine.store import Store, new_id
 from totem_engine.tools.base import Tool
 from totem_engine.tools.skill import SkillTool
-from totem_engine.tools.registry import tool_specs
+from totem_engine.tools.registry import surface, tool_specs
 from totem_engine.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -139,6 +139,13 @@ class _Fitter:
         self.window = turn.record.context_window
         self.reserve = output_reserve(turn.record.max_output_tokens, self.window)
         self.complete = self._summariser()
+
+    def overflowed_at(self, estimate: int) -> None:
+        """The provider refused a request of about ``estimate`` tokens: with no window known, that
+        size is the window from now on (it is at least too much)."""
+        if self.window is None:
+            self.window = estimate
+            self.reserve = output_reserve(self.turn.record.max_output_tokens, self.window)
 
     def _summariser(self) -> Complete:
         small = self.turn.agent.config.small_model
@@ -297,8 +304,10 @@ class Turn:
         provider_name, model_id = self.model.split("/", 1)
         provider = self.agent.provider_for(provider_name)
         self.record = await self.agent.capabilities.record(provider_name, model_id)
-        self.specs = tool_specs(self.tools)
-        base_prompt = system_prompt(self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=self.skills)
+        self.tools, brief = surface(self.tools, self.record.context_window, self.record.tier)
+        self.specs = tool_specs(self.tools, brief=brief)
+        skills = self.skills if "skill" in self.tools else ()
+        base_prompt = system_prompt(self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=skills)
         fitter = _Fitter(self, provider, model_id, base_prompt)
         rounds = RoundLimit(effective_max_steps(self.options.max_steps))
         step = 0
@@ -319,6 +328,7 @@ class Turn:
                 outcome = await self._step(provider, fitted.request, step, message_id)
             except ContextOverflowError:
                 # The provider counts differently: compact harder and retry the step once, never more.
+                fitter.overflowed_at(fitted.estimate)
                 fitted = await fitter.fit(await self.agent.store.messages(self.session_id), force=True)
                 outcome = await self._step(provider, fitted.request, step, message_id)
             self.state.calibration.update(fitted.raw_input, outcome.usage.input_tokens)

@@ -31,15 +31,25 @@ CACHE = Path(os.environ.get("TOTEM_TEST_CACHE") or Path.home() / ".cache" / "tot
 ARTIFACTS = ROOT / "build" / "artifacts"
 DOCS_IMAGE = ROOT / "docs" / "images" / "vscode-chat.png"
 
-OLD = "print('old')\n"
-NEW = "print('new')  # TODO: greet by name\n"
-QUESTION = "Change the greeting"
-FIRST = "I will change the greeting in app.py."
-ANSWER = "Done: app.py now prints the new greeting."
-FINDING = "TODO left in the code"
+FILE = "controllers/api.js"
+# A Total.js route handler (var-first, so no convention finding before the edit).
+ORIGINAL = """exports.install = function() {
+\tROUTE('GET /api/hello/', hello);
+};
 
-# A project check that reports TODO lines: the finding shows in the Problems view after the save.
-CHECK = """awk '/TODO/ {print FILENAME ":" NR ": warning: TODO left in the code"}' {file}"""
+function hello() {
+\tvar name = 'world';
+\tthis.plain('Hello ' + name);
+}
+"""
+OLD = "\tvar name = 'world';\n\tthis.plain('Hello ' + name);\n"
+# The scripted edit declares a `const` inside the function: Totem's Total.js rule TJS010.
+NEW = "\tconst greeting = 'Hello there, ';\n\tvar name = 'world';\n\tthis.plain(greeting + name + '!');\n"
+EDITED = ORIGINAL.replace(OLD, NEW)
+QUESTION = "Change the greeting"
+FIRST = "I will change the greeting in controllers/api.js."
+ANSWER = "Done: hello() now answers Hello there, world!"
+FINDING = "TJS010"
 
 
 def _totem() -> str:
@@ -114,8 +124,10 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     project = tmp_path / "project"
-    project.mkdir()
-    (project / "app.py").write_text(OLD)
+    (project / "controllers").mkdir(parents=True)
+    # A Total.js project: package.json depends on total5, so Totem's convention checks apply.
+    (project / "package.json").write_text(json.dumps({"name": "demo", "dependencies": {"total5": "^0.0.9"}}) + "\n")
+    (project / FILE).write_text(ORIGINAL)
     home = tmp_path / "home"
     user_data = tmp_path / "code-server" / "user-data"
     extensions = tmp_path / "code-server" / "extensions"
@@ -146,11 +158,10 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         (home / "config" / "totem").mkdir(parents=True)
         (home / "config" / "totem" / "config.toml").write_text(
             'model = "sim/test-model"\nretry_max_wait = 1.0\n\n'
-            f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n\n'
-            f"[checks.todo]\ncommand = '''{CHECK}'''\nfiles = \"*.py\"\n"
+            f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
         )
         model.enqueue(tool_reply(
-            [("edit", {"path": "app.py", "old_string": "print('old')", "new_string": "print('new')  # TODO: greet by name"})],
+            [("edit", {"path": FILE, "old_string": OLD, "new_string": NEW})],
             text=FIRST,
         ))
         model.enqueue(text_reply(ANSWER, reasoning="The user accepted the edit.", pieces=6))
@@ -192,7 +203,7 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
                 docs_image.parent.mkdir(parents=True, exist_ok=True)
             args = {
                 "url": f"http://127.0.0.1:{port}/?folder={project}",
-                "file": "app.py",
+                "file": FILE,
                 "question": QUESTION,
                 "answer": ANSWER,
                 "finding": FINDING,
@@ -215,26 +226,34 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
 
         # The diff editor showed the file against Totem's proposal.
         assert "Totem's proposal" in seen["diffTab"]
-        assert "print('old')" in seen["diffText"]
-        assert "print('old')" not in seen["diffModified"]
-        assert "# TODO: greet by name" in seen["diffModified"]
+        assert "this.plain('Hello ' + name);" in seen["diffText"]
+        assert "this.plain('Hello ' + name);" not in seen["diffModified"]
+        assert "const greeting = 'Hello there, ';" in seen["diffModified"]
+        assert "this.plain(greeting + name + '!');" in seen["diffModified"]
         assert seen["diffClosed"], "the diff editor stayed open after Accept"
         # The chat view: the question, the streamed first text, the tool line, the final answer, the model.
         chat = seen["chat"]
+        tool_line = f"▸ Edit {FILE}"
         assert QUESTION in chat
         assert FIRST in chat
-        assert "▸ Edit app.py" in chat
+        assert tool_line in chat
         assert "ok: " in chat
         assert ANSWER in chat
         assert "— sim/test-model" in chat
-        assert chat.index(FIRST) < chat.index("▸ Edit app.py") < chat.index(ANSWER)
+        assert chat.index(FIRST) < chat.index(tool_line) < chat.index(ANSWER)
         assert seen["reasoningCollapsed"] is True
         assert seen["chatTitle"] == QUESTION
         assert "sim/test-model · idle" in seen["statusAfter"]
-        # The edit was applied in the editor and saved (totem.autoSave).
-        assert (project / "app.py").read_text() == NEW
-        # The check's finding is in the Problems view.
-        assert FINDING in seen["problems"]
-        assert "app.py" in seen["problems"]
+        # The edit was applied in the editor and saved (totem.autoSave): the disk holds exactly it.
+        assert (project / FILE).read_text() == EDITED
+        # The convention finding on the `const` the edit added, in the Problems view, source totem:
+        # the row reads "<message> totem TJS010 [Ln 6, Col 2]" (source, code, position), its
+        # accessible label "Warning: <message> at line 6 and character 2. generated by totem".
+        line = EDITED.splitlines().index("\tconst greeting = 'Hello there, ';") + 1
+        problem, label = seen["problem"], seen["problemLabel"]
+        assert "instead of `const` inside functions" in problem, problem
+        assert f"totem TJS010 [Ln {line}, Col 2]" in problem, problem
+        assert label.startswith("Warning:") and label.endswith("generated by totem"), label
+        assert "api.js" in seen["problems"]
         assert model.pending == 0
         assert (ARTIFACTS / "vscode-chat.png").stat().st_size > 10_000

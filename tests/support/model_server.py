@@ -74,6 +74,12 @@ class _Handler(LoopbackHandler):
             self.send_json(404, {"error": {"message": f"no route POST {self.path}"}})
             return
         self.server_state._record(body, dict(self.headers.items()))
+        window = self.server_state.context_window
+        if window is not None and request_tokens(body) > window:
+            # What an OpenAI-compatible server answers to a request over the model's window.
+            message = f"This model's maximum context length is {window} tokens. However, your messages resulted in {request_tokens(body)} tokens."
+            self.send_json(400, {"error": {"message": message, "type": "invalid_request_error", "code": "context_length_exceeded"}})
+            return
         self.serve_next_reply()
 
     def body_content_type(self, text: str) -> str:
@@ -102,6 +108,12 @@ class ModelServer(LoopbackServer):
     def __init__(self) -> None:
         super().__init__()
         self.models: list[dict] = [{"id": "test-model", "object": "model"}]
+        self.context_window: int | None = None  # when set, larger requests get the overflow error
+
+
+def request_tokens(body: dict) -> int:
+    """The server's own count of a chat request: 4 characters a token over its messages and tools."""
+    return len(json.dumps(body.get("messages", [])) + json.dumps(body.get("tools", []))) // 4
 
 
 def _is_json(text: str) -> bool:

@@ -39,9 +39,31 @@ def builtin_tools(*, skills: Sequence[Skill] | None = None) -> dict[str, Tool]:
     return {tool.name: tool for tool in tools}
 
 
-def tool_specs(tools: dict[str, Tool]) -> tuple[ToolSpec, ...]:
-    """What the model is told about each tool, in a stable order (the prompt prefix stays cacheable)."""
+# The tool surface follows the model's window (seed 003): the full set costs about 2,500
+# tokens of schemas, which a small window cannot spare.
+SMALL_WINDOW = 65_536  # below it: the core tools only
+TINY_WINDOW = 8_192  # below it: the minimal tools, each described in one sentence
+CORE = frozenset({"read", "glob", "grep", "write", "edit", "bash", "todo", "ask", "skill"})
+MINIMAL = frozenset({"read", "glob", "grep", "write", "edit", "bash"})
+
+
+def surface(tools: dict[str, Tool], window: int | None, tier: str) -> tuple[dict[str, Tool], bool]:
+    """The tools a model with this window and tier gets, and whether their descriptions are brief."""
+    if window is not None and window < TINY_WINDOW:
+        return {name: tool for name, tool in tools.items() if name in MINIMAL}, True
+    if (window is not None and window < SMALL_WINDOW) or tier == "small":
+        return {name: tool for name, tool in tools.items() if name in CORE}, False
+    return tools, False
+
+
+def tool_specs(tools: dict[str, Tool], *, brief: bool = False) -> tuple[ToolSpec, ...]:
+    """What the model is told about each tool, in a stable order (the prompt prefix stays cacheable).
+    ``brief``: only the first sentence of each description."""
     return tuple(
-        ToolSpec(name=tool.name, description=tool.description, parameters=input_schema(tool.Input))
+        ToolSpec(
+            name=tool.name,
+            description=tool.description.split(". ", 1)[0].rstrip(".") + "." if brief else tool.description,
+            parameters=input_schema(tool.Input),
+        )
         for tool in sorted(tools.values(), key=lambda t: t.name)
     )

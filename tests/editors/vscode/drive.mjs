@@ -3,7 +3,7 @@
 // view and the Problems view, take screenshots. Prints one JSON object with what it saw; the
 // pytest test (tests/editors/test_vscode.py) asserts on it.
 //
-//   node drive.mjs '{"url": ..., "file": "app.py", "question": ..., "answer": ..., "finding": ...,
+//   node drive.mjs '{"url": ..., "file": "controllers/api.js", "question": ..., "answer": ..., "finding": ...,
 //                    "chromium": "/usr/bin/chromium", "artifacts": DIR, "docsImage": PATH}'
 
 import { createRequire } from "node:module";
@@ -90,9 +90,10 @@ try {
   const quick = page.locator(".quick-input-widget input");
   await quick.waitFor({ state: "visible" });
   await quick.fill(args.file);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: args.file }).first().waitFor();
+  // A row shows the name, then its folder ("api.js controllers").
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: path.basename(args.file) }).first().waitFor();
   await page.keyboard.press("Enter");
-  await page.locator(`.tabs-container .tab[aria-label*="${args.file}"]`).first().waitFor({ state: "visible" });
+  await page.locator(`.tabs-container .tab[aria-label*="${path.basename(args.file)}"]`).first().waitFor({ state: "visible" });
   await page.locator(".monaco-editor .view-lines").first().waitFor({ state: "visible" });
   step("file open");
 
@@ -136,12 +137,15 @@ try {
   seen.diffClosed = (await page.locator(".monaco-diff-editor").count()) === 0;
   step("answer shown");
 
-  // The Problems view shows the check's finding on the saved file.
+  // The Problems view shows the convention finding (source totem) on the saved file.
   await runCommand(page, "View: Focus Problems (Errors, Warnings, Infos)");
   const problems = page.locator(".markers-panel");
   await problems.waitFor({ state: "visible" });
-  await problems.locator(".monaco-list-row", { hasText: args.finding }).first().waitFor({ timeout: 30000 });
-  seen.problems = await problems.innerText();
+  const problem = problems.locator(".monaco-list-row", { hasText: args.finding }).first();
+  await problem.waitFor({ timeout: 30000 });
+  seen.problem = plain(await problem.innerText()).replace(/\s+/g, " ").trim();
+  seen.problemLabel = (await problem.getAttribute("aria-label")) ?? "";
+  seen.problems = plain(await problems.innerText());
   seen.statusAfter = (await status.innerText()).trim();
   // The title comes from the server's session list after the turn.
   await frame.locator("#title", { hasText: args.question }).waitFor({ timeout: 5000 }).catch(() => undefined);
