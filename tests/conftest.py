@@ -1,7 +1,13 @@
 """Every test runs with its own user dirs: no test reads or writes the developer's config, keys,
-sessions or caches, and no test reaches a system keyring."""
+sessions or caches, and no test reaches a system keyring. The real ruff of the dev extra, for the
+tests of the project's own checks."""
 
 from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,3 +18,11 @@ def isolated_user_dirs(tmp_path_factory, monkeypatch):
     for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
         monkeypatch.setenv(name, str(home / name.lower()))
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
+
+
+@pytest.fixture
+def ruff_on_path(monkeypatch):
+    """The real ruff of the dev extra on PATH (it sits beside the interpreter in the venv)."""
+    folder = Path(sys.executable).parent
+    assert (folder / "ruff").exists() or shutil.which("ruff"), "ruff is missing: pip install -e '.[dev]'"
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")

@@ -139,3 +139,22 @@ async def test_check_from_the_user_config_runs_on_save(tmp_path, model):
         assert {d.source for d in found} == {"todo"}
     finally:
         await editor.client.shutdown_session()
+
+
+async def test_a_real_ruff_check_turns_into_diagnostics_after_an_agent_edit(tmp_path, model, ruff_on_path):
+    ruff = {"command": "ruff check --no-cache --output-format=json {file}", "format": "ruff-json", "files": "*.py"}
+    editor = await start_editor(tmp_path, model, totem=TOTEM, init_options={"config": {"checks": {"ruff": ruff}}})
+    try:
+        content = "import os\n\nvalue = 1\n"
+        editor.model.enqueue(tool_reply([("write", {"path": "mod.py", "content": content})]))
+        editor.model.enqueue(text_reply("Written."))
+        editor.permission_answers.append({"outcome": "allow_once"})
+        await editor.request("totem/chat", {"text": "write mod.py"})
+
+        uri = editor.uri("mod.py")
+        found = await diagnostics_for(editor, uri, lambda ds: any(d.code == "F401" for d in ds))
+        unused = next(d for d in found if d.code == "F401")
+        assert unused.source == "ruff" and unused.range.start == types.Position(line=0, character=7)
+        assert "F401" in editor.of("toolEnd")[0]["output"]  # the model got the same finding
+    finally:
+        await editor.client.shutdown_session()

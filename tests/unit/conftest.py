@@ -1,6 +1,5 @@
 """Fixtures for the tests that drive a file tool directly (prepare, then apply) over a real folder
-(test_edit, test_patch, test_read_write_tools; test_bash takes ``root`` and has its own ``ctx``),
-and the real ruff for the tests of the project's own checks and formatter.
+(test_edit, test_patch, test_read_write_tools; test_bash takes ``root`` and has its own ``ctx``).
 
 A module that needs a ``root`` or ``ctx`` of another kind defines its own, which takes precedence
 over these for that module.
@@ -8,9 +7,6 @@ over these for that module.
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,11 +27,3 @@ def root(tmp_path: Path) -> Path:
 def ctx(root: Path) -> ToolContext:
     """A context on ``root`` with a read ledger, so the freshness checks apply as in a session."""
     return ToolContext(root=root, workspace=DiskWorkspace(), session_id="s1", call_id="c1", reads=ReadLedger())
-
-
-@pytest.fixture
-def ruff_on_path(monkeypatch):
-    """The real ruff of the dev extra on PATH (it sits beside the interpreter in the venv)."""
-    folder = Path(sys.executable).parent
-    assert (folder / "ruff").exists() or shutil.which("ruff"), "ruff is missing: pip install -e '.[dev]'"
-    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
