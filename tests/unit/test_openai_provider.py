@@ -235,7 +235,7 @@ async def test_request_body_shape(server):
             {"role": "user", "content": "read a.py"},
             {
                 "role": "assistant",
-                "content": None,
+                "content": "",
                 "tool_calls": [
                     {"id": "call_9", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}
                 ],

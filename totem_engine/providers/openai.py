@@ -153,8 +153,9 @@ def wire_message(message: Message) -> dict[str, Any]:
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}
     if message.role == "assistant":
         entry: dict[str, Any] = {"role": "assistant"}
-        # OpenAI wants content null (not "") next to tool calls when there is no text.
-        entry["content"] = message.text if (message.text or not message.tool_calls) else None
+        # An empty string, not null, beside tool calls: some llama.cpp builds refuse null there,
+        # and OpenAI, vLLM, Ollama and LiteLLM all take "".
+        entry["content"] = message.text
         if message.tool_calls:
             entry["tool_calls"] = [
                 {
