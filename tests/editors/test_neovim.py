@@ -17,7 +17,14 @@ import pytest
 
 from tests.editors.neovim import Neovim, nvim_binary
 from tests.editors.scenario import EDITED, NEW, OLD, ORIGINAL
-from tests.support.model_server import ModelServer, Reply, chunk, split_text, text_reply, tool_reply
+from tests.support.model_server import (
+    ModelServer,
+    Reply,
+    chunk,
+    split_text,
+    text_reply,
+    tool_reply,
+)
 
 
 @pytest.fixture(autouse=True)
