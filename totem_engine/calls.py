@@ -112,6 +112,7 @@ class ToolCalls:
             call_id=call.id,
             mode=self.turn.options.mode,
             reads=self.turn.state.reads,
+            whole_files=self.turn.small,
             output_budget=output_budget(self.turn.record),
             question=question,
             publish=self._publish,

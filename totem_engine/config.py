@@ -101,7 +101,7 @@ class ProviderConfig(_Strict):
     # never above the model's window or ollama_ctx_max (providers/ollama.py, context_size).
     ollama_ctx: int = Field(default=8192, gt=0)
     ollama_ctx_max: int | None = Field(default=None, gt=0)
-    # Sampling temperature sent with every request (kind "ollama"); unset: the server's default.
+    # Sampling temperature sent with every request; unset: the server's default.
     temperature: float | None = Field(default=None, ge=0)
 
     def api_key_value(self) -> str | None:
@@ -174,10 +174,12 @@ class Config(_Strict):
     conventions: bool = True
     # Totem's own local model (docs/local.md): where `totem local setup` installs llama-server
     # and the model (default: <user data dir>/local), the server's loopback port (default: a
-    # free one) and its context size.
+    # free one), its context size and the sampling temperature sent to it (0: the same answer to
+    # the same request, which a 1.5B model needs to write well-formed calls).
     local_dir: str | None = None
     local_port: int | None = Field(default=None, gt=0, le=65535)
     local_ctx: int = Field(default=8192, ge=512)
+    local_temperature: float = Field(default=0.0, ge=0)
 
     _notes: list[str] = PrivateAttr(default_factory=list)
 

@@ -43,7 +43,13 @@ from totem_engine.providers.base import (
 )
 from totem_engine.providers.capabilities import CapabilityRecord, after_step, detect_prose_edit
 from totem_engine.providers.errors import ContextOverflowError, ProviderError
-from totem_engine.providers.textcalls import TextCallStats, text_tool_calls, think_filter, tool_prompt
+from totem_engine.providers.textcalls import (
+    TextCallStats,
+    small_tool_prompt,
+    text_tool_calls,
+    think_filter,
+    tool_prompt,
+)
 from totem_engine.retry import retry_delay, should_retry
 from totem_engine.session_state import SessionState
 from totem_engine.skills import discover
@@ -51,7 +57,9 @@ from totem_engine.snapshots import Snapshots
 from totem_engine.store import Store, new_id
 from totem_engine.tools.base import Tool
 from totem_engine.tools.skill import SkillTool
-from totem_engine.tools.registry import surface, tool_specs
+from totem_engine.mentions import mentions, project_files
+from totem_engine.tools.freshness import mark_seen_in
+from totem_engine.tools.registry import is_small, surface, tool_specs
 from totem_engine.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -250,6 +258,7 @@ class Turn:
             await store.update_session(self.session_id, title=session_title(self.text))
         user_message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
         await store.add_part(user_message, "text", {"text": self.text})
+        self.user_message = user_message
         await self.emit(ev.TurnStart(session_id=self.session_id, turn_id=self.turn_id, model=self.model))
 
         stop: ev.StopReason = "finished"
@@ -303,11 +312,18 @@ class Turn:
     async def _steps(self) -> tuple[ev.StopReason, str | None]:
         provider_name, model_id = self.model.split("/", 1)
         provider = self.agent.provider_for(provider_name)
+        settings = self.agent.config.providers.get(provider_name)
+        self.temperature = settings.temperature if settings is not None else None
         self.record = await self.agent.capabilities.record(provider_name, model_id)
         self.tools, brief = surface(self.tools, self.record.context_window, self.record.tier)
         self.specs = tool_specs(self.tools, brief=brief)
+        self.small = is_small(self.record.context_window, self.record.tier)
         skills = self.skills if "skill" in self.tools else ()
-        base_prompt = system_prompt(self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=skills)
+        base_prompt = system_prompt(
+            self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=skills, small=self.small
+        )
+        if self.small:
+            await self._show_named_files()
         fitter = _Fitter(self, provider, model_id, base_prompt)
         rounds = RoundLimit(effective_max_steps(self.options.max_steps))
         step = 0
@@ -420,14 +436,39 @@ class Turn:
                 return detector.reason
         return None
 
+    async def _show_named_files(self) -> None:
+        """A small model gets the files the message names (and, on a session's first turn, the
+        project's file list) beside the message; they count as read (mentions.py)."""
+        root = self.agent.root
+        files = await anyio.to_thread.run_sync(project_files, root)
+        first_turn = len(await self.agent.store.messages(self.session_id)) == 1
+        found = await mentions(
+            root,
+            self.text,
+            budget=self.record.context_window or 8192,  # characters: about a quarter of the window
+            read=self.agent.workspace.read_bytes,
+            files=files,
+            listing=first_turn,
+        )
+        if found is None:
+            return
+        await self.agent.store.add_part(self.user_message, "context", {"text": found.text, "files": [rel for rel, _ in found.shown]})
+        for rel, data in found.shown:
+            mark_seen_in(self.state.reads, rel, data)
+
+    def _text_calls_wanted(self) -> bool:
+        """Calls are taught and read as text: the model has no reliable native calls (by its record,
+        or as learned during this turn)."""
+        return bool(self.specs) and not (self.record.native_tools and self.record.tool_call_format == "native")
+
     def _request(self, model_id: str, base_prompt: str, history: list) -> ChatRequest:
-        """The step's request. A model that does not call tools natively (by its record, or as
-        learned during this turn) is taught the text form instead, which the stream reads back."""
-        reasoning = self.options.reasoning
-        if self.record.native_tools and self.record.tool_call_format == "native":
-            return ChatRequest(model=model_id, system=base_prompt, messages=tuple(history), tools=self.specs, reasoning=reasoning)
-        system = f"{base_prompt}\n\n{tool_prompt(self.specs)}" if self.specs else base_prompt
-        return ChatRequest(model=model_id, system=system, messages=tuple(history), reasoning=reasoning)
+        """The step's request. A model that does not call tools natively is taught the text form
+        instead (the small-model form when small), which the stream reads back."""
+        common = dict(model=model_id, messages=tuple(history), reasoning=self.options.reasoning, temperature=self.temperature)
+        if not self._text_calls_wanted():
+            return ChatRequest(system=base_prompt, tools=self.specs, **common)
+        teach = small_tool_prompt if self.small else tool_prompt
+        return ChatRequest(system=f"{base_prompt}\n\n{teach(self.specs)}" if self.specs else base_prompt, **common)
 
     async def _learn(self, provider_name: str, model_id: str, calls: list[ToolCall], text: str) -> None:
         """Update what the model is known to do from what it just did (seed 003 evidence)."""
@@ -483,6 +524,7 @@ class Turn:
                 {spec.name for spec in self.specs},
                 schemas={spec.name: spec.parameters for spec in self.specs},
                 stats=self._text_calls,
+                file_blocks=self.small and self._text_calls_wanted(),
             )
         async with aclosing(stream) as chunks:
             async for chunk in chunks:

@@ -1,6 +1,6 @@
 """The system prompt, assembled in a fixed order from files and functions (seed 000 "The prompt").
 
-1. ``prompts/base.txt`` (and ``prompts/plan.txt`` in plan mode); 2. in a Total.js project, the
+1. ``prompts/base.txt`` or, for a small model, ``prompts/small.txt`` (and ``prompts/plan.txt`` in plan mode); 2. in a Total.js project, the
 primer ``prompts/totaljs.txt``; 3. the environment; 4. the project's root AGENTS.md; 5. the name
 and description of each skill (totem_engine.skills; the ``skill`` tool loads a body). The tool
 definitions travel in the request's own ``tools`` field. The result depends only on the project,
@@ -51,10 +51,12 @@ def system_prompt(
     *,
     totaljs: bool = False,
     skills: Sequence[Skill] = (),
+    small: bool = False,
 ) -> str:
     """``totaljs``: the session's detection (checks.totaljs.is_totaljs_project), decided once;
-    ``skills``: the session's skills (skills.discover), listed by name and description."""
-    parts = [prompt("base.txt")]
+    ``skills``: the session's skills (skills.discover), listed by name and description;
+    ``small``: a small model's short rules (``prompts/small.txt``) instead of ``base.txt``."""
+    parts = [prompt("small.txt" if small else "base.txt")]
     if mode == "plan":
         parts.append(prompt("plan.txt"))
     if totaljs:

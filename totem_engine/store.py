@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 ROLES = frozenset({"user", "assistant"})
-PART_TYPES = frozenset({"text", "reasoning", "tool", "step", "state", "error", "notice", "checkpoint"})
+PART_TYPES = frozenset({"text", "reasoning", "tool", "step", "state", "error", "notice", "checkpoint", "context"})
 
 # Bump with a migration when the schema changes; a database written by a newer Totem is refused
 # rather than misread.

@@ -250,7 +250,7 @@ async def test_calls_inside_an_ordinary_code_block_are_never_taken():
 
 
 async def test_a_fence_only_counts_at_the_start_of_a_line():
-    text = 'inline ```json\n{"name": "read", "arguments": {"path": "a.py"}}\n``` here'
+    text = 'inline ```json {"name": "read", "arguments": {"path": "a.py"}}\n``` here'
     out, _ = await run(calls, with_finish([text]))
     assert calls_of(out) == [] and text_of(out) == text
 
@@ -362,3 +362,75 @@ def test_the_tool_prompt_teaches_the_form_the_filter_reads():
     assert '"properties":{"path":{"type":"string"}}' in prompt
     example = prompt[prompt.index("<tool_call>"): prompt.index("</tool_call>") + len("</tool_call>")]
     assert example.startswith("<tool_call>\n{") and example.endswith("}\n</tool_call>")
+
+
+# ---------------------------------------------------------------------------------------------
+# Bare JSON lines and file blocks (the small-model forms)
+# ---------------------------------------------------------------------------------------------
+
+BARE = 'Let me look.\n{"name": "read", "arguments": {"path": "calc.py"}}\n'
+
+
+async def test_a_bare_json_line_is_a_call_wherever_the_stream_is_cut():
+    for pieces in splits(BARE):
+        out, _ = await run(calls, with_finish(pieces))
+        assert [(c.name, json.loads(c.arguments)) for c in calls_of(out)] == [("read", {"path": "calc.py"})], pieces
+        assert text_of(out) == "Let me look.\n\n"
+
+
+async def test_a_bare_json_object_that_is_not_a_known_call_stays_text():
+    for text in ('{"name": "Ada", "age": 3}\n', 'Example: {"name": "read", "arguments": {}}\n', '{"name": "read", "argu'):
+        out, _ = await run(calls, with_finish([text]))
+        assert calls_of(out) == [] and text_of(out) == text
+
+
+async def test_a_bare_call_waits_for_its_closing_brace_without_holding_ordinary_text():
+    source = [TextChunk("ok\n"), TextChunk('{"name": "bash", "arguments": {"command": "ls'), TextChunk('"}}'), FinishChunk("stop", "m")]
+    out, progress = await run(calls, source)
+    assert text_of(out) == "ok\n" and progress[0] == 0
+    assert [c.name for c in calls_of(out)] == ["bash"]
+
+
+def blocks(stream, stats=None):
+    return text_tool_calls(stream, TOOLS, stats=stats, file_blocks=True)
+
+
+FILE_BLOCK = "Here is the new file.\n\ncalc.py\n```python\ndef add(a, b):\n    return a + b\n```\nDone."
+
+
+async def test_a_path_line_and_a_fence_are_a_whole_file_write_wherever_the_stream_is_cut():
+    for pieces in splits(FILE_BLOCK):
+        out, _ = await run(blocks, with_finish(pieces))
+        found = [(c.name, json.loads(c.arguments)) for c in calls_of(out)]
+        assert found == [("write", {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"})], pieces
+        assert text_of(out) == "Here is the new file.\n\ncalc.py\n\nDone."
+
+
+@pytest.mark.parametrize("line", ["`src/calc.py`", "**src/calc.py**", "### src/calc.py", "src/calc.py:", "File: src/calc.py"])
+async def test_the_path_line_may_carry_markdown(line):
+    out, _ = await run(blocks, with_finish([f"{line}\n```\nx = 1\n```\n"]))
+    assert [json.loads(c.arguments)["path"] for c in calls_of(out)] == ["src/calc.py"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Run it like this:\n```python\nadd(1, 2)\n```\n",  # no path before the fence
+        "See calc.py for details\n```python\nadd(1, 2)\n```\n",  # a sentence, not a path line
+        "../outside.py\n```python\nx = 1\n```\n",  # a path that leaves the folder
+    ],
+)
+async def test_a_fence_after_anything_but_a_path_line_stays_text(text):
+    out, _ = await run(blocks, with_finish([text]))
+    assert calls_of(out) == [] and text_of(out) == text
+
+
+async def test_file_blocks_are_off_unless_asked_for():
+    out, _ = await run(calls, with_finish([FILE_BLOCK]))
+    assert calls_of(out) == [] and text_of(out) == FILE_BLOCK
+
+
+async def test_a_call_fence_after_a_path_line_is_still_the_call():
+    text = 'calc.py\n```json\n{"name": "read", "arguments": {"path": "calc.py"}}\n```\n'
+    out, _ = await run(blocks, with_finish([text]))
+    assert [(c.name, json.loads(c.arguments)) for c in calls_of(out)] == [("read", {"path": "calc.py"})]

@@ -79,7 +79,7 @@ def ensure_local_provider(config: Config, spec: str | None = None) -> tuple[str,
     except BaseException:
         release_local_provider()
         raise
-    settings = ProviderConfig(kind="openai", base_url=state.base_url)
+    settings = ProviderConfig(kind="openai", base_url=state.base_url, temperature=config.local_temperature)
     return PROVIDER_NAME, settings, wanted or state.model_id
 
 

@@ -11,7 +11,7 @@ stream as reasoning at once. Without the tag the held text is released as ``Text
 step ends (``FinishChunk`` or the end of the stream) or once ``MAX_HOLD`` characters are held.
 A provider that separates reasoning itself (a ``ReasoningChunk`` arrives) switches the filter off.
 
-``text_tool_calls``: models without reliable native tools write their calls as text. Three forms
+``text_tool_calls``: models without reliable native tools write their calls as text. Four forms
 are understood, split across chunks anywhere:
 
 - Hermes: ``<tool_call>{"name": "read", "arguments": {"path": "a.py"}}</tool_call>``
@@ -22,6 +22,19 @@ are understood, split across chunks anywhere:
 
       ```json
       {"name": "read", "arguments": {"path": "a.py"}}
+      ```
+
+- the same JSON object alone at the start of a line, without a fence (Qwen2.5-Coder's later
+  calls in a conversation).
+
+With ``file_blocks`` (the small-model mode, prompts/small_tools.txt) a fifth: a line holding only
+a relative path, then a fenced block, is the whole new content of that file, a ``write`` call,
+as aider's "whole" edit format asks of weak models::
+
+      calc.py
+      ```python
+      def add(a, b):
+          return a + b
       ```
 
 Calls are removed from the visible text and become ``ToolCallChunk`` (ids ``call_text_<n>``).
@@ -181,6 +194,14 @@ FENCE_INFO = frozenset({"", "json", "tool_call", "tool"})
 _MAX_INFO = 20
 _MAX_NAME = 128
 
+# A bare call: "{" and the key "name" at the start of a line; and what could still become one.
+_BARE_START = re.compile(r'\{\s*"name"\s*:')
+_BARE_PARTIAL = re.compile(r'\{\s*(?:"(?:n(?:a(?:m(?:e(?:"\s*)?)?)?)?)?)?')
+# A line naming a file before a fenced block: "calc.py", "`src/a.py`:", "**a.py**", "### a.py".
+_PATH_LINE = re.compile(r"[\w.][\w./-]*\.[\w]+")
+_PATH_DECOR = " \t#*`:"
+_MAX_TAIL = 300
+
 _FUNCTION = re.compile(r"<function=([^>\s]+)\s*>(.*?)</function>", re.S)
 _PARAMETER = re.compile(r"<parameter=([^>\s]+)\s*>(.*?)</parameter>", re.S)
 
@@ -240,6 +261,11 @@ def _parse_hermes(content: str) -> tuple[str, dict] | None:
         value = json.loads(content)
     except ValueError:
         return None
+    return _call_from_value(value)
+
+
+def _call_from_value(value: Any) -> tuple[str, dict] | None:
+    """``{"name": ..., "arguments" (or "parameters"): {...} or JSON text}`` as (name, arguments)."""
     if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
         return None
     arguments = value.get("arguments", value.get("parameters", {}))
@@ -251,6 +277,15 @@ def _parse_hermes(content: str) -> tuple[str, dict] | None:
     if not isinstance(arguments, dict):
         return None
     return value["name"], arguments
+
+
+def _path_line(line: str) -> str | None:
+    """The relative path a line names on its own, without its Markdown decoration, or None."""
+    candidate = line.strip()
+    for label in ("File:", "file:", "Filename:", "filename:"):
+        candidate = candidate.removeprefix(label)
+    candidate = candidate.strip(_PATH_DECOR)
+    return candidate if _PATH_LINE.fullmatch(candidate) and ".." not in candidate.split("/") else None
 
 
 def _fence_head(rest: str, known: frozenset[str]) -> str:
@@ -321,11 +356,13 @@ class _Scanner:
     written through ``write``) costs one pass, not one per chunk.
     """
 
-    def __init__(self, known: frozenset[str], schemas: Mapping[str, Any], stats: TextCallStats):
+    def __init__(self, known: frozenset[str], schemas: Mapping[str, Any], stats: TextCallStats, *, file_blocks: bool):
         self.known = known
         self.schemas = schemas
         self.stats = stats
+        self.file_blocks = file_blocks and "write" in known
         self.buf = ""
+        self.tail = ""  # the end of the text given out, for the line before a fence
         self.line_start = True  # the text given out so far ends a line (or is empty)
         self.in_code = False  # inside an ordinary code fence: only its closing ``` is looked for
         self.pending: str | None = None  # the kind of markup open at the start of buf
@@ -338,6 +375,13 @@ class _Scanner:
         if text:
             out.append(TextChunk(text))
             self.line_start = text.endswith("\n")
+            self.tail = (self.tail + text)[-_MAX_TAIL:]
+
+    def _previous_line(self) -> str:
+        """The last whole line given out as text ("" when the text does not end a line)."""
+        if not self.tail.endswith("\n"):
+            return ""
+        return self.tail[:-1].rsplit("\n", 1)[-1]
 
     def _take_text(self, out: list[StreamChunk], size: int) -> bool:
         self._text(out, self.buf[:size])
@@ -357,6 +401,7 @@ class _Scanner:
         self.buf = self.buf[size:]
         self.pending, self.resume = None, 0
         self.line_start = False
+        self.tail = ""
         return True
 
     def _wait(self, kind: str, close: str) -> bool:
@@ -381,6 +426,10 @@ class _Scanner:
                 at = self.buf.find(marker)
                 if at >= 0:
                     found.append((at, kind))
+            for match in _BARE_START.finditer(self.buf):
+                if self._at_line_start(match.start()):
+                    found.append((match.start(), "bare"))
+                    break
         at = self.buf.find(FENCE)
         while at >= 0 and not self._at_line_start(at):
             at = self.buf.find(FENCE, at + 1)
@@ -393,6 +442,9 @@ class _Scanner:
         keep = 0
         if not self.in_code:
             keep = max(_partial_suffix(self.buf, TAG_OPEN), _partial_suffix(self.buf, FUNC_OPEN))
+            line_at = self.buf.rfind("\n") + 1
+            if self._at_line_start(line_at) and _BARE_PARTIAL.fullmatch(self.buf[line_at:]):
+                keep = max(keep, len(self.buf) - line_at)
         ticks = len(self.buf) - len(self.buf.rstrip("`"))
         if 0 < ticks < len(FENCE) and self._at_line_start(len(self.buf) - ticks):
             keep = max(keep, ticks)
@@ -412,7 +464,7 @@ class _Scanner:
                 if at > 0:
                     self._text(out, self.buf[:at])
                     self.buf = self.buf[at:]
-            handler = {"tag": self._tag, "func": self._func, "fence": self._fence}[kind]
+            handler = {"tag": self._tag, "func": self._func, "fence": self._fence, "bare": self._bare, "file": self._file}[kind]
             if not handler(out, final):
                 break  # the markup is not whole yet: wait for more text
         return out
@@ -454,11 +506,46 @@ class _Scanner:
             return self._take_text(out, size)
         return self._take_call(parsed, size)
 
+    def _bare(self, out: list[StreamChunk], final: bool) -> bool:
+        """A call written as a JSON object alone on its line: whole once the object decodes."""
+        if not final and self.pending == "bare" and "}" not in self.buf[self.resume:]:
+            return self._wait("bare", "")  # it cannot have ended without a new "}"
+        try:
+            value, end = json.JSONDecoder().raw_decode(self.buf)
+        except ValueError:
+            if not final:
+                return self._wait("bare", "")
+            self.stats.malformed += 1
+            return self._take_text(out, len(self.buf))
+        parsed = _call_from_value(value)
+        if parsed is None or parsed[0] not in self.known:
+            return self._take_text(out, end)
+        return self._take_call(parsed, end)
+
+    def _file(self, out: list[StreamChunk], final: bool) -> bool:
+        """A fenced block after a path line: the whole new content of that file."""
+        newline = self.buf.find("\n", len(FENCE))
+        close = self.buf.find("\n" + FENCE, max(self.resume, newline))
+        if close < 0 and not final:
+            self._wait("file", "\n" + FENCE)
+            self.resume = max(self.resume, newline)
+            return False
+        body = self.buf[newline + 1: close if close >= 0 else len(self.buf)]
+        call = _parse_fence_json(body, self.known)
+        path = _path_line(self._previous_line())
+        parsed = call or ("write", {"path": path, "content": body + "\n" if body else ""})
+        return self._take_call(parsed, len(self.buf) if close < 0 else close + 1 + len(FENCE))
+
     def _fence(self, out: list[StreamChunk], final: bool) -> bool:
         if self.in_code:  # the end of an ordinary code block
             self.in_code = False
             return self._take_text(out, len(FENCE))
         newline = self.buf.find("\n", len(FENCE))
+        if self.file_blocks and _path_line(self._previous_line()):
+            if newline < 0 and not final and len(self.buf) - len(FENCE) <= _MAX_INFO:
+                return self._wait("fence", "")  # the info string is still coming
+            if newline >= 0:
+                return self._file(out, final)
         if newline < 0:
             info = self.buf[len(FENCE):].strip().lower()
             plausible = len(info) <= _MAX_INFO and any(name.startswith(info) for name in FENCE_INFO)
@@ -489,16 +576,17 @@ async def text_tool_calls(
     *,
     schemas: Mapping[str, Any] | None = None,
     stats: TextCallStats | None = None,
+    file_blocks: bool = False,
 ) -> AsyncIterator[StreamChunk]:
     """``stream`` with the tool calls written in its text turned into ToolCallChunks.
 
     ``known_tools``: the names a fenced JSON call may use (tags are taken whatever the name: the
     loop answers an unknown one with the list of tools). ``schemas``: optional JSON schemas by
     tool name, used to type the values of Qwen XML parameters. ``stats`` is filled as the stream
-    goes (see ``TextCallStats``).
+    goes (see ``TextCallStats``). ``file_blocks``: a path line and a fenced block is a ``write``.
     """
     stats = stats if stats is not None else TextCallStats()
-    scanner = _Scanner(frozenset(known_tools), schemas or {}, stats)
+    scanner = _Scanner(frozenset(known_tools), schemas or {}, stats, file_blocks=file_blocks)
 
     def finish() -> list[StreamChunk]:
         out = scanner.scan(final=True)
@@ -541,4 +629,32 @@ def tool_prompt(specs: Iterable[ToolSpec]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["MAX_HOLD", "TextCallStats", "text_tool_calls", "think_filter", "tool_prompt"]
+# A file block replaces them for a small model: a whole file is what a 1.5B model writes
+# reliably (aider's finding), while its edits drop or garble lines. They stay callable.
+FILE_BLOCK_TOOLS = frozenset({"write", "edit"})
+
+
+def small_tool_prompt(specs: Iterable[ToolSpec]) -> str:
+    """The same section for a small model (``prompts/small_tools.txt``): files written as a path
+    line and a fenced block (``text_tool_calls(..., file_blocks=True)``), other calls as fenced
+    JSON, each tool on one line as ``name(argument, optional?: type): first sentence``. Short
+    and the same on every step, so a local server keeps the prompt prefix cached."""
+    lines = [prompt("small_tools.txt")]
+    for spec in specs:
+        if spec.name in FILE_BLOCK_TOOLS:
+            continue
+        sentence = spec.description.strip().split(". ", 1)[0].rstrip(".")
+        lines.append(f"- {spec.name}({_signature(spec.parameters)}): {sentence}.")
+    return "\n".join(lines)
+
+
+def _signature(schema: Mapping[str, Any]) -> str:
+    required = set(schema.get("required") or ())
+    shown = []
+    for name, field in (schema.get("properties") or {}).items():
+        kind = field.get("type") if isinstance(field, Mapping) else None
+        shown.append(f"{name}{'' if name in required else '?'}" + (f": {kind}" if isinstance(kind, str) else ""))
+    return ", ".join(shown)
+
+
+__all__ = ["MAX_HOLD", "TextCallStats", "small_tool_prompt", "text_tool_calls", "think_filter", "tool_prompt"]

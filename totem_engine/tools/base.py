@@ -136,7 +136,8 @@ class ToolContext:
 
     ``question(text, options)`` asks the user through the front end (None: nobody could be
     asked); ``publish(event)`` sends an engine event (e.g. the todo list) to the front end;
-    ``output_budget`` is the most characters one result may hold (a share of the model's window).
+    ``output_budget`` is the most characters one result may hold (a share of the model's window);
+    ``whole_files``: the model writes whole files (a small model, tools/write.py checks that it did).
     """
 
     root: Path
@@ -145,6 +146,7 @@ class ToolContext:
     call_id: str
     mode: str = "build"
     reads: "ReadLedger | None" = None
+    whole_files: bool = False
     output_budget: int = 50_000
     question: Callable[[str, list[str]], Awaitable[str | None]] = _nobody_to_ask
     publish: Callable[[Any], Awaitable[None]] = _nowhere

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 
-from totem_engine.tools.base import ToolContext, ToolError
+from totem_engine.tools.base import ReadLedger, ToolContext, ToolError
 
 
 def content_hash(data: bytes) -> str:
@@ -33,4 +33,9 @@ def check_fresh(ctx: ToolContext, rel: str, current: bytes | None, *, whole_rewr
 
 def mark_seen(ctx: ToolContext, rel: str, data: bytes) -> None:
     if ctx.reads is not None:
-        ctx.reads.seen[rel] = content_hash(data)
+        mark_seen_in(ctx.reads, rel, data)
+
+
+def mark_seen_in(reads: ReadLedger, rel: str, data: bytes) -> None:
+    """The agent has seen ``rel`` as ``data`` (read, written, or shown with the user's message)."""
+    reads.seen[rel] = content_hash(data)

@@ -47,11 +47,17 @@ CORE = frozenset({"read", "glob", "grep", "write", "edit", "bash", "todo", "ask"
 MINIMAL = frozenset({"read", "glob", "grep", "write", "edit", "bash"})
 
 
+def is_small(window: int | None, tier: str) -> bool:
+    """A model that gets the core tools, the short prompt (prompts/small.txt), the files its
+    message names, and, when it writes calls as text, whole-file blocks (seed 003)."""
+    return (window is not None and window < SMALL_WINDOW) or tier == "small"
+
+
 def surface(tools: dict[str, Tool], window: int | None, tier: str) -> tuple[dict[str, Tool], bool]:
     """The tools a model with this window and tier gets, and whether their descriptions are brief."""
     if window is not None and window < TINY_WINDOW:
         return {name: tool for name, tool in tools.items() if name in MINIMAL}, True
-    if (window is not None and window < SMALL_WINDOW) or tier == "small":
+    if is_small(window, tier):
         return {name: tool for name, tool in tools.items() if name in CORE}, False
     return tools, False
 

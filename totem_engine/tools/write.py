@@ -12,6 +12,7 @@ from totem_engine.tools.base import Action, ProposedFile, Tool, ToolContext, Too
 from totem_engine.tools.diff import unified_diff
 from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
 from totem_engine.tools.freshness import check_fresh, mark_seen
+from totem_engine.tools.fragments import check_whole, merge_python
 
 
 class WriteInput(ToolInput):
@@ -53,17 +54,32 @@ class WriteTool(Tool):
         current = await ctx.workspace.read_bytes(target) if stat is not None else None
         check_fresh(ctx, rel, current, whole_rewrite=True)
         old = current.decode("utf-8", errors="replace") if current is not None else None
+        content, notes = args.content, []
+        if ctx.whole_files and old is not None:
+            content = _whole_file(rel, old, content, notes)
         return WriteAction(
             title=f"{'Create' if old is None else 'Write'} {rel}",
             permission="edit",
             patterns=[rel],
             always_pattern=folder_glob(rel),
-            diff=unified_diff(rel, old, args.content),
-            files=[ProposedFile(path=rel, new_text=args.content, old_text=old)],
+            diff=unified_diff(rel, old, content),
+            files=[ProposedFile(path=rel, new_text=content, old_text=old)],
             changes=True,
             target=target,
-            data=args.content.encode("utf-8"),
+            data=content.encode("utf-8"),
+            notes=notes,
         )
+
+
+def _whole_file(rel: str, old: str, new: str, notes: list[str]) -> str:
+    """What a small model's "whole file" means (fragments.py): a Python fragment merged into the
+    file, a fragment of another language refused, anything else as sent."""
+    if rel.endswith(".py") and (merged := merge_python(old, new)) is not None:
+        text, done = merged
+        notes.append(f"What you sent was part of {rel}; it was merged into the file: {'; '.join(done)}.")
+        return text
+    check_whole(rel, old, new)
+    return new
 
 
 def _lines(count: int) -> str:

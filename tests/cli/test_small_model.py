@@ -1,0 +1,76 @@
+"""A small model end to end through the real ``totem run``: the short prompt, the named files
+shown with the message, fenced calls, whole-file blocks and a fragment merged into its file."""
+
+from __future__ import annotations
+
+from tests.support.model_server import text_reply
+
+CALC = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+
+
+def small_config(totem):
+    path = totem.home / "small.toml"
+    path.write_text(
+        'model = "sim/qwen2.5-coder-1.5b"\n'
+        f'[providers.sim]\nkind = "openai"\nbase_url = "{totem.server.base_url}"\ntemperature = 0\n'
+        '[models."sim/qwen2.5-coder-1.5b"]\ncontext_window = 8192\n'
+    )
+    return path
+
+
+def run_small(totem, prompt):
+    return totem.run("run", "--cwd", str(totem.project), "--config", str(small_config(totem)), "--json", "--yes", prompt)
+
+
+def test_a_small_model_gets_the_short_prompt_the_named_file_and_a_zero_temperature(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    (totem.project / "notes.txt").write_text("unrelated\n")
+    totem.server.enqueue(text_reply("calc.py adds and subtracts."))
+    result = run_small(totem, "What does calc.py do?")
+
+    assert result.code == 0, result.stderr
+    (request,) = totem.server.requests
+    assert "tools" not in request and request["temperature"] == 0
+    system, user = request["messages"][0]["content"], request["messages"][1]["content"]
+    assert "One tool call per answer" in system and "alone on a line" in system
+    assert "- read(path: string, offset?: integer, limit?: integer)" in system
+    assert "- edit(" not in system  # whole files, not edits, for a small model
+    assert user.startswith("What does calc.py do?\n\nFiles in the project (2): calc.py, notes.txt")
+    assert f"calc.py\n```\n{CALC.rstrip()}\n```" in user and "unrelated" not in user
+
+
+def test_a_fragment_sent_as_the_whole_file_is_merged_and_a_second_turn_needs_no_read(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    totem.server.enqueue(text_reply("calc.py\n```python\ndef mul(a, b):\n    return a * b\n```\n", pieces=9))
+    totem.server.enqueue(text_reply("Added mul."))
+    result = run_small(totem, "Add mul(a, b) to calc.py")
+
+    assert result.code == 0, result.stderr
+    assert (totem.project / "calc.py").read_text() == CALC + "\n\ndef mul(a, b):\n    return a * b\n"
+    (end,) = result.of("toolEnd")
+    assert end["tool"] == "write" and end["status"] == "ok"
+    assert "merged into the file: added mul" in end["output"]
+    assert "```" not in "".join(e["text"] for e in result.of("textDelta"))
+
+
+def test_a_bare_json_call_on_its_own_line_runs(totem):
+    (totem.project / "data.txt").write_text("42\n")
+    totem.server.enqueue(text_reply('{"name": "read", "arguments": {"path": "data.txt"}}'))
+    totem.server.enqueue(text_reply("It holds 42."))
+    result = run_small(totem, "look at the data file")
+
+    assert result.code == 0, result.stderr
+    (end,) = result.of("toolEnd")
+    assert end["tool"] == "read" and "1\t42" in end["output"]
+
+
+def test_a_fragment_of_a_file_without_a_merge_is_refused_and_the_file_kept(totem):
+    app = "function a() {}\nfunction b() {}\nfunction c() {}\n"
+    (totem.project / "app.js").write_text(app)
+    totem.server.enqueue(text_reply("app.js\n```js\nfunction d() {}\n```\n"))
+    totem.server.enqueue(text_reply("Sorry."))
+    result = run_small(totem, "add d to app.js")
+
+    assert (totem.project / "app.js").read_text() == app
+    (end,) = result.of("toolEnd")
+    assert end["status"] == "error" and "would delete a, b, c from app.js" in end["output"]
