@@ -434,3 +434,19 @@ async def test_a_call_fence_after_a_path_line_is_still_the_call():
     text = 'calc.py\n```json\n{"name": "read", "arguments": {"path": "calc.py"}}\n```\n'
     out, _ = await run(blocks, with_finish([text]))
     assert [(c.name, json.loads(c.arguments)) for c in calls_of(out)] == [("read", {"path": "calc.py"})]
+
+
+@pytest.mark.parametrize(
+    "intro", ["Here's the updated `stats.py` file:\n\n", "The fixed `stats.py`:\n", "stats.py\n\n"]
+)
+async def test_a_sentence_quoting_one_path_introduces_a_file_block_too(intro):
+    out, _ = await run(blocks, with_finish([f"{intro}```python\nx = 1\n```\n"]))
+    assert [json.loads(c.arguments)["path"] for c in calls_of(out)] == ["stats.py"]
+
+
+@pytest.mark.parametrize(
+    "intro", ["Compare `a.py` with `b.py`:\n", "Here is `stats.py`.\n", "stats.py\n\n\n"]
+)
+async def test_a_sentence_quoting_two_paths_or_not_ending_in_a_colon_does_not(intro):
+    out, _ = await run(blocks, with_finish([f"{intro}```python\nx = 1\n```\n"]))
+    assert calls_of(out) == []

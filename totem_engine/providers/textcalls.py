@@ -200,6 +200,7 @@ _BARE_PARTIAL = re.compile(r'\{\s*(?:"(?:n(?:a(?:m(?:e(?:"\s*)?)?)?)?)?)?')
 # A line naming a file before a fenced block: "calc.py", "`src/a.py`:", "**a.py**", "### a.py".
 _PATH_LINE = re.compile(r"[\w.][\w./-]*\.[\w]+")
 _PATH_DECOR = " \t#*`:"
+_QUOTED_PATH = re.compile(r"`([\w.][\w./-]*\.\w+)`")
 _MAX_TAIL = 300
 
 _FUNCTION = re.compile(r"<function=([^>\s]+)\s*>(.*?)</function>", re.S)
@@ -280,7 +281,12 @@ def _call_from_value(value: Any) -> tuple[str, dict] | None:
 
 
 def _path_line(line: str) -> str | None:
-    """The relative path a line names on its own, without its Markdown decoration, or None."""
+    """The relative path a line names on its own, without its Markdown decoration, or None.
+    A sentence that introduces the block and quotes one path ("Here is the updated `a.py`
+    file:") names it too: small models write that more often than a bare path."""
+    quoted = _QUOTED_PATH.findall(line)
+    if line.rstrip().endswith(":") and len(set(quoted)) == 1:
+        line = quoted[0]
     candidate = line.strip()
     for label in ("File:", "file:", "Filename:", "filename:"):
         candidate = candidate.removeprefix(label)
@@ -378,10 +384,12 @@ class _Scanner:
             self.tail = (self.tail + text)[-_MAX_TAIL:]
 
     def _previous_line(self) -> str:
-        """The last whole line given out as text ("" when the text does not end a line)."""
+        """The last whole line given out as text, over one blank line ("" when the text does not
+        end a line)."""
         if not self.tail.endswith("\n"):
             return ""
-        return self.tail[:-1].rsplit("\n", 1)[-1]
+        lines = self.tail[:-1].rsplit("\n", 2)[-2:]
+        return lines[-1] if lines[-1].strip() or len(lines) < 2 else lines[0]
 
     def _take_text(self, out: list[StreamChunk], size: int) -> bool:
         self._text(out, self.buf[:size])
