@@ -146,13 +146,16 @@ async def models_command(args: argparse.Namespace) -> int:
         print(f"! {notice}", file=sys.stderr)
     runtime = Runtime(root, loaded)
     failures = 0
-    from totem_cli.providers import local_servers, print_local
+    from totem_cli.providers import installed_local_line, local_servers, print_local
 
+    own = installed_local_line(runtime.config)
+    if own:
+        print(own)
     try:
         local = await local_servers(args, runtime.config.providers)
         if not runtime.config.providers:
             print_local(local)
-            if local:
+            if local or own:
                 return 0
             print("No providers configured. Add a [providers.<name>] table to your config (see docs/config.md),"
                   " or run: totem providers add TEMPLATE NAME", file=sys.stderr)
@@ -170,7 +173,7 @@ async def models_command(args: argparse.Namespace) -> int:
         print_local(local)
     finally:
         await runtime.aclose()
-    return 1 if failures == len(runtime.config.providers) and not local else 0
+    return 1 if failures == len(runtime.config.providers) and not local and not own else 0
 
 
 async def history_command(args: argparse.Namespace) -> int:

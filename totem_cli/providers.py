@@ -233,6 +233,25 @@ async def local_servers(args: argparse.Namespace, providers: dict) -> list:
     return [server for server in found if not _configured(server, providers)]
 
 
+def installed_local_line(config) -> str | None:
+    """Totem's own local model when it is set up and not replaced by a ``[providers.local]``:
+    ``local/<id>\t<ctx>\t<where it runs>``, the form of the configured models' lines."""
+    from totem_engine.local import PROVIDER_NAME
+    from totem_engine.local.model import installed, local_dir_from
+    from totem_engine.local.server import status
+
+    if PROVIDER_NAME in config.providers:
+        return None
+    root = local_dir_from(config)
+    install = installed(root)
+    if install is None:
+        return None
+    now = status(root)
+    where = f"running at {now.state.address}" if now.healthy and now.state else "starts on demand"
+    default = " (the default: no model configured)" if config.model is None else ""
+    return f"{PROVIDER_NAME}/{install.model_id}\t{config.local_ctx}\t{where}{default}"
+
+
 def print_local(servers: list) -> None:
     if not servers:
         return

@@ -47,3 +47,18 @@ def test_setup_reports_a_missing_tool(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "needs cmake, a C++ compiler (g++ or clang++), ninja or make" in err
     assert "apt-get install cmake g++" in err
+
+
+def test_models_lists_the_installed_local_model_until_a_provider_of_that_name_replaces_it(tmp_path, capsys):
+    root = tmp_path / "local"
+    config = tmp_path / "c.toml"
+    config.write_text(f'local_dir = "{root}"\nlocal_ctx = 4096\n')
+    args = ["models", "--config", str(config), "--cwd", str(tmp_path), "--no-local"]
+    assert main(args) == 1  # nothing configured, nothing installed
+    capsys.readouterr()
+    fake_install(root)
+    assert main(args) == 0
+    assert capsys.readouterr().out == "local/qwen2.5-coder-1.5b\t4096\tstarts on demand (the default: no model configured)\n"
+    config.write_text(f'local_dir = "{root}"\n[providers.local]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n')
+    main(args)
+    assert "starts on demand" not in capsys.readouterr().out
