@@ -14,6 +14,8 @@ def render_session(session: Session, messages: list[StoredMessage]) -> str:
             if part.type == "text":
                 who = "user" if message.role == "user" else "assistant"
                 lines.append(f"{who}{mark}: {data.get('text', '')}")
+            elif part.type == "context" and data.get("nudge"):
+                lines.append(f"(Totem asked again: {data.get('text', '')})")
             elif part.type == "context":
                 lines.append(f"(shown with it: {', '.join(data.get('files', [])) or 'the project file list'})")
             elif part.type == "reasoning":

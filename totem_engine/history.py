@@ -11,7 +11,7 @@ INTERRUPTED = "The call was interrupted before it finished; it may have done par
 
 
 def to_messages(stored: Iterable[StoredMessage], *, provider: str | None = None) -> list[Message]:
-    """User texts (with the files shown beside them, mentions.py), assistant steps (text, reasoning, tool calls) and one tool message per call.
+    """User texts (with what Totem put beside them: the files shown, a nudge), assistant steps (text, reasoning, tool calls) and one tool message per call.
 
     Discarded parts (a retried step) are left out. A tool call with no stored result (a process
     killed mid-call) is replayed as interrupted, so every call the model made has its answer.
@@ -21,8 +21,8 @@ def to_messages(stored: Iterable[StoredMessage], *, provider: str | None = None)
     for message in stored:
         live = [p for p in message.parts if not p.discarded]
         if message.role == "user":
-            text = "".join(p.data.get("text", "") for p in live if p.type == "text")
-            text = "\n\n".join([text, *(p.data["text"] for p in live if p.type == "context")]) if text else text
+            typed = "".join(p.data.get("text", "") for p in live if p.type == "text")
+            text = "\n\n".join(t for t in [typed, *(p.data["text"] for p in live if p.type == "context")] if t)
             if text:
                 out.append(Message(role="user", text=text))
             continue

@@ -28,7 +28,8 @@ from totem_engine.config import MIN_MAX_STEPS, Config, ConfigError
 from totem_engine.frontend import FrontEnd
 from totem_engine.compaction import Complete, Fitted, build_ledger, completer, fit, ledger_present
 from totem_engine.context import output_reserve
-from totem_engine.progress import ReasoningRetry, RepetitionDetector, RoundLimit, least_reasoning
+from totem_engine.progress import ReasoningRetry, RepetitionDetector, RoundLimit, UnmadeChange, least_reasoning
+from totem_engine.prompt_files import prompt
 from totem_engine.prompt import system_prompt
 from totem_engine.providers.base import (
     ChatRequest,
@@ -131,6 +132,7 @@ class _StepOutcome:
     calls: list[ToolCall]
     message_id: str
     usage: ev.Usage
+    text: str = ""
     guard: str | None = None  # a guard on the reply itself ended the run (repetition, all reasoning)
 
 
@@ -326,6 +328,8 @@ class Turn:
             await self._show_named_files()
         fitter = _Fitter(self, provider, model_id, base_prompt)
         rounds = RoundLimit(effective_max_steps(self.options.max_steps))
+        unmade = UnmadeChange()
+        changed = False  # a file was changed in this turn
         step = 0
         while True:
             if rounds.reached(step):
@@ -351,8 +355,14 @@ class Turn:
             if outcome.guard:
                 return "guard", outcome.guard
             if not outcome.calls:
+                if self.small and self._text_calls_wanted() and unmade.nudge(
+                    outcome.text, changed=changed, prose_edit=detect_prose_edit(outcome.text)
+                ):
+                    await self._nudge("unmade_change.txt", "The model said it made a change but changed no file; it is asked to make it.")
+                    continue
                 return "finished", None
             reason = await self.calls.run(outcome.calls, outcome.message_id)
+            changed = changed or self.calls.round_changed
             rounds.record_step(changed=self.calls.round_changed, new_information=self.calls.novelty.last_round_new)
             if reason:
                 return "guard", reason
@@ -408,7 +418,13 @@ class Turn:
                 message_id, "step", {"step": step, "model": self.answered_by, "usage": usage.model_dump(by_alias=True)}
             )
             await self.emit(ev.StepEnd(session_id=self.session_id, step=step, model=self.answered_by, usage=usage))
-            return _StepOutcome(calls=calls, message_id=message_id, usage=usage, guard=guard)
+            return _StepOutcome(calls=calls, message_id=message_id, usage=usage, guard=guard, text=text.text)
+
+    async def _nudge(self, prompt_file: str, notice: str) -> None:
+        """Ask the model again, in the user's place, with ``prompts/<prompt_file>``; say so."""
+        message = await self.agent.store.add_message(self.session_id, "user", turn_id=self.turn_id)
+        await self.agent.store.add_part(message, "context", {"text": prompt(prompt_file), "nudge": True})
+        await self.emit(ev.Notice(session_id=self.session_id, level="info", message=notice))
 
     async def _notice(self, message: str) -> None:
         """An info notice the chat shows and the session keeps (a notice part of its own message)."""
@@ -452,7 +468,10 @@ class Turn:
         )
         if found is None:
             return
-        await self.agent.store.add_part(self.user_message, "context", {"text": found.text, "files": [rel for rel, _ in found.shown]})
+        text = found.text
+        if found.shown and self._text_calls_wanted():
+            text += "\n\n" + prompt("small_reminder.txt")  # last, nearest to the answer
+        await self.agent.store.add_part(self.user_message, "context", {"text": text, "files": [rel for rel, _ in found.shown]})
         for rel, data in found.shown:
             mark_seen_in(self.state.reads, rel, data)
 

@@ -7,6 +7,8 @@
   the least reasoning the model allows, twice at most.
 - ``RoundLimit``: the step limit, extended by up to three passes of ten steps while the run makes
   progress.
+- ``UnmadeChange``: a small model that ends its turn saying it changed code while no file was
+  changed (or showing the change in prose) is asked once to make it.
 
 No I/O here: the loop feeds these and turns what they return into notices and stop reasons.
 """
@@ -400,3 +402,30 @@ class RoundLimit:
             f"{why}; going on for {self.pass_steps} more steps (extension {self.extensions} of {self.passes}).",
             self.limit,
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# A change claimed, not made
+# ---------------------------------------------------------------------------------------------
+
+# "I added ...", "I've updated ...", "... has been fixed": a report of a change made.
+_CLAIM = re.compile(
+    r"\b(?:I(?:'ve| have)?\s+(?:now\s+)?|(?:has|have) been\s+)"
+    r"(?:added|changed|updated|modified|fixed|implemented|renamed|created|written|wrote|replaced|removed|corrected)\b",
+    re.IGNORECASE,
+)
+
+
+class UnmadeChange:
+    """A reply that ends a turn claiming a change (``_CLAIM``) or describing one in prose
+    (capabilities.detect_prose_edit) while the turn changed no file: small models do this
+    after reading a file. ``nudge`` says whether to ask once more; ``limit`` times a turn."""
+
+    def __init__(self, limit: int = 1):
+        self.left = limit
+
+    def nudge(self, text: str, *, changed: bool, prose_edit: bool) -> bool:
+        if changed or self.left <= 0 or not (prose_edit or _CLAIM.search(text)):
+            return False
+        self.left -= 1
+        return True

@@ -53,6 +53,20 @@ def test_a_fragment_sent_as_the_whole_file_is_merged_and_a_second_turn_needs_no_
     assert "```" not in "".join(e["text"] for e in result.of("textDelta"))
 
 
+def test_a_fragment_sent_again_is_not_written_twice(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    block = "calc.py\n```python\ndef mul(a, b):\n    return a * b\n```\n"
+    totem.server.enqueue(text_reply(block))
+    totem.server.enqueue(text_reply(block))
+    totem.server.enqueue(text_reply("Added mul."))
+    result = run_small(totem, "Add mul(a, b) to calc.py")
+
+    assert (totem.project / "calc.py").read_text() == CALC + "\n\ndef mul(a, b):\n    return a * b\n"
+    first, second = result.of("toolEnd")
+    assert first["status"] == "ok" and second["status"] == "error"
+    assert "Nothing written: calc.py already holds what you sent." in second["output"]
+
+
 def test_a_bare_json_call_on_its_own_line_runs(totem):
     (totem.project / "data.txt").write_text("42\n")
     totem.server.enqueue(text_reply('{"name": "read", "arguments": {"path": "data.txt"}}'))

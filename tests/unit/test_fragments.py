@@ -69,7 +69,6 @@ def test_a_whole_file_is_not_a_fragment():
     assert merge_python(OLD, OLD.replace("a - b", "b - a")) is None  # keeps add unchanged
     removed = OLD.replace("def sub(a, b):\n    return a - b\n\n\n", "")
     assert merge_python(OLD, removed) is None  # a real removal keeps the untouched definitions
-    assert merge_python(OLD, "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n") is None
 
 
 def test_text_that_does_not_parse_is_not_merged():
@@ -94,3 +93,11 @@ def test_a_rewrite_dropping_most_definitions_is_refused_but_removing_one_is_not(
         check_whole("app.js", old, "function c() {}\n")
     check_whole("app.js", old, "function a() {}\nfunction b() {}\n")
     check_whole("app.js", "function a() {}\n", "function z() {}\n")  # one definition: a rewrite
+
+
+def test_a_fragment_already_in_the_file_changes_nothing():
+    text, notes = merged("def add(a, b):\n    return a + b\n")
+    assert text == OLD and notes == ["replaced add"]
+    assert merge_python(OLD, "")[0] == OLD
+    # Only untouched definitions, the rest left out: a fragment with nothing in it, not a deletion.
+    assert merge_python(OLD, "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n")[0] == OLD

@@ -450,3 +450,34 @@ async def test_a_sentence_quoting_one_path_introduces_a_file_block_too(intro):
 async def test_a_sentence_quoting_two_paths_or_not_ending_in_a_colon_does_not(intro):
     out, _ = await run(blocks, with_finish([f"{intro}```python\nx = 1\n```\n"]))
     assert calls_of(out) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```\nstats.py\n```\n```python\nx = 1\n```\n",  # the path in a fence of its own
+        "```\nstats.py\n```\n\n```\nx = 1\n```\n",
+        "```python stats.py\nx = 1\n```\n",  # in the info string
+        "```stats.py\nx = 1\n```\n",
+        "```python\n# stats.py\nx = 1\n```\n",  # in a comment on the first line, which is dropped
+        "```js\n// File: stats.py\nx = 1\n```\n",
+    ],
+)
+async def test_the_path_may_sit_in_a_fence_before_in_the_info_string_or_in_a_first_line_comment(text):
+    for pieces in splits(text):
+        out, _ = await run(blocks, with_finish(pieces))
+        found = [(c.name, json.loads(c.arguments)) for c in calls_of(out)]
+        assert found == [("write", {"path": "stats.py", "content": "x = 1\n"})], pieces
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```python\n# compute the total\nx = 1\n```\n",
+        "```python\nx = 1  # stats.py\n```\n",
+        "```\nnot a path\n```\n```python\nx = 1\n```\n",
+    ],
+)
+async def test_a_block_with_a_comment_that_names_no_path_stays_text(text):
+    out, _ = await run(blocks, with_finish([text]))
+    assert calls_of(out) == [] and text_of(out) == text

@@ -27,15 +27,20 @@ are understood, split across chunks anywhere:
 - the same JSON object alone at the start of a line, without a fence (Qwen2.5-Coder's later
   calls in a conversation).
 
-With ``file_blocks`` (the small-model mode, prompts/small_tools.txt) a fifth: a line holding only
-a relative path, then a fenced block, is the whole new content of that file, a ``write`` call,
-as aider's "whole" edit format asks of weak models::
+With ``file_blocks`` (the small-model mode, prompts/small_tools.txt) a fifth: a fenced block
+that names a relative path is the whole new content of that file, a ``write`` call, as aider's
+"whole" edit format asks of weak models::
 
       calc.py
       ```python
       def add(a, b):
           return a + b
       ```
+
+The path may also be in a sentence ending with a colon that quotes only it ("Here is the
+updated `calc.py`:"), alone in a fence of its own just before, in the info string
+(```` ```python calc.py ````) or in a comment alone on the block's first line (``# calc.py``,
+which is not written). A fence that names no path stays text.
 
 Calls are removed from the visible text and become ``ToolCallChunk`` (ids ``call_text_<n>``).
 Any other code, fenced or not, stays text and is never executed. Only as much text is held back
@@ -202,6 +207,8 @@ _PATH_LINE = re.compile(r"[\w.][\w./-]*\.[\w]+")
 _PATH_DECOR = " \t#*`:"
 _QUOTED_PATH = re.compile(r"`([\w.][\w./-]*\.\w+)`")
 _MAX_TAIL = 300
+_MAX_PATH_WAIT = 200  # characters of a fence's first lines held while a path may still be in them
+_COMMENTS = ("//", "#", "--", "/*")
 
 _FUNCTION = re.compile(r"<function=([^>\s]+)\s*>(.*?)</function>", re.S)
 _PARAMETER = re.compile(r"<parameter=([^>\s]+)\s*>(.*?)</parameter>", re.S)
@@ -294,6 +301,20 @@ def _path_line(line: str) -> str | None:
     return candidate if _PATH_LINE.fullmatch(candidate) and ".." not in candidate.split("/") else None
 
 
+def _info_path(info: str) -> str | None:
+    """A path in a fence's info string ("```python calc.py", "```calc.py")."""
+    return next((path for word in info.split() if (path := _path_line(word))), None)
+
+
+def _comment_path(line: str) -> str | None:
+    """A path that a comment alone on the first line of a block names ("# calc.py")."""
+    text = line.strip()
+    for marker in _COMMENTS:
+        if text.startswith(marker):
+            return _path_line(text[len(marker):].removesuffix("*/"))
+    return None
+
+
 def _fence_head(rest: str, known: frozenset[str]) -> str:
     """Whether a fence's content so far can still be a call: "ok", "more" (cannot tell yet) or
     "reject". Reads ``{``, the first key (``name`` or ``arguments``) and, for ``name``, its value."""
@@ -369,6 +390,8 @@ class _Scanner:
         self.file_blocks = file_blocks and "write" in known
         self.buf = ""
         self.tail = ""  # the end of the text given out, for the line before a fence
+        self.file_path = ""  # the file block open at the start of buf: its path
+        self.file_start = 0  # and where its content starts
         self.line_start = True  # the text given out so far ends a line (or is empty)
         self.in_code = False  # inside an ordinary code fence: only its closing ``` is looked for
         self.pending: str | None = None  # the kind of markup open at the start of buf
@@ -383,13 +406,17 @@ class _Scanner:
             self.line_start = text.endswith("\n")
             self.tail = (self.tail + text)[-_MAX_TAIL:]
 
-    def _previous_line(self) -> str:
-        """The last whole line given out as text, over one blank line ("" when the text does not
-        end a line)."""
+    def _introduced_path(self) -> str | None:
+        """The path named just before a fence: on the last line given out (over one blank line),
+        or alone in a fence of its own right before ("```\ncalc.py\n```")."""
         if not self.tail.endswith("\n"):
-            return ""
-        lines = self.tail[:-1].rsplit("\n", 2)[-2:]
-        return lines[-1] if lines[-1].strip() or len(lines) < 2 else lines[0]
+            return None
+        lines = self.tail[:-1].split("\n")[-4:]
+        if len(lines) > 1 and not lines[-1].strip():
+            lines.pop()
+        if len(lines) >= 3 and lines[-1].strip() == FENCE and lines[-3].strip().startswith(FENCE):
+            return _path_line(lines[-2])
+        return _path_line(lines[-1])
 
     def _take_text(self, out: list[StreamChunk], size: int) -> bool:
         self._text(out, self.buf[:size])
@@ -530,30 +557,51 @@ class _Scanner:
             return self._take_text(out, end)
         return self._take_call(parsed, end)
 
-    def _file(self, out: list[StreamChunk], final: bool) -> bool:
-        """A fenced block after a path line: the whole new content of that file."""
+    def _file_start(self, final: bool) -> bool | None:
+        """Whether the fence at the start of buf opens a file block (file_path and file_start are
+        then set): a path before it, in its info string or in a comment on its first line. None:
+        it does not; False: cannot tell yet."""
         newline = self.buf.find("\n", len(FENCE))
-        close = self.buf.find("\n" + FENCE, max(self.resume, newline))
+        if newline < 0:
+            return None if final or len(self.buf) > _MAX_PATH_WAIT else False
+        path = self._introduced_path() or _info_path(self.buf[len(FENCE):newline])
+        start = newline + 1
+        if path is None:
+            end = self.buf.find("\n", start)
+            first = self.buf[start: end if end >= 0 else len(self.buf)]
+            if end < 0:
+                lead = first.lstrip()
+                could_be = lead.startswith(_COMMENTS) or any(marker.startswith(lead) for marker in _COMMENTS)
+                return False if could_be and not final and len(first) <= _MAX_PATH_WAIT else None
+            path = _comment_path(first)
+            if path is None:
+                return None
+            start = end + 1
+        self.file_path, self.file_start = path, start
+        return True
+
+    def _file(self, out: list[StreamChunk], final: bool) -> bool:
+        """A file block: the whole new content of ``file_path`` (a call in a json fence stays one)."""
+        close = self.buf.find("\n" + FENCE, max(self.resume, self.file_start - 1))
         if close < 0 and not final:
             self._wait("file", "\n" + FENCE)
-            self.resume = max(self.resume, newline)
+            self.resume = max(self.resume, self.file_start - 1)
             return False
-        body = self.buf[newline + 1: close if close >= 0 else len(self.buf)]
-        call = _parse_fence_json(body, self.known)
-        path = _path_line(self._previous_line())
-        parsed = call or ("write", {"path": path, "content": body + "\n" if body else ""})
+        body = self.buf[self.file_start: close if close >= 0 else len(self.buf)]
+        parsed = _parse_fence_json(body, self.known) or ("write", {"path": self.file_path, "content": body + "\n" if body else ""})
         return self._take_call(parsed, len(self.buf) if close < 0 else close + 1 + len(FENCE))
 
     def _fence(self, out: list[StreamChunk], final: bool) -> bool:
         if self.in_code:  # the end of an ordinary code block
             self.in_code = False
             return self._take_text(out, len(FENCE))
-        newline = self.buf.find("\n", len(FENCE))
-        if self.file_blocks and _path_line(self._previous_line()):
-            if newline < 0 and not final and len(self.buf) - len(FENCE) <= _MAX_INFO:
-                return self._wait("fence", "")  # the info string is still coming
-            if newline >= 0:
+        if self.file_blocks:
+            opens = self._file_start(final)
+            if opens is False:
+                return self._wait("fence", "")  # its first lines are still coming
+            if opens:
                 return self._file(out, final)
+        newline = self.buf.find("\n", len(FENCE))
         if newline < 0:
             info = self.buf[len(FENCE):].strip().lower()
             plausible = len(info) <= _MAX_INFO and any(name.startswith(info) for name in FENCE_INFO)

@@ -76,6 +76,8 @@ def _whole_file(rel: str, old: str, new: str, notes: list[str]) -> str:
     file, a fragment of another language refused, anything else as sent."""
     if rel.endswith(".py") and (merged := merge_python(old, new)) is not None:
         text, done = merged
+        if text == old:
+            raise ToolError(f"Nothing written: {rel} already holds what you sent.")
         notes.append(f"What you sent was part of {rel}; it was merged into the file: {'; '.join(done)}.")
         return text
     check_whole(rel, old, new)
