@@ -96,8 +96,8 @@ def test_a_rewrite_dropping_most_definitions_is_refused_but_removing_one_is_not(
 
 
 def test_a_fragment_already_in_the_file_changes_nothing():
-    text, notes = merged("def add(a, b):\n    return a + b\n")
-    assert text == OLD and notes == ["replaced add"]
+    text, notes = merged("def sub(a, b):\n    return a - b\n")
+    assert text == OLD and notes == ["replaced sub"]
     assert merge_python(OLD, "")[0] == OLD
-    # Only untouched definitions, the rest left out: a fragment with nothing in it, not a deletion.
-    assert merge_python(OLD, "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n")[0] == OLD
+    # One untouched definition, three left out: a fragment with nothing in it, not a deletion.
+    assert merge_python(OLD, "def add(a, b):\n    return a + b\n")[0] == OLD

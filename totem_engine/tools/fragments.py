@@ -14,7 +14,8 @@ Python the intent is unambiguous enough to merge, the way a reviewer would apply
 
 A text is a fragment when it drops some of the file's top-level definitions and keeps none of
 them unchanged (a real whole file that removes a function keeps the untouched ones), or when
-everything it defines is already in the file as it is (a fragment sent twice: nothing to do). Other
+everything it defines is already in the file as it is and it leaves out more definitions, two
+at least, than it holds (a fragment sent twice: nothing to do). Other
 languages have no merge; a rewrite that drops most of their definitions is refused instead.
 """
 
@@ -80,7 +81,8 @@ def merge_python(old: str, new: str) -> tuple[str, list[str]] | None:
     unchanged = [
         key for key, n in new_defs.items() if key in old_defs and _text(new_lines, n) == _text(old_lines, old_defs[key])
     ]
-    if not dropped or (unchanged and len(unchanged) < len(new_defs)):
+    resent = len(unchanged) == len(new_defs) and len(dropped) >= 2 and len(dropped) > len(new_defs)
+    if not dropped or (unchanged and not resent):
         return None
     notes: list[str] = []
     lines = _merge_body(old_lines, old_nodes, new_lines, new_nodes, notes, gap=2)
