@@ -22,6 +22,7 @@ import anyio
 
 from totem_engine import events as ev
 from totem_engine.calls import ToolCalls
+from totem_engine.checks.python import PythonChecker
 from totem_engine.checks.registry import checkers_from_config
 from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import MIN_MAX_STEPS, Config, ConfigError
@@ -325,6 +326,7 @@ class Turn:
             self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=skills, small=self.small
         )
         if self.small:
+            self.checkers.append(PythonChecker())  # what a small model's code breaks, back to it
             await self._show_named_files()
         fitter = _Fitter(self, provider, model_id, base_prompt)
         rounds = RoundLimit(effective_max_steps(self.options.max_steps))

@@ -88,3 +88,15 @@ def test_a_fragment_of_a_file_without_a_merge_is_refused_and_the_file_kept(totem
     assert (totem.project / "app.js").read_text() == app
     (end,) = result.of("toolEnd")
     assert end["status"] == "error" and "would delete a, b, c from app.js" in end["output"]
+
+
+def test_a_small_model_hears_what_its_python_breaks(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    totem.server.enqueue(text_reply("calc.py\n```python\ndef mul(a, b):\n    return multiply(a, b)\n```\n"))
+    totem.server.enqueue(text_reply("Done."))
+    result = run_small(totem, "Add mul(a, b) to calc.py")
+
+    (end,) = result.of("toolEnd")
+    assert end["status"] == "ok" and "Checks found:" in end["output"]
+    assert "calc.py:10:12 F821 undefined name 'multiply'" in end["output"]
+    assert "F821" in totem.server.requests[1]["messages"][-1]["content"]

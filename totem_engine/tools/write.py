@@ -73,11 +73,13 @@ class WriteTool(Tool):
 
 def _whole_file(rel: str, old: str, new: str, notes: list[str]) -> str:
     """What a small model's "whole file" means (fragments.py): a Python fragment merged into the
-    file, a fragment of another language refused, anything else as sent."""
-    if rel.endswith(".py") and (merged := merge_python(old, new)) is not None:
+    file, a fragment of another language refused, anything else as sent; refused when it
+    changes nothing (the model then knows its change is in)."""
+    merged = merge_python(old, new) if rel.endswith(".py") else None
+    if (merged[0] if merged else new) == old:
+        raise ToolError(f"Nothing written: {rel} already holds what you sent.")
+    if merged is not None:
         text, done = merged
-        if text == old:
-            raise ToolError(f"Nothing written: {rel} already holds what you sent.")
         notes.append(f"What you sent was part of {rel}; it was merged into the file: {'; '.join(done)}.")
         return text
     check_whole(rel, old, new)
