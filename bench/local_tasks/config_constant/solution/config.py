@@ -1,0 +1,4 @@
+"""Settings for the downloader."""
+
+MAX_RETRIES = 5
+TIMEOUT_SECONDS = 10
