@@ -243,6 +243,7 @@ class Turn:
         self._writers: list[_StreamedPart] = []  # the parts of the step streaming now
         self._answers: list[_StreamedPart] = []  # the text parts of finished steps
         self._used_call_ids: set[str] = set()
+        self.shown: list[str] = []  # the files shown with the request (small models, mentions.py)
 
     def abort(self) -> None:
         self._aborted = True
@@ -473,7 +474,8 @@ class Turn:
         text = found.text
         if found.shown and self._text_calls_wanted():
             text += "\n\n" + prompt("small_reminder.txt")  # last, nearest to the answer
-        await self.agent.store.add_part(self.user_message, "context", {"text": text, "files": [rel for rel, _ in found.shown]})
+        self.shown = [rel for rel, _ in found.shown]
+        await self.agent.store.add_part(self.user_message, "context", {"text": text, "files": self.shown})
         for rel, data in found.shown:
             mark_seen_in(self.state.reads, rel, data)
 
@@ -546,6 +548,7 @@ class Turn:
                 schemas={spec.name: spec.parameters for spec in self.specs},
                 stats=self._text_calls,
                 file_blocks=self.small and self._text_calls_wanted(),
+                default_path=self.shown[0] if len(self.shown) == 1 else None,
             )
         async with aclosing(stream) as chunks:
             async for chunk in chunks:

@@ -481,3 +481,35 @@ async def test_the_path_may_sit_in_a_fence_before_in_the_info_string_or_in_a_fir
 async def test_a_block_with_a_comment_that_names_no_path_stays_text(text):
     out, _ = await run(blocks, with_finish([text]))
     assert calls_of(out) == [] and text_of(out) == text
+
+
+def one_file(stream, stats=None):
+    return text_tool_calls(stream, TOOLS | {"patch"}, stats=stats, file_blocks=True, default_path="calc.py")
+
+
+async def test_a_block_that_names_no_file_is_the_one_file_shown_with_the_request():
+    text = "Here is the fix.\n```python\ndef add(a, b):\n    return a + b\n```\nDone."
+    for pieces in splits(text):
+        out, _ = await run(one_file, with_finish(pieces))
+        found = [(c.name, json.loads(c.arguments)) for c in calls_of(out)]
+        assert found == [("write", {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"})], pieces
+
+
+@pytest.mark.parametrize("text", ["Run:\n```bash\npython calc.py\n```\n", "Output:\n```text\n3\n```\n", "```js\nx()\n```\n"])
+async def test_a_block_in_another_language_is_not_taken_for_the_file(text):
+    out, _ = await run(one_file, with_finish([text]))
+    assert calls_of(out) == [] and text_of(out) == text
+
+
+async def test_a_fence_holding_only_a_path_labels_the_next_block():
+    out, _ = await run(one_file, with_finish(["```\nother.py\n```\n```python\nx = 1\n```\n"]))
+    assert [(c.name, json.loads(c.arguments)["path"]) for c in calls_of(out)] == [("write", "other.py")]
+    assert text_of(out).startswith("```\nother.py\n```")
+
+
+async def test_a_diff_block_is_a_patch_of_its_file_with_the_header_added_when_missing():
+    diff = "@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+    out, _ = await run(one_file, with_finish([f"```diff\n{diff}```\n"]))
+    (call,) = calls_of(out)
+    assert call.name == "patch"
+    assert json.loads(call.arguments) == {"patch": f"--- a/calc.py\n+++ b/calc.py\n{diff}"}

@@ -40,7 +40,9 @@ that names a relative path is the whole new content of that file, a ``write`` ca
 The path may also be in a sentence ending with a colon that quotes only it ("Here is the
 updated `calc.py`:"), alone in a fence of its own just before, in the info string
 (```` ```python calc.py ````) or in a comment alone on the block's first line (``# calc.py``,
-which is not written). A fence that names no path stays text.
+which is not written). A fence that names no path stays text, unless ``default_path`` is given
+and its info string is empty or that file's language. A block that holds a diff (``@@`` hunks)
+is a ``patch`` of its file instead.
 
 Calls are removed from the visible text and become ``ToolCallChunk`` (ids ``call_text_<n>``).
 Any other code, fenced or not, stays text and is never executed. Only as much text is held back
@@ -306,6 +308,23 @@ def _info_path(info: str) -> str | None:
     return next((path for word in info.split() if (path := _path_line(word))), None)
 
 
+# A block that names no file is taken for the one file of the request when its info string is
+# empty or that file's language (a shell command or program output is not the file).
+_LANGUAGES = {
+    "py": {"python", "py", "python3"},
+    "js": {"javascript", "js", "node"},
+    "ts": {"typescript", "ts"},
+    "md": {"markdown", "md"},
+}
+_DIFF_MARKS = frozenset({"", " ", "+", "-", "@", "\\"})
+
+
+def _fits(info: str, path: str) -> bool:
+    words = info.strip().lower().split()
+    extension = path.rsplit(".", 1)[-1].lower()
+    return not words or words[0] in _LANGUAGES.get(extension, {extension}) or words[0] == "diff"
+
+
 def _comment_path(line: str) -> str | None:
     """A path that a comment alone on the first line of a block names ("# calc.py")."""
     text = line.strip()
@@ -383,15 +402,25 @@ class _Scanner:
     written through ``write``) costs one pass, not one per chunk.
     """
 
-    def __init__(self, known: frozenset[str], schemas: Mapping[str, Any], stats: TextCallStats, *, file_blocks: bool):
+    def __init__(
+        self,
+        known: frozenset[str],
+        schemas: Mapping[str, Any],
+        stats: TextCallStats,
+        *,
+        file_blocks: bool,
+        default_path: str | None,
+    ):
         self.known = known
         self.schemas = schemas
         self.stats = stats
         self.file_blocks = file_blocks and "write" in known
         self.buf = ""
         self.tail = ""  # the end of the text given out, for the line before a fence
+        self.default_path = default_path if "write" in known else None
         self.file_path = ""  # the file block open at the start of buf: its path
         self.file_start = 0  # and where its content starts
+        self.file_unnamed = False  # and whether the path is default_path, the block naming none
         self.line_start = True  # the text given out so far ends a line (or is empty)
         self.in_code = False  # inside an ordinary code fence: only its closing ``` is looked for
         self.pending: str | None = None  # the kind of markup open at the start of buf
@@ -572,11 +601,15 @@ class _Scanner:
             if end < 0:
                 lead = first.lstrip()
                 could_be = lead.startswith(_COMMENTS) or any(marker.startswith(lead) for marker in _COMMENTS)
-                return False if could_be and not final and len(first) <= _MAX_PATH_WAIT else None
-            path = _comment_path(first)
-            if path is None:
+                if could_be and not final and len(first) <= _MAX_PATH_WAIT:
+                    return False
+            path = _comment_path(first) if end >= 0 else None
+            if path is not None:
+                start = end + 1
+            elif self.default_path and _fits(self.buf[len(FENCE):newline], self.default_path):
+                path, self.file_unnamed = self.default_path, True
+            else:
                 return None
-            start = end + 1
         self.file_path, self.file_start = path, start
         return True
 
@@ -587,9 +620,23 @@ class _Scanner:
             self._wait("file", "\n" + FENCE)
             self.resume = max(self.resume, self.file_start - 1)
             return False
+        size = len(self.buf) if close < 0 else close + 1 + len(FENCE)
         body = self.buf[self.file_start: close if close >= 0 else len(self.buf)]
-        parsed = _parse_fence_json(body, self.known) or ("write", {"path": self.file_path, "content": body + "\n" if body else ""})
-        return self._take_call(parsed, len(self.buf) if close < 0 else close + 1 + len(FENCE))
+        unnamed, self.file_unnamed = self.file_unnamed, False
+        if unnamed and _path_line(body):
+            return self._take_text(out, size)  # "```\ncalc.py\n```": the label of the next block
+        parsed = _parse_fence_json(body, self.known) or self._file_call(body)
+        return self._take_call(parsed, size)
+
+    def _file_call(self, body: str) -> tuple[str, dict]:
+        """A block's content as a ``write`` of the whole file, or a ``patch`` when it is a diff
+        (``@@`` hunks; the ``---``/``+++`` header is added when the model left it out)."""
+        lines = body.splitlines()
+        if any(line.startswith("@@") for line in lines) and all(line[:1] in _DIFF_MARKS for line in lines):
+            if not body.startswith("--- "):
+                body = f"--- a/{self.file_path}\n+++ b/{self.file_path}\n{body}"
+            return "patch", {"patch": body + "\n"}
+        return "write", {"path": self.file_path, "content": body + "\n" if body else ""}
 
     def _fence(self, out: list[StreamChunk], final: bool) -> bool:
         if self.in_code:  # the end of an ordinary code block
@@ -633,16 +680,22 @@ async def text_tool_calls(
     schemas: Mapping[str, Any] | None = None,
     stats: TextCallStats | None = None,
     file_blocks: bool = False,
+    default_path: str | None = None,
 ) -> AsyncIterator[StreamChunk]:
     """``stream`` with the tool calls written in its text turned into ToolCallChunks.
 
     ``known_tools``: the names a fenced JSON call may use (tags are taken whatever the name: the
     loop answers an unknown one with the list of tools). ``schemas``: optional JSON schemas by
     tool name, used to type the values of Qwen XML parameters. ``stats`` is filled as the stream
-    goes (see ``TextCallStats``). ``file_blocks``: a path line and a fenced block is a ``write``.
+    goes (see ``TextCallStats``). ``file_blocks``: a fenced block that names a path is a ``write``
+    (a ``patch`` when it holds a diff); ``default_path``: with ``file_blocks``, the file a block
+    that names none is taken for (the one file shown with the request, as aider does with the
+    one file in its chat).
     """
     stats = stats if stats is not None else TextCallStats()
-    scanner = _Scanner(frozenset(known_tools), schemas or {}, stats, file_blocks=file_blocks)
+    scanner = _Scanner(
+        frozenset(known_tools), schemas or {}, stats, file_blocks=file_blocks, default_path=default_path if file_blocks else None
+    )
 
     def finish() -> list[StreamChunk]:
         out = scanner.scan(final=True)
