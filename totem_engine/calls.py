@@ -56,7 +56,10 @@ class ToolCalls:
         self.guards = Guards()
         self.novelty = Novelty()  # no new information (seed 003)
         self.round_changed = False  # the last step changed a file
+        self.round_clean = False  # the last step's calls all succeeded, and no check found anything
+        self._round_findings = 0
         self._round: list[tuple[str, object, str, bool]] = []
+        self.last_metadata: dict = {}  # the metadata of the last call's result (bash: exit_code)
         self.good_rounds = 0  # steps whose calls all succeeded (evidence that tools work)
         self._open: list[_Call] = []
 
@@ -73,6 +76,7 @@ class ToolCalls:
             records.append(_Call(call=call, part_id=part_id, data=data, input=shown))
         self._open = records
         self._round = []
+        self._round_findings = 0
         stop: list[str] = []
         if all(c.name in READ_ONLY for c in calls):
             async with anyio.create_task_group() as group:
@@ -89,6 +93,7 @@ class ToolCalls:
         if all(record.status == "ok" for record in records):
             self.good_rounds += 1
         self.round_changed = any(changed for *_, changed in self._round)
+        self.round_clean = all(record.status == "ok" for record in records) and not self._round_findings
         stale = self.novelty.record_round(self._round)
         if stale and not stop:
             stop.append(stale)
@@ -128,6 +133,7 @@ class ToolCalls:
         result, status, arguments = await self._execute(record)
         await self._close_call(record, status, result.summary, result.output, changed=result.changed)
         self._round.append((record.call.name, arguments, result.output, bool(result.changed)))
+        self.last_metadata = result.metadata
         reasons = []
         if status == "denied":
             reasons.append(self.guards.record_permission(False))
@@ -239,6 +245,7 @@ class ToolCalls:
         if lines:
             result.output += "\n\nChecks found:\n" + "\n".join(lines)
             count = sum(1 for line in lines if not line.startswith("("))
+            self._round_findings += count
             result.summary += f", {count} finding" if count == 1 else f", {count} findings"
         return result
 

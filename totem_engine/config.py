@@ -180,6 +180,9 @@ class Config(_Strict):
     local_port: int | None = Field(default=None, gt=0, le=65535)
     local_ctx: int = Field(default=8192, ge=512)
     local_temperature: float = Field(default=0.0, ge=0)
+    # The command that runs the project's tests after a small model's change (verify.py); unset:
+    # pytest when the project has Python test files and pytest is importable; "": never.
+    test_command: str | None = None
 
     _notes: list[str] = PrivateAttr(default_factory=list)
 

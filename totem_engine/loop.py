@@ -61,8 +61,11 @@ from totem_engine.tools.base import Tool
 from totem_engine.tools.skill import SkillTool
 from totem_engine.mentions import mentions, project_files
 from totem_engine.tools.freshness import mark_seen_in
-from totem_engine.tools.registry import is_small, surface, tool_specs
+from totem_engine.tools.registry import CHANGES_FILES, is_small, surface, tool_specs
 from totem_engine.tools.workspace import Workspace
+from totem_engine.verify import MAX_RUNS as MAX_TEST_RUNS
+from totem_engine.verify import passed as tests_passed
+from totem_engine.verify import find_test_command
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +246,8 @@ class Turn:
         self._writers: list[_StreamedPart] = []  # the parts of the step streaming now
         self._answers: list[_StreamedPart] = []  # the text parts of finished steps
         self._used_call_ids: set[str] = set()
-        self.shown: list[str] = []  # the files shown with the request (small models, mentions.py)
+        self.named: list[str] = []  # the files the request names (small models, mentions.py)
+        self.test_runs = 0  # the project's tests run by Totem in this turn (verify.py)
 
     def abort(self) -> None:
         self._aborted = True
@@ -361,11 +365,14 @@ class Turn:
                 if self.small and self._text_calls_wanted() and unmade.nudge(
                     outcome.text, changed=changed, prose_edit=detect_prose_edit(outcome.text)
                 ):
-                    await self._nudge("unmade_change.txt", "The model said it made a change but changed no file; it is asked to make it.")
+                    await self._nudge("unmade_change.txt", "The model changed no file; it is asked to make the change.")
                     continue
                 return "finished", None
             reason = await self.calls.run(outcome.calls, outcome.message_id)
             changed = changed or self.calls.round_changed
+            if not reason and self._answered_with_files(outcome.calls):
+                if await self._tests_pass():
+                    return "finished", None
             rounds.record_step(changed=self.calls.round_changed, new_information=self.calls.novelty.last_round_new)
             if reason:
                 return "guard", reason
@@ -423,6 +430,33 @@ class Turn:
             await self.emit(ev.StepEnd(session_id=self.session_id, step=step, model=self.answered_by, usage=usage))
             return _StepOutcome(calls=calls, message_id=message_id, usage=usage, guard=guard, text=text.text)
 
+    def _answered_with_files(self, calls: list[ToolCall]) -> bool:
+        """A small model's answer that was its change, written whole and clean (every call a file
+        change that succeeded, no check finding), ends the turn: its text already says what it
+        did, and another round would only ask it to repeat that (aider stops there too)."""
+        return (
+            self.small
+            and self._text_calls_wanted()
+            and self.calls.round_clean
+            and all(call.name in CHANGES_FILES for call in calls)
+        )
+
+    async def _tests_pass(self) -> bool:
+        """After a small model's clean change, the project's tests (verify.py) as a ``bash`` call
+        of a message of its own, asked and shown like the model's; True when they passed or do
+        not run. A failure stays in the history for the model's next step."""
+        if self.test_runs >= MAX_TEST_RUNS:
+            return True
+        command = await find_test_command(self.agent.config.test_command, await anyio.to_thread.run_sync(project_files, self.agent.root))
+        if command is None:
+            return True
+        self.test_runs += 1
+        message_id = await self.agent.store.add_message(self.session_id, "assistant", turn_id=self.turn_id, model=self.model)
+        arguments = json.dumps({"command": command, "description": "Run the project's tests"})
+        if await self.calls.run([self._unique(ToolCall(id="", name="bash", arguments=arguments))], message_id):
+            return True  # a guard stopped it: nothing more to learn from the tests
+        return self.calls.round_clean and tests_passed(command, self.calls.last_metadata.get("exit_code"))
+
     async def _nudge(self, prompt_file: str, notice: str) -> None:
         """Ask the model again, in the user's place, with ``prompts/<prompt_file>``; say so."""
         message = await self.agent.store.add_message(self.session_id, "user", turn_id=self.turn_id)
@@ -468,14 +502,15 @@ class Turn:
             read=self.agent.workspace.read_bytes,
             files=files,
             listing=first_turn,
+            others_budget=(self.record.context_window or 8192) // 2,
         )
         if found is None:
             return
         text = found.text
         if found.shown and self._text_calls_wanted():
             text += "\n\n" + prompt("small_reminder.txt")  # last, nearest to the answer
-        self.shown = [rel for rel, _ in found.shown]
-        await self.agent.store.add_part(self.user_message, "context", {"text": text, "files": self.shown})
+        self.named = found.named
+        await self.agent.store.add_part(self.user_message, "context", {"text": text, "files": [rel for rel, _ in found.shown]})
         for rel, data in found.shown:
             mark_seen_in(self.state.reads, rel, data)
 
@@ -548,7 +583,7 @@ class Turn:
                 schemas={spec.name: spec.parameters for spec in self.specs},
                 stats=self._text_calls,
                 file_blocks=self.small and self._text_calls_wanted(),
-                default_path=self.shown[0] if len(self.shown) == 1 else None,
+                default_path=self.named[0] if len(self.named) == 1 else None,
             )
         async with aclosing(stream) as chunks:
             async for chunk in chunks:

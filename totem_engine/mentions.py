@@ -6,6 +6,9 @@ content of every file the user's message names ("fix calc.py", "in src/app.py"),
 chat files and Claude Code's @-mentions do. A name counts when it is a project file's relative
 path, or the base name of exactly one project file. The files go in within ``budget`` characters,
 in the order they are named; the rest are listed as too large to show, to be read with a tool.
+In a small project (``SMALL_PROJECT`` files at most) the other files of the same kinds follow
+on the first turn, within ``others_budget``: the module a named file imports is then in view,
+as the files a user adds to aider's chat are.
 """
 
 from __future__ import annotations
@@ -19,16 +22,19 @@ from totem_engine.tools.read import looks_binary
 from totem_engine.tools.walk import walk_files
 
 LISTED_FILES = 60  # the file list stops here, saying how many more there are
+SMALL_PROJECT = 20
 _NAME = re.compile(r"[\w./-]*\w\.\w+")
 
 
 @dataclass
 class Mentions:
     """``text``: the block that follows the user's message; ``shown``: (path, bytes) of each file
-    whose content is in it, for the read ledger (they count as read)."""
+    whose content is in it, for the read ledger (they count as read); ``named``: the files the
+    message names."""
 
     text: str
     shown: list[tuple[str, bytes]] = field(default_factory=list)
+    named: list[str] = field(default_factory=list)
 
 
 def project_files(root: Path, limit: int = 5000) -> list[str]:
@@ -66,30 +72,55 @@ async def mentions(
     read: Callable[[Path], Awaitable[bytes]],
     files: list[str],
     listing: bool,
+    others_budget: int = 0,
 ) -> Mentions | None:
     """The block for a message: the file list when ``listing``, then the files it names within
-    ``budget`` characters; None when there is nothing to add. ``read`` reads a file as the editor
-    sees it (unsaved buffers included)."""
+    ``budget`` characters, then (``listing`` in a small project) the other files of their kinds
+    within ``others_budget``; None when there is nothing to add. ``read`` reads a file as the
+    editor sees it (unsaved buffers included)."""
     lines = []
     if listing and files:
         lines.append(f"Files in the project ({len(files)}): " + ", ".join(files[:LISTED_FILES]))
         if len(files) > LISTED_FILES:
             lines[0] += f", and {len(files) - LISTED_FILES} more"
-    result = Mentions("")
-    for rel in named_files(text, files):
-        try:
-            data = await read(root / rel)
-        except OSError:
-            continue
-        content = data.decode("utf-8", errors="replace")
-        if looks_binary(data) or len(content) > budget:
+    result = Mentions("", named=named_files(text, files))
+    for rel in result.named:
+        shown = await _show(root, rel, read, budget)
+        if shown is None:
             lines.append(f"{rel} is too large to show here; read it with the read tool.")
             continue
-        budget -= len(content)
-        fence = "````" if "```" in content else "```"
-        lines.append(f"{rel}\n{fence}\n{content.rstrip()}\n{fence}")
-        result.shown.append((rel, data))
+        budget -= len(shown[0])
+        lines.append(shown[0])
+        result.shown.append((rel, shown[1]))
+    kinds = {_kind(rel) for rel in result.named}
+    if listing and len(files) <= SMALL_PROJECT and kinds:
+        for rel in files:
+            if rel in result.named or _kind(rel) not in kinds:
+                continue
+            shown = await _show(root, rel, read, others_budget)
+            if shown is not None:
+                others_budget -= len(shown[0])
+                lines.append(shown[0])
+                result.shown.append((rel, shown[1]))
     if not lines:
         return None
     result.text = "\n\n".join(lines)
     return result
+
+
+def _kind(rel: str) -> str:
+    return rel.rsplit(".", 1)[-1] if "." in rel.rsplit("/", 1)[-1] else ""
+
+
+async def _show(root: Path, rel: str, read: Callable[[Path], Awaitable[bytes]], budget: int) -> tuple[str, bytes] | None:
+    """``rel`` as a path line and a fenced block, with its bytes; None when it cannot be read, is
+    binary or is longer than ``budget`` characters."""
+    try:
+        data = await read(root / rel)
+    except OSError:
+        return None
+    content = data.decode("utf-8", errors="replace")
+    if looks_binary(data) or len(content) > budget:
+        return None
+    fence = "````" if "```" in content else "```"
+    return f"{rel}\n{fence}\n{content.rstrip()}\n{fence}", data

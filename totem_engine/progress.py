@@ -416,16 +416,27 @@ _CLAIM = re.compile(
 )
 
 
+# "we need to import ...", "To fix this, change ...", "the formula should be changed": a change
+# announced, not made.
+_INTENT = re.compile(
+    r"\b(?:we|you|I)\s+(?:will\s+|would\s+)?(?:need|have)\s+to\s+"
+    r"(?:add|change|modify|update|fix|replace|import|remove|rename|implement|adjust|correct)\b"
+    r"|\bto (?:fix|add|implement) (?:this|it|the)\b|\bshould be (?:changed|updated|fixed|replaced)\b",
+    re.IGNORECASE,
+)
+
+
 class UnmadeChange:
-    """A reply that ends a turn claiming a change (``_CLAIM``) or describing one in prose
-    (capabilities.detect_prose_edit) while the turn changed no file: small models do this
-    after reading a file. ``nudge`` says whether to ask once more; ``limit`` times a turn."""
+    """A turn that changed no file and ends with a reply that claims a change (``_CLAIM``), says
+    what must change (``_INTENT``) or describes it in prose (capabilities.detect_prose_edit):
+    small models stop there, after saying what they would do. ``nudge`` says whether to ask
+    once more; ``limit`` times a turn. A reply that only answers a question says none of these."""
 
     def __init__(self, limit: int = 1):
         self.left = limit
 
     def nudge(self, text: str, *, changed: bool, prose_edit: bool) -> bool:
-        if changed or self.left <= 0 or not (prose_edit or _CLAIM.search(text)):
+        if changed or self.left <= 0 or not (prose_edit or _CLAIM.search(text) or _INTENT.search(text)):
             return False
         self.left -= 1
         return True

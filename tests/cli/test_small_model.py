@@ -3,6 +3,8 @@ shown with the message, fenced calls, whole-file blocks and a fragment merged in
 
 from __future__ import annotations
 
+import sys
+
 from tests.support.model_server import text_reply
 
 CALC = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
@@ -32,20 +34,21 @@ def test_a_small_model_gets_the_short_prompt_the_named_file_and_a_zero_temperatu
     (request,) = totem.server.requests
     assert "tools" not in request and request["temperature"] == 0
     system, user = request["messages"][0]["content"], request["messages"][1]["content"]
-    assert "One tool call per answer" in system and "alone on a line" in system
+    assert "Write every file that must change in the same answer" in system and "alone on a line" in system
     assert "- read(path: string, offset?: integer, limit?: integer)" in system
     assert "- edit(" not in system  # whole files, not edits, for a small model
     assert user.startswith("What does calc.py do?\n\nFiles in the project (2): calc.py, notes.txt")
     assert f"calc.py\n```\n{CALC.rstrip()}\n```" in user and "unrelated" not in user
 
 
-def test_a_fragment_sent_as_the_whole_file_is_merged_and_a_second_turn_needs_no_read(totem):
+def test_a_fragment_sent_as_the_whole_file_is_merged_and_that_answer_ends_the_turn(totem):
     (totem.project / "calc.py").write_text(CALC)
-    totem.server.enqueue(text_reply("calc.py\n```python\ndef mul(a, b):\n    return a * b\n```\n", pieces=9))
-    totem.server.enqueue(text_reply("Added mul."))
+    totem.server.enqueue(text_reply("I add mul.\n\ncalc.py\n```python\ndef mul(a, b):\n    return a * b\n```\n", pieces=9))
     result = run_small(totem, "Add mul(a, b) to calc.py")
 
     assert result.code == 0, result.stderr
+    assert len(totem.server.requests) == 1  # the clean change was the answer: no round to restate it
+    assert result.of("turnEnd")[0]["text"].startswith("I add mul.")
     assert (totem.project / "calc.py").read_text() == CALC + "\n\ndef mul(a, b):\n    return a * b\n"
     (end,) = result.of("toolEnd")
     assert end["tool"] == "write" and end["status"] == "ok"
@@ -57,14 +60,18 @@ def test_a_fragment_sent_again_is_not_written_twice(totem):
     (totem.project / "calc.py").write_text(CALC)
     block = "calc.py\n```python\ndef mul(a, b):\n    return a * b\n```\n"
     totem.server.enqueue(text_reply(block))
+    first = run_small(totem, "Add mul(a, b) to calc.py")
     totem.server.enqueue(text_reply(block))
-    totem.server.enqueue(text_reply("Added mul."))
-    result = run_small(totem, "Add mul(a, b) to calc.py")
+    totem.server.enqueue(text_reply("It is there already."))
+    again = totem.run(
+        "run", "--cwd", str(totem.project), "--config", str(small_config(totem)), "--json", "--yes",
+        "--session", first.events[0]["sessionId"], "Add mul(a, b) to calc.py",
+    )
 
     assert (totem.project / "calc.py").read_text() == CALC + "\n\ndef mul(a, b):\n    return a * b\n"
-    first, second = result.of("toolEnd")
-    assert first["status"] == "ok" and second["status"] == "error"
-    assert "Nothing written: calc.py already holds what you sent." in second["output"]
+    (end,) = again.of("toolEnd")
+    assert end["status"] == "error" and "Nothing written: calc.py already holds what you sent." in end["output"]
+    assert again.of("turnEnd")[0]["text"].endswith("It is there already.")
 
 
 def test_a_bare_json_call_on_its_own_line_runs(totem):
@@ -100,3 +107,21 @@ def test_a_small_model_hears_what_its_python_breaks(totem):
     assert end["status"] == "ok" and "Checks found:" in end["output"]
     assert "calc.py:10:12 F821 undefined name 'multiply'" in end["output"]
     assert "F821" in totem.server.requests[1]["messages"][-1]["content"]
+
+
+def test_after_a_clean_change_the_tests_run_and_a_failure_goes_back_to_the_model(totem):
+    (totem.project / "calc.py").write_text("def double(x):\n    return x + 2\n")
+    (totem.project / "test_calc.py").write_text("from calc import double\n\n\ndef test_double():\n    assert double(3) == 6\n")
+    config = small_config(totem)
+    config.write_text(config.read_text().replace("model =", f'test_command = "{sys.executable} -m pytest -q -p no:cacheprovider"\nmodel =', 1))
+    totem.server.enqueue(text_reply("calc.py\n```python\ndef double(x):\n    return x + x + 1\n```\n"))
+    totem.server.enqueue(text_reply("calc.py\n```python\ndef double(x):\n    return x * 2\n```\n"))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(config), "--json", "--yes", "Fix double in calc.py")
+
+    assert result.code == 0, result.stderr
+    tools = [(e["tool"], e["status"]) for e in result.of("toolEnd")]
+    assert tools == [("write", "ok"), ("bash", "ok"), ("write", "ok"), ("bash", "ok")]
+    first_run, second_run = [e["output"] for e in result.of("toolEnd") if e["tool"] == "bash"]
+    assert "1 failed" in first_run and "assert 7 == 6" in first_run and "1 passed" in second_run
+    assert "1 failed" in totem.server.requests[1]["messages"][-1]["content"]  # the failure went back
+    assert len(totem.server.requests) == 2  # passing tests end the turn

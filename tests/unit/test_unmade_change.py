@@ -1,0 +1,33 @@
+"""UnmadeChange: a small model that says what it would change, and stops."""
+
+from __future__ import annotations
+
+import pytest
+
+from totem_engine.progress import UnmadeChange
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I added the function to calc.py.",
+        "The `low_stock` function has been added to report.py.",
+        "The main.py file needs changes: we need to import parse_date from dates.py.",
+        "To fix this, change the line `return a - b`.",
+        "The formula should be changed to use 9 / 5.",
+    ],
+)
+def test_a_change_claimed_or_announced_but_not_made_is_asked_for_once(text):
+    unmade = UnmadeChange()
+    assert unmade.nudge(text, changed=False, prose_edit=False)
+    assert not unmade.nudge(text, changed=False, prose_edit=False)  # once a turn
+
+
+@pytest.mark.parametrize("text", ["It holds 42.", "calc.py adds and subtracts numbers.", "The tests pass."])
+def test_an_answer_is_not_a_missing_change(text):
+    assert not UnmadeChange().nudge(text, changed=False, prose_edit=False)
+
+
+def test_nothing_is_asked_after_a_change_and_a_prose_edit_counts():
+    assert not UnmadeChange().nudge("I added it.", changed=True, prose_edit=False)
+    assert UnmadeChange().nudge("Here:", changed=False, prose_edit=True)
