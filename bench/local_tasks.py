@@ -19,7 +19,8 @@ fresh copy of ``project/``:
   ``aider_command``), the model's window given in a metadata file; it sends temperature 0 (its
   default for a model it does not know).
 
-Tools and checks run with the bench's Python first on PATH (its venv has pytest). Each run is
+Tools and checks run with the bench's Python first on PATH (its venv has pytest; its pytest
+plugins are switched off). Each run is
 timed from spawn to exit; a run still going at the timeout has its process group killed and
 fails. The script prints a row per run, then each tool's successes and median seconds per task
 (over every task it ran) and the ratios totem/aider. Logs (the command, its output, the check's
@@ -112,8 +113,14 @@ def load_tasks(names: list[str] | None) -> list[Task]:
 
 
 def bench_env() -> dict[str, str]:
-    """The environment of tools and checks: this Python's bin directory first on PATH."""
-    return {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    """The environment of tools and checks: this Python's bin directory first on PATH, and its
+    pytest plugins off (they are Totem's test tools, not the tasks'; their warnings would only
+    distract a model that runs the tests), as `make run` does."""
+    return {
+        **os.environ,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
 
 
 def fresh_copy(task: Task, dest: Path, solved: bool = False) -> Path:

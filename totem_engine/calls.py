@@ -24,7 +24,15 @@ from totem_engine.progress import Novelty
 from totem_engine.permissions import Decision, Policy
 from totem_engine.providers.base import ToolCall
 from totem_engine.providers.capabilities import output_budget
-from totem_engine.tools.base import Action, BoundaryError, ToolContext, ToolError, ToolResult, parse_arguments
+from totem_engine.tools.base import (
+    Action,
+    BoundaryError,
+    NothingToDo,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    parse_arguments,
+)
 from totem_engine.tools.freshness import mark_seen
 from totem_engine.tools.registry import CHANGES_FILES, READ_ONLY
 
@@ -161,6 +169,9 @@ class ToolCalls:
         record.input = args.model_dump(exclude_none=True)
         try:
             action = await tool.prepare(args, ctx)
+        except NothingToDo as exc:
+            await self._start(record, _plain_title(record))
+            return ToolResult(output=str(exc), summary="unchanged"), "ok", record.input
         except BoundaryError as exc:
             await self._start(record, _plain_title(record))
             rule = ev.RuleRef(source="boundary", permission=call.name, pattern="*", action="deny")

@@ -438,6 +438,7 @@ class Turn:
             self.small
             and self._text_calls_wanted()
             and self.calls.round_clean
+            and self.calls.round_changed
             and all(call.name in CHANGES_FILES for call in calls)
         )
 

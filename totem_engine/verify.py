@@ -16,7 +16,7 @@ import subprocess
 import anyio
 
 MAX_RUNS = 2
-PYTEST = "{python} -m pytest -q -x --no-header -p no:cacheprovider"
+PYTEST = "{python} -m pytest -q -x --no-header -p no:cacheprovider --disable-warnings"
 PYTEST_NO_TESTS = 5  # pytest's exit code when it collected nothing
 
 

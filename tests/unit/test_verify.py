@@ -22,7 +22,7 @@ async def test_the_configured_command_wins_and_an_empty_one_means_never():
 
 async def test_pytest_runs_a_project_with_python_tests_when_python3_can_import_it(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(fake_python(tmp_path / "with", has_pytest=True)))
-    assert await find_test_command(None, ["calc.py", "tests/test_calc.py"]) == "python3 -m pytest -q -x --no-header -p no:cacheprovider"
+    assert await find_test_command(None, ["calc.py", "tests/test_calc.py"]) == "python3 -m pytest -q -x --no-header -p no:cacheprovider --disable-warnings"
     assert await find_test_command(None, ["calc.py", "pkg/calc_test.py"]) is not None
     assert await find_test_command(None, ["calc.py", "testing.py"]) is None  # no test file
     monkeypatch.setenv("PATH", str(fake_python(tmp_path / "without", has_pytest=False)))

@@ -29,6 +29,11 @@ class ToolError(Exception):
     """A failure the model should read and act on: bad input, no match, path refused."""
 
 
+class NothingToDo(ToolError):
+    """The call would change nothing (a whole file sent back as it is): reported as done, with
+    the message, not as a failure; a small model echoes the files it was shown."""
+
+
 class BoundaryError(ToolError):
     """A path that leaves the project. A hard deny: no permission rule lifts it."""
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 from pydantic import Field
 
-from totem_engine.tools.base import Action, ProposedFile, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.base import Action, NothingToDo, ProposedFile, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from totem_engine.tools.diff import unified_diff
 from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
 from totem_engine.tools.freshness import check_fresh, mark_seen
@@ -77,7 +77,7 @@ def _whole_file(rel: str, old: str, new: str, notes: list[str]) -> str:
     changes nothing (the model then knows its change is in)."""
     merged = merge_python(old, new) if rel.endswith(".py") else None
     if (merged[0] if merged else new) == old:
-        raise ToolError(f"Nothing written: {rel} already holds what you sent.")
+        raise NothingToDo(f"Unchanged: {rel} already holds what you sent.")
     if merged is not None:
         text, done = merged
         notes.append(f"What you sent was part of {rel}; it was merged into the file: {'; '.join(done)}.")
