@@ -373,6 +373,8 @@ class Turn:
             if not reason and self._answered_with_files(outcome.calls):
                 if await self._tests_pass():
                     return "finished", None
+            elif not reason and self._echoed_files(outcome.calls) and unmade.nudge_again():
+                await self._nudge("unchanged_files.txt", "The model sent the files back unchanged; it is asked for the change again.")
             rounds.record_step(changed=self.calls.round_changed, new_information=self.calls.novelty.last_round_new)
             if reason:
                 return "guard", reason
@@ -442,6 +444,17 @@ class Turn:
             and all(call.name in CHANGES_FILES for call in calls)
         )
 
+    def _echoed_files(self, calls: list[ToolCall]) -> bool:
+        """A small model's answer that only sent files back as they were (it copies what it was
+        shown): every call a file change that changed nothing."""
+        return (
+            self.small
+            and self._text_calls_wanted()
+            and self.calls.round_clean
+            and not self.calls.round_changed
+            and all(call.name in CHANGES_FILES for call in calls)
+        )
+
     async def _tests_pass(self) -> bool:
         """After a small model's clean change, the project's tests (verify.py) as a ``bash`` call
         of a message of its own, asked and shown like the model's; True when they passed or do
@@ -459,9 +472,11 @@ class Turn:
         return self.calls.round_clean and tests_passed(command, self.calls.last_metadata.get("exit_code"))
 
     async def _nudge(self, prompt_file: str, notice: str) -> None:
-        """Ask the model again, in the user's place, with ``prompts/<prompt_file>``; say so."""
+        """Ask the model again, in the user's place, with ``prompts/<prompt_file>`` (``{request}``:
+        the user's request, repeated where a small model heeds it most, last); say so."""
         message = await self.agent.store.add_message(self.session_id, "user", turn_id=self.turn_id)
-        await self.agent.store.add_part(message, "context", {"text": prompt(prompt_file), "nudge": True})
+        text = prompt(prompt_file).replace("{request}", self.text)
+        await self.agent.store.add_part(message, "context", {"text": text, "nudge": True})
         await self.emit(ev.Notice(session_id=self.session_id, level="info", message=notice))
 
     async def _notice(self, message: str) -> None:
@@ -523,7 +538,12 @@ class Turn:
     def _request(self, model_id: str, base_prompt: str, history: list) -> ChatRequest:
         """The step's request. A model that does not call tools natively is taught the text form
         instead (the small-model form when small), which the stream reads back."""
-        common = dict(model=model_id, messages=tuple(history), reasoning=self.options.reasoning, temperature=self.temperature)
+        # A small model that loses its way can write until its window is full (minutes on a CPU):
+        # its answers are capped at the output the window keeps free for them.
+        limit = output_reserve(self.record.max_output_tokens, self.record.context_window) if self.small else None
+        common = dict(
+            model=model_id, messages=tuple(history), reasoning=self.options.reasoning, temperature=self.temperature, max_tokens=limit
+        )
         if not self._text_calls_wanted():
             return ChatRequest(system=base_prompt, tools=self.specs, **common)
         teach = small_tool_prompt if self.small else tool_prompt

@@ -125,3 +125,9 @@ def test_after_a_clean_change_the_tests_run_and_a_failure_goes_back_to_the_model
     assert "1 failed" in first_run and "assert 7 == 6" in first_run and "1 passed" in second_run
     assert "1 failed" in totem.server.requests[1]["messages"][-1]["content"]  # the failure went back
     assert len(totem.server.requests) == 2  # passing tests end the turn
+
+
+def test_a_small_model_s_answer_is_capped_at_the_output_its_window_keeps_free(totem):
+    totem.server.enqueue(text_reply("Hello."))
+    assert run_small(totem, "hi").code == 0
+    assert totem.server.requests[0]["max_tokens"] == 2048  # a quarter of the 8192-token window
