@@ -125,7 +125,7 @@ class ToolCalls:
             call_id=call.id,
             mode=self.turn.options.mode,
             reads=self.turn.state.reads,
-            whole_files=self.turn.small,
+            whole_files=self.turn.small is not None,
             output_budget=output_budget(self.turn.record),
             question=question,
             publish=self._publish,

@@ -22,15 +22,13 @@ import anyio
 
 from totem_engine import events as ev
 from totem_engine.calls import ToolCalls
-from totem_engine.checks.python import PythonChecker
 from totem_engine.checks.registry import checkers_from_config
 from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import MIN_MAX_STEPS, Config, ConfigError
 from totem_engine.frontend import FrontEnd
 from totem_engine.compaction import Complete, Fitted, build_ledger, completer, fit, ledger_present
 from totem_engine.context import output_reserve
-from totem_engine.progress import ReasoningRetry, RepetitionDetector, RoundLimit, UnmadeChange, least_reasoning
-from totem_engine.prompt_files import prompt
+from totem_engine.progress import ReasoningRetry, RepetitionDetector, RoundLimit, least_reasoning
 from totem_engine.prompt import system_prompt
 from totem_engine.providers.base import (
     ChatRequest,
@@ -59,13 +57,9 @@ from totem_engine.snapshots import Snapshots
 from totem_engine.store import Store, new_id
 from totem_engine.tools.base import Tool
 from totem_engine.tools.skill import SkillTool
-from totem_engine.mentions import mentions, project_files
-from totem_engine.tools.freshness import mark_seen_in
-from totem_engine.tools.registry import CHANGES_FILES, is_small, surface, tool_specs
+from totem_engine.small_turn import SmallModelTurn
+from totem_engine.tools.registry import is_small, surface, tool_specs
 from totem_engine.tools.workspace import Workspace
-from totem_engine.verify import MAX_RUNS as MAX_TEST_RUNS
-from totem_engine.verify import passed as tests_passed
-from totem_engine.verify import find_test_command
 
 log = logging.getLogger(__name__)
 
@@ -246,8 +240,7 @@ class Turn:
         self._writers: list[_StreamedPart] = []  # the parts of the step streaming now
         self._answers: list[_StreamedPart] = []  # the text parts of finished steps
         self._used_call_ids: set[str] = set()
-        self.named: list[str] = []  # the files the request names (small models, mentions.py)
-        self.test_runs = 0  # the project's tests run by Totem in this turn (verify.py)
+        self.small: SmallModelTurn | None = None  # set for a small model (small_turn.py)
 
     def abort(self) -> None:
         self._aborted = True
@@ -325,17 +318,16 @@ class Turn:
         self.record = await self.agent.capabilities.record(provider_name, model_id)
         self.tools, brief = surface(self.tools, self.record.context_window, self.record.tier)
         self.specs = tool_specs(self.tools, brief=brief)
-        self.small = is_small(self.record.context_window, self.record.tier)
+        if is_small(self.record.context_window, self.record.tier):
+            self.small = SmallModelTurn(self)
         skills = self.skills if "skill" in self.tools else ()
         base_prompt = system_prompt(
-            self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=skills, small=self.small
+            self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=skills, small=self.small is not None
         )
         if self.small:
-            self.checkers.append(PythonChecker())  # what a small model's code breaks, back to it
-            await self._show_named_files()
+            await self.small.prepare()
         fitter = _Fitter(self, provider, model_id, base_prompt)
         rounds = RoundLimit(effective_max_steps(self.options.max_steps))
-        unmade = UnmadeChange()
         changed = False  # a file was changed in this turn
         step = 0
         while True:
@@ -362,19 +354,13 @@ class Turn:
             if outcome.guard:
                 return "guard", outcome.guard
             if not outcome.calls:
-                if self.small and self._text_calls_wanted() and unmade.nudge(
-                    outcome.text, changed=changed, prose_edit=detect_prose_edit(outcome.text)
-                ):
-                    await self._nudge("unmade_change.txt", "The model changed no file; it is asked to make the change.")
+                if self.small and await self.small.asks_again(outcome.text, changed=changed):
                     continue
                 return "finished", None
             reason = await self.calls.run(outcome.calls, outcome.message_id)
             changed = changed or self.calls.round_changed
-            if not reason and self._answered_with_files(outcome.calls):
-                if await self._tests_pass():
-                    return "finished", None
-            elif not reason and self._echoed_files(outcome.calls) and unmade.nudge_again():
-                await self._nudge("unchanged_files.txt", "The model sent the files back unchanged; it is asked for the change again.")
+            if not reason and self.small and await self.small.done_after(outcome.calls):
+                return "finished", None
             rounds.record_step(changed=self.calls.round_changed, new_information=self.calls.novelty.last_round_new)
             if reason:
                 return "guard", reason
@@ -432,53 +418,6 @@ class Turn:
             await self.emit(ev.StepEnd(session_id=self.session_id, step=step, model=self.answered_by, usage=usage))
             return _StepOutcome(calls=calls, message_id=message_id, usage=usage, guard=guard, text=text.text)
 
-    def _answered_with_files(self, calls: list[ToolCall]) -> bool:
-        """A small model's answer that was its change, written whole and clean (every call a file
-        change that succeeded, no check finding), ends the turn: its text already says what it
-        did, and another round would only ask it to repeat that (aider stops there too)."""
-        return (
-            self.small
-            and self._text_calls_wanted()
-            and self.calls.round_clean
-            and self.calls.round_changed
-            and all(call.name in CHANGES_FILES for call in calls)
-        )
-
-    def _echoed_files(self, calls: list[ToolCall]) -> bool:
-        """A small model's answer that only sent files back as they were (it copies what it was
-        shown): every call a file change that changed nothing."""
-        return (
-            self.small
-            and self._text_calls_wanted()
-            and self.calls.round_clean
-            and not self.calls.round_changed
-            and all(call.name in CHANGES_FILES for call in calls)
-        )
-
-    async def _tests_pass(self) -> bool:
-        """After a small model's clean change, the project's tests (verify.py) as a ``bash`` call
-        of a message of its own, asked and shown like the model's; True when they passed or do
-        not run. A failure stays in the history for the model's next step."""
-        if self.test_runs >= MAX_TEST_RUNS:
-            return True
-        command = await find_test_command(self.agent.config.test_command, await anyio.to_thread.run_sync(project_files, self.agent.root))
-        if command is None:
-            return True
-        self.test_runs += 1
-        message_id = await self.agent.store.add_message(self.session_id, "assistant", turn_id=self.turn_id, model=self.model)
-        arguments = json.dumps({"command": command, "description": "Run the project's tests"})
-        if await self.calls.run([self._unique(ToolCall(id="", name="bash", arguments=arguments))], message_id):
-            return True  # a guard stopped it: nothing more to learn from the tests
-        return self.calls.round_clean and tests_passed(command, self.calls.last_metadata.get("exit_code"))
-
-    async def _nudge(self, prompt_file: str, notice: str) -> None:
-        """Ask the model again, in the user's place, with ``prompts/<prompt_file>`` (``{request}``:
-        the user's request, repeated where a small model heeds it most, last); say so."""
-        message = await self.agent.store.add_message(self.session_id, "user", turn_id=self.turn_id)
-        text = prompt(prompt_file).replace("{request}", self.text)
-        await self.agent.store.add_part(message, "context", {"text": text, "nudge": True})
-        await self.emit(ev.Notice(session_id=self.session_id, level="info", message=notice))
-
     async def _notice(self, message: str) -> None:
         """An info notice the chat shows and the session keeps (a notice part of its own message)."""
         notice_message = await self.agent.store.add_message(self.session_id, "assistant", turn_id=self.turn_id)
@@ -505,32 +444,7 @@ class Turn:
                 return detector.reason
         return None
 
-    async def _show_named_files(self) -> None:
-        """A small model gets the files the message names (and, on a session's first turn, the
-        project's file list) beside the message; they count as read (mentions.py)."""
-        root = self.agent.root
-        files = await anyio.to_thread.run_sync(project_files, root)
-        first_turn = len(await self.agent.store.messages(self.session_id)) == 1
-        found = await mentions(
-            root,
-            self.text,
-            budget=self.record.context_window or 8192,  # characters: about a quarter of the window
-            read=self.agent.workspace.read_bytes,
-            files=files,
-            listing=first_turn,
-            others_budget=(self.record.context_window or 8192) // 2,
-        )
-        if found is None:
-            return
-        text = found.text
-        if found.shown and self._text_calls_wanted():
-            text += "\n\n" + prompt("small_reminder.txt")  # last, nearest to the answer
-        self.named = found.named
-        await self.agent.store.add_part(self.user_message, "context", {"text": text, "files": [rel for rel, _ in found.shown]})
-        for rel, data in found.shown:
-            mark_seen_in(self.state.reads, rel, data)
-
-    def _text_calls_wanted(self) -> bool:
+    def text_calls_wanted(self) -> bool:
         """Calls are taught and read as text: the model has no reliable native calls (by its record,
         or as learned during this turn)."""
         return bool(self.specs) and not (self.record.native_tools and self.record.tool_call_format == "native")
@@ -544,7 +458,7 @@ class Turn:
         common = dict(
             model=model_id, messages=tuple(history), reasoning=self.options.reasoning, temperature=self.temperature, max_tokens=limit
         )
-        if not self._text_calls_wanted():
+        if not self.text_calls_wanted():
             return ChatRequest(system=base_prompt, tools=self.specs, **common)
         teach = small_tool_prompt if self.small else tool_prompt
         return ChatRequest(system=f"{base_prompt}\n\n{teach(self.specs)}" if self.specs else base_prompt, **common)
@@ -603,8 +517,8 @@ class Turn:
                 {spec.name for spec in self.specs},
                 schemas={spec.name: spec.parameters for spec in self.specs},
                 stats=self._text_calls,
-                file_blocks=self.small and self._text_calls_wanted(),
-                default_path=self.named[0] if len(self.named) == 1 else None,
+                file_blocks=bool(self.small) and self.small.writes_blocks,
+                default_path=self.small.default_path if self.small else None,
             )
         async with aclosing(stream) as chunks:
             async for chunk in chunks:
@@ -626,7 +540,7 @@ class Turn:
             await self.emit(ev.ReasoningDelta(session_id=self.session_id, part_id=part_id, text=chunk.text))
             self._repeat_reasoning.feed(chunk.text)
         elif isinstance(chunk, ToolCallChunk):
-            calls.append(self._unique(chunk.call))
+            calls.append(self.unique_call(chunk.call))
         elif isinstance(chunk, UsageChunk):
             return ev.Usage(input_tokens=chunk.input_tokens, output_tokens=chunk.output_tokens)
         elif isinstance(chunk, StateChunk):
@@ -635,7 +549,7 @@ class Turn:
             self.answered_by = f"{self.model.split('/', 1)[0]}/{chunk.model}"
         return usage
 
-    def _unique(self, call: ToolCall) -> ToolCall:
+    def unique_call(self, call: ToolCall) -> ToolCall:
         """The call with an id no other call of the session has. Providers' own ids are kept when
         they are unique (some vendors insist on their format); a missing or repeated one is replaced,
         so front ends can key a call by its id."""

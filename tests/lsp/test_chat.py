@@ -9,7 +9,7 @@ from pathlib import Path
 from lsprotocol import types
 
 from tests.lsp.conftest import start_editor
-from tests.support.model_server import Reply, text_reply, tool_reply
+from tests.support.model_server import text_reply, tool_reply
 
 
 async def eventually(predicate, timeout: float = 15.0) -> None:

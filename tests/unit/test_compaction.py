@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 
 from totem_engine.compaction import (
     ACCOUNT_PREFIX,

@@ -1,0 +1,127 @@
+"""What a turn does differently for a small model (docs/decisions.md, "Small models").
+
+A model with a window under 64K tokens or a small tier (tools/registry.py ``is_small``) gets, on
+top of its short prompt (prompt.py) and the file blocks it writes (providers/textcalls.py):
+
+- the files its request names shown with the request, and its Python checked (``prepare``);
+- the turn ended once an answer was a clean change and the project's tests pass, a failure
+  going back to it (``done_after``);
+- one more ask when it stops having changed nothing after saying what it would change, or sends
+  its files back unchanged (``asks_again``, ``done_after``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import anyio
+
+from totem_engine import events as ev
+from totem_engine.checks.python import PythonChecker
+from totem_engine.mentions import mentions, project_files
+from totem_engine.progress import UnmadeChange
+from totem_engine.prompt_files import prompt
+from totem_engine.providers.base import ToolCall
+from totem_engine.providers.capabilities import detect_prose_edit
+from totem_engine.tools.freshness import mark_seen_in
+from totem_engine.tools.registry import CHANGES_FILES
+from totem_engine.verify import MAX_RUNS, find_test_command, passed
+
+if TYPE_CHECKING:
+    from totem_engine.loop import Turn
+
+DEFAULT_WINDOW = 8192  # tokens, when the model's window is not known
+
+
+class SmallModelTurn:
+    def __init__(self, turn: "Turn"):
+        self.turn = turn
+        self.named: list[str] = []  # the files the request names (mentions.py)
+        self.test_runs = 0
+        self.unmade = UnmadeChange()
+
+    @property
+    def writes_blocks(self) -> bool:
+        """It writes its calls as text, so files come as blocks (and can be echoed)."""
+        return self.turn.text_calls_wanted()
+
+    @property
+    def default_path(self) -> str | None:
+        """The file a block that names none is taken for: the one file the request names."""
+        return self.named[0] if len(self.named) == 1 else None
+
+    async def prepare(self) -> None:
+        """Its Python checked after each change; the files its request names (and, on a session's
+        first turn, the project's file list) shown with the request, counted as read."""
+        turn = self.turn
+        turn.checkers.append(PythonChecker())
+        root = turn.agent.root
+        window = turn.record.context_window or DEFAULT_WINDOW
+        files = await anyio.to_thread.run_sync(project_files, root)
+        found = await mentions(
+            root,
+            turn.text,
+            budget=window,  # characters: about a quarter of the window
+            read=turn.agent.workspace.read_bytes,
+            files=files,
+            listing=len(await turn.agent.store.messages(turn.session_id)) == 1,
+            others_budget=window // 2,
+        )
+        if found is None:
+            return
+        text = found.text
+        if found.shown and self.writes_blocks:
+            text += "\n\n" + prompt("small_reminder.txt")  # last, nearest to the answer
+        self.named = found.named
+        await turn.agent.store.add_part(turn.user_message, "context", {"text": text, "files": [rel for rel, _ in found.shown]})
+        for rel, data in found.shown:
+            mark_seen_in(turn.state.reads, rel, data)
+
+    async def asks_again(self, reply: str, *, changed: bool) -> bool:
+        """After a reply without calls: whether it is asked once more to make the change it
+        claimed, announced or described (progress.UnmadeChange)."""
+        if not self.writes_blocks or not self.unmade.nudge(reply, changed=changed, prose_edit=detect_prose_edit(reply)):
+            return False
+        await self._nudge("unmade_change.txt", "The model changed no file; it is asked to make the change.")
+        return True
+
+    async def done_after(self, calls: list[ToolCall]) -> bool:
+        """After a round of calls that no guard stopped: whether the turn is done. An answer that
+        was a clean change is, once the tests pass (another round would only restate it; aider
+        stops there too); one that only sent files back unchanged is asked for the change again."""
+        round_ = self.turn.calls
+        if not (self.writes_blocks and round_.round_clean and all(call.name in CHANGES_FILES for call in calls)):
+            return False
+        if round_.round_changed:
+            return await self._tests_pass()
+        if self.unmade.nudge_again():
+            await self._nudge("unchanged_files.txt", "The model sent the files back unchanged; it is asked for the change again.")
+        return False
+
+    async def _tests_pass(self) -> bool:
+        """The project's tests (verify.py) as a ``bash`` call of a message of its own, asked and
+        shown like the model's; True when they passed or do not run. A failure stays in the
+        history for the model's next step."""
+        turn = self.turn
+        if self.test_runs >= MAX_RUNS:
+            return True
+        files = await anyio.to_thread.run_sync(project_files, turn.agent.root)
+        command = await find_test_command(turn.agent.config.test_command, files)
+        if command is None:
+            return True
+        self.test_runs += 1
+        message_id = await turn.agent.store.add_message(turn.session_id, "assistant", turn_id=turn.turn_id, model=turn.model)
+        arguments = json.dumps({"command": command, "description": "Run the project's tests"})
+        if await turn.calls.run([turn.unique_call(ToolCall(id="", name="bash", arguments=arguments))], message_id):
+            return True  # a guard stopped it: nothing more to learn from the tests
+        return turn.calls.round_clean and passed(command, turn.calls.last_metadata.get("exit_code"))
+
+    async def _nudge(self, prompt_file: str, notice: str) -> None:
+        """Ask the model again, in the user's place, with ``prompts/<prompt_file>`` (``{request}``:
+        the user's request, repeated where a small model heeds it most, last); say so."""
+        turn = self.turn
+        message = await turn.agent.store.add_message(turn.session_id, "user", turn_id=turn.turn_id)
+        text = prompt(prompt_file).replace("{request}", turn.text)
+        await turn.agent.store.add_part(message, "context", {"text": text, "nudge": True})
+        await turn.emit(ev.Notice(session_id=turn.session_id, level="info", message=notice))
