@@ -436,14 +436,7 @@ class UnmadeChange:
         self.left = limit
 
     def nudge(self, text: str, *, changed: bool, prose_edit: bool) -> bool:
-        if changed or not (prose_edit or _CLAIM.search(text) or _INTENT.search(text)):
-            return False
-        return self.nudge_again()
-
-    def nudge_again(self) -> bool:
-        """Whether a nudge is still left this turn (taking it); also for files sent back as they
-        were, which need no reading of the text."""
-        if self.left <= 0:
+        if changed or self.left <= 0 or not (prose_edit or _CLAIM.search(text) or _INTENT.search(text)):
             return False
         self.left -= 1
         return True

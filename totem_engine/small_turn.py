@@ -6,8 +6,8 @@ top of its short prompt (prompt.py) and the file blocks it writes (providers/tex
 - the files its request names shown with the request, and its Python checked (``prepare``);
 - the turn ended once an answer was a clean change and the project's tests pass, a failure
   going back to it (``done_after``);
-- one more ask when it stops having changed nothing after saying what it would change, or sends
-  its files back unchanged (``asks_again``, ``done_after``).
+- one more ask when it stops having changed nothing after saying what it would change
+  (``asks_again``).
 """
 
 from __future__ import annotations
@@ -89,15 +89,12 @@ class SmallModelTurn:
     async def done_after(self, calls: list[ToolCall]) -> bool:
         """After a round of calls that no guard stopped: whether the turn is done. An answer that
         was a clean change is, once the tests pass (another round would only restate it; aider
-        stops there too); one that only sent files back unchanged is asked for the change again."""
+        stops there too). Files sent back unchanged are not asked for again: a small model also
+        echoes the file it was asked a question about, and asked for "the change" it invents one."""
         round_ = self.turn.calls
-        if not (self.writes_blocks and round_.round_clean and all(call.name in CHANGES_FILES for call in calls)):
+        if not (self.writes_blocks and round_.round_clean and round_.round_changed):
             return False
-        if round_.round_changed:
-            return await self._tests_pass()
-        if self.unmade.nudge_again():
-            await self._nudge("unchanged_files.txt", "The model sent the files back unchanged; it is asked for the change again.")
-        return False
+        return all(call.name in CHANGES_FILES for call in calls) and await self._tests_pass()
 
     async def _tests_pass(self) -> bool:
         """The project's tests (verify.py) as a ``bash`` call of a message of its own, asked and

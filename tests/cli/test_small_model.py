@@ -131,3 +131,15 @@ def test_a_small_model_s_answer_is_capped_at_the_output_its_window_keeps_free(to
     totem.server.enqueue(text_reply("Hello."))
     assert run_small(totem, "hi").code == 0
     assert totem.server.requests[0]["max_tokens"] == 2048  # a quarter of the 8192-token window
+
+
+def test_a_file_echoed_for_a_question_is_left_as_it_is(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    totem.server.enqueue(text_reply(f"calc.py\n```python\n{CALC}```\n"))
+    totem.server.enqueue(text_reply("It adds and subtracts."))
+    result = run_small(totem, "What does calc.py do? Answer in a sentence.")
+
+    assert result.code == 0, result.stderr
+    assert (totem.project / "calc.py").read_text() == CALC
+    assert [e["output"] for e in result.of("toolEnd")] == ["Unchanged: calc.py already holds what you sent."]
+    assert not result.of("notice") and len(totem.server.requests) == 2
