@@ -85,14 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         from totem_cli.lsp import lsp_command
 
         return lsp_command(args)
-    import signal
-
     import anyio
 
     from totem_engine.config import ConfigError
-
-    # Output piped into `head` and the like: end quietly when the reader goes away.
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     from totem_engine.runtime import SessionElsewhere
     from totem_engine.store import MessageNotFound, SessionNotFound
 
@@ -253,5 +248,17 @@ def _when(timestamp: float) -> str:
     return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
 
 
+def console() -> int:
+    """The `totem` executable (pyproject's ``[project.scripts]``); returns the exit status."""
+    if sys.argv[1:2] != ["lsp"]:
+        # Output piped into `head` and the like: end quietly when the reader goes away. Only
+        # the executable does this: in-process callers such as tests keep BrokenPipeError, and
+        # the language server shuts down through its own transport.
+        import signal
+
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

@@ -437,3 +437,17 @@ def test_a_session_belongs_to_its_project(totem, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (totem.project / "f.txt").read_text() == "v1\n"
     assert (elsewhere / "f.txt").read_text() == "v2\n"
+
+
+def test_output_piped_into_a_reader_that_leaves_ends_quietly(totem):
+    # `totem run --json | head -1`: the executable ends on SIGPIPE, without a traceback.
+    totem.server.enqueue(text_reply("word " * 3000, pieces=3000))  # more than a pipe holds
+    args = ("run", "--cwd", str(totem.project), "--config", str(totem.config), "--json", "talk")
+    proc = subprocess.Popen(
+        totem.command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=totem.env, stdin=subprocess.DEVNULL
+    )
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=30) == -signal.SIGPIPE
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr

@@ -62,3 +62,15 @@ def test_models_lists_the_installed_local_model_until_a_provider_of_that_name_re
     config.write_text(f'local_dir = "{root}"\n[providers.local]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n')
     main(args)
     assert "starts on demand" not in capsys.readouterr().out
+
+
+def test_main_in_process_keeps_broken_pipe_errors(tmp_path, capsys):
+    # A test runner that called main() once must not then be killed by SIGPIPE when a child's
+    # pipe closes: only the `totem` executable restores the default action.
+    import signal
+
+    config = tmp_path / "c.toml"
+    config.write_text(f'local_dir = "{tmp_path / "local"}"\n')
+    before = signal.getsignal(signal.SIGPIPE)
+    main(["local", "--config", str(config), "status"])
+    assert signal.getsignal(signal.SIGPIPE) == before == signal.SIG_IGN
