@@ -11,7 +11,7 @@ INTERRUPTED = "The call was interrupted before it finished; it may have done par
 
 
 def to_messages(stored: Iterable[StoredMessage], *, provider: str | None = None) -> list[Message]:
-    """User texts (with what Totem put beside them: the files shown, a nudge), assistant steps (text, reasoning, tool calls) and one tool message per call.
+    """User texts (after what Totem put beside them: the files shown, a nudge), assistant steps (text, reasoning, tool calls) and one tool message per call.
 
     Discarded parts (a retried step) are left out. A tool call with no stored result (a process
     killed mid-call) is replayed as interrupted, so every call the model made has its answer.
@@ -22,7 +22,9 @@ def to_messages(stored: Iterable[StoredMessage], *, provider: str | None = None)
         live = [p for p in message.parts if not p.discarded]
         if message.role == "user":
             typed = "".join(p.data.get("text", "") for p in live if p.type == "text")
-            text = "\n\n".join(t for t in [typed, *(p.data["text"] for p in live if p.type == "context")] if t)
+            # What Totem shows goes before the request, so the request is what the model reads
+            # last (as aider orders it): after the files, a small model echoed them.
+            text = "\n\n".join(t for t in [*(p.data["text"] for p in live if p.type == "context"), typed] if t)
             if text:
                 out.append(Message(role="user", text=text))
             continue

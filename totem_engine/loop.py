@@ -60,6 +60,7 @@ from totem_engine.tools.skill import SkillTool
 from totem_engine.small_turn import SmallModelTurn
 from totem_engine.tools.registry import is_small, surface, tool_specs
 from totem_engine.tools.workspace import Workspace
+from totem_engine.written_history import as_written
 
 log = logging.getLogger(__name__)
 
@@ -354,7 +355,8 @@ class Turn:
             if outcome.guard:
                 return "guard", outcome.guard
             if not outcome.calls:
-                if self.small and await self.small.asks_again(outcome.text, changed=changed):
+                malformed = self._text_calls.malformed > 0
+                if self.small and await self.small.asks_again(outcome.text, changed=changed, malformed=malformed):
                     continue
                 return "finished", None
             reason = await self.calls.run(outcome.calls, outcome.message_id)
@@ -451,10 +453,13 @@ class Turn:
 
     def _request(self, model_id: str, base_prompt: str, history: list) -> ChatRequest:
         """The step's request. A model that does not call tools natively is taught the text form
-        instead (the small-model form when small), which the stream reads back."""
+        instead (the small-model form when small, its earlier calls replayed as it wrote them),
+        which the stream reads back."""
         # A small model that loses its way can write until its window is full (minutes on a CPU):
         # its answers are capped at the output the window keeps free for them.
         limit = output_reserve(self.record.max_output_tokens, self.record.context_window) if self.small else None
+        if self.small and self.small.writes_blocks:
+            history = as_written(history)
         common = dict(
             model=model_id, messages=tuple(history), reasoning=self.options.reasoning, temperature=self.temperature, max_tokens=limit
         )

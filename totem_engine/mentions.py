@@ -20,6 +20,7 @@ from pathlib import Path
 
 from totem_engine.tools.read import looks_binary
 from totem_engine.tools.walk import walk_files
+from totem_engine.written_history import file_block
 
 LISTED_FILES = 60  # the file list stops here, saying how many more there are
 SMALL_PROJECT = 20
@@ -122,5 +123,4 @@ async def _show(root: Path, rel: str, read: Callable[[Path], Awaitable[bytes]], 
     content = data.decode("utf-8", errors="replace")
     if looks_binary(data) or len(content) > budget:
         return None
-    fence = "````" if "```" in content else "```"
-    return f"{rel}\n{fence}\n{content.rstrip()}\n{fence}", data
+    return file_block(rel, content), data

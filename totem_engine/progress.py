@@ -416,12 +416,14 @@ _CLAIM = re.compile(
 )
 
 
-# "we need to import ...", "To fix this, change ...", "the formula should be changed": a change
+# "we need to import ...", "To fix this, change ...", "the formula should be changed", "utils.py
+# must be imported in main.py": a change
 # announced, not made.
 _INTENT = re.compile(
     r"\b(?:we|you|I)\s+(?:will\s+|would\s+)?(?:need|have)\s+to\s+"
     r"(?:add|change|modify|update|fix|replace|import|remove|rename|implement|adjust|correct)\b"
-    r"|\bto (?:fix|add|implement) (?:this|it|the)\b|\bshould be (?:changed|updated|fixed|replaced)\b",
+    r"|\bto (?:fix|add|implement) (?:this|it|the)\b"
+    r"|\b(?:should|must|needs? to) be (?:changed|updated|fixed|replaced|imported|added|renamed|removed|corrected)\b",
     re.IGNORECASE,
 )
 

@@ -6,8 +6,8 @@ top of its short prompt (prompt.py) and the file blocks it writes (providers/tex
 - the files its request names shown with the request, and its Python checked (``prepare``);
 - the turn ended once an answer was a clean change and the project's tests pass, a failure
   going back to it (``done_after``);
-- one more ask when it stops having changed nothing after saying what it would change
-  (``asks_again``).
+- one more ask when it stops having changed nothing after saying what it would change, and
+  another when a call it wrote could not be read (``asks_again``).
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from totem_engine.checks.python import PythonChecker
 from totem_engine.mentions import mentions, project_files
 from totem_engine.progress import UnmadeChange
 from totem_engine.prompt_files import prompt
+from totem_engine.store import new_id
 from totem_engine.providers.base import ToolCall
 from totem_engine.providers.capabilities import detect_prose_edit
 from totem_engine.tools.freshness import mark_seen_in
 from totem_engine.tools.registry import CHANGES_FILES
-from totem_engine.verify import MAX_RUNS, find_test_command, passed
+from totem_engine.verify import MAX_RUNS, TEST_RUN, find_test_command, passed
 
 if TYPE_CHECKING:
     from totem_engine.loop import Turn
@@ -40,6 +41,7 @@ class SmallModelTurn:
         self.named: list[str] = []  # the files the request names (mentions.py)
         self.test_runs = 0
         self.unmade = UnmadeChange()
+        self.malformed_asks = 2
 
     @property
     def writes_blocks(self) -> bool:
@@ -78,10 +80,18 @@ class SmallModelTurn:
         for rel, data in found.shown:
             mark_seen_in(turn.state.reads, rel, data)
 
-    async def asks_again(self, reply: str, *, changed: bool) -> bool:
-        """After a reply without calls: whether it is asked once more to make the change it
-        claimed, announced or described (progress.UnmadeChange)."""
-        if not self.writes_blocks or not self.unmade.nudge(reply, changed=changed, prose_edit=detect_prose_edit(reply)):
+    async def asks_again(self, reply: str, *, changed: bool, malformed: bool) -> bool:
+        """After a reply without calls: whether it is asked again, to write a call it got wrong
+        (``malformed``: a json fence naming a tool that did not parse, as ``"arguments": [...]``;
+        twice a turn at most) or to make the change it claimed, announced or described
+        (progress.UnmadeChange)."""
+        if not self.writes_blocks:
+            return False
+        if malformed and self.malformed_asks > 0:
+            self.malformed_asks -= 1
+            await self._nudge("malformed_call.txt", "The model's tool call could not be read; it is asked to write it again.")
+            return True
+        if not self.unmade.nudge(reply, changed=changed, prose_edit=detect_prose_edit(reply)):
             return False
         await self._nudge("unmade_change.txt", "The model changed no file; it is asked to make the change.")
         return True
@@ -90,11 +100,16 @@ class SmallModelTurn:
         """After a round of calls that no guard stopped: whether the turn is done. An answer that
         was a clean change is, once the tests pass (another round would only restate it; aider
         stops there too). Files sent back unchanged are not asked for again: a small model also
-        echoes the file it was asked a question about, and asked for "the change" it invents one."""
+        echoes the file it was asked a question about, and asked for "the change" it invents one.
+        But the tests run after them too: when the model took the file as it was for the fix, a
+        failure shows it what is still wrong."""
         round_ = self.turn.calls
-        if not (self.writes_blocks and round_.round_clean and round_.round_changed):
+        if not (self.writes_blocks and round_.round_clean and all(call.name in CHANGES_FILES for call in calls)):
             return False
-        return all(call.name in CHANGES_FILES for call in calls) and await self._tests_pass()
+        if round_.round_changed:
+            return await self._tests_pass()
+        await self._tests_pass()
+        return False
 
     async def _tests_pass(self) -> bool:
         """The project's tests (verify.py) as a ``bash`` call of a message of its own, asked and
@@ -110,7 +125,7 @@ class SmallModelTurn:
         self.test_runs += 1
         message_id = await turn.agent.store.add_message(turn.session_id, "assistant", turn_id=turn.turn_id, model=turn.model)
         arguments = json.dumps({"command": command, "description": "Run the project's tests"})
-        if await turn.calls.run([turn.unique_call(ToolCall(id="", name="bash", arguments=arguments))], message_id):
+        if await turn.calls.run([turn.unique_call(ToolCall(id=new_id(TEST_RUN), name="bash", arguments=arguments))], message_id):
             return True  # a guard stopped it: nothing more to learn from the tests
         return turn.calls.round_clean and passed(command, turn.calls.last_metadata.get("exit_code"))
 

@@ -16,6 +16,7 @@ import subprocess
 import anyio
 
 MAX_RUNS = 2
+TEST_RUN = "testrun"  # the id prefix of the bash calls Totem makes to run the tests (store.new_id)
 PYTEST = "{python} -m pytest -q -x --no-header -p no:cacheprovider --disable-warnings"
 PYTEST_NO_TESTS = 5  # pytest's exit code when it collected nothing
 

@@ -37,7 +37,8 @@ def test_a_small_model_gets_the_short_prompt_the_named_file_and_a_zero_temperatu
     assert "Write every file that must change in the same answer" in system and "alone on a line" in system
     assert "- read(path: string, offset?: integer, limit?: integer)" in system
     assert "- edit(" not in system  # whole files, not edits, for a small model
-    assert user.startswith("What does calc.py do?\n\nFiles in the project (2): calc.py, notes.txt")
+    assert user.startswith("Files in the project (2): calc.py, notes.txt")
+    assert user.endswith("\n\nWhat does calc.py do?")  # the request last, nearest to the answer
     assert f"calc.py\n```\n{CALC.rstrip()}\n```" in user and "unrelated" not in user
 
 
@@ -123,8 +124,16 @@ def test_after_a_clean_change_the_tests_run_and_a_failure_goes_back_to_the_model
     assert tools == [("write", "ok"), ("bash", "ok"), ("write", "ok"), ("bash", "ok")]
     first_run, second_run = [e["output"] for e in result.of("toolEnd") if e["tool"] == "bash"]
     assert "1 failed" in first_run and "assert 7 == 6" in first_run and "1 passed" in second_run
-    assert "1 failed" in totem.server.requests[1]["messages"][-1]["content"]  # the failure went back
     assert len(totem.server.requests) == 2  # passing tests end the turn
+    # The first answer is replayed as the model wrote it (a file block), not as a native tool
+    # call; the results come back as a user message, Totem's test run as what it is.
+    replayed = totem.server.requests[1]["messages"][2:]
+    assert [m["role"] for m in replayed] == ["assistant", "user"]
+    assert all("tool_calls" not in m for m in replayed)
+    assert replayed[0]["content"] == "calc.py\n```\ndef double(x):\n    return x + x + 1\n```"
+    assert replayed[1]["content"].startswith("The write call returned:\n")
+    assert "\n\nThe project's tests were run:\n" in replayed[1]["content"] and "1 failed" in replayed[1]["content"]
+    assert '"bash"' not in replayed[1]["content"]
 
 
 def test_a_small_model_s_answer_is_capped_at_the_output_its_window_keeps_free(totem):
@@ -143,3 +152,36 @@ def test_a_file_echoed_for_a_question_is_left_as_it_is(totem):
     assert (totem.project / "calc.py").read_text() == CALC
     assert [e["output"] for e in result.of("toolEnd")] == ["Unchanged: calc.py already holds what you sent."]
     assert not result.of("notice") and len(totem.server.requests) == 2
+
+
+def test_a_call_that_cannot_be_read_is_asked_for_again_twice_at_most(totem):
+    broken = '```json\n{"name": "bash", "arguments": {"command": "ls}}\n```\n'  # not JSON
+    for _ in range(3):
+        totem.server.enqueue(text_reply(broken))
+    result = run_small(totem, "List the files")
+
+    assert result.code == 0, result.stderr
+    assert len(totem.server.requests) == 3  # the first answer and two asks
+    notices = [e["message"] for e in result.of("notice")]
+    assert notices == ["The model's tool call could not be read; it is asked to write it again."] * 2
+    last = totem.server.requests[-1]["messages"][-1]
+    assert last["role"] == "user" and last["content"].startswith("Your tool call could not be read.")
+
+
+def test_a_file_sent_back_unchanged_for_a_fix_is_met_with_the_failing_tests(totem):
+    broken = "def double(x):\n    return x + 2\n"
+    (totem.project / "calc.py").write_text(broken)
+    (totem.project / "test_calc.py").write_text("from calc import double\n\n\ndef test_double():\n    assert double(3) == 6\n")
+    config = small_config(totem)
+    config.write_text(config.read_text().replace("model =", f'test_command = "{sys.executable} -m pytest -q -p no:cacheprovider"\nmodel =', 1))
+    totem.server.enqueue(text_reply(f"calc.py\n```python\n{broken}```\n"))
+    totem.server.enqueue(text_reply("calc.py\n```python\ndef double(x):\n    return x * 2\n```\n"))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(config), "--json", "--yes", "The tests fail: fix calc.py")
+
+    assert result.code == 0, result.stderr
+    outputs = [(e["tool"], e["output"]) for e in result.of("toolEnd")]
+    assert outputs[0] == ("write", "Unchanged: calc.py already holds what you sent.")
+    assert outputs[1][0] == "bash" and "assert 5 == 6" in outputs[1][1]
+    assert "assert 5 == 6" in totem.server.requests[1]["messages"][-1]["content"]  # the failure went back
+    assert outputs[3][0] == "bash" and "1 passed" in outputs[3][1] and len(totem.server.requests) == 2
+    assert (totem.project / "calc.py").read_text() == "def double(x):\n    return x * 2\n"

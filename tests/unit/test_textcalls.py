@@ -216,7 +216,6 @@ async def test_ordinary_text_streams_without_waiting():
         '```json\n{"name": "deploy", "arguments": {"env": "prod"}}\n```',  # unknown tool
         '```json\n{"name": "read", "arguments": {"path": "a.py"}, "id": 1}\n```',  # extra key
         '```json\n{"name": "read"}\n```',  # no arguments
-        '```json\n{"name": "read", "arguments": "a.py"}\n```',  # arguments not an object
         '```json\n{"name": "my-app", "version": "1.0.0"}\n```',  # a package.json
         '```json\n[{"name": "read", "arguments": {}}]\n```',  # not one object
         '```python\n{"name": "read", "arguments": {"path": "a.py"}}\n```',  # code, not a call
@@ -513,3 +512,37 @@ async def test_a_diff_block_is_a_patch_of_its_file_with_the_header_added_when_mi
     (call,) = calls_of(out)
     assert call.name == "patch"
     assert json.loads(call.arguments) == {"patch": f"--- a/calc.py\n+++ b/calc.py\n{diff}"}
+
+
+@pytest.mark.parametrize(
+    "fence",
+    [
+        '```json\n{"name": "bash", "arguments": ["ls", "-l"]}\n```',  # arguments not an object
+        '```json\n{"name": "read", "arguments": "a.py"}\n```',
+        '```json\n{"name": "write", "arguments": {"content": "a = """x""""}}\n```',  # not JSON
+    ],
+)
+async def test_a_json_fence_naming_a_tool_that_does_not_parse_is_counted_as_malformed(fence):
+    text = f"Run:\n{fence}\n"
+    for pieces in splits(text):
+        stats = TextCallStats()
+        out, _ = await run(lambda s: calls(s, stats), with_finish(pieces))
+        assert calls_of(out) == [] and text_of(out) == text, pieces
+        assert stats.malformed == 1, pieces
+
+
+async def test_arguments_sent_as_a_list_fill_the_one_required_string_argument():
+    schemas = {
+        "bash": {"properties": {"command": {"type": "string"}, "timeout": {"type": "integer"}}, "required": ["command"]},
+        "grep": {"properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern", "path"]},
+    }
+    text = '```json\n{"name": "bash", "arguments": ["sed -i s/a/b/ x.py", "sed -i s/a/b/ y.py"]}\n```\n'
+    out, _ = await run(lambda s: calls(s, schemas=schemas), with_finish([text]))
+    assert [(c.name, json.loads(c.arguments)) for c in calls_of(out)] == [
+        ("bash", {"command": "sed -i s/a/b/ x.py\nsed -i s/a/b/ y.py"})
+    ]
+    # two required arguments: no guessing which string is which
+    stats = TextCallStats()
+    text = '```json\n{"name": "grep", "arguments": ["x", "."]}\n```\n'
+    out, _ = await run(lambda s: text_tool_calls(s, {"grep"}, stats=stats, schemas=schemas), with_finish([text]))
+    assert calls_of(out) == [] and stats.malformed == 1

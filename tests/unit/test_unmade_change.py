@@ -15,6 +15,7 @@ from totem_engine.progress import UnmadeChange
         "The main.py file needs changes: we need to import parse_date from dates.py.",
         "To fix this, change the line `return a - b`.",
         "The formula should be changed to use 9 / 5.",
+        "`utils.py` must be imported in `main.py`.",
     ],
 )
 def test_a_change_claimed_or_announced_but_not_made_is_asked_for_once(text):

@@ -382,16 +382,41 @@ def _fence_head(rest: str, known: frozenset[str]) -> str:
     return "ok" if rest[i + 1:close] in known else "reject"
 
 
-def _parse_fence_json(content: str, known: frozenset[str]) -> tuple[str, dict] | None:
+def _parse_fence_json(content: str, known: frozenset[str], schemas: Mapping[str, Any]) -> tuple[str, dict] | None:
     try:
         value = json.loads(content)
     except ValueError:
         return None
-    if not isinstance(value, dict) or set(value) != {"name", "arguments"}:
+    if not isinstance(value, dict) or set(value) != {"name", "arguments"} or value["name"] not in known:
         return None
-    if value["name"] not in known or not isinstance(value["arguments"], dict):
+    arguments = value["arguments"]
+    if isinstance(arguments, list):
+        arguments = _positional(arguments, schemas.get(value["name"]))
+    return (value["name"], arguments) if isinstance(arguments, dict) else None
+
+
+def _positional(values: list, schema: Any) -> dict | None:
+    """Arguments sent as a list of strings (``"arguments": ["sed -i …", "sed -i …"]``, a small
+    model's habit) for a tool with one required string argument: that argument, the strings one
+    per line (for ``bash``, commands run one after the other). None for anything else."""
+    if not isinstance(schema, Mapping) or not values or not all(isinstance(v, str) for v in values):
         return None
-    return value["name"], value["arguments"]
+    required = schema.get("required") or []
+    properties = schema.get("properties") or {}
+    if len(required) != 1 or (properties.get(required[0]) or {}).get("type") != "string":
+        return None
+    return {required[0]: "\n".join(values)}
+
+
+def _broken_call(content: str) -> bool:
+    """Whether a fence that starts as a call (``{"name": "<a tool>"``, ``_fence_head``) but did
+    not parse was a call gone wrong: JSON that does not decode, or arguments that are not an
+    object (``"arguments": ["ls"]``). Other shapes are taken for examples, not calls."""
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return True
+    return isinstance(value, dict) and "arguments" in value and not isinstance(value["arguments"], dict)
 
 
 class _Scanner:
@@ -625,7 +650,7 @@ class _Scanner:
         unnamed, self.file_unnamed = self.file_unnamed, False
         if unnamed and _path_line(body):
             return self._take_text(out, size)  # "```\ncalc.py\n```": the label of the next block
-        parsed = _parse_fence_json(body, self.known) or self._file_call(body)
+        parsed = _parse_fence_json(body, self.known, self.schemas) or self._file_call(body)
         return self._take_call(parsed, size)
 
     def _file_call(self, body: str) -> tuple[str, dict]:
@@ -667,8 +692,9 @@ class _Scanner:
             self._wait("fence", "\n" + FENCE)
             self.resume = max(self.resume, newline)
             return False
-        parsed = _parse_fence_json(self.buf[body_start:body_end], self.known)
+        parsed = _parse_fence_json(self.buf[body_start:body_end], self.known, self.schemas)
         if parsed is None:
+            self.stats.malformed += _broken_call(self.buf[body_start:body_end])
             return self._code(out, body_start)
         return self._take_call(parsed, len(self.buf) if close < 0 else close + 1 + len(FENCE))
 
