@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from contextlib import aclosing
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,6 +36,7 @@ from totem_engine.providers.base import (
     Provider,
     ReasoningChunk,
     StateChunk,
+    StreamChunk,
     TextChunk,
     ToolCall,
     ToolCallChunk,
@@ -438,13 +439,15 @@ class Turn:
         the text up to two copies of the repeated span."""
         for part, detector in ((text, self._repeat_text), (reasoning, self._repeat_reasoning)):
             if detector.fired:
-                keep = detector.keep(copies=2)
-                if keep is not None and keep < len(part.text):
-                    part.chunks = [part.text[:keep] + "\n[... the same text repeated; cut]"]
-                    part.dirty = True
-                    await part.flush()
+                await _cut(part, detector.keep(copies=2))
                 return detector.reason
-        return None
+        held = self._repeat_held
+        if not held.fired:
+            return None
+        # Caught before the filters: the text given out, if it holds the span, is cut where it starts.
+        start = text.text.find(held.unit)
+        await _cut(text, start + 2 * len(held.unit) if start >= 0 else None)
+        return held.reason
 
     def text_calls_wanted(self) -> bool:
         """Calls are taught and read as text: the model has no reliable native calls (by its record,
@@ -510,12 +513,16 @@ class Turn:
         native call (native calls win; the markup is then given back as text).
         """
         usage = ev.Usage()
-        stream = provider.stream(request)
-        if self.record.think_tags:
-            stream = think_filter(stream)
         self._text_calls = TextCallStats()
         self._repeat_text = RepetitionDetector()
         self._repeat_reasoning = RepetitionDetector()
+        self._repeat_held = RepetitionDetector()
+        stream = provider.stream(request)
+        if self.specs:
+            # A file block's text is held by the filters until it closes: watched before them.
+            stream = _watched(stream, self._repeat_held)
+        if self.record.think_tags:
+            stream = think_filter(stream)
         if self.specs:
             stream = text_tool_calls(
                 stream,
@@ -526,10 +533,13 @@ class Turn:
                 default_path=self.small.default_path if self.small else None,
             )
         async with aclosing(stream) as chunks:
-            async for chunk in chunks:
-                usage = await self._forward(chunk, provider, text, reasoning, calls, usage)
-                if self._repeat_text.fired or self._repeat_reasoning.fired:
-                    break  # closing the stream ends the request
+            try:
+                async for chunk in chunks:
+                    usage = await self._forward(chunk, provider, text, reasoning, calls, usage)
+                    if self._repeat_text.fired or self._repeat_reasoning.fired:
+                        break  # closing the stream ends the request
+            except _Repeating:
+                pass  # what the filters held is dropped with the stream
         return usage
 
     async def _forward(
@@ -562,6 +572,28 @@ class Turn:
             call = replace(call, id=new_id("call"))
         self._used_call_ids.add(call.id)
         return call
+
+async def _cut(part: _StreamedPart, keep: int | None) -> None:
+    """``part`` cut to its first ``keep`` characters and marked so, when that is shorter."""
+    if keep is not None and keep < len(part.text):
+        part.chunks = [part.text[:keep] + "\n[... the same text repeated; cut]"]
+        part.dirty = True
+        await part.flush()
+
+
+class _Repeating(Exception):
+    """The raw stream repeated itself (``_watched``)."""
+
+
+async def _watched(stream: AsyncIterator[StreamChunk], detector: RepetitionDetector) -> AsyncIterator[StreamChunk]:
+    """``stream`` with its text fed to ``detector`` before any filter holds it; raises
+    ``_Repeating`` when it fires."""
+    async with aclosing(stream) as chunks:
+        async for chunk in chunks:
+            if isinstance(chunk, TextChunk) and detector.feed(chunk.text):
+                raise _Repeating
+            yield chunk
+
 
 def _is_json_object(arguments: str) -> bool:
     if not arguments.strip():

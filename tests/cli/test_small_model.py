@@ -185,3 +185,15 @@ def test_a_file_sent_back_unchanged_for_a_fix_is_met_with_the_failing_tests(tote
     assert "assert 5 == 6" in totem.server.requests[1]["messages"][-1]["content"]  # the failure went back
     assert outputs[3][0] == "bash" and "1 passed" in outputs[3][1] and len(totem.server.requests) == 2
     assert (totem.project / "calc.py").read_text() == "def double(x):\n    return x * 2\n"
+
+
+def test_a_file_block_stuck_repeating_itself_is_cut_before_it_closes(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    looping = "calc.py\n```python\n" + "    total = total + values[0]\n" * 400  # the block never closes
+    totem.server.enqueue(text_reply(looping, pieces=200))
+    result = run_small(totem, "Add a sum function to calc.py")
+
+    end = result.of("turnEnd")[0]
+    assert end["stopReason"] == "guard", result.stdout[-2000:]
+    assert "repeating" in result.of("notice")[-1]["message"]
+    assert not result.of("toolStart") and (totem.project / "calc.py").read_text() == CALC
