@@ -25,9 +25,10 @@ from totem_engine.prompt_files import prompt
 from totem_engine.store import new_id
 from totem_engine.providers.base import ToolCall
 from totem_engine.providers.capabilities import detect_prose_edit
+from totem_engine.providers.textcalls import FILE_BLOCK_TOOLS, looks_like_a_call
 from totem_engine.tools.freshness import mark_seen_in
 from totem_engine.tools.registry import CHANGES_FILES
-from totem_engine.verify import MAX_RUNS, TEST_RUN, find_test_command, passed
+from totem_engine.verify import MAX_RUNS, TEST_RUN, find_test_command, is_test_file, passed
 
 if TYPE_CHECKING:
     from totem_engine.loop import Turn
@@ -50,8 +51,12 @@ class SmallModelTurn:
 
     @property
     def default_path(self) -> str | None:
-        """The file a block that names none is taken for: the one file the request names."""
-        return self.named[0] if len(self.named) == 1 else None
+        """The file a block that names none is taken for: the one file the request names, or the
+        one that is not a test ("add f to report.py; the test in test_report.py checks it")."""
+        if len(self.named) == 1:
+            return self.named[0]
+        code = [rel for rel in self.named if not is_test_file(rel)]
+        return code[0] if len(code) == 1 else None
 
     async def prepare(self) -> None:
         """Its Python checked after each change; the files its request names (and, on a session's
@@ -82,14 +87,15 @@ class SmallModelTurn:
 
     async def asks_again(self, reply: str, *, changed: bool, malformed: bool) -> bool:
         """After a reply without calls: whether it is asked again, to write a call it got wrong
-        (``malformed``: a json fence naming a tool that did not parse, as ``"arguments": [...]``;
-        twice a turn at most) or to make the change it claimed, announced or described
+        (``malformed``: a json fence naming a tool that did not parse, as ``"arguments": [...]``,
+        or a fenced call of a tool that does not exist; twice a turn at most) or to make the change it claimed, announced or described
         (progress.UnmadeChange)."""
         if not self.writes_blocks:
             return False
-        if malformed and self.malformed_asks > 0:
+        if (malformed or looks_like_a_call(reply)) and self.malformed_asks > 0:
             self.malformed_asks -= 1
-            await self._nudge("malformed_call.txt", "The model's tool call could not be read; it is asked to write it again.")
+            tools = ", ".join(spec.name for spec in self.turn.specs if spec.name not in FILE_BLOCK_TOOLS)
+            await self._nudge("malformed_call.txt", "The model's tool call could not be read; it is asked to write it again.", tools=tools)
             return True
         if not self.unmade.nudge(reply, changed=changed, prose_edit=detect_prose_edit(reply)):
             return False
@@ -129,11 +135,14 @@ class SmallModelTurn:
             return True  # a guard stopped it: nothing more to learn from the tests
         return turn.calls.round_clean and passed(command, turn.calls.last_metadata.get("exit_code"))
 
-    async def _nudge(self, prompt_file: str, notice: str) -> None:
+    async def _nudge(self, prompt_file: str, notice: str, **fields: str) -> None:
         """Ask the model again, in the user's place, with ``prompts/<prompt_file>`` (``{request}``:
-        the user's request, repeated where a small model heeds it most, last); say so."""
+        the user's request, repeated where a small model heeds it most, last; ``{name}`` for each
+        of ``fields``); say so."""
         turn = self.turn
         message = await turn.agent.store.add_message(turn.session_id, "user", turn_id=turn.turn_id)
         text = prompt(prompt_file).replace("{request}", turn.text)
+        for name, value in fields.items():
+            text = text.replace(f"{{{name}}}", value)
         await turn.agent.store.add_part(message, "context", {"text": text, "nudge": True})
         await turn.emit(ev.Notice(session_id=turn.session_id, level="info", message=notice))

@@ -21,9 +21,20 @@ PYTEST = "{python} -m pytest -q -x --no-header -p no:cacheprovider --disable-war
 PYTEST_NO_TESTS = 5  # pytest's exit code when it collected nothing
 
 
+def is_test_file(rel: str) -> bool:
+    """A test file by the common conventions: ``test_x.py``, ``x_test.go``, ``x.test.ts``,
+    ``x.spec.js``, or anything under a ``test/`` or ``tests/`` folder."""
+    *folders, name = rel.split("/")
+    stem = name.rsplit(".", 1)[0]
+    return (
+        stem.startswith("test_")
+        or stem.endswith(("_test", ".test", ".spec"))
+        or any(folder in ("test", "tests") for folder in folders)
+    )
+
+
 def _is_python_test(rel: str) -> bool:
-    name = rel.rsplit("/", 1)[-1]
-    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+    return rel.endswith(".py") and is_test_file(rel)
 
 
 async def find_test_command(configured: str | None, files: list[str]) -> str | None:

@@ -155,17 +155,19 @@ def test_a_file_echoed_for_a_question_is_left_as_it_is(totem):
 
 
 def test_a_call_that_cannot_be_read_is_asked_for_again_twice_at_most(totem):
-    broken = '```json\n{"name": "bash", "arguments": {"command": "ls}}\n```\n'  # not JSON
-    for _ in range(3):
-        totem.server.enqueue(text_reply(broken))
+    totem.server.enqueue(text_reply('```json\n{"name": "bash", "arguments": {"command": "ls}}\n```\n'))  # not JSON
+    totem.server.enqueue(text_reply('```json\n{"name": "python", "arguments": ["-m", "pytest"]}\n```\n'))  # no such tool
+    totem.server.enqueue(text_reply('```json\n{"name": "python", "arguments": ["-m", "pytest"]}\n```\n'))
     result = run_small(totem, "List the files")
 
     assert result.code == 0, result.stderr
     assert len(totem.server.requests) == 3  # the first answer and two asks
     notices = [e["message"] for e in result.of("notice")]
     assert notices == ["The model's tool call could not be read; it is asked to write it again."] * 2
-    last = totem.server.requests[-1]["messages"][-1]
-    assert last["role"] == "user" and last["content"].startswith("Your tool call could not be read.")
+    # The broken answers are left out of what the model sees (it copied them word for word).
+    (system, user) = totem.server.requests[-1]["messages"]
+    assert user["content"].count("Your tool call could not be read. The tools are: bash, glob, grep, read, todo.") == 2
+    assert "python" not in user["content"]
 
 
 def test_a_file_sent_back_unchanged_for_a_fix_is_met_with_the_failing_tests(totem):
@@ -182,7 +184,9 @@ def test_a_file_sent_back_unchanged_for_a_fix_is_met_with_the_failing_tests(tote
     outputs = [(e["tool"], e["output"]) for e in result.of("toolEnd")]
     assert outputs[0] == ("write", "Unchanged: calc.py already holds what you sent.")
     assert outputs[1][0] == "bash" and "assert 5 == 6" in outputs[1][1]
-    assert "assert 5 == 6" in totem.server.requests[1]["messages"][-1]["content"]  # the failure went back
+    second = totem.server.requests[1]["messages"]
+    assert "assert 5 == 6" in second[-1]["content"]  # the failure went back, the echo left out
+    assert [m["role"] for m in second] == ["system", "user"] and "Unchanged" not in second[-1]["content"]
     assert outputs[3][0] == "bash" and "1 passed" in outputs[3][1] and len(totem.server.requests) == 2
     assert (totem.project / "calc.py").read_text() == "def double(x):\n    return x * 2\n"
 
@@ -197,3 +201,19 @@ def test_a_file_block_stuck_repeating_itself_is_cut_before_it_closes(totem):
     assert end["stopReason"] == "guard", result.stdout[-2000:]
     assert "repeating" in result.of("notice")[-1]["message"]
     assert not result.of("toolStart") and (totem.project / "calc.py").read_text() == CALC
+
+
+def test_a_block_naming_no_file_goes_to_the_one_named_file_that_is_not_a_test(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    (totem.project / "test_calc.py").write_text("from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n")
+    config = small_config(totem)
+    config.write_text(config.read_text().replace("model =", 'test_command = ""\nmodel =', 1))
+    totem.server.enqueue(text_reply("```python\ndef mul(a, b):\n    return a * b\n```\n"))
+    result = totem.run(
+        "run", "--cwd", str(totem.project), "--config", str(config), "--json", "--yes",
+        "Add mul(a, b) to calc.py; the test in test_calc.py checks it.",
+    )
+
+    assert result.code == 0, result.stderr
+    assert [(e["tool"], e["status"]) for e in result.of("toolEnd")] == [("write", "ok")]
+    assert (totem.project / "calc.py").read_text() == CALC + "\n\ndef mul(a, b):\n    return a * b\n"

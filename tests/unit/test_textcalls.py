@@ -14,7 +14,7 @@ from totem_engine.providers.base import (
     ToolCallChunk,
     UsageChunk,
 )
-from totem_engine.providers.textcalls import MAX_HOLD, TextCallStats, text_tool_calls, think_filter
+from totem_engine.providers.textcalls import MAX_HOLD, TextCallStats, looks_like_a_call, text_tool_calls, think_filter
 
 TOOLS = {"read", "write", "edit", "bash", "todo"}
 
@@ -546,3 +546,10 @@ async def test_arguments_sent_as_a_list_fill_the_one_required_string_argument():
     text = '```json\n{"name": "grep", "arguments": ["x", "."]}\n```\n'
     out, _ = await run(lambda s: text_tool_calls(s, {"grep"}, stats=stats, schemas=schemas), with_finish([text]))
     assert calls_of(out) == [] and stats.malformed == 1
+
+
+def test_a_fenced_call_left_as_text_is_recognised():
+    assert looks_like_a_call('Run it:\n```json\n{\n  "name": "python",\n  "arguments": ["-m", "pytest"]\n}\n```')
+    assert looks_like_a_call('```\n{"name": "read", "arguments": {"path": 1}}\n```')
+    assert not looks_like_a_call('```json\n{"name": "my-app", "version": "1.0.0"}\n```')
+    assert not looks_like_a_call('Use {"name": "x", "arguments": {}} in prose.')

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 
-from totem_engine.verify import find_test_command, passed
+import pytest
+
+from totem_engine.verify import find_test_command, is_test_file, passed
 
 
 def fake_python(folder, *, has_pytest: bool):
@@ -34,3 +36,13 @@ async def test_pytest_runs_a_project_with_python_tests_when_python3_can_import_i
 def test_passing_is_exit_0_or_pytest_collecting_nothing():
     assert passed("python3 -m pytest -q", 0) and passed("python3 -m pytest -q", 5)
     assert not passed("python3 -m pytest -q", 1) and not passed("make check", 5) and not passed("make check", None)
+
+
+@pytest.mark.parametrize("rel", ["test_calc.py", "pkg/calc_test.go", "src/app.test.ts", "ui/button.spec.js", "tests/helpers.py"])
+def test_test_files_by_their_conventions(rel):
+    assert is_test_file(rel)
+
+
+@pytest.mark.parametrize("rel", ["calc.py", "testing.py", "src/contest.ts", "latest/app.py", "attest_x.py"])
+def test_other_files_are_not_tests(rel):
+    assert not is_test_file(rel)

@@ -419,6 +419,16 @@ def _broken_call(content: str) -> bool:
     return isinstance(value, dict) and "arguments" in value and not isinstance(value["arguments"], dict)
 
 
+# What is left as text of a call gone wrong: a fence holding {"name": ..., "arguments": ...}
+# that was not read as a call (a tool that does not exist, arguments that do not parse).
+_CALL_SHAPED = re.compile(r'^```(?:json)?[ \t]*\n\s*\{\s*"name"\s*:\s*"[^"\n]*"\s*,\s*"arguments"\s*:', re.MULTILINE)
+
+
+def looks_like_a_call(text: str) -> bool:
+    """Whether ``text`` (what a step gave out as text) holds a fenced call that was not read as one."""
+    return _CALL_SHAPED.search(text) is not None
+
+
 class _Scanner:
     """The text of one stream, cut into visible text and calls (see ``text_tool_calls``).
 
@@ -792,4 +802,6 @@ def _signature(schema: Mapping[str, Any]) -> str:
     return ", ".join(shown)
 
 
-__all__ = ["MAX_HOLD", "TextCallStats", "small_tool_prompt", "text_tool_calls", "think_filter", "tool_prompt"]
+__all__ = [
+    "FILE_BLOCK_TOOLS", "MAX_HOLD", "TextCallStats", "looks_like_a_call", "small_tool_prompt", "text_tool_calls", "think_filter", "tool_prompt"
+]

@@ -31,7 +31,10 @@ class ToolError(Exception):
 
 class NothingToDo(ToolError):
     """The call would change nothing (a whole file sent back as it is): reported as done, with
-    the message, not as a failure; a small model echoes the files it was shown."""
+    the message (which starts with ``PREFIX``), not as a failure; a small model echoes the files
+    it was shown."""
+
+    PREFIX = "Unchanged: "
 
 
 class BoundaryError(ToolError):
