@@ -9,8 +9,9 @@ example it sees of its own answers is the form it was taught. Results become use
 since ``tool`` messages without the matching ``tool_calls`` are refused by strict servers. The
 test runs Totem made itself (verify.py) are shown as what they are, not as the model's calls:
 shown as its own, the model took to running the tests again instead of fixing the code. An
-answer that only sent files back unchanged, or only a call that could not be read, is left out:
-shown it, the model wrote it again, word for word.
+answer that was only a call that could not be read is left out: shown it, the model wrote it
+again, word for word. (Files sent back unchanged stay: left out, the model met the same history
+again and sent them again.)
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from collections.abc import Iterable
 
 from totem_engine.providers.base import Message, ToolCall
 from totem_engine.providers.textcalls import looks_like_a_call
-from totem_engine.tools.base import NothingToDo
 from totem_engine.verify import TEST_RUN
 
 FILE_BLOCK_CALLS = frozenset({"write"})  # what a file block is read back as
@@ -38,16 +38,10 @@ def as_written(messages: Iterable[Message]) -> list[Message]:
     """``messages`` with each assistant step's calls rendered into its text and each call's
     result as a user message (``The write call returned: …``); neighbouring user messages are
     joined, as chat templates expect roles to alternate."""
-    messages = list(messages)
-    echoed = _echoed(messages)
     out: list[Message] = []
     for message in messages:
         if message.role == "assistant" and message.tool_calls and all(map(_test_run, message.tool_calls)):
             continue  # Totem ran them, not the model: their results say so
-        if message.role == "assistant" and message.tool_calls and all(call.id in echoed for call in message.tool_calls):
-            continue  # files sent back as they were: shown again, the model only sends them again
-        if message.role == "tool" and message.tool_call_id in echoed:
-            continue
         if message.role == "assistant" and not message.tool_calls and looks_like_a_call(message.text):
             continue  # a call that could not be read: shown again, the model writes it again
         if message.role == "tool" and message.tool_call_id and message.tool_call_id.startswith(TEST_RUN):
@@ -63,17 +57,6 @@ def as_written(messages: Iterable[Message]) -> list[Message]:
         else:
             out.append(message)
     return out
-
-
-def _echoed(messages: list[Message]) -> set[str]:
-    """The ids of the calls that changed nothing (``NothingToDo``), in steps made only of them."""
-    unchanged = {m.tool_call_id for m in messages if m.role == "tool" and m.text.startswith(NothingToDo.PREFIX)}
-    return {
-        call.id
-        for m in messages
-        if m.role == "assistant" and m.tool_calls and all(call.id in unchanged for call in m.tool_calls)
-        for call in m.tool_calls
-    }
 
 
 def _test_run(call: ToolCall) -> bool:

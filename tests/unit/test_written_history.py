@@ -67,17 +67,6 @@ def test_a_test_run_totem_made_is_shown_as_such_not_as_the_model_s_call():
     assert results.text == "The write call returned:\nWrote calc.py\n\nThe project's tests were run:\n1 failed"
 
 
-def test_an_answer_that_only_sent_files_back_unchanged_is_left_out():
-    history = [
-        Message(role="user", text="Fix calc.py"),
-        Message(role="assistant", text="calc.py", tool_calls=(write("calc.py", "x = 1\n"),)),
-        Message(role="tool", text="Unchanged: calc.py already holds what you sent.", tool_call_id="c1", name="write"),
-        Message(role="assistant", tool_calls=(ToolCall(id="testrun_1", name="bash", arguments="{}"),)),
-        Message(role="tool", text="1 failed", tool_call_id="testrun_1", name="bash"),
-    ]
-    assert as_written(history) == [Message(role="user", text="Fix calc.py\n\nThe project's tests were run:\n1 failed")]
-
-
 def test_an_answer_that_was_only_a_call_that_could_not_be_read_is_left_out():
     broken = '```json\n{"name": "python", "arguments": ["-m", "pytest"]}\n```'
     history = [

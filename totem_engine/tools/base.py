@@ -31,10 +31,7 @@ class ToolError(Exception):
 
 class NothingToDo(ToolError):
     """The call would change nothing (a whole file sent back as it is): reported as done, with
-    the message (which starts with ``PREFIX``), not as a failure; a small model echoes the files
-    it was shown."""
-
-    PREFIX = "Unchanged: "
+    the message, not as a failure; a small model echoes the files it was shown."""
 
 
 class BoundaryError(ToolError):

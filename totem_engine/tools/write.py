@@ -77,7 +77,7 @@ def _whole_file(rel: str, old: str, new: str, notes: list[str]) -> str:
     changes nothing (the model then knows its change is in)."""
     merged = merge_python(old, new) if rel.endswith(".py") else None
     if (merged[0] if merged else new) == old:
-        raise NothingToDo(f"{NothingToDo.PREFIX}{rel} already holds what you sent.")
+        raise NothingToDo(f"Unchanged: {rel} already holds what you sent.")
     if merged is not None:
         text, done = merged
         notes.append(f"What you sent was part of {rel}; it was merged into the file: {'; '.join(done)}.")
