@@ -357,7 +357,7 @@ class Turn:
                 return "guard", outcome.guard
             if not outcome.calls:
                 malformed = self._text_calls.malformed > 0
-                if self.small and await self.small.asks_again(outcome.text, changed=changed, malformed=malformed):
+                if self.small and await self.small.asks_again(outcome.text, outcome.message_id, changed=changed, malformed=malformed):
                     continue
                 return "finished", None
             reason = await self.calls.run(outcome.calls, outcome.message_id)

@@ -85,21 +85,24 @@ class SmallModelTurn:
         for rel, data in found.shown:
             mark_seen_in(turn.state.reads, rel, data)
 
-    async def asks_again(self, reply: str, *, changed: bool, malformed: bool) -> bool:
-        """After a reply without calls: whether it is asked again, to write a call it got wrong
+    async def asks_again(self, reply: str, message_id: str, *, changed: bool, malformed: bool) -> bool:
+        """After an answer without calls (``reply``, in message ``message_id``): whether it is asked again, to write a call it got wrong
         (``malformed``: a json fence naming a tool that did not parse, as ``"arguments": [...]``,
-        or a fenced call of a tool that does not exist; twice a turn at most) or to make the change it claimed, announced or described
-        (progress.UnmadeChange)."""
+        or a fenced call of a tool that does not exist; twice a turn at most) or to make the
+        change it claimed, announced or described (progress.UnmadeChange). The answer asked
+        again for is discarded (kept in the store, as a retried step's): shown it, the model
+        wrote it again word for word."""
         if not self.writes_blocks:
             return False
         if (malformed or looks_like_a_call(reply)) and self.malformed_asks > 0:
             self.malformed_asks -= 1
             tools = ", ".join(spec.name for spec in self.turn.specs if spec.name not in FILE_BLOCK_TOOLS)
-            await self._nudge("malformed_call.txt", "The model's tool call could not be read; it is asked to write it again.", tools=tools)
+            notice = "The model's tool call could not be read; it is asked to write it again."
+            await self._ask_again(message_id, "malformed_call.txt", notice, tools=tools)
             return True
         if not self.unmade.nudge(reply, changed=changed, prose_edit=detect_prose_edit(reply)):
             return False
-        await self._nudge("unmade_change.txt", "The model changed no file; it is asked to make the change.")
+        await self._ask_again(message_id, "unmade_change.txt", "The model changed no file; it is asked to make the change.")
         return True
 
     async def done_after(self, calls: list[ToolCall]) -> bool:
@@ -135,11 +138,12 @@ class SmallModelTurn:
             return True  # a guard stopped it: nothing more to learn from the tests
         return turn.calls.round_clean and passed(command, turn.calls.last_metadata.get("exit_code"))
 
-    async def _nudge(self, prompt_file: str, notice: str, **fields: str) -> None:
-        """Ask the model again, in the user's place, with ``prompts/<prompt_file>`` (``{request}``:
-        the user's request, repeated where a small model heeds it most, last; ``{name}`` for each
-        of ``fields``); say so."""
+    async def _ask_again(self, message_id: str, prompt_file: str, notice: str, **fields: str) -> None:
+        """Discard the answer in ``message_id`` and ask the model again, in the user's place, with
+        ``prompts/<prompt_file>`` (``{request}``: the user's request, repeated where a small model
+        heeds it most, last; ``{name}`` for each of ``fields``); say so."""
         turn = self.turn
+        await turn.agent.store.discard_message_parts(message_id)
         message = await turn.agent.store.add_message(turn.session_id, "user", turn_id=turn.turn_id)
         text = prompt(prompt_file).replace("{request}", turn.text)
         for name, value in fields.items():

@@ -8,10 +8,7 @@ escaped newlines and all, into the files it writes next. Replayed as the text it
 example it sees of its own answers is the form it was taught. Results become user messages,
 since ``tool`` messages without the matching ``tool_calls`` are refused by strict servers. The
 test runs Totem made itself (verify.py) are shown as what they are, not as the model's calls:
-shown as its own, the model took to running the tests again instead of fixing the code. An
-answer that was only a call that could not be read is left out: shown it, the model wrote it
-again, word for word. (Files sent back unchanged stay: left out, the model met the same history
-again and sent them again.)
+shown as its own, the model took to running the tests again instead of fixing the code.
 """
 
 from __future__ import annotations
@@ -21,7 +18,6 @@ import re
 from collections.abc import Iterable
 
 from totem_engine.providers.base import Message, ToolCall
-from totem_engine.providers.textcalls import looks_like_a_call
 from totem_engine.verify import TEST_RUN
 
 FILE_BLOCK_CALLS = frozenset({"write"})  # what a file block is read back as
@@ -42,8 +38,6 @@ def as_written(messages: Iterable[Message]) -> list[Message]:
     for message in messages:
         if message.role == "assistant" and message.tool_calls and all(map(_test_run, message.tool_calls)):
             continue  # Totem ran them, not the model: their results say so
-        if message.role == "assistant" and not message.tool_calls and looks_like_a_call(message.text):
-            continue  # a call that could not be read: shown again, the model writes it again
         if message.role == "tool" and message.tool_call_id and message.tool_call_id.startswith(TEST_RUN):
             _add_user(out, f"The project's tests were run:\n{message.text}")
         elif message.role == "assistant" and message.tool_calls:

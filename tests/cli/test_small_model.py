@@ -215,3 +215,23 @@ def test_a_block_naming_no_file_goes_to_the_one_named_file_that_is_not_a_test(to
     assert result.code == 0, result.stderr
     assert [(e["tool"], e["status"]) for e in result.of("toolEnd")] == [("write", "ok")]
     assert (totem.project / "calc.py").read_text() == CALC + "\n\ndef mul(a, b):\n    return a * b\n"
+
+
+def test_a_change_announced_but_not_made_is_asked_for_once_without_the_announcement(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    totem.server.enqueue(text_reply("`calc.py` must be changed to add mul."))
+    totem.server.enqueue(text_reply("calc.py\n```python\ndef mul(a, b):\n    return a * b\n```\n"))
+    result = run_small(totem, "Add mul(a, b) to calc.py")
+
+    assert result.code == 0, result.stderr
+    assert [e["message"] for e in result.of("notice")] == ["The model changed no file; it is asked to make the change."]
+    assert "def mul(a, b):" in (totem.project / "calc.py").read_text()
+    # The announcement is left out of what the model sees next: the request, then the ask.
+    (system, user) = totem.server.requests[1]["messages"]
+    assert "must be changed" not in user["content"]
+    assert user["content"].endswith("No file has been changed yet. The request is: Add mul(a, b) to calc.py\n"
+                                    "Make the change now: write the file's path alone on a line, then its complete"
+                                    " new content in a fenced code block.")
+    export = totem.export(result.of("turnEnd")[0]["sessionId"])
+    kept = [p for m in export["messages"] for p in m["parts"] if p["type"] == "text" and p["discarded"]]
+    assert [p["data"]["text"] for p in kept] == ["`calc.py` must be changed to add mul."]  # kept in the store

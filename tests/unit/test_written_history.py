@@ -65,13 +65,3 @@ def test_a_test_run_totem_made_is_shown_as_such_not_as_the_model_s_call():
     block, results = as_written(history)
     assert block.text == "calc.py\n```\nx = 2\n```"
     assert results.text == "The write call returned:\nWrote calc.py\n\nThe project's tests were run:\n1 failed"
-
-
-def test_an_answer_that_was_only_a_call_that_could_not_be_read_is_left_out():
-    broken = '```json\n{"name": "python", "arguments": ["-m", "pytest"]}\n```'
-    history = [
-        Message(role="user", text="Run the tests"),
-        Message(role="assistant", text=broken),
-        Message(role="user", text="Your tool call could not be read."),
-    ]
-    assert as_written(history) == [Message(role="user", text="Run the tests\n\nYour tool call could not be read.")]
