@@ -573,6 +573,7 @@ class Turn:
         self._used_call_ids.add(call.id)
         return call
 
+
 async def _cut(part: _StreamedPart, keep: int | None) -> None:
     """``part`` cut to its first ``keep`` characters and marked so, when that is shorter."""
     if keep is not None and keep < len(part.text):

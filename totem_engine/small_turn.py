@@ -22,10 +22,10 @@ from totem_engine.checks.python import PythonChecker
 from totem_engine.mentions import mentions, project_files
 from totem_engine.progress import UnmadeChange
 from totem_engine.prompt_files import prompt
-from totem_engine.store import new_id
 from totem_engine.providers.base import ToolCall
 from totem_engine.providers.capabilities import detect_prose_edit
 from totem_engine.providers.textcalls import FILE_BLOCK_TOOLS, looks_like_a_call
+from totem_engine.store import new_id
 from totem_engine.tools.freshness import mark_seen_in
 from totem_engine.tools.registry import CHANGES_FILES
 from totem_engine.verify import MAX_RUNS, TEST_RUN, find_test_command, is_test_file, passed
@@ -86,12 +86,12 @@ class SmallModelTurn:
             mark_seen_in(turn.state.reads, rel, data)
 
     async def asks_again(self, reply: str, message_id: str, *, changed: bool, malformed: bool) -> bool:
-        """After an answer without calls (``reply``, in message ``message_id``): whether it is asked again, to write a call it got wrong
-        (``malformed``: a json fence naming a tool that did not parse, as ``"arguments": [...]``,
-        or a fenced call of a tool that does not exist; twice a turn at most) or to make the
-        change it claimed, announced or described (progress.UnmadeChange). The answer asked
-        again for is discarded (kept in the store, as a retried step's): shown it, the model
-        wrote it again word for word."""
+        """After an answer without calls (``reply``, in message ``message_id``): whether it is
+        asked again, to write a call it got wrong (``malformed``: a json fence naming a tool that
+        did not parse, as ``"arguments": [...]``, or a fenced call of a tool that does not exist;
+        twice a turn at most) or to make the change it claimed, announced or described
+        (progress.UnmadeChange). The answer asked again for is discarded (kept in the store, as
+        a retried step's): shown it, the model wrote it again word for word."""
         if not self.writes_blocks:
             return False
         if (malformed or looks_like_a_call(reply)) and self.malformed_asks > 0:
