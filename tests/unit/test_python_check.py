@@ -17,3 +17,47 @@ def test_undefined_names_and_syntax_errors_are_found_with_lsp_positions():
 
 def test_style_and_unused_imports_are_not_reported():
     assert found("import os\nimport sys\nx=1\n") == []
+
+
+def project_found(root, rel, text):
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).write_text(text)
+    return [f.for_model() for f in check_python(rel, text, root).findings]
+
+
+def test_a_name_a_project_module_does_not_define_is_found_in_the_importer(tmp_path):
+    (tmp_path / "geometry.py").write_text(
+        "import math\n\ndef rectangle_area(w, h):\n    return w * h\n\nif math.pi:\n    PI = math.pi\nelse:\n    PI = 3\n"
+    )
+    text = "from geometry import calc_area, rectangle_area, PI, math\nfrom os import nothing_checked\n"
+    assert project_found(tmp_path, "report.py", text) == [
+        "1:1 E0611 cannot import name 'calc_area' from 'geometry' (geometry.py)"
+    ]
+
+
+def test_a_changed_module_hears_of_the_names_its_importers_still_want(tmp_path):
+    (tmp_path / "report.py").write_text("from geometry import calc_area\n\nprint(calc_area(2, 3))\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "other.py").write_text("from geometry import rectangle_area\n")
+    renamed = "def rectangle_area(w, h):\n    return w * h\n"
+    assert project_found(tmp_path, "geometry.py", renamed) == [
+        "1:1 E0611 report.py:1 imports calc_area from geometry, which geometry.py does not define"
+    ]
+
+
+def test_relative_imports_resolve_in_packages_and_fail_at_the_root(tmp_path):
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (tmp_path / "app" / "utils.py").write_text("def plural(n):\n    return n\n")
+    assert project_found(tmp_path, "app/main.py", "from .utils import plural, singular\nfrom . import utils\n") == [
+        "1:1 E0611 cannot import name 'singular' from 'utils' (app/utils.py)"
+    ]
+    assert project_found(tmp_path, "main.py", "from .utils import plural\n") == [
+        "1:1 E0402 attempted relative import with no known parent package (main.py is at the project root)"
+    ]
+
+
+def test_a_module_whose_names_cannot_be_known_is_taken_to_define_everything(tmp_path):
+    (tmp_path / "star.py").write_text("from os.path import *\n")
+    (tmp_path / "lazy.py").write_text("def __getattr__(name):\n    return name\n")
+    assert project_found(tmp_path, "main.py", "from star import anything\nfrom lazy import whatever\n") == []
