@@ -531,6 +531,7 @@ class Turn:
                 stats=self._text_calls,
                 file_blocks=bool(self.small) and self.small.writes_blocks,
                 default_path=self.small.default_path if self.small else None,
+                path_for=self.small.block_path if self.small else None,
             )
         async with aclosing(stream) as chunks:
             try:

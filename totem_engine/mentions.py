@@ -1,18 +1,25 @@
 """The files a request names, shown to a small model with the request (docs/decisions.md).
 
 A small model on a laptop pays seconds for every round and often skips reading a file before
-changing it, so the turn's first request carries what it needs: the project's file list and the
-content of every file the user's message names ("fix calc.py", "in src/app.py"), as aider's
-chat files and Claude Code's @-mentions do. A name counts when it is a project file's relative
-path, or the base name of exactly one project file. The files go in within ``budget`` characters,
-in the order they are named; the rest are listed as too large to show, to be read with a tool.
-In a small project (``SMALL_PROJECT`` files at most) the other files of the same kinds follow
-on the first turn, within ``others_budget``: the module a named file imports is then in view,
-as the files a user adds to aider's chat are.
+changing it, so the turn's first request carries what it needs: the content of every file the
+user's message names ("fix calc.py", "in src/app.py"), as aider's chat files and Claude Code's
+@-mentions do. A name counts when it is a project file's relative path, or the base name of
+exactly one project file. The files go in within ``budget`` characters, in the order they are
+named; the rest are listed as too large to show, to be read with a tool.
+
+On a session's first turn, in a small project (``SMALL_PROJECT`` files at most), other files
+follow within ``others_budget``: those of the named files' kinds, so the module a named file
+imports is in view, as the files a user adds to aider's chat are; or, when the message names
+none ("where is the bulk discount set?"), those that share its rarer words (``relevant``), the
+most first. Asked about a file it was not shown, a small model writes what it imagines the file
+holds rather than reading it. The project's file list comes first, on the first turn: without
+it, the model names its blocks after what they hold (median.py for a function added to calc.py)
+and loses the path-and-block form.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -24,7 +31,9 @@ from totem_engine.written_history import file_block
 
 LISTED_FILES = 60  # the file list stops here, saying how many more there are
 SMALL_PROJECT = 20
+PROJECT_FILES_LIMIT = 5000
 _NAME = re.compile(r"[\w./-]*\w\.\w+")
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")  # BULK_MIN_UNITS, bulkDiscount: two or three words
 
 
 @dataclass
@@ -38,7 +47,7 @@ class Mentions:
     named: list[str] = field(default_factory=list)
 
 
-def project_files(root: Path, limit: int = 5000) -> list[str]:
+def project_files(root: Path, limit: int = PROJECT_FILES_LIMIT) -> list[str]:
     """The project's files (ignore files respected), sorted, at most ``limit``."""
     found: list[str] = []
     for rel in walk_files(root, root, follow_links=False):
@@ -72,19 +81,19 @@ async def mentions(
     budget: int,
     read: Callable[[Path], Awaitable[bytes]],
     files: list[str],
-    listing: bool,
+    first_turn: bool,
     others_budget: int = 0,
 ) -> Mentions | None:
-    """The block for a message: the file list when ``listing``, then the files it names within
-    ``budget`` characters, then (``listing`` in a small project) the other files of their kinds
-    within ``others_budget``; None when there is nothing to add. ``read`` reads a file as the
-    editor sees it (unsaved buffers included)."""
+    """The block for a message: the files it names within ``budget`` characters; on the
+    ``first_turn``, before them the file list, and after them, in a small project, the other
+    files of their kinds or the ``relevant`` ones, within ``others_budget``. None when there is
+    nothing to add. ``read`` reads a file as the editor sees it (unsaved buffers included)."""
     lines = []
-    if listing and files:
+    result = Mentions("", named=named_files(text, files))
+    if first_turn and files:
         lines.append(f"Files in the project ({len(files)}): " + ", ".join(files[:LISTED_FILES]))
         if len(files) > LISTED_FILES:
             lines[0] += f", and {len(files) - LISTED_FILES} more"
-    result = Mentions("", named=named_files(text, files))
     for rel in result.named:
         shown = await _show(root, rel, read, budget)
         if shown is None:
@@ -93,11 +102,13 @@ async def mentions(
         budget -= len(shown[0])
         lines.append(shown[0])
         result.shown.append((rel, shown[1]))
-    kinds = {_kind(rel) for rel in result.named}
-    if listing and len(files) <= SMALL_PROJECT and kinds:
-        for rel in files:
-            if rel in result.named or _kind(rel) not in kinds:
-                continue
+    if first_turn and len(files) <= SMALL_PROJECT:
+        if result.named:
+            kinds = {_kind(rel) for rel in result.named}
+            others = [rel for rel in files if rel not in result.named and _kind(rel) in kinds]
+        else:
+            others = await relevant(root, text, files, read)
+        for rel in others:
             shown = await _show(root, rel, read, others_budget)
             if shown is not None:
                 others_budget -= len(shown[0])
@@ -107,6 +118,33 @@ async def mentions(
         return None
     result.text = "\n\n".join(lines)
     return result
+
+
+async def relevant(root: Path, text: str, files: list[str], read: Callable[[Path], Awaitable[bytes]]) -> list[str]:
+    """The ``files`` that share words with ``text``, scored by the sum of the shared words' rarity
+    among them (inverse document frequency: a word every file has counts for nothing), the best
+    first; those scoring under half the best are left out, as noise a small model would follow."""
+    asked = _words(text)
+    contents: dict[str, set[str]] = {}
+    for rel in files:
+        try:
+            data = await read(root / rel)
+        except OSError:
+            continue
+        if not looks_binary(data):
+            contents[rel] = _words(data.decode("utf-8")) & asked
+    frequency: dict[str, int] = {}
+    for words in contents.values():
+        for word in words:
+            frequency[word] = frequency.get(word, 0) + 1
+    scores = {rel: sum(math.log(len(contents) / frequency[word]) for word in words) for rel, words in contents.items()}
+    best = max(scores.values(), default=0.0)
+    return sorted((rel for rel, score in scores.items() if score > 0 and score >= best / 2), key=lambda rel: -scores[rel])
+
+
+def _words(text: str) -> set[str]:
+    """The words of ``text`` of three letters or more, in lower case; identifiers split into theirs."""
+    return {word.lower() for word in _WORD.findall(text) if len(word) >= 3}
 
 
 def _kind(rel: str) -> str:

@@ -4,10 +4,12 @@ A model with a window under 64K tokens or a small tier (tools/registry.py ``is_s
 top of its short prompt (prompt.py) and the file blocks it writes (providers/textcalls.py):
 
 - the files its request names shown with the request, and its Python checked (``prepare``);
+- a block naming a new file the request does not mention written to the file it names
+  (``block_path``);
 - the turn ended once an answer was a clean change and the project's tests pass, a failure
   going back to it (``done_after``);
-- one more ask when it stops having changed nothing after saying what it would change, and
-  another when a call it wrote could not be read (``asks_again``).
+- one more ask when it stops having changed nothing after saying what it would change or after
+  a request for a change, and another when a call it wrote could not be read (``asks_again``).
 """
 
 from __future__ import annotations
@@ -19,14 +21,14 @@ import anyio
 
 from totem_engine import events as ev
 from totem_engine.checks.python import PythonChecker
-from totem_engine.mentions import mentions, project_files
-from totem_engine.progress import UnmadeChange
+from totem_engine.mentions import PROJECT_FILES_LIMIT, mentions, project_files
+from totem_engine.progress import UnmadeChange, asks_for_a_change
 from totem_engine.prompt_files import prompt
 from totem_engine.providers.base import ToolCall
 from totem_engine.providers.capabilities import detect_prose_edit
 from totem_engine.providers.textcalls import FILE_BLOCK_TOOLS, looks_like_a_call
 from totem_engine.store import new_id
-from totem_engine.tools.freshness import mark_seen_in
+from totem_engine.tools.freshness import content_hash, mark_seen_in
 from totem_engine.tools.registry import CHANGES_FILES
 from totem_engine.verify import MAX_RUNS, TEST_RUN, find_test_command, is_test_file, passed
 
@@ -40,6 +42,7 @@ class SmallModelTurn:
     def __init__(self, turn: "Turn"):
         self.turn = turn
         self.named: list[str] = []  # the files the request names (mentions.py)
+        self.files: set[str] | None = None  # the project's at the turn's start; None: too many to list
         self.test_runs = 0
         self.unmade = UnmadeChange()
         self.malformed_asks = 2
@@ -58,21 +61,31 @@ class SmallModelTurn:
         code = [rel for rel in self.named if not is_test_file(rel)]
         return code[0] if len(code) == 1 else None
 
+    def block_path(self, path: str) -> str:
+        """The file a block naming ``path`` is written to: ``default_path`` when ``path`` is a new
+        file the request does not mention (asked to add ``median`` to calc.py, the model named its
+        block median.py), ``path`` otherwise."""
+        if self.default_path is None or self.files is None or path in self.files:
+            return path
+        return path if path.rsplit("/", 1)[-1] in self.turn.text else self.default_path
+
     async def prepare(self) -> None:
         """Its Python checked after each change; the files its request names (and, on a session's
-        first turn, the project's file list) shown with the request, counted as read."""
+        first turn, the others mentions.py picks) shown with the request, counted as read."""
         turn = self.turn
         turn.checkers.append(PythonChecker())
+        turn.state.reads.shown.clear()  # last turn's request is further back, perhaps compacted
         root = turn.agent.root
         window = turn.record.context_window or DEFAULT_WINDOW
         files = await anyio.to_thread.run_sync(project_files, root)
+        self.files = set(files) if len(files) < PROJECT_FILES_LIMIT else None
         found = await mentions(
             root,
             turn.text,
             budget=window,  # characters: about a quarter of the window
             read=turn.agent.workspace.read_bytes,
             files=files,
-            listing=len(await turn.agent.store.messages(turn.session_id)) == 1,
+            first_turn=len(await turn.agent.store.messages(turn.session_id)) == 1,
             others_budget=window // 2,
         )
         if found is None:
@@ -84,6 +97,7 @@ class SmallModelTurn:
         await turn.agent.store.add_part(turn.user_message, "context", {"text": text, "files": [rel for rel, _ in found.shown]})
         for rel, data in found.shown:
             mark_seen_in(turn.state.reads, rel, data)
+            turn.state.reads.shown[rel] = content_hash(data)
 
     async def asks_again(self, reply: str, message_id: str, *, changed: bool, malformed: bool) -> bool:
         """After an answer without calls (``reply``, in message ``message_id``): whether it is
@@ -100,7 +114,7 @@ class SmallModelTurn:
             notice = "The model's tool call could not be read; it is asked to write it again."
             await self._ask_again(message_id, "malformed_call.txt", notice, tools=tools)
             return True
-        if not self.unmade.nudge(reply, changed=changed, prose_edit=detect_prose_edit(reply)):
+        if not self.unmade.nudge(reply, changed=changed, prose_edit=detect_prose_edit(reply), requested=asks_for_a_change(self.turn.text)):
             return False
         await self._ask_again(message_id, "unmade_change.txt", "The model changed no file; it is asked to make the change.")
         return True

@@ -170,6 +170,29 @@ def test_a_call_that_cannot_be_read_is_asked_for_again_twice_at_most(totem):
     assert "python" not in user["content"]
 
 
+def test_a_program_called_as_a_tool_runs_in_the_shell_and_a_shown_file_is_not_shown_twice(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    totem.server.enqueue(text_reply('```json\n{"name": "python", "arguments": ["python -c \'print(6 * 7)\'"]}\n```\n'))
+    totem.server.enqueue(text_reply('```json\n{"name": "read", "arguments": {"path": "calc.py"}}\n```\n'))
+    totem.server.enqueue(text_reply("calc.py adds and subtracts; 6 * 7 is 42."))
+    first = run_small(totem, "What does calc.py do, and what is 6 * 7?")
+
+    assert first.code == 0, first.stderr
+    shell, read = first.of("toolEnd")
+    assert shell["tool"] == "bash" and shell["status"] == "ok" and shell["output"].strip() == "42"
+    assert read["status"] == "ok" and "def add" not in read["output"]
+    assert read["output"].startswith("calc.py is shown above, with the request, and has not changed since")
+    # A later request that does not name it shows it no more: a read gives its lines again.
+    totem.server.enqueue(text_reply('```json\n{"name": "read", "arguments": {"path": "calc.py"}}\n```\n'))
+    totem.server.enqueue(text_reply("It still adds and subtracts."))
+    again = totem.run(
+        "run", "--cwd", str(totem.project), "--config", str(small_config(totem)), "--json", "--yes",
+        "--session", first.events[0]["sessionId"], "And now?",
+    )
+    (read,) = again.of("toolEnd")
+    assert "1\tdef add(a, b):" in read["output"]
+
+
 def test_a_file_sent_back_unchanged_for_a_fix_is_met_with_the_failing_tests(totem):
     broken = "def double(x):\n    return x + 2\n"
     (totem.project / "calc.py").write_text(broken)
@@ -215,6 +238,25 @@ def test_a_block_naming_no_file_goes_to_the_one_named_file_that_is_not_a_test(to
     assert result.code == 0, result.stderr
     assert [(e["tool"], e["status"]) for e in result.of("toolEnd")] == [("write", "ok")]
     assert (totem.project / "calc.py").read_text() == CALC + "\n\ndef mul(a, b):\n    return a * b\n"
+
+
+def test_a_block_naming_a_new_file_the_request_does_not_mention_goes_to_the_named_file(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    config = small_config(totem)
+    config.write_text(config.read_text().replace("model =", 'test_command = ""\nmodel =', 1))
+    mul = "```python\ndef mul(a, b):\n    return a * b\n```\n"
+    totem.server.enqueue(text_reply("mul.py\n" + mul))
+    moved = totem.run("run", "--cwd", str(totem.project), "--config", str(config), "--json", "--yes", "In calc.py, add mul(a, b)")
+
+    assert moved.code == 0, moved.stderr
+    assert not (totem.project / "mul.py").exists()
+    assert (totem.project / "calc.py").read_text() == CALC + "\n\ndef mul(a, b):\n    return a * b\n"
+    # A new file the request mentions is created.
+    totem.server.enqueue(text_reply("ops.py\n" + mul))
+    created = totem.run("run", "--cwd", str(totem.project), "--config", str(config), "--json", "--yes",
+                        "In calc.py, import mul from a new module ops.py")
+    assert created.code == 0, created.stderr
+    assert (totem.project / "ops.py").read_text() == "def mul(a, b):\n    return a * b\n"
 
 
 def test_a_change_announced_but_not_made_is_asked_for_once_without_the_announcement(totem):

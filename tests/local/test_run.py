@@ -28,10 +28,10 @@ def test_a_question_is_answered_by_finding_the_file(project, agent_env, request)
     )
     log = save_log(request, run_log(result))
 
-    # No file is named: the agent has to look (read, grep, …) and answer from what it found.
+    # No file is named: the agent has to find it. Totem shows a small model the files that share
+    # the question's rarer words (mentions.py), or the model looks (read, grep, …); either way the
+    # number, which cannot be guessed, came from pricing.py.
     assert result.code == 0, log
-    outputs = [e["output"] for e in result.of("toolEnd") if e["status"] == "ok"]
-    assert any("BULK_MIN_UNITS = 144" in output for output in outputs), log
     end = result.of("turnEnd")[0]
     assert end["stopReason"] == "finished" and "144" in end["text"], log
 

@@ -25,7 +25,7 @@ async def test_named_files_are_shown_within_the_budget_and_the_rest_are_pointed_
     (tmp_path / "small.py").write_text("x = 1\n")
     (tmp_path / "big.py").write_text("y = 2\n" * 100)
     files = project_files(tmp_path)
-    found = await mentions(tmp_path, "compare small.py with big.py", budget=200, read=read, files=files, listing=True)
+    found = await mentions(tmp_path, "compare small.py with big.py", budget=200, read=read, files=files, first_turn=True)
 
     assert found is not None
     assert found.text.startswith("Files in the project (2): big.py, small.py\n\n")
@@ -34,8 +34,30 @@ async def test_named_files_are_shown_within_the_budget_and_the_rest_are_pointed_
     assert [rel for rel, _ in found.shown] == ["small.py"]
 
 
-async def test_a_long_file_list_is_cut_and_nothing_named_without_a_listing_is_nothing(tmp_path):
+async def test_the_file_list_is_for_a_first_message_and_is_cut_when_long(tmp_path):
     files = [f"f{i:03}.py" for i in range(LISTED_FILES + 5)]
-    found = await mentions(tmp_path, "hello", budget=100, read=read, files=files, listing=True)
-    assert found is not None and found.text.endswith(", and 5 more")
-    assert await mentions(tmp_path, "hello", budget=100, read=read, files=files, listing=False) is None
+    found = await mentions(tmp_path, "hello", budget=100, read=read, files=files, first_turn=True)
+    assert found is not None and found.text.startswith("Files in the project (65): f000.py, f001.py")
+    assert found.text.endswith(", and 5 more")
+    assert await mentions(tmp_path, "hello", budget=100, read=read, files=files, first_turn=False) is None
+
+
+async def test_a_message_naming_no_file_is_shown_the_files_that_share_its_rarer_words(tmp_path):
+    (tmp_path / "pricing.py").write_text('"""Prices: a bulk discount for large orders."""\nBULK_MIN_UNITS = 144\n')
+    (tmp_path / "orders.py").write_text('"""Orders of units."""\nimport pricing\nLIMIT = pricing.BULK_MIN_UNITS\n')
+    (tmp_path / "report.py").write_text('"""Reports of orders."""\n')
+    (tmp_path / "logo.png").write_bytes(b"\x89PNG\x00bulk discount")
+    files = project_files(tmp_path)
+    question = "From how many units does the bulk discount start?"
+
+    found = await mentions(tmp_path, question, budget=1000, read=read, files=files, first_turn=True, others_budget=1000)
+
+    # pricing.py has "bulk", "discount" and "units"; orders.py only "bulk" and "units", under half
+    # as rare a match; report.py nothing; the image is never text.
+    assert found is not None and found.named == []
+    assert [rel for rel, _ in found.shown] == ["pricing.py"]
+    assert "pricing.py\n```\n" in found.text and "BULK_MIN_UNITS = 144" in found.text
+    # Not on later turns, and not when nothing matches.
+    assert await mentions(tmp_path, question, budget=1000, read=read, files=files, first_turn=False, others_budget=1000) is None
+    quiet = await mentions(tmp_path, "hello", budget=1000, read=read, files=files, first_turn=True, others_budget=1000)
+    assert quiet is not None and quiet.shown == []

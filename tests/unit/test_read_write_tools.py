@@ -10,6 +10,7 @@ import pytest
 
 from totem_engine.tools import workspace as workspace_mod
 from totem_engine.tools.base import BoundaryError, ReadLedger, ToolContext, ToolError, ToolResult
+from totem_engine.tools.freshness import content_hash
 from totem_engine.tools.read import MAX_LINE, ReadTool
 from totem_engine.tools.workspace import DiskWorkspace, write_atomically
 from totem_engine.tools.write import WriteTool
@@ -45,6 +46,19 @@ async def test_read_records_what_was_seen(root: Path, ctx: ToolContext):
     (root / "a.py").write_text("x\n")
     await read(ctx, path="a.py")
     assert "a.py" in ctx.reads.seen
+
+
+async def test_a_file_shown_with_the_request_is_pointed_at_until_it_changes(root: Path, ctx: ToolContext):
+    (root / "a.py").write_text("x = 1\n")
+    ctx.reads.shown["a.py"] = content_hash(b"x = 1\n")  # as small_turn.prepare records it
+
+    again = await read(ctx, path="a.py")
+    assert not again.is_error and "1\tx = 1" not in again.output
+    assert again.output.startswith("a.py is shown above, with the request, and has not changed since")
+
+    (root / "a.py").write_text("x = 2\n")
+    changed = await read(ctx, path="a.py")
+    assert changed.output.splitlines() == ["1\tx = 2"]
 
 
 async def test_read_offset_and_limit(root: Path, ctx: ToolContext):

@@ -548,6 +548,28 @@ async def test_arguments_sent_as_a_list_fill_the_one_required_string_argument():
     assert calls_of(out) == [] and stats.malformed == 1
 
 
+async def test_the_shell_called_by_another_name_or_a_program_called_as_a_tool_runs_as_bash():
+    def fenced(name, arguments):
+        return f'```json\n{json.dumps({"name": name, "arguments": arguments})}\n```\n'
+
+    async def called(text, known=("bash", "read")):
+        stats = TextCallStats()
+        out, _ = await run(lambda s: text_tool_calls(s, set(known), stats=stats), with_finish([text]))
+        return [(c.name, json.loads(c.arguments)) for c in calls_of(out)], stats.malformed
+
+    run_tests = "python -m pytest -v test_inventory.py"
+    assert await called(fenced("python", [run_tests])) == ([("bash", {"command": run_tests})], 0)
+    assert await called(fenced("shell", {"command": "ls -la"})) == ([("bash", {"command": "ls -la"})], 0)
+    assert await called(fenced("execute_command", ["cd src", "ls"])) == ([("bash", {"command": "cd src\nls"})], 0)
+    # Python code under the program's name is not a command line: never run, left as text (which
+    # small_turn asks again for, since it looks like a call)
+    for arguments in ({"code": "print(1)"}, ["print(1)"]):
+        assert (await called(fenced("python", arguments)))[0] == []
+        assert looks_like_a_call(fenced("python", arguments))
+    # without a bash tool to run it, no other name stands for one
+    assert await called(fenced("shell", ["ls"]), known=("read",)) == ([], 0)
+
+
 def test_a_fenced_call_left_as_text_is_recognised():
     assert looks_like_a_call('Run it:\n```json\n{\n  "name": "python",\n  "arguments": ["-m", "pytest"]\n}\n```')
     assert looks_like_a_call('```\n{"name": "read", "arguments": {"path": 1}}\n```')

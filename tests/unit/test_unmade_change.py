@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from totem_engine.progress import UnmadeChange
+from totem_engine.progress import UnmadeChange, asks_for_a_change
 
 
 @pytest.mark.parametrize(
@@ -32,3 +32,25 @@ def test_an_answer_is_not_a_missing_change(text):
 def test_nothing_is_asked_after_a_change_and_a_prose_edit_counts():
     assert not UnmadeChange().nudge("I added it.", changed=True, prose_edit=False)
     assert UnmadeChange().nudge("Here:", changed=False, prose_edit=True)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "asked"),
+    [
+        ("Add low_stock(inventory, threshold) to report.py.", True),
+        ("In calc.py, add a function `median(values)`.", True),
+        ("The tests in test_convert.py fail. Find the bug in convert.py and fix it.", True),
+        ("Can you rename calc_area to rectangle_area?", True),
+        ("How do I add a flag?", False),
+        ("From how many units does the bulk discount start? Answer with the number.", False),
+        ("What does calc.py do?", False),
+    ],
+)
+def test_a_request_for_a_change_that_ends_with_none_is_asked_for_once(request_text, asked):
+    reply = "The read call returned the content of report.py, unchanged."  # claims nothing
+    unmade = UnmadeChange()
+    assert asks_for_a_change(request_text) is asked
+    assert unmade.nudge(reply, changed=False, prose_edit=False, requested=asks_for_a_change(request_text)) is asked
+    if asked:
+        assert not unmade.nudge(reply, changed=False, prose_edit=False, requested=True)  # once a turn
+    assert not UnmadeChange().nudge(reply, changed=True, prose_edit=False, requested=True)

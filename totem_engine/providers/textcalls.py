@@ -27,6 +27,10 @@ are understood, split across chunks anywhere:
 - the same JSON object alone at the start of a line, without a fence (Qwen2.5-Coder's later
   calls in a conversation).
 
+A fenced call of a tool that does not exist is a ``bash`` call when it is the shell under another
+agent's name (``"name": "shell"``) or a program with its command line (``"name": "python",
+"arguments": ["python -m pytest"]``); see ``SHELL_TOOLS`` and ``PROGRAMS``.
+
 With ``file_blocks`` (the small-model mode, prompts/small_tools.txt) a fifth: a fenced block
 that names a relative path is the whole new content of that file, a ``write`` call, as aider's
 "whole" edit format asks of weak models::
@@ -58,7 +62,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -200,6 +204,12 @@ FENCE = "```"
 FENCE_INFO = frozenset({"", "json", "tool_call", "tool"})
 _MAX_INFO = 20
 _MAX_NAME = 128
+# Other agents' names for their shell tool (Codex's shell, Cline's execute_command, OpenHands'
+# execute_bash, Continue's run_terminal_command, Gemini CLI's run_shell_command): a small model
+# calls the shell by the name it learnt. And the programs it calls as tools ("name": "python",
+# "arguments": ["python -m pytest"]): a command line that starts with the program's name.
+SHELL_TOOLS = frozenset({"shell", "terminal", "execute_command", "execute_bash", "run_command", "run_terminal_command", "run_shell_command"})
+PROGRAMS = frozenset({"python", "python3", "pytest", "pip", "git", "ls", "cat", "grep", "sed"})
 
 # A bare call: "{" and the key "name" at the start of a line; and what could still become one.
 _BARE_START = re.compile(r'\{\s*"name"\s*:')
@@ -378,8 +388,13 @@ def _fence_head(rest: str, known: frozenset[str]) -> str:
         partial = rest[i + 1:]
         if len(partial) > _MAX_NAME or any(ch.isspace() or ch == "\\" for ch in partial):
             return "reject"
-        return "more" if any(name.startswith(partial) for name in known) else "reject"
-    return "ok" if rest[i + 1:close] in known else "reject"
+        return "more" if any(name.startswith(partial) for name in _callable(known)) else "reject"
+    return "ok" if rest[i + 1:close] in _callable(known) else "reject"
+
+
+def _callable(known: frozenset[str]) -> frozenset[str]:
+    """The names a fenced call may use: the tools', and the shell's other names when ``bash`` is one."""
+    return known | SHELL_TOOLS | PROGRAMS if "bash" in known else known
 
 
 def _parse_fence_json(content: str, known: frozenset[str], schemas: Mapping[str, Any]) -> tuple[str, dict] | None:
@@ -387,12 +402,30 @@ def _parse_fence_json(content: str, known: frozenset[str], schemas: Mapping[str,
         value = json.loads(content)
     except ValueError:
         return None
-    if not isinstance(value, dict) or set(value) != {"name", "arguments"} or value["name"] not in known:
+    if not isinstance(value, dict) or set(value) != {"name", "arguments"}:
         return None
-    arguments = value["arguments"]
+    name, arguments = value["name"], value["arguments"]
+    if name not in known:
+        command = _shell_command(name, arguments) if "bash" in known else None
+        return ("bash", {"command": command}) if command else None
     if isinstance(arguments, list):
-        arguments = _positional(arguments, schemas.get(value["name"]))
-    return (value["name"], arguments) if isinstance(arguments, dict) else None
+        arguments = _positional(arguments, schemas.get(name))
+    return (name, arguments) if isinstance(arguments, dict) else None
+
+
+def _shell_command(name: Any, arguments: Any) -> str | None:
+    """The command line of a call of the shell by another name (``SHELL_TOOLS``), or of a program
+    called as a tool (``PROGRAMS``) with a command line that starts with that program; None when
+    it is neither. The command line may come as a string, a list of lines, or ``command``/``cmd``."""
+    if isinstance(arguments, dict) and len(arguments) == 1:
+        arguments = arguments.get("command", arguments.get("cmd"))
+    if isinstance(arguments, list) and all(isinstance(line, str) for line in arguments):
+        arguments = "\n".join(arguments)
+    if not isinstance(arguments, str) or not arguments.strip():
+        return None
+    if name in SHELL_TOOLS or (name in PROGRAMS and arguments.split()[0] == name):
+        return arguments
+    return None
 
 
 def _positional(values: list, schema: Any) -> dict | None:
@@ -445,6 +478,7 @@ class _Scanner:
         *,
         file_blocks: bool,
         default_path: str | None,
+        path_for: Callable[[str], str] | None,
     ):
         self.known = known
         self.schemas = schemas
@@ -453,6 +487,7 @@ class _Scanner:
         self.buf = ""
         self.tail = ""  # the end of the text given out, for the line before a fence
         self.default_path = default_path if "write" in known else None
+        self.path_for = path_for
         self.file_path = ""  # the file block open at the start of buf: its path
         self.file_start = 0  # and where its content starts
         self.file_unnamed = False  # and whether the path is default_path, the block naming none
@@ -645,6 +680,8 @@ class _Scanner:
                 path, self.file_unnamed = self.default_path, True
             else:
                 return None
+        if self.path_for is not None and not self.file_unnamed:
+            path = self.path_for(path)
         self.file_path, self.file_start = path, start
         return True
 
@@ -717,6 +754,7 @@ async def text_tool_calls(
     stats: TextCallStats | None = None,
     file_blocks: bool = False,
     default_path: str | None = None,
+    path_for: Callable[[str], str] | None = None,
 ) -> AsyncIterator[StreamChunk]:
     """``stream`` with the tool calls written in its text turned into ToolCallChunks.
 
@@ -726,11 +764,13 @@ async def text_tool_calls(
     goes (see ``TextCallStats``). ``file_blocks``: a fenced block that names a path is a ``write``
     (a ``patch`` when it holds a diff); ``default_path``: with ``file_blocks``, the file a block
     that names none is taken for (the one file shown with the request, as aider does with the
-    one file in its chat).
+    one file in its chat); ``path_for``: with ``file_blocks``, the file a block naming a path is
+    written to (the engine's policy for a small model's slips; the path itself when absent).
     """
     stats = stats if stats is not None else TextCallStats()
     scanner = _Scanner(
-        frozenset(known_tools), schemas or {}, stats, file_blocks=file_blocks, default_path=default_path if file_blocks else None
+        frozenset(known_tools), schemas or {}, stats, file_blocks=file_blocks,
+        default_path=default_path if file_blocks else None, path_for=path_for if file_blocks else None,
     )
 
     def finish() -> list[StreamChunk]:

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from totem_engine.tools import instructions
 from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult
-from totem_engine.tools.freshness import mark_seen
+from totem_engine.tools.freshness import content_hash, mark_seen
 from totem_engine.tools.paths import closest_paths, folder_glob, relative, resolve_in_project
 
 DEFAULT_LIMIT = 2000
@@ -103,6 +103,12 @@ class ReadAction(Action):
                 output=f"{rel} is a binary file ({_kind(data)}, {len(data)} bytes); its bytes are not shown.",
                 summary=f"binary, {len(data)} bytes",
             )
+        if _shown_as_is(ctx, rel, data):
+            return ToolResult(
+                output=f"{rel} is shown above, with the request, and has not changed since: what is shown there is "
+                "current, and reading it again shows nothing more.",
+                summary="shown with the request, unchanged",
+            )
         text = data.decode("utf-8").removeprefix("\ufeff")
         mark_seen(ctx, rel, data)
         body, notes = number_lines(text, self.args.offset or 1, self.args.limit or DEFAULT_LIMIT, ctx.output_budget)
@@ -112,6 +118,12 @@ class ReadAction(Action):
         if attached:
             parts.append(attached)
         return ToolResult(output="\n".join(parts), summary=f"{total} lines")
+
+
+def _shown_as_is(ctx: ToolContext, rel: str, data: bytes) -> bool:
+    """Whether ``rel`` was shown with this turn's request (mentions.py) and is still ``data``: a
+    small model rereads such files round after round instead of acting on them."""
+    return ctx.reads is not None and ctx.reads.shown.get(rel) == content_hash(data)
 
 
 def read_large(path: Path, rel: str, args: ReadInput, budget: int, notes: list[str]) -> ToolResult:
