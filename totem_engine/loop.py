@@ -367,6 +367,8 @@ class Turn:
             rounds.record_step(changed=self.calls.round_changed, new_information=self.calls.novelty.last_round_new)
             if reason:
                 return "guard", reason
+            if self.small and not self.calls.novelty.last_round_new:
+                await self.small.after_stall(outcome.message_id, changed=changed)
 
     async def _step(self, provider: Provider, request: ChatRequest, step: int, message_id: str) -> _StepOutcome:
         """One step into its assistant message (kept across retries; a retried try's parts are

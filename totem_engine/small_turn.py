@@ -9,7 +9,8 @@ top of its short prompt (prompt.py) and the file blocks it writes (providers/tex
 - the turn ended once an answer was a clean change and the project's tests pass, a failure
   going back to it (``done_after``);
 - one more ask when it stops having changed nothing after saying what it would change or after
-  a request for a change, and another when a call it wrote could not be read (``asks_again``).
+  a request for a change, or repeats itself before changing anything (``after_stall``), and
+  another when a call it wrote could not be read (``asks_again``).
 """
 
 from __future__ import annotations
@@ -118,6 +119,16 @@ class SmallModelTurn:
             return False
         await self._ask_again(message_id, "unmade_change.txt", "The model changed no file; it is asked to make the change.")
         return True
+
+    async def after_stall(self, message_id: str, *, changed: bool) -> None:
+        """After a round of calls (in message ``message_id``) that brought nothing new: a request
+        for a change with none made yet is asked for again, once a turn with the other asks for
+        it, and the round is discarded. The model otherwise repeats the round (the tests run four
+        times over, the same file read again) until a guard ends the turn."""
+        if not self.writes_blocks or changed or not asks_for_a_change(self.turn.text):
+            return
+        if self.unmade.nudge("", changed=False, prose_edit=False, requested=True):
+            await self._ask_again(message_id, "unmade_change.txt", "The model changed no file; it is asked to make the change.")
 
     async def done_after(self, calls: list[ToolCall]) -> bool:
         """After a round of calls that no guard stopped: whether the turn is done. An answer that

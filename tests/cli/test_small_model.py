@@ -277,3 +277,34 @@ def test_a_change_announced_but_not_made_is_asked_for_once_without_the_announcem
     export = totem.export(result.of("turnEnd")[0]["sessionId"])
     kept = [p for m in export["messages"] for p in m["parts"] if p["type"] == "text" and p["discarded"]]
     assert [p["data"]["text"] for p in kept] == ["`calc.py` must be changed to add mul."]  # kept in the store
+
+
+def test_a_round_that_repeats_one_before_any_change_asks_for_the_change_instead(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    ls = '```json\n{"name": "bash", "arguments": {"command": "ls"}}\n```\n'
+    totem.server.enqueue(text_reply(ls))
+    totem.server.enqueue(text_reply(ls))  # nothing new: the change is asked for
+    totem.server.enqueue(text_reply("calc.py\n```python\ndef mul(a, b):\n    return a * b\n```\n"))
+    result = run_small(totem, "Add mul(a, b) to calc.py")
+
+    assert result.code == 0, result.stderr
+    assert [e["message"] for e in result.of("notice")] == ["The model changed no file; it is asked to make the change."]
+    assert "def mul(a, b):" in (totem.project / "calc.py").read_text()
+    # The repeated round is left out of what the model sees next; the first one stays.
+    messages = totem.server.requests[2]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[-1]["content"].startswith("The bash call returned:\ncalc.py")
+    assert messages[-1]["content"].endswith("The request is: Add mul(a, b) to calc.py\nMake the change now: write the file's"
+                                            " path alone on a line, then its complete new content in a fenced code block.")
+
+
+def test_a_question_answered_by_repeated_reads_is_not_asked_for_a_change(totem):
+    (totem.project / "data.txt").write_text("42\n")
+    read = '```json\n{"name": "read", "arguments": {"path": "data.txt"}}\n```\n'
+    totem.server.enqueue(text_reply(read))
+    totem.server.enqueue(text_reply(read))
+    totem.server.enqueue(text_reply("It holds 42."))
+    result = run_small(totem, "What number is in the data file?")
+
+    assert result.code == 0, result.stderr
+    assert not result.of("notice") and result.of("turnEnd")[0]["text"].endswith("It holds 42.")
