@@ -326,6 +326,7 @@ class Turn:
         base_prompt = system_prompt(
             self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=skills, small=self.small is not None
         )
+        self.state.reads.shown.clear()  # shown with an earlier request: further back, perhaps compacted
         if self.small:
             await self.small.prepare()
         fitter = _Fitter(self, provider, model_id, base_prompt)

@@ -448,7 +448,7 @@ class UnmadeChange:
     what must change (``_INTENT``) or describes it in prose (capabilities.detect_prose_edit), or
     after a request for a change (``asks_for_a_change``): small models stop there, after saying
     what they would do, or after a read. ``nudge`` says whether to ask once more; ``limit`` times
-    a turn. A reply that only answers a question, to a question, is none of these."""
+    a turn. An answer to a question is none of these."""
 
     def __init__(self, limit: int = 1):
         self.left = limit

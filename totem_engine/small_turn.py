@@ -75,7 +75,6 @@ class SmallModelTurn:
         first turn, the others mentions.py picks) shown with the request, counted as read."""
         turn = self.turn
         turn.checkers.append(PythonChecker())
-        turn.state.reads.shown.clear()  # last turn's request is further back, perhaps compacted
         root = turn.agent.root
         window = turn.record.context_window or DEFAULT_WINDOW
         files = await anyio.to_thread.run_sync(project_files, root)
@@ -115,7 +114,8 @@ class SmallModelTurn:
             notice = "The model's tool call could not be read; it is asked to write it again."
             await self._ask_again(message_id, "malformed_call.txt", notice, tools=tools)
             return True
-        if not self.unmade.nudge(reply, changed=changed, prose_edit=detect_prose_edit(reply), requested=asks_for_a_change(self.turn.text)):
+        requested = asks_for_a_change(self.turn.text)
+        if not self.unmade.nudge(reply, changed=changed, prose_edit=detect_prose_edit(reply), requested=requested):
             return False
         await self._ask_again(message_id, "unmade_change.txt", "The model changed no file; it is asked to make the change.")
         return True

@@ -29,9 +29,11 @@ def test_a_name_a_project_module_does_not_define_is_found_in_the_importer(tmp_pa
     (tmp_path / "geometry.py").write_text(
         "import math\n\ndef rectangle_area(w, h):\n    return w * h\n\nif math.pi:\n    PI = math.pi\nelse:\n    PI = 3\n"
     )
-    text = "from geometry import calc_area, rectangle_area, PI, math\nfrom os import nothing_checked\n"
+    (tmp_path / "shapes.py").write_text("from geometry import rectangle_area\n\ndef circle_area(r):\n    return 3 * r * r\n")
+    text = "from geometry import calc_area, rectangle_area, PI, math, circle_area\nfrom os import nothing_checked\n"
     assert project_found(tmp_path, "report.py", text) == [
-        "1:1 E0611 cannot import name 'calc_area' from 'geometry' (geometry.py)"
+        "1:1 E0611 cannot import name 'calc_area' from 'geometry' (geometry.py)",
+        "1:1 E0611 cannot import name 'circle_area' from 'geometry' (geometry.py); it is defined in shapes.py",
     ]
 
 

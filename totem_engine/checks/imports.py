@@ -3,7 +3,8 @@
 For a small model's Python files (docs/decisions.md, "Small models"), after each change:
 
 - ``from m import a`` where ``m`` is a project module that defines no ``a``: Python's own
-  ``cannot import name`` (pylint's E0611), found before anything runs;
+  ``cannot import name`` (pylint's E0611), found before anything runs, with the project files
+  that do define ``a``;
 - a module the change left without a name another project file imports from it ("rename
   ``calc_area``" done in geometry.py but not in report.py): reported on the changed module;
 - a relative import in a file at the project root, which has no package to be relative to
@@ -23,7 +24,7 @@ from totem_engine.checks.base import Finding, Range
 from totem_engine.checks.positions import from_line_column
 from totem_engine.tools.walk import walk_files
 
-MAX_IMPORTERS = 200  # Python files read to find a changed module's importers
+MAX_IMPORTERS = 200  # Python files read to find a changed module's importers, or a name's home
 
 
 def import_findings(root: Path, rel: str, tree: ast.Module, lines: list[str]) -> list[Finding]:
@@ -44,8 +45,28 @@ def import_findings(root: Path, rel: str, tree: ast.Module, lines: list[str]) ->
             if alias.name != "*" and alias.name not in defined and not _submodule(source, alias.name):
                 where = source.relative_to(root).as_posix()
                 message = f"cannot import name '{alias.name}' from '{node.module or '.'}' ({where})"
+                homes = _defined_in(root, alias.name, rel)
+                if homes:
+                    message += f"; it is defined in {', '.join(homes)}"
                 findings.append(_finding("E0611", message, node, lines))
     return findings + _broken_importers(root, rel, tree, lines)
+
+
+def _defined_in(root: Path, name: str, rel: str) -> list[str]:
+    """The project's other Python files that define ``name`` themselves (not by importing it)."""
+    homes = []
+    for other in _python_files(root, rel):
+        tree = _parse(root / other)
+        names = _names(tree, imports=False) if tree is not None else None
+        if names is not None and name in names:
+            homes.append(other)
+    return homes
+
+
+def _python_files(root: Path, rel: str) -> list[str]:
+    """The project's Python files but ``rel``, at most ``MAX_IMPORTERS``."""
+    found = [other for other in walk_files(root, root, follow_links=False) if other.endswith(".py") and other != rel]
+    return found[:MAX_IMPORTERS]
 
 
 def _broken_importers(root: Path, rel: str, tree: ast.Module, lines: list[str]) -> list[Finding]:
@@ -57,8 +78,7 @@ def _broken_importers(root: Path, rel: str, tree: ast.Module, lines: list[str]) 
     if defined is None:
         return []
     findings = []
-    importers = [other for other in walk_files(root, root, follow_links=False) if other.endswith(".py") and other != rel]
-    for other in importers[:MAX_IMPORTERS]:
+    for other in _python_files(root, rel):
         other_tree = _parse(root / other)
         if other_tree is None:
             continue
@@ -110,9 +130,10 @@ def _defined(path: Path) -> set[str] | None:
     return _names(tree) if tree is not None else None
 
 
-def _names(tree: ast.Module) -> set[str] | None:
-    """The names a module defines at its top level (inside ``if``/``try``/``with``/``for`` too);
-    None when they cannot be known (a star import, a module ``__getattr__``)."""
+def _names(tree: ast.Module, *, imports: bool = True) -> set[str] | None:
+    """The names a module defines at its top level (inside ``if``/``try``/``with``/``for`` too),
+    those it imports among them unless ``imports`` is false; None when they cannot be known (a
+    star import, a module ``__getattr__``)."""
     names: set[str] = set()
     pending: list[ast.AST] = list(tree.body)
     while pending:
@@ -125,7 +146,8 @@ def _names(tree: ast.Module) -> set[str] | None:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if any(alias.name == "*" for alias in node.names):
                 return None
-            names.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+            if imports:
+                names.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
         for target in _targets(node):
             names.update(name.id for name in ast.walk(target) if isinstance(name, ast.Name))
         if isinstance(node, ast.ExceptHandler) and node.name:
