@@ -33,7 +33,7 @@ def test_a_name_a_project_module_does_not_define_is_found_in_the_importer(tmp_pa
     text = "from geometry import calc_area, rectangle_area, PI, math, circle_area\nfrom os import nothing_checked\n"
     assert project_found(tmp_path, "report.py", text) == [
         "1:1 E0611 cannot import name 'calc_area' from 'geometry' (geometry.py)",
-        "1:1 E0611 cannot import name 'circle_area' from 'geometry' (geometry.py); it is defined in shapes.py",
+        "1:1 E0611 cannot import name 'circle_area' from 'geometry' (geometry.py); it is defined in shapes.py: from shapes import circle_area",
     ]
 
 

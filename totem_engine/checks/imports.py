@@ -47,7 +47,8 @@ def import_findings(root: Path, rel: str, tree: ast.Module, lines: list[str]) ->
                 message = f"cannot import name '{alias.name}' from '{node.module or '.'}' ({where})"
                 homes = _defined_in(root, alias.name, rel)
                 if homes:
-                    message += f"; it is defined in {', '.join(homes)}"
+                    home = homes[0].removesuffix(".py").replace("/", ".")
+                    message += f"; it is defined in {', '.join(homes)}: from {home} import {alias.name}"
                 findings.append(_finding("E0611", message, node, lines))
     return findings + _broken_importers(root, rel, tree, lines)
 
