@@ -17,6 +17,7 @@ import anyio
 
 from totem_engine import events as ev
 from totem_engine.checks.formatter import format_file
+from totem_engine.checks.imports import fixed_imports
 from totem_engine.checks.registry import run_checks
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.guards import Guards, call_key
@@ -216,6 +217,8 @@ class ToolCalls:
             result = await action.apply(ctx)
             if not result.is_error:
                 await self._format(action, ctx, result)
+                if self.turn.small is not None:
+                    await self._fix_imports(action, ctx, result)
         finally:
             with anyio.CancelScope(shield=True):  # what apply did must be recorded, even on abort
                 await snapshots.after_change(self.agent.workspace, paths=paths, **where)
@@ -238,6 +241,21 @@ class ToolCalls:
             line = formatted.for_model(rel)
             if line:
                 result.output += f"\n({line})"
+
+    async def _fix_imports(self, action: Action, ctx: ToolContext, result: ToolResult) -> None:
+        """A small model's Python import of a name from a module that lacks it, moved to the one
+        project module that defines it (checks/imports.py ``fixed_imports``), in the call's change
+        set like the formatter's rewrite, and said in the result."""
+        root = self.agent.root
+        for rel in [f.path for f in action.files if f.new_text is not None and f.path.endswith(".py")]:
+            text = (await self.agent.workspace.read_bytes(root / rel)).decode("utf-8", errors="replace")
+            fixed = await anyio.to_thread.run_sync(fixed_imports, root, rel, text)
+            if fixed is None:
+                continue
+            data = fixed[0].encode("utf-8")
+            await self.agent.workspace.write_bytes(root / rel, data)
+            mark_seen(ctx, rel, data)
+            result.output += f"\n(Totem fixed an import in {rel}: {'; '.join(fixed[1])})"
 
     async def _with_findings(self, result: ToolResult) -> ToolResult:
         """The checks' findings on each changed file, added to the result so the model fixes them."""

@@ -308,3 +308,27 @@ def test_a_question_answered_by_repeated_reads_is_not_asked_for_a_change(totem):
 
     assert result.code == 0, result.stderr
     assert not result.of("notice") and result.of("turnEnd")[0]["text"].endswith("It holds 42.")
+
+
+def test_a_name_imported_from_a_module_that_lacks_it_is_imported_from_its_one_home(totem):
+    (totem.project / "utils.py").write_text("def plural(count, word):\n    return word\n")
+    (totem.project / "dates.py").write_text("def parse_date(text):\n    return text\n")
+    (totem.project / "main.py").write_text("from .utils import parse_date, plural\n\nprint(plural(parse_date('1'), 'day'))\n")
+    config = small_config(totem)
+    config.write_text(config.read_text().replace("model =", 'test_command = ""\nmodel =', 1))
+    wrong = "from utils import parse_date, plural\n\nprint(plural(parse_date('1'), 'day'))\n"
+    totem.server.enqueue(text_reply(f"main.py\n```python\n{wrong}```\n"))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(config), "--json", "--yes", "Fix the imports in main.py")
+
+    assert result.code == 0, result.stderr
+    assert (totem.project / "main.py").read_text() == wrong.replace(
+        "from utils import parse_date, plural\n", "from utils import plural\nfrom dates import parse_date\n"
+    )
+    (end,) = result.of("toolEnd")
+    assert end["status"] == "ok" and "(Totem fixed an import in main.py: from dates import parse_date)" in end["output"]
+    assert "Checks found" not in end["output"] and len(totem.server.requests) == 1  # a clean change: the turn is done
+    # Undo takes back the model's write and the fix together.
+    undone = totem.run("undo", "--session", result.of("turnEnd")[0]["sessionId"], "--cwd", str(totem.project),
+                       "--config", str(config))
+    assert undone.code == 0, undone.stderr
+    assert (totem.project / "main.py").read_text().startswith("from .utils import parse_date, plural\n")

@@ -10,6 +10,8 @@ For a small model's Python files (docs/decisions.md, "Small models"), after each
 - a relative import in a file at the project root, which has no package to be relative to
   (Python's "attempted relative import with no known parent package", pylint's E0402).
 
+``fixed_imports`` makes the first kind's fix when only one project module defines the name.
+
 A module whose names cannot be known statically (``from x import *``, a module ``__getattr__``)
 is taken to define everything. Modules resolve from the project root and from the importing
 file's folder, as ``python script.py`` and ``python -m pytest`` at the root find them.
@@ -53,6 +55,43 @@ def import_findings(root: Path, rel: str, tree: ast.Module, lines: list[str]) ->
     return findings + _broken_importers(root, rel, tree, lines)
 
 
+def fixed_imports(root: Path, rel: str, text: str) -> tuple[str, list[str]] | None:
+    """``text`` with each top-level ``from m import a`` that fails because ``a`` lives in one
+    other project module moved to that module's import, and the new import lines; None when there
+    is nothing to fix this way. The quick fix an editor offers ("import from dates"), taken
+    without asking because only one module defines the name."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    lines = text.splitlines(keepends=True)
+    added: list[str] = []
+    for node in reversed(tree.body):  # from the end, so earlier line numbers stay true
+        if not isinstance(node, ast.ImportFrom) or node.level or node.end_lineno is None:
+            continue
+        if lines[node.end_lineno - 1][node.end_col_offset:].strip():
+            continue  # something else follows on its last line
+        source = _module_file(root, rel, node.module or "", 0)
+        defined = _defined(source) if source is not None else None
+        if defined is None:
+            continue
+        kept, moved = [], {}
+        for alias in node.names:
+            homes = [] if alias.name in defined or _submodule(source, alias.name) else _defined_in(root, alias.name, rel)
+            if len(homes) == 1:
+                moved.setdefault(homes[0].removesuffix(".py").replace("/", "."), []).append(alias)
+            else:
+                kept.append(alias)
+        if not moved:
+            continue
+        statements = [ast.ImportFrom(module=node.module, names=kept, level=0)] if kept else []
+        statements += [ast.ImportFrom(module=home, names=names, level=0) for home, names in moved.items()]
+        new = [ast.unparse(statement) + "\n" for statement in statements]
+        added += new[1:] if kept else new
+        lines[node.lineno - 1 : node.end_lineno] = new
+    return ("".join(lines), [line.strip() for line in reversed(added)]) if added else None
+
+
 def _defined_in(root: Path, name: str, rel: str) -> list[str]:
     """The project's other Python files that define ``name`` themselves (not by importing it)."""
     homes = []
@@ -87,9 +126,9 @@ def _broken_importers(root: Path, rel: str, tree: ast.Module, lines: list[str]) 
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == module:
                 missing = [a.name for a in node.names if a.name != "*" and a.name not in defined]
                 if missing:
-                    names = ", ".join(missing)
-                    message = f"{other}:{node.lineno} imports {names} from {module}, which {rel} does not define"
-                    findings.append(Finding("E0611", message, "error", Range(*(2 * [from_line_column(lines, 1, 1)])), source="python"))
+                    message = f"{other}:{node.lineno} imports {', '.join(missing)} from {module}, which {rel} does not define"
+                    at = from_line_column(lines, 1, 1)
+                    findings.append(Finding("E0611", message, "error", Range(at, at), source="python"))
     return findings
 
 
@@ -101,6 +140,8 @@ def _finding(code: str, message: str, node: ast.AST, lines: list[str]) -> Findin
 def _module_file(root: Path, rel: str, module: str, level: int) -> Path | None:
     """The project file ``module`` (imported from ``rel`` at ``level``) is, or None."""
     folder = (root / rel).parent
+    if level > len(folder.relative_to(root).parts) + 1:
+        return None  # beyond the project
     if level:
         bases = [folder.parents[level - 2] if level > 1 else folder]
     else:
