@@ -248,7 +248,10 @@ class ToolCalls:
         set like the formatter's rewrite, and said in the result."""
         root = self.agent.root
         for rel in [f.path for f in action.files if f.new_text is not None and f.path.endswith(".py")]:
-            text = (await self.agent.workspace.read_bytes(root / rel)).decode("utf-8", errors="replace")
+            try:
+                text = (await self.agent.workspace.read_bytes(root / rel)).decode("utf-8", errors="replace")
+            except OSError:
+                continue  # the write's own result stands; the checks will say what they can
             fixed = await anyio.to_thread.run_sync(fixed_imports, root, rel, text)
             if fixed is None:
                 continue

@@ -568,6 +568,8 @@ async def test_the_shell_called_by_another_name_or_a_program_called_as_a_tool_ru
         assert looks_like_a_call(fenced("python", arguments))
     # without a bash tool to run it, no other name stands for one
     assert await called(fenced("shell", ["ls"]), known=("read",)) == ([], 0)
+    # a name that is not a string is no call, and no crash
+    assert (await called('```json\n{"name": ["shell"], "arguments": ["ls"]}\n```\n'))[0] == []
 
 
 def test_a_fenced_call_left_as_text_is_recognised():

@@ -402,7 +402,7 @@ def _parse_fence_json(content: str, known: frozenset[str], schemas: Mapping[str,
         value = json.loads(content)
     except ValueError:
         return None
-    if not isinstance(value, dict) or set(value) != {"name", "arguments"}:
+    if not isinstance(value, dict) or set(value) != {"name", "arguments"} or not isinstance(value["name"], str):
         return None
     name, arguments = value["name"], value["arguments"]
     if name not in known:
@@ -413,7 +413,7 @@ def _parse_fence_json(content: str, known: frozenset[str], schemas: Mapping[str,
     return (name, arguments) if isinstance(arguments, dict) else None
 
 
-def _shell_command(name: Any, arguments: Any) -> str | None:
+def _shell_command(name: str, arguments: Any) -> str | None:
     """The command line of a call of the shell by another name (``SHELL_TOOLS``), or of a program
     called as a tool (``PROGRAMS``) with a command line that starts with that program; None when
     it is neither. The command line may come as a string, a list of lines, or ``command``/``cmd``."""
