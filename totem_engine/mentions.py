@@ -88,6 +88,7 @@ async def mentions(
     ``first_turn``, before them the file list, and after them, in a small project, the other
     files of their kinds or the ``relevant`` ones, within ``others_budget``. None when there is
     nothing to add. ``read`` reads a file as the editor sees it (unsaved buffers included)."""
+    read = _read_once(read)  # the relevant files are read to score them, then to show them
     lines = []
     result = Mentions("", named=named_files(text, files))
     if first_turn and files:
@@ -140,6 +141,18 @@ async def relevant(root: Path, text: str, files: list[str], read: Callable[[Path
     scores = {rel: sum(math.log(len(contents) / frequency[word]) for word in words) for rel, words in contents.items()}
     best = max(scores.values(), default=0.0)
     return sorted((rel for rel, score in scores.items() if score > 0 and score >= best / 2), key=lambda rel: -scores[rel])
+
+
+def _read_once(read: Callable[[Path], Awaitable[bytes]]) -> Callable[[Path], Awaitable[bytes]]:
+    """``read``, each path read at most once."""
+    cache: dict[Path, bytes] = {}
+
+    async def cached(path: Path) -> bytes:
+        if path not in cache:
+            cache[path] = await read(path)
+        return cache[path]
+
+    return cached
 
 
 def _words(text: str) -> set[str]:

@@ -50,8 +50,15 @@ async def test_a_message_naming_no_file_is_shown_the_files_that_share_its_rarer_
     files = project_files(tmp_path)
     question = "From how many units does the bulk discount start?"
 
-    found = await mentions(tmp_path, question, budget=1000, read=read, files=files, first_turn=True, others_budget=1000)
+    reads = []
 
+    async def counted(path):
+        reads.append(path.name)
+        return await read(path)
+
+    found = await mentions(tmp_path, question, budget=1000, read=counted, files=files, first_turn=True, others_budget=1000)
+
+    assert sorted(reads) == sorted(files)  # each read once: to score it, and pricing.py to show it
     # pricing.py has "bulk", "discount" and "units"; orders.py only "bulk" and "units", under half
     # as rare a match; report.py nothing; the image is never text.
     assert found is not None and found.named == []
