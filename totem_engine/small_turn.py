@@ -125,9 +125,8 @@ class SmallModelTurn:
         for a change with none made yet is asked for again, once a turn with the other asks for
         it, and the round is discarded. The model otherwise repeats the round (the tests run four
         times over, the same file read again) until a guard ends the turn."""
-        if not self.writes_blocks or changed or not asks_for_a_change(self.turn.text):
-            return
-        if self.unmade.nudge("", changed=False, prose_edit=False, requested=True):
+        requested = asks_for_a_change(self.turn.text)
+        if self.writes_blocks and self.unmade.nudge("", changed=changed, prose_edit=False, requested=requested):
             await self._ask_again(message_id, "unmade_change.txt", "The model changed no file; it is asked to make the change.")
 
     async def done_after(self, calls: list[ToolCall]) -> bool:

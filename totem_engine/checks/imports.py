@@ -20,6 +20,7 @@ file's folder, as ``python script.py`` and ``python -m pytest`` at the root find
 from __future__ import annotations
 
 import ast
+from functools import cached_property
 from pathlib import Path
 
 from totem_engine.checks.base import Finding, Range
@@ -31,6 +32,7 @@ MAX_IMPORTERS = 200  # Python files read to find a changed module's importers, o
 
 def import_findings(root: Path, rel: str, tree: ast.Module, lines: list[str]) -> list[Finding]:
     """The findings for ``rel`` (parsed as ``tree``, its text split in ``lines``)."""
+    others = _Others(root, rel)
     findings = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.ImportFrom):
@@ -47,12 +49,12 @@ def import_findings(root: Path, rel: str, tree: ast.Module, lines: list[str]) ->
             if alias.name != "*" and alias.name not in defined and not _submodule(source, alias.name):
                 where = source.relative_to(root).as_posix()
                 message = f"cannot import name '{alias.name}' from '{node.module or '.'}' ({where})"
-                homes = _defined_in(root, alias.name, rel)
+                homes = others.defining(alias.name)
                 if homes:
                     home = homes[0].removesuffix(".py").replace("/", ".")
                     message += f"; it is defined in {', '.join(homes)}: from {home} import {alias.name}"
                 findings.append(_finding("E0611", message, node, lines))
-    return findings + _broken_importers(root, rel, tree, lines)
+    return findings + _broken_importers(others, rel, tree, lines)
 
 
 def fixed_imports(root: Path, rel: str, text: str) -> tuple[str, list[str]] | None:
@@ -65,6 +67,7 @@ def fixed_imports(root: Path, rel: str, text: str) -> tuple[str, list[str]] | No
     except (SyntaxError, ValueError):
         return None
     lines = text.splitlines(keepends=True)
+    others = _Others(root, rel)
     added: list[str] = []
     for node in reversed(tree.body):  # from the end, so earlier line numbers stay true
         if not isinstance(node, ast.ImportFrom) or node.level or node.end_lineno is None:
@@ -77,7 +80,7 @@ def fixed_imports(root: Path, rel: str, text: str) -> tuple[str, list[str]] | No
             continue
         kept, moved = [], {}
         for alias in node.names:
-            homes = [] if alias.name in defined or _submodule(source, alias.name) else _defined_in(root, alias.name, rel)
+            homes = [] if alias.name in defined or _submodule(source, alias.name) else others.defining(alias.name)
             if len(homes) == 1:
                 moved.setdefault(homes[0].removesuffix(".py").replace("/", "."), []).append(alias)
             else:
@@ -92,24 +95,26 @@ def fixed_imports(root: Path, rel: str, text: str) -> tuple[str, list[str]] | No
     return ("".join(lines), [line.strip() for line in reversed(added)]) if added else None
 
 
-def _defined_in(root: Path, name: str, rel: str) -> list[str]:
-    """The project's other Python files that define ``name`` themselves (not by importing it)."""
-    homes = []
-    for other in _python_files(root, rel):
-        tree = _parse(root / other)
-        names = _names(tree, imports=False) if tree is not None else None
-        if names is not None and name in names:
-            homes.append(other)
-    return homes
+class _Others:
+    """The project's Python files but ``rel`` (at most ``MAX_IMPORTERS``), parsed once, when
+    first asked for: a check looks in them for a name's home and for a module's importers."""
+
+    def __init__(self, root: Path, rel: str):
+        self.root, self.rel = root, rel
+
+    @cached_property
+    def trees(self) -> list[tuple[str, ast.Module]]:
+        walked = walk_files(self.root, self.root, follow_links=False)
+        found = [other for other in walked if other.endswith(".py") and other != self.rel][:MAX_IMPORTERS]
+        parsed = ((other, _parse(self.root / other)) for other in found)
+        return [(other, tree) for other, tree in parsed if tree is not None]
+
+    def defining(self, name: str) -> list[str]:
+        """The files that define ``name`` themselves (not by importing it)."""
+        return [other for other, tree in self.trees if name in (_names(tree, imports=False) or ())]
 
 
-def _python_files(root: Path, rel: str) -> list[str]:
-    """The project's Python files but ``rel``, at most ``MAX_IMPORTERS``."""
-    found = [other for other in walk_files(root, root, follow_links=False) if other.endswith(".py") and other != rel]
-    return found[:MAX_IMPORTERS]
-
-
-def _broken_importers(root: Path, rel: str, tree: ast.Module, lines: list[str]) -> list[Finding]:
+def _broken_importers(others: _Others, rel: str, tree: ast.Module, lines: list[str]) -> list[Finding]:
     """Names other project files import from ``rel`` that it no longer defines, at its line 1."""
     if rel.count("/") or not rel.endswith(".py"):
         return []  # only top-level modules: what ``from m import`` at the root reaches
@@ -118,10 +123,7 @@ def _broken_importers(root: Path, rel: str, tree: ast.Module, lines: list[str]) 
     if defined is None:
         return []
     findings = []
-    for other in _python_files(root, rel):
-        other_tree = _parse(root / other)
-        if other_tree is None:
-            continue
+    for other, other_tree in others.trees:
         for node in ast.walk(other_tree):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == module:
                 missing = [a.name for a in node.names if a.name != "*" and a.name not in defined]

@@ -209,7 +209,7 @@ _MAX_NAME = 128
 # calls the shell by the name it learnt. And the programs it calls as tools ("name": "python",
 # "arguments": ["python -m pytest"]): a command line that starts with the program's name.
 SHELL_TOOLS = frozenset({"shell", "terminal", "execute_command", "execute_bash", "run_command", "run_terminal_command", "run_shell_command"})
-PROGRAMS = frozenset({"python", "python3", "pytest", "pip", "git", "ls", "cat", "grep", "sed"})
+PROGRAMS = frozenset({"python", "python3", "pytest", "pip", "git", "ls", "cat", "sed"})
 
 # A bare call: "{" and the key "name" at the start of a line; and what could still become one.
 _BARE_START = re.compile(r'\{\s*"name"\s*:')
