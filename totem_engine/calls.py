@@ -66,9 +66,10 @@ class ToolCalls:
         self.novelty = Novelty()  # no new information (seed 003)
         self.round_changed = False  # the last step changed a file
         self.round_clean = False  # the last step's calls all succeeded, and no check found anything
-        self._round_findings = 0
+        self.round_findings: list[str] = []  # the last step's check findings, "path:finding"
         self._round: list[tuple[str, object, str, bool]] = []
         self.last_metadata: dict = {}  # the metadata of the last call's result (bash: exit_code)
+        self.last_output = ""  # the output of the last call's result
         self.good_rounds = 0  # steps whose calls all succeeded (evidence that tools work)
         self._open: list[_Call] = []
 
@@ -85,7 +86,7 @@ class ToolCalls:
             records.append(_Call(call=call, part_id=part_id, data=data, input=shown))
         self._open = records
         self._round = []
-        self._round_findings = 0
+        self.round_findings = []
         stop: list[str] = []
         if all(c.name in READ_ONLY for c in calls):
             async with anyio.create_task_group() as group:
@@ -102,7 +103,7 @@ class ToolCalls:
         if all(record.status == "ok" for record in records):
             self.good_rounds += 1
         self.round_changed = any(changed for *_, changed in self._round)
-        self.round_clean = all(record.status == "ok" for record in records) and not self._round_findings
+        self.round_clean = all(record.status == "ok" for record in records) and not self.round_findings
         stale = self.novelty.record_round(self._round)
         if stale and not stop:
             stop.append(stale)
@@ -143,6 +144,7 @@ class ToolCalls:
         await self._close_call(record, status, result.summary, result.output, changed=result.changed)
         self._round.append((record.call.name, arguments, result.output, bool(result.changed)))
         self.last_metadata = result.metadata
+        self.last_output = result.output
         reasons = []
         if status == "denied":
             reasons.append(self.guards.record_permission(False))
@@ -276,8 +278,9 @@ class ToolCalls:
             lines += [f"({note})" for note in checked.notes]
         if lines:
             result.output += "\n\nChecks found:\n" + "\n".join(lines)
-            count = sum(1 for line in lines if not line.startswith("("))
-            self._round_findings += count
+            found = [line for line in lines if not line.startswith("(")]
+            self.round_findings += found
+            count = len(found)
             result.summary += f", {count} finding" if count == 1 else f", {count} findings"
         return result
 

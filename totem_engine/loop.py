@@ -243,6 +243,8 @@ class Turn:
         self._answers: list[_StreamedPart] = []  # the text parts of finished steps
         self._used_call_ids: set[str] = set()
         self.small: SmallModelTurn | None = None  # set for a small model (small_turn.py)
+        self.seed: int | None = None  # a fresh attempt's (start_afresh)
+        self._step_count = 0  # steps so far, over every attempt
 
     def abort(self) -> None:
         self._aborted = True
@@ -331,15 +333,33 @@ class Turn:
             await self.small.prepare()
         fitter = _Fitter(self, provider, model_id, base_prompt)
         rounds = RoundLimit(effective_max_steps(self.options.max_steps))
-        changed = False  # a file was changed in this turn
-        step = 0
         while True:
-            if rounds.reached(step):
-                decision = rounds.allow(step)
+            stop, reason, changed = await self._attempt(provider, fitter, rounds)
+            if not (self.small and await self.small.afresh(stop, changed=changed)):
+                return stop, reason
+
+    def start_afresh(self, *, temperature: float, seed: int) -> None:
+        """The turn's state back to its start for another attempt at the request (small_turn.py
+        ``afresh``, which has put the files back and discarded the attempt), sampled this time:
+        the same request at the same temperature gets the same answer. The permissions the user
+        granted stay."""
+        self.state.rules = self.calls.policy.session
+        self.calls = ToolCalls(self)
+        self._answers = []
+        self.temperature, self.seed = temperature, seed
+
+    async def _attempt(self, provider: Provider, fitter: "_Fitter", rounds: RoundLimit) -> tuple[ev.StopReason, str | None, bool]:
+        """Steps until the model is done or stopped: the stop reason, its reason, and whether a
+        file was changed."""
+        changed = False
+        while True:
+            if rounds.reached(self._step_count):
+                decision = rounds.allow(self._step_count)
                 if decision.stop:
-                    return "step_limit", decision.notice
-                await self._notice(decision.notice)
-            step += 1
+                    return "step_limit", decision.notice, changed
+                await self.notice(decision.notice)
+            self._step_count += 1
+            step = self._step_count
             stored = await self.agent.store.messages(self.session_id)
             self._used_call_ids.update(p.data.get("callId") for m in stored for p in m.parts if p.type == "tool")
             fitted = await fitter.fit(stored)
@@ -355,19 +375,21 @@ class Turn:
                 outcome = await self._step(provider, fitted.request, step, message_id)
             self.state.calibration.update(fitted.raw_input, outcome.usage.input_tokens)
             if outcome.guard:
-                return "guard", outcome.guard
+                return "guard", outcome.guard, changed
             if not outcome.calls:
                 malformed = self._text_calls.malformed > 0
                 if self.small and await self.small.asks_again(outcome.text, outcome.message_id, changed=changed, malformed=malformed):
                     continue
-                return "finished", None
+                return "finished", None, changed
             reason = await self.calls.run(outcome.calls, outcome.message_id)
             changed = changed or self.calls.round_changed
-            if not reason and self.small and await self.small.done_after(outcome.calls):
-                return "finished", None
+            if self.small and self.calls.round_changed:
+                self.small.untested = True
+            if not reason and self.small and await self.small.done_after(outcome.calls, changed=changed):
+                return "finished", None, changed
             rounds.record_step(changed=self.calls.round_changed, new_information=self.calls.novelty.last_round_new)
             if reason:
-                return "guard", reason
+                return "guard", reason, changed
             if self.small and not self.calls.novelty.last_round_new:
                 await self.small.after_stall(outcome.message_id, changed=changed)
 
@@ -424,7 +446,7 @@ class Turn:
             await self.emit(ev.StepEnd(session_id=self.session_id, step=step, model=self.answered_by, usage=usage))
             return _StepOutcome(calls=calls, message_id=message_id, usage=usage, guard=guard, text=text.text)
 
-    async def _notice(self, message: str) -> None:
+    async def notice(self, message: str) -> None:
         """An info notice the chat shows and the session keeps (a notice part of its own message)."""
         notice_message = await self.agent.store.add_message(self.session_id, "assistant", turn_id=self.turn_id)
         await self.agent.store.add_part(notice_message, "notice", {"text": message})
@@ -467,7 +489,7 @@ class Turn:
         if self.small and self.small.writes_blocks:
             history = as_written(history)
         common = dict(
-            model=model_id, messages=tuple(history), reasoning=self.options.reasoning, temperature=self.temperature, max_tokens=limit
+            model=model_id, messages=tuple(history), reasoning=self.options.reasoning, temperature=self.temperature, seed=self.seed, max_tokens=limit
         )
         if not self.text_calls_wanted():
             return ChatRequest(system=base_prompt, tools=self.specs, **common)

@@ -10,7 +10,9 @@ top of its short prompt (prompt.py) and the file blocks it writes (providers/tex
   going back to it (``done_after``);
 - one more ask when it stops having changed nothing after saying what it would change or after
   a request for a change, or repeats itself before changing anything (``after_stall``), and
-  another when a call it wrote could not be read (``asks_again``).
+  another when a call it wrote could not be read (``asks_again``);
+- a fresh attempt at the request when it ends with its change failing the tests or the checks,
+  or sends the files back unchanged after they failed (``afresh``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ if TYPE_CHECKING:
     from totem_engine.loop import Turn
 
 DEFAULT_WINDOW = 8192  # tokens, when the model's window is not known
+# A fresh attempt's sampling temperature, when the configured one is lower: at 0 the same request
+# gets the same failing answer; at 0.7 the local model's answers to the README's task passed its
+# test in half the seeds tried.
+FRESH_TEMPERATURE = 0.7
 
 
 class SmallModelTurn:
@@ -44,9 +50,17 @@ class SmallModelTurn:
         self.turn = turn
         self.named: list[str] = []  # the files the request names (mentions.py)
         self.files: set[str] | None = None  # the project's at the turn's start; None: too many to list
+        self.attempt = 1
+        self._start_attempt()
+
+    def _start_attempt(self) -> None:
         self.test_runs = 0
         self.unmade = UnmadeChange()
         self.malformed_asks = 2
+        self.untested = False  # a file was changed since the tests last ran (set by the loop)
+        # Why the attempt's files are not right: the last change's check findings, or the output
+        # of the tests' last run, when it failed. None: no failure known.
+        self.failure: str | None = None
 
     @property
     def writes_blocks(self) -> bool:
@@ -129,38 +143,104 @@ class SmallModelTurn:
         if self.writes_blocks and self.unmade.nudge("", changed=changed, prose_edit=False, requested=requested):
             await self._ask_again(message_id, "unmade_change.txt", "The model changed no file; it is asked to make the change.")
 
-    async def done_after(self, calls: list[ToolCall]) -> bool:
-        """After a round of calls that no guard stopped: whether the turn is done. An answer that
-        was a clean change is, once the tests pass (another round would only restate it; aider
-        stops there too). Files sent back unchanged are not asked for again: a small model also
-        echoes the file it was asked a question about, and asked for "the change" it invents one.
-        But the tests run after them too: when the model took the file as it was for the fix, a
-        failure shows it what is still wrong."""
+    async def done_after(self, calls: list[ToolCall], *, changed: bool) -> bool:
+        """After a round of calls that no guard stopped (``changed``: the attempt has changed a
+        file): whether the attempt is done. An answer that was a clean change is, once the tests
+        pass (another round would only restate it; aider stops there too); one with check
+        findings is not, and they are its failure. Files sent back unchanged are not asked for
+        again: a small model also echoes the file it was asked a question about, and asked for
+        "the change" it invents one. But the tests run after them too: when the model took the
+        file as it was for the fix, a failure shows it what is still wrong; when they pass after
+        the attempt's change, it is done. Sent back after a failure, they end the attempt, for a
+        fresh one (``afresh``) while the turn has one left: the model has no other idea."""
         round_ = self.turn.calls
-        if not (self.writes_blocks and round_.round_clean and all(call.name in CHANGES_FILES for call in calls)):
+        if not (self.writes_blocks and all(call.name in CHANGES_FILES for call in calls)):
+            return False
+        if round_.round_changed:
+            self.failure = "\n".join(round_.round_findings) or None
+        if not round_.round_clean:
             return False
         if round_.round_changed:
             return await self._tests_pass()
-        await self._tests_pass()
-        return False
+        if self.failure is not None and self._may_start_afresh:
+            return True
+        return await self._tests_pass() and changed
 
-    async def _tests_pass(self) -> bool:
-        """The project's tests (verify.py) as a ``bash`` call of a message of its own, asked and
-        shown like the model's; True when they passed or do not run. A failure stays in the
-        history for the model's next step."""
+    @property
+    def _may_start_afresh(self) -> bool:
+        return self.writes_blocks and self.attempt <= self.turn.agent.config.fresh_attempts
+
+    async def afresh(self, stop: ev.StopReason, *, changed: bool) -> bool:
+        """After an attempt that ended ``stop`` (``changed``: having changed a file): whether the
+        request is tried afresh, at most ``fresh_attempts`` times a turn. It is when the attempt
+        failed at a change (``_failed_at_a_change``). The files the turn changed are put back
+        (unless the user changed one meanwhile: then the attempt stands), the attempt's messages
+        are discarded (kept in the store, still shown), and the next attempt is sampled
+        (``FRESH_TEMPERATURE``, the attempt's number as the seed). A small model does not get out
+        of its own mistake: told of the failure, it sent the same code back; a new draw from the
+        request did the task."""
+        turn, agent = self.turn, self.turn.agent
+        if stop not in ("finished", "guard") or not self._may_start_afresh or not await self._failed_at_a_change(changed):
+            return False
+        outcomes = await agent.snapshots.restore_turn(
+            agent.workspace, session_id=turn.session_id, turn_id=turn.turn_id, root=agent.root
+        )
+        if any(outcome.action == "conflict" for outcome in outcomes):
+            return False
+        for outcome in outcomes:
+            if outcome.action == "deleted":
+                turn.state.reads.seen.pop(outcome.path, None)
+            else:
+                mark_seen_in(turn.state.reads, outcome.path, await agent.workspace.read_bytes(agent.root / outcome.path))
+        for message in await agent.store.messages(turn.session_id):
+            if message.turn_id == turn.turn_id and message.id != turn.user_message:
+                await agent.store.discard_message_parts(message.id)
+        self.attempt += 1
+        self._start_attempt()
+        turn.start_afresh(temperature=max(turn.temperature or 0.0, FRESH_TEMPERATURE), seed=self.attempt)
+        put_back = f"put {', '.join(o.path for o in outcomes)} back and " if outcomes else ""
+        await turn.notice(
+            f"The model's attempt still fails the project's tests or checks; Totem {put_back}asks it afresh"
+            f" (attempt {self.attempt} of {agent.config.fresh_attempts + 1})."
+        )
+        return True
+
+    async def _failed_at_a_change(self, changed: bool) -> bool:
+        """The attempt was for a change (it made one, or the request asks for one) and its last
+        change has check findings, or the project's tests fail (run once more when a change came
+        after their last run), naming a file the request names or the turn changed: a test that
+        fails elsewhere, perhaps since before the turn, is not this change's doing."""
         turn = self.turn
-        if self.test_runs >= MAX_RUNS:
+        if not (changed or asks_for_a_change(turn.text)):
+            return False
+        if self.untested and self.failure is None:
+            await self._tests_pass(limited=False)
+        if self.failure is None:
+            return False
+        changed_files = await turn.agent.snapshots.turn_paths(session_id=turn.session_id, turn_id=turn.turn_id)
+        return any(rel in self.failure for rel in {*self.named, *changed_files})
+
+    async def _tests_pass(self, *, limited: bool = True) -> bool:
+        """The project's tests (verify.py) as a ``bash`` call of a message of its own, asked and
+        shown like the model's; True when they passed or do not run (``limited``: after
+        ``MAX_RUNS`` in the attempt, they do not). A failure stays in the history for the model's
+        next step, and is the attempt's ``failure``."""
+        turn = self.turn
+        if limited and self.test_runs >= MAX_RUNS:
             return True
         files = await anyio.to_thread.run_sync(project_files, turn.agent.root)
         command = await find_test_command(turn.agent.config.test_command, files)
         if command is None:
             return True
         self.test_runs += 1
+        self.untested = False
         message_id = await turn.agent.store.add_message(turn.session_id, "assistant", turn_id=turn.turn_id, model=turn.model)
         arguments = json.dumps({"command": command, "description": "Run the project's tests"})
         if await turn.calls.run([turn.unique_call(ToolCall(id=new_id(TEST_RUN), name="bash", arguments=arguments))], message_id):
             return True  # a guard stopped it: nothing more to learn from the tests
-        return turn.calls.round_clean and passed(command, turn.calls.last_metadata.get("exit_code"))
+        ok = turn.calls.round_clean and passed(command, turn.calls.last_metadata.get("exit_code"))
+        self.failure = None if ok else turn.calls.last_output
+        return ok
 
     async def _ask_again(self, message_id: str, prompt_file: str, notice: str, **fields: str) -> None:
         """Discard the answer in ``message_id`` and ask the model again, in the user's place, with

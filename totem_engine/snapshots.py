@@ -15,7 +15,8 @@ atomically, identical content stored once), or its absence is noted. After the c
 of its files back through the Workspace; ``redo`` re-applies the oldest undone turn, which is
 the one undone last (undone turns are always newer than the others: a new turn that changes files
 forgets them, the usual redo-stack rule). A file that no longer holds what the turn (or the undo)
-left there is reported as a conflict and left alone.
+left there is reported as a conflict and left alone. ``restore_turn`` puts a running turn's files
+back to their before-state and records them unchanged, all of them or none.
 
 The index is its own SQLite file (``snapshots.db`` beside ``totem.db``), not a table in the
 history database: its schema and migrations stay independent of the history's, and pruning it
@@ -221,6 +222,45 @@ class Snapshots:
                              conflict="changed since the undo; left as it is")
             for path, before, after in changes
         ]
+
+    async def restore_turn(
+        self, workspace: Workspace, *, session_id: str, turn_id: str, root: Path
+    ) -> list[FileOutcome]:
+        """Put back the files the running turn ``turn_id`` has changed so far, and record them as
+        unchanged, so the turn can start over (a small model's fresh attempt, small_turn.py).
+
+        All or nothing: when any file no longer holds what the turn left there (the user changed
+        it meanwhile), nothing is touched and the outcomes list those conflicts alone.
+        """
+        changes = await self._db.run(self._turn_changes, session_id, turn_id)
+        conflicts = [
+            FileOutcome(path, "conflict", "changed since the turn changed it")
+            for path, _, after in changes
+            if await self._current_hash(workspace, root / path) != after
+        ]
+        if conflicts:
+            return conflicts
+        outcomes = [
+            await self._move(workspace, root / path, path, expect=after, target=before,
+                             conflict="changed since the turn changed it")
+            for path, before, after in changes
+        ]
+        restored = [(path, before) for (path, before, _), done in zip(changes, outcomes) if done.action != "conflict"]
+        await self._db.run(self._record_after, session_id, turn_id, restored)
+        return outcomes
+
+    async def turn_paths(self, *, session_id: str, turn_id: str) -> list[str]:
+        """The project-relative paths the turn ``turn_id`` has changed so far, sorted."""
+        return [path for path, _, _ in await self._db.run(self._turn_changes, session_id, turn_id)]
+
+    @staticmethod
+    def _turn_changes(conn: sqlite3.Connection, session_id: str, turn_id: str) -> list[_Change]:
+        rows = conn.execute(
+            "SELECT path, before_hash, after_hash FROM changes JOIN turns ON turns.seq = changes.turn_seq"
+            " WHERE turns.turn_id = ? AND turns.session_id = ? AND before_hash IS NOT after_hash ORDER BY path",
+            (turn_id, session_id),
+        ).fetchall()
+        return [(r["path"], r["before_hash"], r["after_hash"]) for r in rows]
 
     @staticmethod
     def _claim(conn: sqlite3.Connection, session_id: str, undo: bool) -> list[_Change]:

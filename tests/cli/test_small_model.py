@@ -8,6 +8,8 @@ import sys
 from tests.support.model_server import text_reply
 
 CALC = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+MUL = "def mul(a, b):\n    return a * b\n"
+JUNK = "def test_mul():\n    assert mul(2, 3) == expected\n"  # an undefined name: F821
 
 
 def small_config(totem):
@@ -18,6 +20,14 @@ def small_config(totem):
         '[models."sim/qwen2.5-coder-1.5b"]\ncontext_window = 8192\n'
     )
     return path
+
+
+def config_with_tests(totem, extra=""):
+    """The small model's config with the tests run by this Python's pytest."""
+    config = small_config(totem)
+    command = f'test_command = "{sys.executable} -m pytest -q -p no:cacheprovider"\n{extra}'
+    config.write_text(config.read_text().replace("model =", f"{command}model =", 1))
+    return config
 
 
 def run_small(totem, prompt):
@@ -113,8 +123,7 @@ def test_a_small_model_hears_what_its_python_breaks(totem):
 def test_after_a_clean_change_the_tests_run_and_a_failure_goes_back_to_the_model(totem):
     (totem.project / "calc.py").write_text("def double(x):\n    return x + 2\n")
     (totem.project / "test_calc.py").write_text("from calc import double\n\n\ndef test_double():\n    assert double(3) == 6\n")
-    config = small_config(totem)
-    config.write_text(config.read_text().replace("model =", f'test_command = "{sys.executable} -m pytest -q -p no:cacheprovider"\nmodel =', 1))
+    config = config_with_tests(totem)
     totem.server.enqueue(text_reply("calc.py\n```python\ndef double(x):\n    return x + x + 1\n```\n"))
     totem.server.enqueue(text_reply("calc.py\n```python\ndef double(x):\n    return x * 2\n```\n"))
     result = totem.run("run", "--cwd", str(totem.project), "--config", str(config), "--json", "--yes", "Fix double in calc.py")
@@ -197,8 +206,7 @@ def test_a_file_sent_back_unchanged_for_a_fix_is_met_with_the_failing_tests(tote
     broken = "def double(x):\n    return x + 2\n"
     (totem.project / "calc.py").write_text(broken)
     (totem.project / "test_calc.py").write_text("from calc import double\n\n\ndef test_double():\n    assert double(3) == 6\n")
-    config = small_config(totem)
-    config.write_text(config.read_text().replace("model =", f'test_command = "{sys.executable} -m pytest -q -p no:cacheprovider"\nmodel =', 1))
+    config = config_with_tests(totem)
     totem.server.enqueue(text_reply(f"calc.py\n```python\n{broken}```\n"))
     totem.server.enqueue(text_reply("calc.py\n```python\ndef double(x):\n    return x * 2\n```\n"))
     result = totem.run("run", "--cwd", str(totem.project), "--config", str(config), "--json", "--yes", "The tests fail: fix calc.py")
@@ -332,3 +340,108 @@ def test_a_name_imported_from_a_module_that_lacks_it_is_imported_from_its_one_ho
                        "--config", str(config))
     assert undone.code == 0, undone.stderr
     assert (totem.project / "main.py").read_text().startswith("from .utils import parse_date, plural\n")
+
+
+def test_a_change_the_model_cannot_get_past_the_tests_is_undone_and_the_request_tried_afresh(totem):
+    broken = "def double(x):\n    return x + 2\n"
+    (totem.project / "calc.py").write_text(broken)
+    (totem.project / "test_calc.py").write_text("from calc import double\n\n\ndef test_double():\n    assert double(3) == 6\n")
+    wrong = "calc.py\n```python\ndef double(x):\n    return x + x + 1\n```\n"
+    totem.server.enqueue(text_reply("I fix double.\n\n" + wrong))
+    totem.server.enqueue(text_reply(wrong))  # the failing change sent back as it is
+    totem.server.enqueue(text_reply("I double x.\n\ncalc.py\n```python\ndef double(x):\n    return x * 2\n```\n"))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(config_with_tests(totem)), "--json", "--yes", "Fix double in calc.py")
+
+    assert result.code == 0, result.stderr
+    assert (totem.project / "calc.py").read_text() == "def double(x):\n    return x * 2\n"
+    outputs = [(e["tool"], e["output"].splitlines()[0]) for e in result.of("toolEnd")]
+    assert [tool for tool, _ in outputs] == ["write", "bash", "write", "write", "bash"]
+    assert outputs[2][1] == "Unchanged: calc.py already holds what you sent."
+    notices = [e["message"] for e in result.of("notice")]
+    assert notices == [
+        "The model's attempt still fails the project's tests or checks; Totem put calc.py back and asks it afresh (attempt 2 of 4)."
+    ]
+    first, _, fresh = totem.server.requests
+    # The same request again, nothing of the failed attempt in it, sampled with a seed.
+    assert fresh["messages"] == first["messages"] and "broken" not in fresh["messages"][-1]["content"]
+    assert (first["temperature"], "seed" in first) == (0, False)
+    assert (fresh["temperature"], fresh["seed"]) == (0.7, 2)
+    answer = result.of("turnEnd")[0]["text"]
+    assert answer.startswith("I double x.") and "I fix double" not in answer
+    # The next turn of the session sees the attempt that stood, not the one put back.
+    totem.server.enqueue(text_reply("Done."))
+    totem.run(
+        "run", "--cwd", str(totem.project), "--config", str(config_with_tests(totem)), "--json", "--yes",
+        "--session", result.events[0]["sessionId"], "Thanks",
+    )
+    history = "\n".join(m["content"] for m in totem.server.requests[-1]["messages"])
+    assert "x * 2" in history and "x + x + 1" not in history
+
+
+def test_fresh_attempts_stop_at_the_configured_count_and_the_last_attempt_stands(totem):
+    (totem.project / "calc.py").write_text("def double(x):\n    return x + 2\n")
+    (totem.project / "test_calc.py").write_text("from calc import double\n\n\ndef test_double():\n    assert double(3) == 6\n")
+    for body in ("x + x + 1", "x - 1"):
+        wrong = f"calc.py\n```python\ndef double(x):\n    return {body}\n```\n"
+        totem.server.enqueue(text_reply(wrong))
+        totem.server.enqueue(text_reply(wrong))
+    totem.server.enqueue(text_reply("I could not make the test pass."))
+    config = config_with_tests(totem, "fresh_attempts = 1\n")
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(config), "--json", "--yes", "Fix double in calc.py")
+
+    assert result.code == 0, result.stderr
+    assert len(totem.server.requests) == 5  # no third attempt: the last one's echo meets the tests
+    assert [e["message"] for e in result.of("notice")] == [
+        "The model's attempt still fails the project's tests or checks; Totem put calc.py back and asks it afresh (attempt 2 of 2)."
+    ]
+    assert (totem.project / "calc.py").read_text() == "def double(x):\n    return x - 1\n"
+    assert "assert 2 == 6" in totem.server.requests[-1]["messages"][-1]["content"]
+
+
+def test_a_test_failing_elsewhere_does_not_undo_the_change(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    (totem.project / "other.py").write_text("def one():\n    return 2\n")
+    (totem.project / "test_other.py").write_text("from other import one\n\n\ndef test_one():\n    assert one() == 1\n")
+    totem.server.enqueue(text_reply("calc.py\n```python\ndef mul(a, b):\n    return a * b\n```\n"))
+    totem.server.enqueue(text_reply("I added mul; the failing test is about other.py."))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(config_with_tests(totem)), "--json", "--yes", "Add mul(a, b) to calc.py")
+
+    assert result.code == 0, result.stderr
+    assert "def mul(a, b)" in (totem.project / "calc.py").read_text()
+    assert "FAILED test_other.py::test_one" in result.of("toolEnd")[1]["output"]
+    assert not result.of("notice") and len(totem.server.requests) == 2
+
+
+def test_a_change_whose_check_findings_the_model_sends_back_is_tried_afresh(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    (totem.project / "test_calc.py").write_text("from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n")
+    broken = f"calc.py\n```python\n{CALC}\n\n{MUL}\n\n{JUNK}```\n"
+    totem.server.enqueue(text_reply(broken))
+    totem.server.enqueue(text_reply(broken))  # its findings not fixed: sent back as it is
+    totem.server.enqueue(text_reply(f"calc.py\n```python\n{CALC}\n\n{MUL}```\n"))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(config_with_tests(totem)), "--json", "--yes", "Add mul(a, b) to calc.py")
+
+    assert result.code == 0, result.stderr
+    first, echo, fresh = result.of("toolEnd")[:3]
+    assert "F821 undefined name 'expected'" in first["output"] and echo["output"].startswith("Unchanged")
+    assert "Checks found" not in fresh["output"] and "1 passed" in result.of("toolEnd")[3]["output"]
+    assert [e["message"] for e in result.of("notice")] == [
+        "The model's attempt still fails the project's tests or checks; Totem put calc.py back and asks it afresh (attempt 2 of 4)."
+    ]
+    assert "expected" not in (totem.project / "calc.py").read_text() and "def mul" in (totem.project / "calc.py").read_text()
+    assert len(totem.server.requests) == 3
+
+
+def test_files_sent_back_after_the_attempt_s_change_end_the_turn_once_the_tests_pass(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    (totem.project / "test_calc.py").write_text("from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n")
+    change = f"calc.py\n```python\n{CALC}\n\n{MUL}\n\n{JUNK}```\n"
+    totem.server.enqueue(text_reply(change))
+    totem.server.enqueue(text_reply(change))
+    config = config_with_tests(totem, "fresh_attempts = 0\n")
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(config), "--json", "--yes", "Add mul(a, b) to calc.py")
+
+    assert result.code == 0, result.stderr
+    assert [e["tool"] for e in result.of("toolEnd")] == ["write", "write", "bash"]
+    assert "1 passed" in result.of("toolEnd")[2]["output"]
+    assert len(totem.server.requests) == 2 and not result.of("notice")

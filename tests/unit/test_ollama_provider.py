@@ -347,19 +347,19 @@ async def test_request_body_shape_with_tool_results_and_object_arguments(server)
     assert body["options"]["temperature"] == 0.2
 
 
-async def test_request_temperature_wins_over_config_and_none_sends_none(server):
+async def test_request_temperature_wins_over_config_and_none_sends_none_nor_a_seed(server):
     server.enqueue(text_reply("a"))
     server.enqueue(text_reply("b"))
     prov = OllamaProvider("local", server.base_url, temperature=0.2)
     plain = OllamaProvider("plain", server.base_url)
     try:
-        await collect(prov, ChatRequest("test-model", "", (Message("user", "hi"),), temperature=0.9))
+        await collect(prov, ChatRequest("test-model", "", (Message("user", "hi"),), temperature=0.9, seed=2))
         await collect(plain)
     finally:
         await prov.aclose()
         await plain.aclose()
-    assert server.requests[0]["options"]["temperature"] == 0.9
-    assert "temperature" not in server.requests[1]["options"]
+    assert server.requests[0]["options"]["temperature"] == 0.9 and server.requests[0]["options"]["seed"] == 2
+    assert "temperature" not in server.requests[1]["options"] and "seed" not in server.requests[1]["options"]
 
 
 async def test_broken_argument_text_is_replayed_as_an_empty_object(server, provider):

@@ -220,6 +220,7 @@ async def test_request_body_shape(server):
         tools=(tool,),
         max_tokens=256,
         temperature=0.2,
+        seed=3,
     )
     try:
         await collect(prov, request)
@@ -257,6 +258,7 @@ async def test_request_body_shape(server):
         ],
         "max_tokens": 256,
         "temperature": 0.2,
+        "seed": 3,
     }
     # No tools, no system prompt, no limits: those keys are left out entirely.
     assert second == {

@@ -219,6 +219,36 @@ async def test_a_turn_that_changed_nothing_is_skipped(snaps, root):
     assert (root / "b.txt").read_bytes() == b"b0"
 
 
+async def test_restoring_a_running_turn_puts_its_files_back_and_leaves_it_nothing_to_undo(snaps, root):
+    (root / "a.txt").write_bytes(b"a0")
+    await change(snaps, root, "trn_0", {"kept.txt": b"an earlier turn's"})
+    await change(snaps, root, "trn_1", {"a.txt": b"a1", "new.txt": b"made"})
+    await change(snaps, root, "trn_1", {"a.txt": b"a2"})
+
+    outcomes = await snaps.restore_turn(ws, session_id=SESSION, turn_id="trn_1", root=root)
+
+    assert outcomes == [FileOutcome("a.txt", "restored"), FileOutcome("new.txt", "deleted")]
+    assert (root / "a.txt").read_bytes() == b"a0" and not (root / "new.txt").exists()
+    # The turn goes on from its start: its next change is recorded from the same before-state,
+    # and an undo after it takes the turn back to where it began.
+    await change(snaps, root, "trn_1", {"a.txt": b"a3"})
+    assert await snaps.undo(ws, session_id=SESSION, root=root) == [FileOutcome("a.txt", "restored")]
+    assert (root / "a.txt").read_bytes() == b"a0" and (root / "kept.txt").read_bytes() == b"an earlier turn's"
+
+
+async def test_restoring_a_turn_touches_nothing_when_a_file_changed_since(snaps, root):
+    (root / "a.txt").write_bytes(b"a0")
+    (root / "b.txt").write_bytes(b"b0")
+    await change(snaps, root, "trn_1", {"a.txt": b"a1", "b.txt": b"b1"})
+    (root / "b.txt").write_bytes(b"the user's edit")
+
+    outcomes = await snaps.restore_turn(ws, session_id=SESSION, turn_id="trn_1", root=root)
+
+    assert [(o.path, o.action) for o in outcomes] == [("b.txt", "conflict")]
+    assert (root / "a.txt").read_bytes() == b"a1" and (root / "b.txt").read_bytes() == b"the user's edit"
+    assert await snaps.restore_turn(ws, session_id=SESSION, turn_id="trn_none", root=root) == []
+
+
 async def test_undo_twice_goes_back_two_turns_and_redo_twice_comes_forward(snaps, root):
     (root / "a.txt").write_bytes(b"v0")
     await change(snaps, root, "trn_1", {"a.txt": b"v1"})

@@ -57,6 +57,9 @@ class ChatRequest:
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int | None = None
     temperature: float | None = None
+    # The sampler's seed, where the wire has one (OpenAI-compatible, Ollama): a sampled answer
+    # that can be had again. None leaves it to the server.
+    seed: int | None = None
     # How hard the model should think: "low" | "medium" | "high"; None leaves it to the provider.
     reasoning: str | None = None
 

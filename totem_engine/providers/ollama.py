@@ -13,7 +13,7 @@ Request (``POST {base_url}/api/chat``)::
                    "tool_calls"?: [{"function": {"name", "arguments": {...}}}]},
                   {"role": "tool", "content", "tool_name"}],
      "tools"?: [{"type": "function", "function": {"name", "description", "parameters"}}],
-     "options": {"num_ctx", "temperature"?, "num_predict"?}, "think"?: true}
+     "options": {"num_ctx", "temperature"?, "num_predict"?, "seed"?}, "think"?: true}
 
 ``options.num_ctx`` is Ollama's context size for this request; the server truncates the prompt
 to it silently, so it is sized per request (``context_size``): at least ``ctx``, grown to the
@@ -253,6 +253,8 @@ def build_body(
         options["temperature"] = chosen
     if request.max_tokens is not None:
         options["num_predict"] = request.max_tokens
+    if request.seed is not None:
+        options["seed"] = request.seed
     body: dict[str, Any] = {
         "model": request.model,
         "messages": build_messages(request.system, request.messages),

@@ -10,7 +10,7 @@ Request (``POST {base_url}/chat/completions``)::
 
     {"model", "messages": [{"role": "system"|"user"|"assistant"|"tool", ...}], "stream": true,
      "stream_options": {"include_usage": true}, "tools"?: [{"type": "function",
-     "function": {"name", "description", "parameters"}}], "max_tokens"?, "temperature"?}
+     "function": {"name", "description", "parameters"}}], "max_tokens"?, "temperature"?, "seed"?}
 
 Stream: SSE ``data:`` payloads, each a ``chat.completion.chunk``::
 
@@ -116,6 +116,8 @@ def build_body(request: ChatRequest) -> dict[str, Any]:
         body["max_tokens"] = request.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    if request.seed is not None:
+        body["seed"] = request.seed
     if request.reasoning in ("low", "medium", "high"):
         body["reasoning_effort"] = request.reasoning  # reasoning models only; others ignore it
     return body
