@@ -65,8 +65,9 @@ class ToolCalls:
         self.guards = Guards()
         self.novelty = Novelty()  # no new information (seed 003)
         self.round_changed = False  # the last step changed a file
-        self.round_clean = False  # the last step's calls all succeeded, and no check found anything
-        self.round_findings: list[str] = []  # the last step's check findings, "path:finding"
+        self.round_ok = False  # the last step's calls all succeeded
+        self.round_clean = False  # ... and no check found anything
+        self.round_flagged: list[str] = []  # the files the last step's checks found something in
         self._round: list[tuple[str, object, str, bool]] = []
         self.last_metadata: dict = {}  # the metadata of the last call's result (bash: exit_code)
         self.last_output = ""  # the output of the last call's result
@@ -86,7 +87,7 @@ class ToolCalls:
             records.append(_Call(call=call, part_id=part_id, data=data, input=shown))
         self._open = records
         self._round = []
-        self.round_findings = []
+        self.round_flagged = []
         stop: list[str] = []
         if all(c.name in READ_ONLY for c in calls):
             async with anyio.create_task_group() as group:
@@ -103,7 +104,8 @@ class ToolCalls:
         if all(record.status == "ok" for record in records):
             self.good_rounds += 1
         self.round_changed = any(changed for *_, changed in self._round)
-        self.round_clean = all(record.status == "ok" for record in records) and not self.round_findings
+        self.round_ok = all(record.status == "ok" for record in records)
+        self.round_clean = self.round_ok and not self.round_flagged
         stale = self.novelty.record_round(self._round)
         if stale and not stop:
             stop.append(stale)
@@ -264,25 +266,30 @@ class ToolCalls:
 
     async def _with_findings(self, result: ToolResult) -> ToolResult:
         """The checks' findings on each changed file, added to the result so the model fixes them."""
-        checkers = self.turn.checkers
-        if not checkers or result.is_error:
+        if not self.turn.checkers or result.is_error:
             return result
         lines: list[str] = []
+        count = 0
         for rel in result.changed:
-            try:
-                text = (await self.agent.workspace.read_bytes(self.agent.root / rel)).decode("utf-8", errors="replace")
-            except OSError:
-                continue
-            checked = await run_checks(checkers, self.agent.root, rel, text)
-            lines += [f"{rel}:{finding.for_model()}" for finding in checked.findings]
-            lines += [f"({note})" for note in checked.notes]
+            found, notes = await self.findings(rel)
+            if found:
+                self.round_flagged.append(rel)
+            lines += found + notes
+            count += len(found)
         if lines:
             result.output += "\n\nChecks found:\n" + "\n".join(lines)
-            found = [line for line in lines if not line.startswith("(")]
-            self.round_findings += found
-            count = len(found)
             result.summary += f", {count} finding" if count == 1 else f", {count} findings"
         return result
+
+    async def findings(self, rel: str) -> tuple[list[str], list[str]]:
+        """The checks' findings on ``rel`` as it is now, as ``path:finding`` lines, and their notes
+        (a check that could not run) as ``(note)`` lines; none when it cannot be read."""
+        try:
+            text = (await self.agent.workspace.read_bytes(self.agent.root / rel)).decode("utf-8", errors="replace")
+        except OSError:
+            return [], []
+        checked = await run_checks(self.turn.checkers, self.agent.root, rel, text)
+        return [f"{rel}:{finding.for_model()}" for finding in checked.findings], [f"({note})" for note in checked.notes]
 
     async def _permit(
         self, record: _Call, action: Action, decision: Decision

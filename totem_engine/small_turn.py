@@ -146,25 +146,30 @@ class SmallModelTurn:
     async def done_after(self, calls: list[ToolCall], *, changed: bool) -> bool:
         """After a round of calls that no guard stopped (``changed``: the attempt has changed a
         file): whether the attempt is done. An answer that was a clean change is, once the tests
-        pass (another round would only restate it; aider stops there too); one with check
-        findings is not, and they are its failure. Files sent back unchanged are not asked for
+        pass (another round would only restate it; aider stops there too); one whose files the
+        checks still find something in once it is all written is not, and that is its failure. Files sent back unchanged are not asked for
         again: a small model also echoes the file it was asked a question about, and asked for
         "the change" it invents one. But the tests run after them too: when the model took the
         file as it was for the fix, a failure shows it what is still wrong; when they pass after
         the attempt's change, it is done. Sent back after a failure, they end the attempt, for a
         fresh one (``afresh``) while the turn has one left: the model has no other idea."""
         round_ = self.turn.calls
-        if not (self.writes_blocks and all(call.name in CHANGES_FILES for call in calls)):
+        if not (self.writes_blocks and round_.round_ok and all(call.name in CHANGES_FILES for call in calls)):
             return False
         if round_.round_changed:
-            self.failure = "\n".join(round_.round_findings) or None
-        if not round_.round_clean:
-            return False
-        if round_.round_changed:
-            return await self._tests_pass()
+            self.failure = await self._findings_left()
+            return self.failure is None and await self._tests_pass()
         if self.failure is not None and self._may_start_afresh:
             return True
         return await self._tests_pass() and changed
+
+    async def _findings_left(self) -> str | None:
+        """What the checks find, now the answer is all written, in the files they found something
+        in as it was written: a later file of the answer can mend what a finding on an earlier
+        one said (a function renamed, then its importer)."""
+        calls = self.turn.calls
+        lines = [line for rel in calls.round_flagged for line in (await calls.findings(rel))[0]]
+        return "\n".join(lines) or None
 
     @property
     def _may_start_afresh(self) -> bool:

@@ -445,3 +445,20 @@ def test_files_sent_back_after_the_attempt_s_change_end_the_turn_once_the_tests_
     assert [e["tool"] for e in result.of("toolEnd")] == ["write", "write", "bash"]
     assert "1 passed" in result.of("toolEnd")[2]["output"]
     assert len(totem.server.requests) == 2 and not result.of("notice")
+
+
+def test_a_finding_a_later_file_of_the_same_answer_mends_does_not_hold_the_change_back(totem):
+    (totem.project / "geometry.py").write_text("def calc_area(w, h):\n    return w * h\n")
+    (totem.project / "report.py").write_text("from geometry import calc_area\n\n\ndef area(w, h):\n    return calc_area(w, h)\n")
+    totem.server.enqueue(text_reply(
+        "geometry.py\n```python\ndef rectangle_area(w, h):\n    return w * h\n```\n\n"
+        "report.py\n```python\nfrom geometry import rectangle_area\n\n\ndef area(w, h):\n    return rectangle_area(w, h)\n```\n"
+    ))
+    result = run_small(totem, "Rename calc_area in geometry.py to rectangle_area, and update report.py.")
+
+    assert result.code == 0, result.stderr
+    geometry, report = result.of("toolEnd")
+    assert "E0611 report.py:1 imports calc_area from geometry" in geometry["output"]
+    assert "Checks found" not in report["output"]
+    assert len(totem.server.requests) == 1 and not result.of("notice")
+    assert "rectangle_area" in (totem.project / "report.py").read_text()
