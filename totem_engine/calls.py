@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from totem_engine import events as ev
+from totem_engine.checks.copied_tests import without_copied_tests
 from totem_engine.checks.formatter import format_file
 from totem_engine.checks.imports import fixed_imports
 from totem_engine.checks.registry import run_checks
@@ -222,7 +223,7 @@ class ToolCalls:
             if not result.is_error:
                 await self._format(action, ctx, result)
                 if self.turn.small is not None:
-                    await self._fix_imports(action, ctx, result)
+                    await self._fix_small_model_slips(action, ctx, result)
         finally:
             with anyio.CancelScope(shield=True):  # what apply did must be recorded, even on abort
                 await snapshots.after_change(self.agent.workspace, paths=paths, **where)
@@ -246,23 +247,32 @@ class ToolCalls:
             if line:
                 result.output += f"\n({line})"
 
-    async def _fix_imports(self, action: Action, ctx: ToolContext, result: ToolResult) -> None:
-        """A small model's Python import of a name from a module that lacks it, moved to the one
-        project module that defines it (checks/imports.py ``fixed_imports``), in the call's change
-        set like the formatter's rewrite, and said in the result."""
+    async def _fix_small_model_slips(self, action: Action, ctx: ToolContext, result: ToolResult) -> None:
+        """What a small model's Python file gets wrong in a known way, mended in the call's change
+        set like the formatter's rewrite, and said in the result: a copy of a project test taken
+        out (checks/copied_tests.py), then an import of a name from a module that lacks it moved
+        to the one project module that defines it (checks/imports.py ``fixed_imports``)."""
         root = self.agent.root
         for rel in [f.path for f in action.files if f.new_text is not None and f.path.endswith(".py")]:
             try:
                 text = (await self.agent.workspace.read_bytes(root / rel)).decode("utf-8", errors="replace")
             except OSError:
                 continue  # the write's own result stands; the checks will say what they can
+            notes = []
+            without = await anyio.to_thread.run_sync(without_copied_tests, root, rel, text)
+            if without is not None:
+                text = without[0]
+                notes.append(f"Totem took {', '.join(without[1])} out of {rel}: a project test, which stays in its test file")
             fixed = await anyio.to_thread.run_sync(fixed_imports, root, rel, text)
-            if fixed is None:
+            if fixed is not None:
+                text = fixed[0]
+                notes.append(f"Totem fixed an import in {rel}: {'; '.join(fixed[1])}")
+            if not notes:
                 continue
-            data = fixed[0].encode("utf-8")
+            data = text.encode("utf-8")
             await self.agent.workspace.write_bytes(root / rel, data)
             mark_seen(ctx, rel, data)
-            result.output += f"\n(Totem fixed an import in {rel}: {'; '.join(fixed[1])})"
+            result.output += "".join(f"\n({note})" for note in notes)
 
     async def _with_findings(self, result: ToolResult) -> ToolResult:
         """The checks' findings on each changed file, added to the result so the model fixes them."""

@@ -58,7 +58,8 @@ class SmallModelTurn:
         self.unmade = UnmadeChange()
         self.malformed_asks = 2
         self.untested = False  # a file was changed since the tests last ran (set by the loop)
-        # Why the attempt's files are not right: the last change's check findings, or the output
+        self.flagged: set[str] = set()  # the files the checks found something in during the attempt
+        # Why the attempt's files are not right: what the checks still find in them, or the output
         # of the tests' last run, when it failed. None: no failure known.
         self.failure: str | None = None
 
@@ -146,8 +147,8 @@ class SmallModelTurn:
     async def done_after(self, calls: list[ToolCall], *, changed: bool) -> bool:
         """After a round of calls that no guard stopped (``changed``: the attempt has changed a
         file): whether the attempt is done. An answer that was a clean change is, once the tests
-        pass (another round would only restate it; aider stops there too); one whose files the
-        checks still find something in once it is all written is not, and that is its failure. Files sent back unchanged are not asked for
+        pass (another round would only restate it; aider stops there too); one that leaves a file
+        the checks still find something in (``_findings_left``) is not, and that is its failure. Files sent back unchanged are not asked for
         again: a small model also echoes the file it was asked a question about, and asked for
         "the change" it invents one. But the tests run after them too: when the model took the
         file as it was for the fix, a failure shows it what is still wrong; when they pass after
@@ -164,11 +165,18 @@ class SmallModelTurn:
         return await self._tests_pass() and changed
 
     async def _findings_left(self) -> str | None:
-        """What the checks find, now the answer is all written, in the files they found something
-        in as it was written: a later file of the answer can mend what a finding on an earlier
-        one said (a function renamed, then its importer)."""
+        """What the checks find now, the answer all written, in the files they found something in
+        during the attempt: a later file of the answer can mend what a finding on an earlier one
+        said (a function renamed, then its importer), and a file the model left as it was keeps
+        its findings though this answer's results do not repeat them."""
         calls = self.turn.calls
-        lines = [line for rel in calls.round_flagged for line in (await calls.findings(rel))[0]]
+        self.flagged.update(calls.round_flagged)
+        lines: list[str] = []
+        for rel in sorted(self.flagged):
+            found = (await calls.findings(rel))[0]
+            if not found:
+                self.flagged.discard(rel)
+            lines += found
         return "\n".join(lines) or None
 
     @property

@@ -9,7 +9,7 @@ from tests.support.model_server import text_reply
 
 CALC = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
 MUL = "def mul(a, b):\n    return a * b\n"
-JUNK = "def test_mul():\n    assert mul(2, 3) == expected\n"  # an undefined name: F821
+JUNK = "def scaled(a):\n    return mul(a, factor)\n"  # an undefined name: F821
 
 
 def small_config(totem):
@@ -423,12 +423,12 @@ def test_a_change_whose_check_findings_the_model_sends_back_is_tried_afresh(tote
 
     assert result.code == 0, result.stderr
     first, echo, fresh = result.of("toolEnd")[:3]
-    assert "F821 undefined name 'expected'" in first["output"] and echo["output"].startswith("Unchanged")
+    assert "F821 undefined name 'factor'" in first["output"] and echo["output"].startswith("Unchanged")
     assert "Checks found" not in fresh["output"] and "1 passed" in result.of("toolEnd")[3]["output"]
     assert [e["message"] for e in result.of("notice")] == [
         "The model's attempt still fails the project's tests or checks; Totem put calc.py back and asks it afresh (attempt 2 of 4)."
     ]
-    assert "expected" not in (totem.project / "calc.py").read_text() and "def mul" in (totem.project / "calc.py").read_text()
+    assert "factor" not in (totem.project / "calc.py").read_text() and "def mul" in (totem.project / "calc.py").read_text()
     assert len(totem.server.requests) == 3
 
 
@@ -462,3 +462,33 @@ def test_a_finding_a_later_file_of_the_same_answer_mends_does_not_hold_the_chang
     assert "Checks found" not in report["output"]
     assert len(totem.server.requests) == 1 and not result.of("notice")
     assert "rectangle_area" in (totem.project / "report.py").read_text()
+
+
+def test_a_file_left_with_findings_while_another_is_changed_keeps_the_attempt_from_ending(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    (totem.project / "notes.md").write_text("# Notes\n")
+    (totem.project / "test_calc.py").write_text("from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n")
+    broken = f"calc.py\n```python\n{CALC}\n\n{MUL}\n\n{JUNK}```\n"
+    totem.server.enqueue(text_reply(broken))
+    # calc.py sent back as it is, beside a change to another file: its findings still stand.
+    totem.server.enqueue(text_reply(broken + "\nnotes.md\n```markdown\n# Notes\n\nmul added.\n```\n"))
+    totem.server.enqueue(text_reply(f"calc.py\n```python\n{CALC}\n\n{MUL}```\n"))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(config_with_tests(totem)), "--json", "--yes", "Add mul(a, b) to calc.py")
+
+    assert result.code == 0, result.stderr
+    assert [e["tool"] for e in result.of("toolEnd")] == ["write", "write", "write", "write", "bash"]
+    assert "factor" not in (totem.project / "calc.py").read_text() and len(totem.server.requests) == 3
+
+
+def test_a_project_test_copied_into_the_module_is_taken_out(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    (totem.project / "test_calc.py").write_text("from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n")
+    copied = "def test_mul():\n    assert mul(2, 3) == 6\n"
+    totem.server.enqueue(text_reply(f"calc.py\n```python\n{CALC}\n\n{MUL}\n\n{copied}```\n"))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(config_with_tests(totem)), "--json", "--yes", "Add mul(a, b) to calc.py")
+
+    assert result.code == 0, result.stderr
+    write, tests = result.of("toolEnd")
+    assert "(Totem took test_mul out of calc.py: a project test, which stays in its test file)" in write["output"]
+    assert (totem.project / "calc.py").read_text() == f"{CALC}\n\n{MUL}"
+    assert "1 passed" in tests["output"] and len(totem.server.requests) == 1
