@@ -18,6 +18,8 @@ top of its short prompt (prompt.py) and the file blocks it writes (providers/tex
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -155,10 +157,11 @@ class SmallModelTurn:
         the attempt's change, it is done. Sent back after a failure, they end the attempt, for a
         fresh one (``afresh``) while the turn has one left: the model has no other idea."""
         round_ = self.turn.calls
+        if round_.round_changed:
+            self.failure = await self._findings_left()  # an earlier failure is the old files'
         if not (self.writes_blocks and round_.round_ok and all(call.name in CHANGES_FILES for call in calls)):
             return False
         if round_.round_changed:
-            self.failure = await self._findings_left()
             return self.failure is None and await self._tests_pass()
         if self.failure is not None and self._may_start_afresh:
             return True
@@ -193,7 +196,9 @@ class SmallModelTurn:
         of its own mistake: told of the failure, it sent the same code back; a new draw from the
         request did the task."""
         turn, agent = self.turn, self.turn.agent
-        if stop not in ("finished", "guard") or not self._may_start_afresh or not await self._failed_at_a_change(changed):
+        if stop not in ("finished", "guard") or turn.calls.guards.rejections or not self._may_start_afresh:
+            return False  # rejected calls: the user is saying no, not the tests
+        if not await self._failed_at_a_change(changed):
             return False
         outcomes = await agent.snapshots.restore_turn(
             agent.workspace, session_id=turn.session_id, turn_id=turn.turn_id, root=agent.root
@@ -206,7 +211,8 @@ class SmallModelTurn:
             else:
                 mark_seen_in(turn.state.reads, outcome.path, await agent.workspace.read_bytes(agent.root / outcome.path))
         for message in await agent.store.messages(turn.session_id):
-            if message.turn_id == turn.turn_id and message.id != turn.user_message:
+            said = any(part.type == "notice" for part in message.parts)  # Totem's, to the user
+            if message.turn_id == turn.turn_id and message.id != turn.user_message and not said:
                 await agent.store.discard_message_parts(message.id)
         self.attempt += 1
         self._start_attempt()
@@ -221,8 +227,9 @@ class SmallModelTurn:
     async def _failed_at_a_change(self, changed: bool) -> bool:
         """The attempt was for a change (it made one, or the request asks for one) and its last
         change has check findings, or the project's tests fail (run once more when a change came
-        after their last run), naming a file the request names or the turn changed: a test that
-        fails elsewhere, perhaps since before the turn, is not this change's doing."""
+        after their last run), naming a file the request names or the turn changed, or its test
+        file (``_names_file``): a test that fails elsewhere, perhaps since before the turn, is
+        not this change's doing."""
         turn = self.turn
         if not (changed or asks_for_a_change(turn.text)):
             return False
@@ -231,7 +238,7 @@ class SmallModelTurn:
         if self.failure is None:
             return False
         changed_files = await turn.agent.snapshots.turn_paths(session_id=turn.session_id, turn_id=turn.turn_id)
-        return any(rel in self.failure for rel in {*self.named, *changed_files})
+        return any(_names_file(self.failure, rel, turn.agent.root) for rel in {*self.named, *changed_files})
 
     async def _tests_pass(self, *, limited: bool = True) -> bool:
         """The project's tests (verify.py) as a ``bash`` call of a message of its own, asked and
@@ -267,3 +274,15 @@ class SmallModelTurn:
             text = text.replace(f"{{{name}}}", value)
         await turn.agent.store.add_part(message, "context", {"text": text, "nudge": True})
         await turn.emit(ev.Notice(session_id=turn.session_id, level="info", message=notice))
+
+
+def _names_file(text: str, rel: str, root: Path) -> bool:
+    """Whether ``text`` names the project file ``rel`` (by its absolute path or as a path of its
+    own, not inside another name: ``utils.py`` is not in ``test_string_utils.py``) or, for a
+    module, its test file by the usual names (``test_calc.py`` or ``calc_test.py``, in any
+    folder): an assertion that fails in the test need not pass through the module."""
+    if str(root / rel) in text or re.search(rf"(?<![\w./\\-]){re.escape(rel)}(?![\w/])", text):
+        return True
+    stem, dot, suffix = rel.rsplit("/", 1)[-1].rpartition(".")
+    tests = [f"test_{stem}{dot}{suffix}", f"{stem}_test{dot}{suffix}"] if dot and not is_test_file(rel) else []
+    return any(re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w/])", text) for name in tests)

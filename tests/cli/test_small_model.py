@@ -3,6 +3,7 @@ shown with the message, fenced calls, whole-file blocks and a fragment merged in
 
 from __future__ import annotations
 
+import json
 import sys
 
 from tests.support.model_server import text_reply
@@ -492,3 +493,55 @@ def test_a_project_test_copied_into_the_module_is_taken_out(totem):
     assert "(Totem took test_mul out of calc.py: a project test, which stays in its test file)" in write["output"]
     assert (totem.project / "calc.py").read_text() == f"{CALC}\n\n{MUL}"
     assert "1 passed" in tests["output"] and len(totem.server.requests) == 1
+
+
+DOUBLE_TEST = "from calc import double\n\n\ndef test_double():\n    assert double(3) == 6\n"
+WRONG_DOUBLE = "calc.py\n```python\ndef double(x):\n    return x + x + 1\n```\n"
+RIGHT_DOUBLE = "calc.py\n```python\ndef double(x):\n    return x * 2\n```\n"
+
+
+def json_call(name, **arguments):
+    return "```json\n" + json.dumps({"name": name, "arguments": arguments}) + "\n```\n"
+
+
+def test_a_fix_written_beside_another_call_is_not_put_back_for_the_failure_before_it(totem):
+    (totem.project / "calc.py").write_text("def double(x):\n    return x + 2\n")
+    (totem.project / "test_calc.py").write_text(DOUBLE_TEST)
+    totem.server.enqueue(text_reply(WRONG_DOUBLE))
+    totem.server.enqueue(text_reply(RIGHT_DOUBLE + "\n" + json_call("read", path="test_calc.py")))
+    totem.server.enqueue(text_reply(RIGHT_DOUBLE))  # sent back as it is: the tests then pass
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(config_with_tests(totem)), "--json", "--yes", "Fix double in calc.py")
+
+    assert result.code == 0, result.stderr
+    assert not result.of("notice") and len(totem.server.requests) == 3
+    assert (totem.project / "calc.py").read_text() == "def double(x):\n    return x * 2\n"
+
+
+def test_a_failure_in_a_test_file_whose_name_holds_the_changed_file_s_is_not_its_doing(totem):
+    (totem.project / "utils.py").write_text("def shout(s):\n    return s\n")
+    (totem.project / "test_string_utils.py").write_text("def test_upper():\n    assert 'a'.upper() == 'a'\n")  # fails already
+    totem.server.enqueue(text_reply("utils.py\n```python\ndef shout(s):\n    return s.upper()\n```\n"))
+    totem.server.enqueue(text_reply("utils.py\n```python\ndef shout(s):\n    return s.upper()\n```\n"))
+    totem.server.enqueue(text_reply("shout now upper-cases; test_string_utils.py failed before."))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(config_with_tests(totem)), "--json", "--yes", "In utils.py, make shout upper-case")
+
+    assert result.code == 0, result.stderr
+    assert not [n for n in result.of("notice") if "afresh" in n["message"]]
+    assert "upper()" in (totem.project / "utils.py").read_text()
+
+
+def test_calls_the_user_keeps_rejecting_end_the_turn_without_a_fresh_attempt(totem):
+    (totem.project / "calc.py").write_text("def double(x):\n    return x + 2\n")
+    (totem.project / "test_calc.py").write_text(DOUBLE_TEST)
+    totem.server.enqueue(text_reply(WRONG_DOUBLE))
+    for _ in range(3):
+        totem.server.enqueue(text_reply(json_call("bash", command="rm test_calc.py")))
+    config = config_with_tests(totem)
+    config.write_text(config.read_text() + '[permission]\nbash = { "rm *" = "deny" }\n')
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(config), "--json", "--yes", "Fix double in calc.py")
+
+    assert result.of("turnEnd")[0]["stopReason"] == "guard"
+    assert [n["message"] for n in result.of("notice")] == [
+        "3 actions in a row were rejected or denied; the run stopped so it does not keep trying."
+    ]
+    assert len(totem.server.requests) == 4
