@@ -102,10 +102,9 @@ class ToolCalls:
         for record in records:
             if not record.done:
                 await self._close_call(record, "interrupted", "not run", f"Not run: {stop[0] if stop else 'the run stopped'}")
-        if all(record.status == "ok" for record in records):
-            self.good_rounds += 1
-        self.round_changed = any(changed for *_, changed in self._round)
         self.round_ok = all(record.status == "ok" for record in records)
+        self.good_rounds += self.round_ok
+        self.round_changed = any(changed for *_, changed in self._round)
         self.round_clean = self.round_ok and not self.round_flagged
         stale = self.novelty.record_round(self._round)
         if stale and not stop:
