@@ -6,6 +6,7 @@ request body and translates the vendor's stream back into ``StreamChunk`` values
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -18,6 +19,19 @@ class ToolCall:
     id: str
     name: str
     arguments: str
+
+
+def arguments_object(raw: str) -> dict[str, Any] | None:
+    """A call's raw JSON arguments as an object (empty text is ``{}``); None when they are not
+    valid JSON or not an object. The one parser of tool-call arguments: every wire, guard and
+    account reads them through it."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ class AskAction(Action):
 
 class AskTool(Tool):
     name = "ask"
+    kept_on_compaction = True
     Input = AskInput
 
     async def prepare(self, args: AskInput, ctx: ToolContext) -> Action:

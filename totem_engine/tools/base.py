@@ -215,10 +215,19 @@ class Action(ABC):
 
 
 class Tool(ABC):
-    """A tool: a name, an input model, a description file under prompts/tools/, and ``prepare``."""
+    """A tool: a name, an input model, a description file under prompts/tools/, and ``prepare``.
+
+    What the turn and compaction need to know of a tool is declared here, on the tool, so adding
+    a tool never means editing them: ``read_only`` (calls of a step that are all read-only run
+    together), ``changes_files`` (it writes project files: plan mode denies it, the failed-edit
+    guard counts it), ``kept_on_compaction`` (its results are never replaced by an account).
+    """
 
     name: ClassVar[str]
     Input: ClassVar[type[ToolInput]]
+    read_only: ClassVar[bool] = False
+    changes_files: ClassVar[bool] = False
+    kept_on_compaction: ClassVar[bool] = False
 
     @property
     def description(self) -> str:

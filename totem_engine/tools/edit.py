@@ -93,6 +93,7 @@ async def ensure_unchanged(ctx: ToolContext, target: Path, rel: str, before: byt
 
 class EditTool(Tool):
     name = "edit"
+    changes_files = True
     Input = EditInput
 
     async def prepare(self, args: EditInput, ctx: ToolContext) -> Action:

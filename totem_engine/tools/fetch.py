@@ -168,6 +168,7 @@ class FetchAction(Action):
 
 class FetchTool(Tool):
     name = "fetch"
+    read_only = True
     Input = FetchInput
 
     async def prepare(self, args: FetchInput, ctx: ToolContext) -> Action:

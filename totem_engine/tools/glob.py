@@ -76,6 +76,7 @@ class GlobAction(Action):
 
 class GlobTool(Tool):
     name = "glob"
+    read_only = True
     Input = GlobInput
 
     async def prepare(self, args: GlobInput, ctx: ToolContext) -> Action:

@@ -403,6 +403,7 @@ class GrepAction(Action):
 
 class GrepTool(Tool):
     name = "grep"
+    read_only = True
     Input = GrepInput
 
     async def prepare(self, args: GrepInput, ctx: ToolContext) -> Action:

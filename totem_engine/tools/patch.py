@@ -102,6 +102,7 @@ async def _restore(ctx: ToolContext, done: list[FileChange]) -> None:
 
 class PatchTool(Tool):
     name = "patch"
+    changes_files = True
     Input = PatchInput
 
     async def prepare(self, args: PatchInput, ctx: ToolContext) -> Action:

@@ -177,6 +177,7 @@ def _kind(data: bytes) -> str:
 
 class ReadTool(Tool):
     name = "read"
+    read_only = True
     Input = ReadInput
 
     async def prepare(self, args: ReadInput, ctx: ToolContext) -> Action:

@@ -1,7 +1,7 @@
-"""The tool set of a run, and the one list of tools that only read.
+"""The tool set of a run and the surfaces offered to small models.
 
-Calls of one step run together when every one of them is in ``READ_ONLY``; otherwise they run one
-after another in the order the model sent them.
+What each tool is (read-only, changes files, kept on compaction) is declared on the tool itself
+(tools/base.py ``Tool``); ``READ_ONLY`` and ``CHANGES_FILES`` are derived from the built-in tools.
 """
 
 from __future__ import annotations
@@ -23,12 +23,6 @@ from totem_engine.tools.skill import SkillTool
 from totem_engine.tools.todo import TodoTool
 from totem_engine.tools.write import WriteTool
 
-READ_ONLY = frozenset({"read", "glob", "grep", "fetch", "skill"})
-
-# Tools that change files: plan mode denies them.
-CHANGES_FILES = frozenset({"write", "edit", "patch"})
-
-
 def builtin_tools(*, skills: Sequence[Skill] | None = None) -> dict[str, Tool]:
     """``skills``: the session's (skills.discover), the same list the system prompt shows; None:
     the skill tool discovers them at each call."""
@@ -37,6 +31,11 @@ def builtin_tools(*, skills: Sequence[Skill] | None = None) -> dict[str, Tool]:
         BashTool(), FetchTool(), TodoTool(), AskTool(), SkillTool(skills),
     ]
     return {tool.name: tool for tool in tools}
+
+
+_BUILTIN = builtin_tools(skills=()).values()
+READ_ONLY = frozenset(tool.name for tool in _BUILTIN if tool.read_only)
+CHANGES_FILES = frozenset(tool.name for tool in _BUILTIN if tool.changes_files)
 
 
 # The tool surface follows the model's window (seed 003): the full set costs about 2,500

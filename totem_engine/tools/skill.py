@@ -44,6 +44,8 @@ class SkillAction(Action):
 
 class SkillTool(Tool):
     name = "skill"
+    read_only = True
+    kept_on_compaction = True
     Input = SkillInput
 
     def __init__(self, skills: Sequence[Skill] | None = None):

@@ -43,6 +43,7 @@ class WriteAction(Action):
 
 class WriteTool(Tool):
     name = "write"
+    changes_files = True
     Input = WriteInput
 
     async def prepare(self, args: WriteInput, ctx: ToolContext) -> Action:
