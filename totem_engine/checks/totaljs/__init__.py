@@ -13,7 +13,8 @@ import anyio
 
 from totem_engine.checks.base import CheckResult
 from totem_engine.checks.totaljs.detect import is_totaljs_project
-from totem_engine.checks.totaljs.engine import Rule, applies_to, check_text, rules
+from totem_engine.checks.totaljs.check import check_text, rules
+from totem_engine.checks.totaljs.engine import Rule, applies_to
 
 
 class TotalJsChecker:

@@ -1,4 +1,4 @@
-"""The Total.js rule engine: a tree-sitter parse of JavaScript, the rule families, findings.
+"""The Total.js rule engine: a tree-sitter parse of JavaScript, rules and their hits, findings.
 
 Rules measure in tree-sitter's unit, byte offsets into the UTF-8 source; ``Source.finding``
 turns them into LSP ranges with ``positions.ByteOffsets`` (``from_byte_offset`` for many
@@ -12,13 +12,12 @@ not shared between threads). Without the ``tree-sitter`` packages the check give
 from __future__ import annotations
 
 import functools
-import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from totem_engine.checks.base import CheckResult, Finding, Fix, Range, Severity
+from totem_engine.checks.base import Finding, Fix, Range, Severity
 from totem_engine.checks.positions import ByteOffsets
 
 SOURCE = "totem"
@@ -43,9 +42,6 @@ FUNCTIONS = {
 _OUTSIDE = {"test", "tests", "scripts", "bin", "migrations", "tools"}
 # Start scripts at the project root: require('total5'), process.env.PORT.
 _BOOT = {"index.js", "debug.js", "release.js"}
-_SCRIPT = re.compile(rb"<script\b([^>]*)>(.*?)</script\s*>", re.IGNORECASE | re.DOTALL)
-_SCRIPT_TYPE = re.compile(rb"""\btype\s*=\s*["']?([^"'\s>]+)""", re.IGNORECASE)
-_JS_TYPES = {b"text/javascript", b"application/javascript", b"module", b"text/babel"}
 
 
 @dataclass(frozen=True)
@@ -198,7 +194,7 @@ def _language():
 _local = threading.local()
 
 
-def _parser():
+def parser():
     parser = getattr(_local, "parser", None)
     if parser is None:
         from tree_sitter import Parser
@@ -207,65 +203,12 @@ def _parser():
     return parser
 
 
-@functools.cache
-def rules() -> tuple[Rule, ...]:
-    """Every rule of every family, in code order."""
-    from totem_engine.checks.totaljs import data, declarations, modules, naming, responses, runtime, style
-
-    found = [*SYNTAX, *style.RULES, *declarations.RULES, *modules.RULES, *runtime.RULES]
-    found += [*responses.RULES, *data.RULES, *naming.RULES]
-    return tuple(sorted(found, key=lambda r: r.code))
-
-
 def applies_to(rel: str) -> bool:
     """JavaScript files and HTML pages of the project, not dependencies or minified bundles."""
     parts = PurePosixPath(rel).parts
     if "node_modules" in parts or (parts and parts[0] == ".totem") or rel.endswith(".min.js"):
         return False
     return rel.endswith(".js") or rel.endswith(".html")
-
-
-def check_text(rel: str, text: str, *, only: Iterable[str] | None = None) -> CheckResult:
-    """The findings of the Total.js rules for one file (``only``: just these codes)."""
-    if not applies_to(rel):
-        return CheckResult([], [])
-    try:
-        parser = _parser()
-    except ImportError:
-        return CheckResult([], ["totaljs: the tree-sitter packages are not installed; Total.js rules not checked."])
-    data = text.encode("utf-8", errors="surrogatepass")
-    role = Role.of(rel)
-    segments = _segments(data) if rel.endswith(".html") else [(0, data)]
-    wanted = set(only) if only is not None else None
-    positions = ByteOffsets(data)
-    findings: list[Finding] = []
-    notes: list[str] = []
-    for base, code in segments:
-        src = Source(rel, data, base, code, parser.parse(code), role, positions)
-        for r in rules():
-            if wanted is not None and r.code not in wanted:
-                continue
-            if r.code == "TJS060" and base != segments[0][0]:
-                continue  # the file name is reported once per file
-            findings += [src.finding(r, hit) for hit in r.run(src)]
-        if src.root.has_error:
-            notes.append(f"totaljs: {rel} has a syntax error; TJS002 (semicolons) was not checked.")
-    findings.sort(key=lambda f: (f.range.start.line, f.range.start.character, f.code))
-    return CheckResult(findings, notes)
-
-
-def _segments(data: bytes) -> list[tuple[int, bytes]]:
-    """The inline JavaScript blocks of a page: ``(offset in the file, code)``."""
-    found = []
-    for match in _SCRIPT.finditer(data):
-        attrs = match.group(1)
-        if re.search(rb"\bsrc\s*=", attrs, re.IGNORECASE):
-            continue
-        kind = _SCRIPT_TYPE.search(attrs)
-        if kind and kind.group(1).lower() not in _JS_TYPES:
-            continue  # jComponent templates: type="text/html"
-        found.append((match.start(2), match.group(2)))
-    return found or [(0, b"")]
 
 
 # TJS000: the parse itself --------------------------------------------------------------------
