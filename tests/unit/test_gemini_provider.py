@@ -309,6 +309,23 @@ async def test_streamed_partial_args_assemble_into_one_call(server, provider):
     assert parts == [{"call": got[0].id, "thoughtSignature": "SIG-STREAM"}, {"call": got[1].id}]
 
 
+async def test_strings_streamed_in_many_pieces_join_in_order(server, provider):
+    # Two strings open at once, many pieces each, one still open when the call ends: each is
+    # joined in order, keys in the order they came (pieces are joined once, not at every piece).
+    partials = [{"jsonPath": "$.path", "stringValue": "a.txt"}]
+    for n in range(300):
+        partials.append({"jsonPath": "$.content", "stringValue": f"{n},", "willContinue": True})
+        partials.append({"jsonPath": "$.note", "stringValue": "n", "willContinue": True})
+    partials.append({"jsonPath": "$.note", "stringValue": "!"})
+    events = streamed_call_events("write", partials)
+    events.append(response([{"text": ""}], finish="STOP"))
+    server.enqueue(Reply(events=events))
+    (got,) = calls(await collect(provider))
+    arguments = json.loads(got.arguments)
+    assert list(arguments) == ["path", "content", "note"]
+    assert arguments == {"path": "a.txt", "content": "".join(f"{n}," for n in range(300)), "note": "n" * 300 + "!"}
+
+
 async def test_named_part_while_a_call_is_open_closes_it(server, provider):
     server.enqueue(
         Reply(

@@ -632,7 +632,9 @@ class _PendingCall:
     vendor_id: bool
     signature: str | None = None
     args: dict[str, Any] = field(default_factory=dict)
-    open_strings: set[str] = field(default_factory=set)
+    # Strings still streaming (``willContinue``), by JSON path: their pieces, joined once when the
+    # string closes or the call ends (joining at every piece made long arguments quadratic).
+    open_strings: dict[str, list[str]] = field(default_factory=dict)
 
     def merge(self, fc: dict[str, Any]) -> None:
         args = fc.get("args")
@@ -646,17 +648,26 @@ class _PendingCall:
             value = _partial_value(partial)
             if value is _NO_VALUE:
                 continue
-            if isinstance(value, str) and path in self.open_strings:
-                current = self.args
-                for step in steps:
-                    current = _get(current, step)
-                if isinstance(current, str):
-                    value = current + value
-            _set(self.args, steps, value)
-            if isinstance(value, str) and partial.get("willContinue"):
-                self.open_strings.add(path)
+            pieces = self.open_strings.pop(path, None)
+            if isinstance(value, str) and pieces is not None:
+                pieces.append(value)
+                value = None
+            elif isinstance(value, str):
+                pieces = [value]
+                _set(self.args, steps, value)  # in place now, so keys keep the order they came in
+            if isinstance(pieces, list) and partial.get("willContinue"):
+                self.open_strings[path] = pieces
+            elif pieces is not None:
+                _set(self.args, steps, "".join(pieces))
             else:
-                self.open_strings.discard(path)
+                _set(self.args, steps, value)
+
+    def arguments(self) -> str:
+        """The call's arguments as JSON text, every string still open joined."""
+        for path, pieces in self.open_strings.items():
+            _set(self.args, parse_json_path(path), "".join(pieces))
+        self.open_strings.clear()
+        return json.dumps(self.args)
 
 
 class _Answer:
@@ -722,7 +733,7 @@ class _Answer:
         if call.vendor_id:
             entry["vendorId"] = True
         self.layout.append(entry)
-        return ToolCallChunk(ToolCall(id=call.id, name=call.name, arguments=json.dumps(call.args)))
+        return ToolCallChunk(ToolCall(id=call.id, name=call.name, arguments=call.arguments()))
 
     def state(self) -> StateChunk | None:
         if any("thoughtSignature" in e or e.get("vendorId") for e in self.layout):
