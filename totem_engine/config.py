@@ -154,7 +154,9 @@ class Config(_Strict):
     small_model: ModelSpec | None = None
     max_steps: int = Field(default=50, ge=0)  # 0 = no cap; 1..9 are raised to MIN_MAX_STEPS
     retry_max_wait: float = Field(default=60.0, gt=0)
-    request_timeout: float = Field(default=300.0, gt=0)
+    # Seconds for a whole provider request, and for its first byte and each gap between chunks.
+    request_timeout: float = Field(default=1800.0, gt=0)
+    stall_timeout: float = Field(default=300.0, gt=0)
     permission_timeout: float = Field(default=600.0, gt=0)
     mode: Mode = "build"
     reasoning: Literal["none", "low", "medium", "high"] | None = None  # thinking effort; None: the model's default

@@ -95,7 +95,12 @@ class Runtime:
             settings = self.config.providers.get(name)
             if settings is None:
                 raise ConfigError(f'provider "{name}" is not configured')
-            self._providers[name] = make_provider(name, settings, timeout=self.config.request_timeout)
+            self._providers[name] = make_provider(
+                name,
+                settings,
+                timeout=min(self.config.stall_timeout, self.config.request_timeout),
+                request_timeout=self.config.request_timeout,
+            )
         return self._providers[name]
 
     def resolve_model(self, spec: str | None) -> str:

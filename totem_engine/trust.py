@@ -25,7 +25,7 @@ from totem_engine.tools.workspace import write_atomically
 # Keys an untrusted project may set: they run nothing, send nothing anywhere and loosen no limit
 # (max_steps only as a cap: 0, "no cap", is dropped).
 HARMLESS_KEYS = frozenset(
-    {"max_steps", "mode", "retry_max_wait", "request_timeout", "permission_timeout", "totaljs", "conventions"}
+    {"max_steps", "mode", "retry_max_wait", "request_timeout", "stall_timeout", "permission_timeout", "totaljs", "conventions"}
 )
 
 AskTrust = Callable[[Path, list[str]], Awaitable[bool]]

@@ -362,6 +362,34 @@ async def test_stalled_stream_is_provider_timeout(server):
         await prov.aclose()
 
 
+async def test_a_dripping_stream_ends_at_the_request_timeout(server):
+    # One delta every 0.4 s keeps each read under the stall timeout; the whole request still
+    # ends at request_timeout, long before the 20 deltas are sent (issue 16, item 12).
+    reply = text_reply("x" * 20, pieces=20)
+    reply.delay = 0.4
+    server.enqueue(reply)
+    prov = OpenAIProvider("local", server.base_url, KEY, timeout=5, request_timeout=1.0)
+    seen: list = []
+    try:
+        with pytest.raises(ProviderTimeout, match=r"within request_timeout \(1 s\)"):
+            async for piece in prov.stream(REQUEST):
+                seen.append(piece)
+    finally:
+        await prov.aclose()
+    assert 0 < len(texts(seen, TextChunk)) < 10
+
+
+async def test_a_steady_stream_under_the_request_timeout_is_whole(server):
+    reply = text_reply("abcdef", pieces=3)
+    reply.delay = 0.05
+    server.enqueue(reply)
+    prov = OpenAIProvider("local", server.base_url, KEY, timeout=5, request_timeout=5.0)
+    try:
+        assert texts(await collect(prov), TextChunk) == "abcdef"
+    finally:
+        await prov.aclose()
+
+
 # ---------------------------------------------------------------------------------------------
 # Broken streams
 # ---------------------------------------------------------------------------------------------

@@ -106,7 +106,8 @@ class AnthropicProvider:
 
     ``base_url`` is the host root (``https://api.anthropic.com``); a trailing ``/v1`` is accepted
     too. ``headers`` are sent on every request (e.g. ``anthropic-beta``) and may override
-    ``anthropic-version``. ``timeout`` bounds connecting (at most 30 s) and each wait for bytes.
+    ``anthropic-version``. ``timeout`` bounds connecting (at most 30 s) and each wait for bytes;
+    ``request_timeout`` a whole request.
     ``max_tokens`` is used when the request sets none (the API requires one). When ``client`` is
     given it is used as is and not closed by ``aclose``.
     """
@@ -119,6 +120,7 @@ class AnthropicProvider:
         *,
         headers: dict | None = None,
         timeout: float = 300.0,
+        request_timeout: float | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         client: httpx.AsyncClient | None = None,
     ):
@@ -132,6 +134,7 @@ class AnthropicProvider:
             api_key,
             headers=headers,
             timeout=timeout,
+            request_timeout=request_timeout,
             client=client,
             key_header="x-api-key",
             defaults={"anthropic-version": API_VERSION},

@@ -127,6 +127,7 @@ class GeminiProvider:
         *,
         headers: dict | None = None,
         timeout: float = 300.0,
+        request_timeout: float | None = None,
         client: httpx.AsyncClient | None = None,
         models_page_size: int = MODELS_PAGE_SIZE,
     ):
@@ -134,7 +135,9 @@ class GeminiProvider:
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self._models_page_size = models_page_size
         # The key travels only in this header, never in the URL.
-        self._http = HttpEndpoint(api_key, headers=headers, timeout=timeout, client=client, key_header="x-goog-api-key")
+        self._http = HttpEndpoint(
+            api_key, headers=headers, timeout=timeout, request_timeout=request_timeout, client=client, key_header="x-goog-api-key"
+        )
 
     def __repr__(self) -> str:
         return f"GeminiProvider(name={self.name!r}, base_url={self.base_url!r})"

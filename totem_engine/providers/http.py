@@ -2,10 +2,12 @@
 
 Three pieces, and an endpoint helper:
 
-- ``open_stream(client, url, json_body=..., headers=...)``: an async context manager that POSTs a
-  JSON body and yields the streaming ``httpx.Response`` once the status is 2xx. A non-2xx status
-  is turned into the matching ``ProviderError`` (``errors.error_for_status``) carrying the
-  vendor's own message. Transport failures are translated wherever they happen, including while
+- ``open_stream(client, url, json_body=..., headers=..., limit=...)``: an async context manager
+  that POSTs a JSON body and yields the streaming ``httpx.Response`` once the status is 2xx. Two
+  timeouts bound it: the client's read timeout (``stall_timeout``: the first byte and each gap
+  between chunks) and ``limit`` (``request_timeout``: the whole request, headers to last byte).
+  A non-2xx status is turned into the matching ``ProviderError`` (``errors.error_for_status``)
+  carrying the vendor's own message. Transport failures are translated wherever they happen, including while
   the caller is reading the body inside the ``async with``:
 
   ====================================================  ===========================
@@ -35,10 +37,11 @@ module builds, because some vendors echo the key back in their 401 text. Nothing
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
 from typing import Any
 
+import anyio
 import httpx
 import httpx_sse
 
@@ -255,8 +258,12 @@ async def open_stream(
     json_body: Any,
     headers: Mapping[str, str] | None = None,
     secrets: Iterable[str | None] = (),
+    limit: float | None = None,
 ) -> AsyncIterator[httpx.Response]:
     """POST ``json_body`` to ``url`` and yield the 2xx response, unread, for streaming.
+
+    ``limit``: seconds for the whole request, from sending it to the body's last byte (None: no
+    cap beyond the client's own timeouts); past it, reading raises ``ProviderTimeout``.
 
     Raises ProviderError subclasses only (see the module docstring). httpx errors raised by the
     caller while reading the body inside the ``async with`` are translated too, as mid-stream
@@ -264,14 +271,55 @@ async def open_stream(
     """
     secrets = tuple(secrets)
     streaming = False
+    ends = None if limit is None else anyio.current_time() + limit
     try:
-        async with client.stream("POST", url, json=json_body, headers=dict(headers or {})) as response:
-            if not response.is_success:
-                raise await error_from_response(response, secrets)
+        async with AsyncExitStack() as stack:
+            with _within(ends, limit, url, secrets):
+                response = await stack.enter_async_context(
+                    client.stream("POST", url, json=json_body, headers=dict(headers or {}))
+                )
+                if not response.is_success:
+                    raise await error_from_response(response, secrets)
             streaming = True
+            if ends is not None:
+                response.stream = _Bounded(response.stream, ends, limit, url, secrets)
             yield response
     except httpx.HTTPError as exc:
         raise translate_transport_error(exc, url, streaming=streaming, secrets=secrets) from None
+
+
+@contextmanager
+def _within(ends: float | None, limit: float | None, url: str, secrets: tuple[str | None, ...]) -> Iterator[None]:
+    """A block that must end by ``ends`` (``anyio.current_time()``; None: no cap), else
+    ``ProviderTimeout`` naming the limit. Entered around single awaits only, never across a
+    yield, so the cancellation it may cause stays inside this module."""
+    if ends is None:
+        yield
+        return
+    with anyio.CancelScope(deadline=ends) as scope:
+        yield
+    if scope.cancelled_caught:
+        raise ProviderTimeout(f"no complete answer from {redact(url, secrets)} within request_timeout ({limit:g} s)")
+
+
+class _Bounded(httpx.AsyncByteStream):
+    """A response body whose reads end at the request's deadline (``open_stream``'s ``limit``)."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, ends: float, limit: float | None, url: str, secrets: tuple[str | None, ...]):
+        self.inner, self.ends, self.limit, self.url, self.secrets = inner, ends, limit, url, secrets
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        chunks = self.inner.__aiter__()
+        while True:
+            with _within(self.ends, self.limit, self.url, self.secrets):
+                try:
+                    chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    return
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 async def aiter_sse_data(response: httpx.Response) -> AsyncIterator[str]:
@@ -335,9 +383,9 @@ class HttpEndpoint:
     """The HTTP side every provider sets up the same way: its client, headers and key.
 
     ``client``: used as is and never closed here when given; otherwise one is made whose
-    ``timeout`` bounds connecting (at most 30 s) and each wait for bytes, and ``aclose`` closes
-    it. Every request sends ``Accept`` (``stream_accept`` for a stream, else JSON), then
-    ``defaults``, then the configured ``headers`` (which may override a default), then the key,
+    ``timeout`` (``stall_timeout``) bounds connecting (at most 30 s) and each wait for bytes,
+    and ``aclose`` closes it. ``request_timeout`` caps each streamed request as a whole. Every
+    request sends ``Accept`` (``stream_accept`` for a stream, else JSON), then ``defaults``, then the configured ``headers`` (which may override a default), then the key,
     when set, as ``key_header: key_prefix + api_key``. The key is redacted from every error.
     """
 
@@ -349,11 +397,13 @@ class HttpEndpoint:
         timeout: float,
         client: httpx.AsyncClient | None,
         key_header: str,
+        request_timeout: float | None = None,
         key_prefix: str = "",
         stream_accept: str = "text/event-stream",
         defaults: Mapping[str, str] | None = None,
     ) -> None:
         self.api_key = api_key
+        self.request_timeout = request_timeout
         self.headers = dict(headers or {})
         self._key_header = key_header
         self._key_prefix = key_prefix
@@ -383,7 +433,12 @@ class HttpEndpoint:
     ) -> AbstractAsyncContextManager[httpx.Response]:
         """``open_stream`` on this endpoint: ``async with endpoint.post(url, body) as response``."""
         return open_stream(
-            self.client, url, json_body=json_body, headers=self.request_headers(streaming=streaming), secrets=self.secrets
+            self.client,
+            url,
+            json_body=json_body,
+            headers=self.request_headers(streaming=streaming),
+            secrets=self.secrets,
+            limit=self.request_timeout,
         )
 
     async def get_json(self, url: str) -> Any:

@@ -120,10 +120,13 @@ class LiteLLMProvider(OpenAIProvider):
         *,
         headers: dict | None = None,
         timeout: float = 300.0,
+        request_timeout: float | None = None,
         client: httpx.AsyncClient | None = None,
     ):
         self.root = proxy_root(base_url)
-        super().__init__(name, self.root + "/v1", api_key, headers=headers, timeout=timeout, client=client)
+        super().__init__(
+            name, self.root + "/v1", api_key, headers=headers, timeout=timeout, request_timeout=request_timeout, client=client
+        )
         self._catalogue: dict[str, ProxyModel] | None = None
         self._catalogue_lock = anyio.Lock()
 

@@ -57,7 +57,8 @@ class OpenAIProvider:
 
     ``base_url`` includes the version prefix, e.g. ``https://api.openai.com/v1`` or
     ``http://localhost:11434/v1``. ``headers`` are sent on every request (e.g. OpenRouter's
-    ``HTTP-Referer``). ``timeout`` bounds connecting (at most 30 s) and each wait for bytes.
+    ``HTTP-Referer``). ``timeout`` bounds connecting (at most 30 s) and each wait for bytes;
+    ``request_timeout`` a whole request.
     When ``client`` is given it is used as is and not closed by ``aclose``.
     """
 
@@ -69,12 +70,13 @@ class OpenAIProvider:
         *,
         headers: dict | None = None,
         timeout: float = 300.0,
+        request_timeout: float | None = None,
         client: httpx.AsyncClient | None = None,
     ):
         self.name = name
         self.base_url = base_url.rstrip("/")
         self._http = HttpEndpoint(
-            api_key, headers=headers, timeout=timeout, client=client, key_header="Authorization", key_prefix="Bearer "
+            api_key, headers=headers, timeout=timeout, request_timeout=request_timeout, client=client, key_header="Authorization", key_prefix="Bearer "
         )
 
     def __repr__(self) -> str:

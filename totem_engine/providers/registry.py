@@ -8,8 +8,10 @@ from totem_engine.providers.base import Provider
 OPENAI_WIRE = frozenset({"openai"})
 
 
-def make_provider(name: str, settings: ProviderConfig, *, timeout: float) -> Provider:
-    """The provider for one configured entry. Raises ConfigError for a kind this build lacks."""
+def make_provider(name: str, settings: ProviderConfig, *, timeout: float, request_timeout: float | None = None) -> Provider:
+    """The provider for one configured entry. ``timeout``: seconds for the first byte and between
+    chunks; ``request_timeout``: for a whole streamed request (None: no cap). Raises ConfigError
+    for a kind this build lacks."""
     # A key stored with `totem auth set` (keyring or keys.json) when the config has none; every
     # kind below then reads it through settings.api_key_value() as before.
     from pydantic import SecretStr
@@ -24,7 +26,7 @@ def make_provider(name: str, settings: ProviderConfig, *, timeout: float) -> Pro
 
         # No base_url: the proxy on port 4000 of this computer.
         return LiteLLMProvider(
-            name, settings.base_url, settings.api_key_value(), headers=settings.headers, timeout=timeout
+            name, settings.base_url, settings.api_key_value(), headers=settings.headers, timeout=timeout, request_timeout=request_timeout
         )
     if settings.kind in OPENAI_WIRE:
         from totem_engine.providers.openai import OpenAIProvider
@@ -32,7 +34,7 @@ def make_provider(name: str, settings: ProviderConfig, *, timeout: float) -> Pro
         if not settings.base_url:
             raise ConfigError(f"[providers.{name}]: base_url is required for kind \"{settings.kind}\"")
         return OpenAIProvider(
-            name, settings.base_url, settings.api_key_value(), headers=settings.headers, timeout=timeout
+            name, settings.base_url, settings.api_key_value(), headers=settings.headers, timeout=timeout, request_timeout=request_timeout
         )
     if settings.kind == "ollama":
         from totem_engine.providers.ollama import OllamaProvider
@@ -43,6 +45,7 @@ def make_provider(name: str, settings: ProviderConfig, *, timeout: float) -> Pro
             settings.api_key_value(),
             headers=settings.headers,
             timeout=timeout,
+            request_timeout=request_timeout,
             ctx=settings.ollama_ctx,
             ctx_max=settings.ollama_ctx_max,
             temperature=settings.temperature,
@@ -56,6 +59,7 @@ def make_provider(name: str, settings: ProviderConfig, *, timeout: float) -> Pro
             settings.api_key_value(),
             headers=settings.headers,
             timeout=timeout,
+            request_timeout=request_timeout,
         )
     if settings.kind == "gemini":
         from totem_engine.providers.gemini import DEFAULT_BASE_URL, GeminiProvider
@@ -66,5 +70,6 @@ def make_provider(name: str, settings: ProviderConfig, *, timeout: float) -> Pro
             settings.api_key_value(),
             headers=settings.headers,
             timeout=timeout,
+            request_timeout=request_timeout,
         )
     raise ConfigError(f"[providers.{name}]: kind \"{settings.kind}\" is not supported by this version of Totem")
