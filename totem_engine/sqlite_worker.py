@@ -37,7 +37,21 @@ class Transaction:
         return self._conn
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self._conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type is None:
+            try:
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+        else:
+            self._rollback()
+
+    def _rollback(self) -> None:
+        # After some errors (a full disk, an I/O error) SQLite has already rolled the transaction
+        # back itself; a ROLLBACK then fails with "no transaction is active", and raising that
+        # would hide the error that says what went wrong.
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
 
 
 class SqliteWorker:

@@ -401,3 +401,40 @@ async def test_writer_killed_mid_stream_leaves_what_it_committed(tmp_path: Path)
     for part_id, length in reported.items():
         assert len(stored[part_id].data["text"]) >= length
     assert len(stored) - len(reported) <= 1
+
+
+_FULL_DISK_WRITER = textwrap.dedent(
+    """
+    import asyncio, resource, signal, sys
+    from pathlib import Path
+    from totem_engine.store import Store
+
+    async def main(db):
+        store = Store(Path(db))
+        session = await store.create_session(cwd="/tmp", model="p/m", mode="build")
+        message = await store.add_message(session.id, "user", turn_id="t")
+        await store.add_part(message, "text", {"text": "kept"})
+        print(session.id, flush=True)
+        # A full disk: writes past a few KB more fail with EFBIG instead of killing the process.
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (Path(db).stat().st_size + 4096, resource.RLIM_INFINITY))
+        try:
+            await store.add_part(message, "text", {"text": "x" * 5_000_000})
+        except Exception as exc:
+            print(type(exc).__name__, exc, flush=True)
+
+    asyncio.run(main(sys.argv[1]))
+    """
+)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+async def test_a_full_disk_reports_the_disk_error_and_the_session_stays_readable(tmp_path: Path):
+    db = tmp_path / "totem.db"
+    done = subprocess.run([sys.executable, "-c", _FULL_DISK_WRITER, str(db)], capture_output=True, text=True, timeout=60)
+    session_id, error = done.stdout.splitlines()
+    assert "no transaction is active" not in error
+    assert error.startswith("OperationalError") and ("disk" in error or "full" in error), error
+    async with Store(db) as store:
+        [message] = await store.messages(session_id)
+    assert [part.data["text"] for part in message.parts] == ["kept"]
