@@ -222,6 +222,7 @@ class Agent:
         self.capabilities = capabilities
         self.config = config
         self.rules = rules or []
+        self.notices: list[str] = []  # for the user, said at the start of the next turn
 
     def turn(self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions) -> "Turn":
         return Turn(self, text, frontend, session_id=session_id, model=model, options=options)
@@ -265,6 +266,8 @@ class Turn:
         await store.add_part(user_message, "text", {"text": self.text})
         self.user_message = user_message
         await self.emit(ev.TurnStart(session_id=self.session_id, turn_id=self.turn_id, model=self.model))
+        while self.agent.notices:
+            await self.notice(self.agent.notices.pop(0))
 
         stop: ev.StopReason = "finished"
         reason: str | None = None

@@ -20,6 +20,7 @@ from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.registry import make_provider
 from totem_engine.snapshots import FileOutcome, Snapshots
 from totem_engine.store import Session, Store
+from totem_engine.tools import temp_journal
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.tools.workspace import DiskWorkspace, Workspace
 
@@ -79,6 +80,12 @@ class Runtime:
             capabilities=self.capabilities,
             rules=[r for layer in loaded.layers for r in rules_from_config(layer.data.get("permission", {}), layer.kind)],
         )
+        swept = temp_journal.sweep(self.root)
+        if swept:
+            self.agent.notices.append(
+                f"Removed {len(swept)} temporary file{'s' if len(swept) > 1 else ''} that an interrupted write left"
+                f" in the project: {', '.join(swept)}."
+            )
 
     @property
     def config(self) -> Config:

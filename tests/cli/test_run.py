@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
+import textwrap
 import time
 
 from tests.support.model_server import Reply, chunk, text_reply, tool_reply
@@ -451,3 +453,40 @@ def test_output_piped_into_a_reader_that_leaves_ends_quietly(totem):
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=30) == -signal.SIGPIPE
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr
+
+
+_KILLED_WRITE = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from totem_engine.tools import workspace
+
+    def stall(fd):  # the data is written; the process dies before the rename
+        print("written", flush=True)
+        time.sleep(60)
+
+    workspace.os.fsync = stall
+    workspace.write_atomically(Path(sys.argv[1]), b"x" * 30_000_000)
+    """
+)
+
+
+def test_a_write_killed_midway_leaves_nothing_after_the_next_run(totem):
+    target = totem.project / "big.bin"
+    child = subprocess.Popen([sys.executable, "-c", _KILLED_WRITE, str(target)], stdout=subprocess.PIPE, text=True, env=totem.env)
+    try:
+        assert child.stdout.readline() == "written\n"
+    finally:
+        child.kill()
+        child.wait()
+        child.stdout.close()
+    leftovers = [p.name for p in totem.project.iterdir() if p.name.endswith(".totem-tmp")]
+    assert len(leftovers) == 1 and not target.exists()
+
+    totem.server.enqueue(text_reply("Hi."))
+    result = totem.agent("hello")
+
+    assert result.code == 0, result.stderr
+    assert [p.name for p in totem.project.iterdir() if p.name.endswith(".totem-tmp")] == []
+    notices = [e["message"] for e in result.of("notice")]
+    assert any(n.startswith("Removed 1 temporary file") and leftovers[0] in n for n in notices), notices

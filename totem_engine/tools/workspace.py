@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat as stat_mod
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import anyio
+
+from totem_engine.tools import temp_journal
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,8 @@ def write_atomically(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename in the same folder.
 
     A failure at any point leaves the old file byte for byte as it was. An existing file keeps
-    its mode; a new one gets the process's default mode.
+    its mode; a new one gets the process's default mode. The temporary file is journaled before
+    it exists (temp_journal.py), so one a kill leaves behind is swept by the next run.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -56,7 +59,9 @@ def write_atomically(path: Path, data: bytes) -> None:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".totem-tmp")
+    tmp = path.parent.resolve() / f".{path.name}.{secrets.token_hex(4)}.totem-tmp"
+    temp_journal.record(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
