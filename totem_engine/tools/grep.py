@@ -10,29 +10,23 @@ searched, hidden ones neither.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
-import os
 import re
-import shutil
-import signal
-import subprocess
 import warnings
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 import anyio
 import anyio.from_thread
-from anyio.abc import ByteReceiveStream
 from pydantic import Field
 
 from totem_engine.permissions import is_secret
 from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from totem_engine.tools.workspace import unsaved_note
 from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
-from totem_engine.tools.walk import expand_braces, glob_matcher, printable, start_rules, walk_files
+from totem_engine.tools.ripgrep import FLAGS, missing_note, ripgrep_for, run_ripgrep
+from totem_engine.tools.walk import expand_braces, glob_matcher, printable, walk_files
 
 MAX_MATCHES = 200
 MAX_LINE = 300  # characters of a matching line shown
@@ -191,8 +185,11 @@ class Hit(NamedTuple):
 class Matches:
     """The matches of one search, whichever engine found them.
 
-    Both engines feed ``add``, which applies the filters they share and keeps only the
-    MAX_MATCHES first by (path, line), so memory stays bounded whatever the count.
+    ``wanted`` is asked once per file (hidden, secret, include); ``count`` adds a file's matching
+    lines to the totals; ``add`` offers one match for showing. Only the MAX_MATCHES first by
+    (path, line) are shown, so ``add`` keeps at most twice that, and ``may_show`` tells an engine
+    when a file can no longer hold one of them (its path sorts after the MAX_MATCHES-th kept),
+    so it need not decode that file's matches at all.
     """
 
     include: str | None = None
@@ -200,6 +197,7 @@ class Matches:
     total: int = 0
     files: set[str] = field(default_factory=set)
     kept: list[Hit] = field(default_factory=list)
+    _bound: str | None = None  # the path of the MAX_MATCHES-th hit at the last trim
 
     def __post_init__(self) -> None:
         self._included = glob_matcher(self.include) if self.include else None
@@ -210,16 +208,21 @@ class Matches:
             return False
         return self._included is None or self._included(path)
 
+    def may_show(self, path: str) -> bool:
+        return self._bound is None or printable(path) <= self._bound
+
+    def count(self, path: str, lines: int) -> None:
+        if lines:
+            self.total += lines
+            self.files.add(path)
+
     def add(self, path: str, line: int, text: str) -> None:
-        if not self.wanted(path):
-            return
         text = text.removesuffix("\r")
-        self.total += 1
-        self.files.add(path)
         self.kept.append(Hit(printable(path), line, text[:MAX_LINE], len(text) > MAX_LINE))
         if len(self.kept) >= 2 * MAX_MATCHES:
             self.kept.sort()
             del self.kept[MAX_MATCHES:]
+            self._bound = self.kept[-1].path
 
     def first(self) -> list[Hit]:
         return sorted(self.kept)[:MAX_MATCHES]
@@ -280,32 +283,19 @@ def python_search(root: Path, start: Path, regex: re.Pattern[str], matches: Matc
         lines = text.split("\n")
         if lines[-1] == "":
             lines.pop()
-        for number, line in enumerate(lines, start=1):
-            if regex.search(line):
+        found = [(number, line) for number, line in enumerate(lines, start=1) if regex.search(line)]
+        matches.count(rel, len(found))
+        if matches.may_show(rel):
+            for number, line in found[:MAX_MATCHES]:
                 matches.add(rel, number, line)
 
 
 # --- the ripgrep engine ---------------------------------------------------------------------
 
 
-def ripgrep_for(root: Path, start: Path) -> str | None:
-    """The rg executable to use, or None when the Python engine must answer.
-
-    ripgrep also honours .gitignore files above the project root, and applies the rules of the
-    folders above an explicitly named ignored folder; in those cases, and for a single file,
-    only the Python engine gives the project's answer.
-    """
-    rg = shutil.which("rg")
-    if rg is None or not start.is_dir() or start_rules(root, start)[1]:
-        return None
-    if any((folder / ".gitignore").exists() for folder in root.resolve().parents):
-        return None
-    return rg
-
-
 def ripgrep_args(rg: str, start_rel: str, pattern: str, globs: list[str]) -> list[str]:
-    """rg's command line: .gitignore only (no .ignore, global or exclude files), JSON out."""
-    args = [rg, "--json", "--no-config", "--no-require-git", "--no-ignore-dot", "--no-ignore-exclude", "--no-ignore-global"]
+    """rg's command line: the project's ignore rules (``ripgrep.FLAGS``), JSON out."""
+    args = [rg, "--json", *FLAGS]
     # A type, unlike --glob, does not override .gitignore (hidden files Matches.wanted drops).
     for glob in globs:
         args += ["--type-add", f"totem:{glob}"]
@@ -315,34 +305,57 @@ def ripgrep_args(rg: str, start_rel: str, pattern: str, globs: list[str]) -> lis
 
 
 async def ripgrep_search(rg: str, root: Path, start_rel: str, pattern: str, globs: list[str], matches: Matches) -> None:
-    """Run rg in its own process group and feed its matches; the group is killed if cancelled."""
-    # Shielded: a cancel landing mid-spawn would leave a started group nobody kills.
-    with anyio.CancelScope(shield=True):
-        process = await anyio.open_process(
-            ripgrep_args(rg, start_rel, pattern, globs), cwd=root, stdin=subprocess.DEVNULL, start_new_session=True
-        )
-    async with process:
-        try:
-            assert process.stdout is not None and process.stderr is not None
-            errors = bytearray()
-            searched = False
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_drain, process.stderr, errors)
-                async for raw in _lines(process.stdout):
-                    message = json.loads(raw)
-                    searched = searched or message["type"] == "summary"
-                    if message["type"] == "match":
-                        data = message["data"]
-                        path = _json_text(data["path"]).removeprefix("./")
-                        matches.add(path, data["line_number"], _json_text(data["lines"]).removesuffix("\n"))
-            code = await process.wait()
-        except BaseException:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            raise
+    """Search with rg (``ripgrep.run_ripgrep``), its matches into ``matches``."""
+    reader = _RipgrepReader(matches)
+    code, errors = await run_ripgrep(ripgrep_args(rg, start_rel, pattern, globs), root, reader.feed)
+    reader.end_file()
     # Exit 2 with a summary means some files could not be read; without one, rg did not run.
-    if code == 2 and not searched:
-        raise ToolError(f"ripgrep failed: {errors.decode('utf-8', 'replace').strip()}")
+    if code == 2 and not reader.searched:
+        raise ToolError(f"ripgrep failed: {errors}")
+
+
+class _RipgrepReader:
+    """rg's ``--json`` lines into ``Matches``, decoding as little as the answer needs.
+
+    rg writes each file's messages together (``begin``, its ``match`` lines, ``end``), so a file
+    is judged once at its ``begin`` (``Matches.wanted``), its match lines are counted by their
+    prefix, and only those that may still be shown (``Matches.may_show``, at most MAX_MATCHES a
+    file) are decoded: on a search with many matches, most never are.
+    """
+
+    _MATCH = b'{"type":"match"'
+    _BEGIN = b'{"type":"begin"'
+    _SUMMARY = b'{"type":"summary"'
+
+    def __init__(self, matches: Matches):
+        self.matches = matches
+        self.searched = False
+        self._path: str | None = None  # the file being read, when wanted
+        self._lines = 0
+        self._showing = False
+
+    def feed(self, raw: bytes) -> None:
+        if raw.startswith(self._MATCH):
+            if self._path is None:
+                return
+            self._lines += 1
+            if self._showing:
+                data = json.loads(raw)["data"]
+                self.matches.add(self._path, data["line_number"], _json_text(data["lines"]).removesuffix("\n"))
+                self._showing = self._lines < MAX_MATCHES
+        elif raw.startswith(self._BEGIN):
+            self.end_file()
+            path = _json_text(json.loads(raw)["data"]["path"]).removeprefix("./")
+            if self.matches.wanted(path):
+                self._path, self._showing = path, self.matches.may_show(path)
+        elif raw.startswith(self._SUMMARY):
+            self.end_file()
+            self.searched = True
+
+    def end_file(self) -> None:
+        if self._path is not None:
+            self.matches.count(self._path, self._lines)
+        self._path, self._lines, self._showing = None, 0, False
 
 
 def _json_text(value: dict[str, str]) -> str:
@@ -350,22 +363,6 @@ def _json_text(value: dict[str, str]) -> str:
     if "text" in value:
         return value["text"]
     return base64.b64decode(value["bytes"]).decode("utf-8", "replace")
-
-
-async def _lines(stream: ByteReceiveStream) -> AsyncIterator[bytes]:
-    buffer = b""
-    async for chunk in stream:
-        buffer += chunk
-        *complete, buffer = buffer.split(b"\n")
-        for line in complete:
-            yield line
-    if buffer:
-        yield buffer
-
-
-async def _drain(stream: ByteReceiveStream, into: bytearray) -> None:
-    async for chunk in stream:
-        into.extend(chunk)
 
 
 # --- the tool -------------------------------------------------------------------------------
@@ -398,6 +395,8 @@ class GrepAction(Action):
         note = await unsaved_note(ctx.workspace, root, self.target)
         if note:
             result.output += f"\n[{note}]"
+        if not rg and (slower := missing_note()):
+            result.output += f"\n{slower}"
         return result
 
 

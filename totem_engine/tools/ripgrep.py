@@ -1,0 +1,83 @@
+"""ripgrep as grep and glob run it: when it can answer for the project, its flags, its output.
+
+Both tools have a built-in engine that gives the same answer; ripgrep is used when it is on PATH
+and honours exactly the project's ignore rules (``ripgrep_for``). It runs in its own process
+group, killed when the call is cancelled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import anyio
+from anyio.abc import ByteReceiveStream
+
+from totem_engine.tools.walk import start_rules
+
+# .gitignore only: no .ignore, global or exclude files, no config file, with or without git.
+FLAGS = ("--no-config", "--no-require-git", "--no-ignore-dot", "--no-ignore-exclude", "--no-ignore-global")
+
+
+def missing_note() -> str | None:
+    """What a result of the built-in engine says when rg is not installed at all."""
+    if shutil.which("rg") is not None:
+        return None
+    return "[ripgrep (rg) is not installed, so the built-in search answered: the same result, slower on a large project.]"
+
+
+def ripgrep_for(root: Path, start: Path) -> str | None:
+    """The rg executable to use, or None when the built-in engine must answer.
+
+    ripgrep also honours .gitignore files above the project root, and applies the rules of the
+    folders above an explicitly named ignored folder; in those cases, and for a single file,
+    only the built-in engine gives the project's answer.
+    """
+    rg = shutil.which("rg")
+    if rg is None or not start.is_dir() or start_rules(root, start)[1]:
+        return None
+    if any((folder / ".gitignore").exists() for folder in root.resolve().parents):
+        return None
+    return rg
+
+
+async def run_ripgrep(args: list[str], root: Path, on_line: Callable[[bytes], None]) -> tuple[int, str]:
+    """Run rg with ``args`` in ``root``, each line of its output to ``on_line`` (without the
+    newline); its exit code and what it wrote to stderr."""
+    # Shielded: a cancel landing mid-spawn would leave a started group nobody kills.
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(args, cwd=root, stdin=subprocess.DEVNULL, start_new_session=True)
+    async with process:
+        try:
+            assert process.stdout is not None and process.stderr is not None
+            errors = bytearray()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_drain, process.stderr, errors)
+                async for line in _lines(process.stdout):
+                    on_line(line)
+            code = await process.wait()
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            raise
+    return code, errors.decode("utf-8", "replace").strip()
+
+
+async def _lines(stream: ByteReceiveStream) -> AsyncIterator[bytes]:
+    buffer = b""
+    async for chunk in stream:
+        *complete, buffer = (buffer + chunk).split(b"\n")
+        for line in complete:
+            yield line
+    if buffer:
+        yield buffer
+
+
+async def _drain(stream: ByteReceiveStream, into: bytearray) -> None:
+    async for chunk in stream:
+        into.extend(chunk)
