@@ -125,9 +125,9 @@ async def test_a_provider_error_is_retried_and_the_failed_try_discarded(scene):
     (discarded,) = front.of(ev.StepDiscarded)
     assert discarded.step == 1 and "the server broke" in discarded.reason
     assert any("Retrying in" in n.message for n in front.of(ev.Notice))
-    stored = await scene.store.messages(scene.session_id)
-    shown = [p.data["text"] for m in stored for p in m.parts if p.type == "text" and m.role == "assistant" and not p.discarded]
-    assert shown == ["Whole answer."]
+    stored = await scene.store.messages(scene.session_id, include_discarded=True)
+    texts = [(p.data["text"], p.discarded) for m in stored for p in m.parts if p.type == "text" and m.role == "assistant"]
+    assert texts == [("Half", True), ("Whole answer.", False)]  # the failed try kept, marked
 
 
 async def test_an_error_that_is_not_transient_ends_the_turn(scene):
