@@ -153,7 +153,7 @@ class SmallModelPolicy:
         asked again, to write a call it got wrong (``malformed``: a json fence naming a tool that
         did not parse, as ``"arguments": [...]``, or a fenced call of a tool that does not exist;
         twice a turn at most) or to make the change it claimed, announced or described
-        (progress.UnmadeChange). The answer asked again for is discarded (kept in the store, as
+        (unmade.UnmadeChange). The answer asked again for is discarded (kept in the store, as
         a retried step's): shown it, the model wrote it again word for word."""
         if not self.writes_blocks:
             return False
