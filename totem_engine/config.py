@@ -186,7 +186,7 @@ class Config(_Strict):
     # pytest when the project has Python test files and pytest is importable; "": never.
     test_command: str | None = None
     # How many more times a small model's turn may start over from the request when its change
-    # leaves those tests failing (small_turn.py ``afresh``); 0: never.
+    # leaves those tests failing (turn/small.py ``afresh``); 0: never.
     fresh_attempts: int = Field(default=3, ge=0)
 
     _notes: list[str] = PrivateAttr(default_factory=list)

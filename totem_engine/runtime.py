@@ -12,7 +12,7 @@ from totem_engine.checks.registry import checkers_from_config
 from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import Config, ConfigError, LoadedConfig
 from totem_engine.frontend import FrontEnd
-from totem_engine.loop import Agent, Turn, TurnOptions
+from totem_engine.turn.loop import Agent, Turn, TurnOptions
 from totem_engine.permissions import rules_from_config
 from totem_engine.providers.base import Provider
 from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecord, record_for, with_evidence

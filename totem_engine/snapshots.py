@@ -227,7 +227,7 @@ class Snapshots:
         self, workspace: Workspace, *, session_id: str, turn_id: str, root: Path
     ) -> list[FileOutcome]:
         """Put back the files the running turn ``turn_id`` has changed so far, and record them as
-        unchanged, so the turn can start over (a small model's fresh attempt, small_turn.py).
+        unchanged, so the turn can start over (a small model's fresh attempt, turn/small.py).
 
         All or nothing: when any file no longer holds what the turn left there (the user changed
         it meanwhile), nothing is touched and the outcomes list those conflicts alone.

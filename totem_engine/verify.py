@@ -1,7 +1,7 @@
 """The project's tests, run after a small model's change so their failures go back to it.
 
 A small model rarely runs the tests itself, and often stops after a change that does not work.
-When it has answered with a clean change (loop.py), Totem runs the tests as the model would, a
+When it has answered with a clean change (turn/small.py), Totem runs the tests as the model would, a
 ``bash`` call asked and shown like any other, at most ``MAX_RUNS`` times a turn; a failure goes
 back to the model as that call's result. The command is ``test_command`` from the config
 (``""``: never), else pytest when the project has Python test files (``test_*.py``,

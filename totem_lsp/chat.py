@@ -19,7 +19,7 @@ from pygls.lsp.server import LanguageServer
 
 from totem_engine import events as ev
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
-from totem_engine.loop import Turn, TurnResult, session_title
+from totem_engine.turn.loop import Turn, TurnResult, session_title
 from totem_engine.runtime import Runtime
 from totem_engine.tools.paths import relative
 from totem_lsp import protocol

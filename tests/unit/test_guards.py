@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from totem_engine.guards import MAX_FAILED_EDITS, MAX_REJECTIONS, REPEAT_COUNT, REPEAT_WINDOW, Guards, call_key
+from totem_engine.turn.guards import MAX_FAILED_EDITS, MAX_REJECTIONS, REPEAT_COUNT, REPEAT_WINDOW, Guards, call_key
 
 
 def key(tool: str = "read", path: str = "a.py", output: str = "1\tx") -> str:

@@ -50,7 +50,7 @@ async def test_read_records_what_was_seen(root: Path, ctx: ToolContext):
 
 async def test_a_file_shown_with_the_request_is_pointed_at_until_it_changes(root: Path, ctx: ToolContext):
     (root / "a.py").write_text("x = 1\n")
-    ctx.reads.shown["a.py"] = content_hash(b"x = 1\n")  # as small_turn.prepare records it
+    ctx.reads.shown["a.py"] = content_hash(b"x = 1\n")  # as the small-model policy's prepare records it
 
     again = await read(ctx, path="a.py")
     assert not again.is_error and "1\tx = 1" not in again.output

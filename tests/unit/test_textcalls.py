@@ -562,7 +562,7 @@ async def test_the_shell_called_by_another_name_or_a_program_called_as_a_tool_ru
     assert await called(fenced("shell", {"command": "ls -la"})) == ([("bash", {"command": "ls -la"})], 0)
     assert await called(fenced("execute_command", ["cd src", "ls"])) == ([("bash", {"command": "cd src\nls"})], 0)
     # Python code under the program's name is not a command line: never run, left as text (which
-    # small_turn asks again for, since it looks like a call)
+    # the small-model policy asks again for, since it looks like a call)
     for arguments in ({"code": "print(1)"}, ["print(1)"]):
         assert (await called(fenced("python", arguments)))[0] == []
         assert looks_like_a_call(fenced("python", arguments))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from totem_engine.progress import UnmadeChange, asks_for_a_change
+from totem_engine.turn.unmade import UnmadeChange, asks_for_a_change
 
 
 @pytest.mark.parametrize(

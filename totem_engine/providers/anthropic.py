@@ -112,6 +112,8 @@ class AnthropicProvider:
     given it is used as is and not closed by ``aclose``.
     """
 
+    kind = "anthropic"  # the wire it speaks (base.Provider.kind)
+
     def __init__(
         self,
         name: str,

@@ -134,9 +134,14 @@ class ModelInfo:
 
 
 class Provider(Protocol):
-    """A configured endpoint. ``stream`` raises ``ProviderError`` subclasses (providers.errors)."""
+    """A configured endpoint. ``stream`` raises ``ProviderError`` subclasses (providers.errors).
+
+    ``name``: the configured entry's (``[providers.<name>]``); ``kind``: the wire the class speaks
+    (openai, anthropic, gemini, ollama, litellm), declared on the class itself.
+    """
 
     name: str
+    kind: str
 
     def stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]: ...
 

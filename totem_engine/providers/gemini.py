@@ -119,6 +119,8 @@ class GeminiProvider:
     closed by ``aclose``.
     """
 
+    kind = "gemini"  # the wire it speaks (base.Provider.kind)
+
     def __init__(
         self,
         name: str,

@@ -112,6 +112,8 @@ def proxy_root(base_url: str | None) -> str:
 class LiteLLMProvider(OpenAIProvider):
     """A LiteLLM proxy; implements ``base.Provider``. See the module docstring."""
 
+    kind = "litellm"  # the wire it speaks (base.Provider.kind)
+
     def __init__(
         self,
         name: str,

@@ -94,6 +94,8 @@ class OllamaProvider:
     request sets none. When ``client`` is given it is used as is and not closed by ``aclose``.
     """
 
+    kind = "ollama"  # the wire it speaks (base.Provider.kind)
+
     def __init__(
         self,
         name: str,

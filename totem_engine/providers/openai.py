@@ -62,6 +62,8 @@ class OpenAIProvider:
     When ``client`` is given it is used as is and not closed by ``aclose``.
     """
 
+    kind = "openai"  # the wire it speaks (base.Provider.kind)
+
     def __init__(
         self,
         name: str,

@@ -163,7 +163,7 @@ class ReadLedger:
 
     seen: dict[str, str] = field(default_factory=dict)  # relative path -> content hash seen
     instructions: set[str] = field(default_factory=set)
-    # The files shown with this turn's request (a small model's, small_turn.py), path -> hash:
+    # The files shown with this turn's request (a small model's, turn/small.py), path -> hash:
     # a read of one that has not changed is pointed back at it (read.py). Emptied at each turn.
     shown: dict[str, str] = field(default_factory=dict)
 

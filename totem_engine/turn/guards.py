@@ -1,16 +1,19 @@
-"""The guards on progress (seed 003 "One prompt, guards on behaviour"), as pure state machines.
+"""Rules that end or rescue a run going nowhere, judged on what the model does (seed 003 "One
+prompt, guards on behaviour"), as pure state machines: no I/O here; the loop and the tool round
+feed them and turn what they return into notices and stop reasons, shown to the user as the
+turn's end, never swallowed.
 
-- ``Novelty``: each round's tool results against everything already seen in the turn; six rounds
-  in a row that bring nothing new end the run.
-- ``RepetitionDetector``: a streamed reply (text or reasoning) stuck repeating one span.
+- ``Guards``: calls rejected or denied, the same call bringing the same result, edits failing,
+  each so many times in a row.
+- ``Novelty``: each round's results against everything already seen in the turn; six rounds in
+  a row that bring nothing new end the run.
 - ``ReasoningRetry``: a reply that is all reasoning, no text and no tool call, is asked again with
   the least reasoning the model allows, twice at most.
 - ``RoundLimit``: the step limit, extended by up to three passes of ten steps while the run makes
   progress.
-- ``UnmadeChange``: a small model that ends its turn saying it changed code while no file was
-  changed (or showing the change in prose) is asked once to make it.
 
-No I/O here: the loop feeds these and turns what they return into notices and stop reasons.
+A reply stuck repeating itself is repetition.py's; a change claimed and not made, unmade.py's.
+One notion of a call's identity serves them all: ``call_identity``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,72 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from totem_engine.providers.base import arguments_object
+
+MAX_REJECTIONS = 3
+REPEAT_COUNT = 3
+REPEAT_WINDOW = 6
+MAX_FAILED_EDITS = 4
+
+
+def call_identity(tool: str, arguments: Any) -> str:
+    """A call's identity: the tool and its canonical JSON arguments. Raw arguments are read with
+    ``arguments_object``; text that is not a JSON object stands for itself."""
+    if isinstance(arguments, str):
+        parsed = arguments_object(arguments)
+        arguments = parsed if parsed is not None else arguments
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return f"{tool}\x00{canonical}"
+
+
+def call_key(tool: str, arguments: Any, output: str) -> str:
+    """The identity of a call and its result: ``call_identity`` and a hash of what came back."""
+    digest = hashlib.sha256(output.encode("utf-8", errors="replace")).hexdigest()
+    return f"{call_identity(tool, arguments)}\x00{digest}"
+
+
+@dataclass
+class Guards:
+    """Each ``record_*`` method returns the reason to stop, or None to go on."""
+
+    rejections: int = 0
+    failed_edits: int = 0
+    recent: deque[str] = field(default_factory=lambda: deque(maxlen=REPEAT_WINDOW))
+
+    def record_permission(self, allowed: bool) -> str | None:
+        if allowed:
+            self.rejections = 0
+            return None
+        self.rejections += 1
+        if self.rejections >= MAX_REJECTIONS:
+            return f"{MAX_REJECTIONS} actions in a row were rejected or denied; the run stopped so it does not keep trying."
+        return None
+
+    def record_call(self, key: str, *, changed_files: bool) -> str | None:
+        """``key``: ``call_key``. A call that changed a file is progress: the repeat window starts
+        again after it."""
+        if changed_files:
+            self.recent.clear()
+            return None
+        self.recent.append(key)
+        if sum(1 for k in self.recent if k == key) >= REPEAT_COUNT:
+            tool = key.split("\x00", 1)[0]
+            return (
+                f"The same {tool} call brought back the same result {REPEAT_COUNT} times "
+                f"within {REPEAT_WINDOW} calls, with no file changed; the run stopped."
+            )
+        return None
+
+    def record_edit(self, landed: bool) -> str | None:
+        if landed:
+            self.failed_edits = 0
+            return None
+        self.failed_edits += 1
+        if self.failed_edits >= MAX_FAILED_EDITS:
+            return f"{MAX_FAILED_EDITS} edits in a row failed; the run stopped."
+        return None
+
 
 # ---------------------------------------------------------------------------------------------
 # No new information
@@ -49,17 +118,6 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", errors="replace"), digest_size=16).digest()
 
 
-def _call_identity(tool: str, arguments: Any) -> str:
-    """(tool, key arguments): the tool and its canonical JSON arguments (a raw string as is)."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
-            pass
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return f"{tool}\x00{canonical}"
-
-
 @dataclass
 class Novelty:
     """What the model has seen in this turn, and how many rounds in a row brought nothing new.
@@ -83,7 +141,7 @@ class Novelty:
     def is_new(self, tool: str, arguments: Any, output: str, changed: bool = False) -> bool:
         """Whether one result brings something new; it is remembered either way."""
         text = normalise_output(output)
-        identity = _call_identity(tool, arguments)
+        identity = call_identity(tool, arguments)
         digest = _digest(text)
         outputs = self._outputs.setdefault(identity, set())
         new = changed or (bool(outputs) and digest not in outputs)
@@ -118,133 +176,6 @@ class Novelty:
 
 
 # ---------------------------------------------------------------------------------------------
-# A reply stuck repeating itself
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class RepetitionDetector:
-    """Fed a stream's text piece by piece; fires when the text ends in one span repeated over and over.
-
-    The tail of the stream (``window`` characters) is checked every ``check_every`` characters:
-    it fires when its last ``need(p)`` characters are periodic with a primitive period ``p``, where
-    ``need(p) = max(min_span, repeats * p)`` and ``repeats`` is ``min_repeats`` (8) for periods
-    under ``long_period`` and ``long_repeats`` (4) for longer ones. ``min_span`` (2000 characters)
-    keeps normal text safe: a rule of 80 ``=``, a 9x9 matrix of zeros, an indented block, a list
-    of imports or a table are far from it, while a model caught in a loop passes it in a few
-    seconds. A short period (a run of one character, ``0,0,0`` in a minified line) is judged by
-    the same span, never by its count of repeats.
-
-    Cost: each check is a few ``rfind`` and slice comparisons over the bounded tail, at most
-    ``max_candidates`` periods; amortised over ``check_every`` characters that is O(1) per
-    character. Once fired it stays fired; ``period``, ``unit`` and ``start`` (the offset in the
-    whole stream where the repetition begins, as far back as the tail shows) describe it.
-    """
-
-    window: int = 16_384
-    check_every: int = 256
-    min_span: int = 2_000
-    min_repeats: int = 8
-    long_period: int = 256
-    long_repeats: int = 4
-    max_candidates: int = 64
-    probe: int = 16
-
-    fired: bool = False
-    period: int | None = None
-    unit: str = ""
-    start: int | None = None
-    _tail: str = ""
-    _pending: list[str] = field(default_factory=list)
-    _pending_chars: int = 0
-    _total: int = 0  # characters fed so far
-
-    def need(self, period: int) -> int:
-        repeats = self.min_repeats if period < self.long_period else self.long_repeats
-        return max(self.min_span, repeats * period)
-
-    def feed(self, text: str) -> bool:
-        if self.fired:
-            return True
-        if not text:
-            return False
-        self._pending.append(text)
-        self._pending_chars += len(text)
-        self._total += len(text)
-        if self._pending_chars >= self.check_every:
-            self._check()
-        return self.fired
-
-    def finish(self) -> bool:
-        """Check what is left at the end of the stream (optional: a loop is cut long before)."""
-        if not self.fired and self._pending:
-            self._check()
-        return self.fired
-
-    @property
-    def reason(self) -> str:
-        shown = self.unit if len(self.unit) <= 60 else self.unit[:57] + "..."
-        return (
-            f"The reply kept repeating the same {self.period}-character span ({shown!r}) over and over; "
-            'it was cut and the run stopped. Say "continue" to go on.'
-        )
-
-    def keep(self, copies: int = 1) -> int | None:
-        """How many characters of the stream to keep: up to ``copies`` units of the repetition."""
-        if self.start is None or self.period is None:
-            return None
-        return self.start + copies * self.period
-
-    def _check(self) -> None:
-        tail = self._tail + "".join(self._pending)
-        self._pending.clear()
-        self._pending_chars = 0
-        if len(tail) > self.window:
-            tail = tail[-self.window :]
-        self._tail = tail
-        n = len(tail)
-        if n < self.min_span:
-            return
-        width = self.probe
-        needle = tail[n - width :]
-        tried: set[int] = set()
-        right = n - 1  # occurrences must start at or before right - width
-        for _ in range(self.max_candidates):
-            at = tail.rfind(needle, 0, right)
-            if at < 0:
-                return
-            right = at + width - 1
-            p = n - width - at  # distance to the earlier occurrence: a candidate period
-            if self.need(p) > n:
-                if p >= self.long_period:
-                    return  # need() only grows from here on
-                continue
-            if tail[n - 2 * p : n - p] != tail[n - p :]:
-                continue
-            unit = tail[n - p :]
-            q = (unit + unit).find(unit, 1)  # the unit's primitive period (divides p)
-            if q in tried:
-                continue
-            tried.add(q)
-            span = self.need(q)
-            if span <= n and tail[n - span : n - q] == tail[n - span + q :]:
-                self._fire(tail, q, span)
-                return
-
-    def _fire(self, tail: str, q: int, span: int) -> None:
-        n = len(tail)
-        begin = n - span
-        while begin - q >= 0 and tail[begin - q : begin] == tail[begin : begin + q]:
-            begin -= q
-        while begin > 0 and tail[begin - 1] == tail[begin - 1 + q]:
-            begin -= 1
-        self.fired = True
-        self.period = q
-        self.unit = tail[begin : begin + q]
-        self.start = self._total - n + begin
-
-
-# ---------------------------------------------------------------------------------------------
 # A reply that is all reasoning
 # ---------------------------------------------------------------------------------------------
 
@@ -256,16 +187,11 @@ MAX_REASONING_RETRIES = 2
 _CAN_SWITCH_OFF = frozenset({"anthropic", "gemini", "ollama"})
 
 
-def provider_kind(provider: object) -> str:
-    """The kind of a provider object, from its module (``totem_engine.providers.gemini`` -> gemini)."""
-    if isinstance(provider, str):
-        return provider
-    return type(provider).__module__.rsplit(".", 1)[-1]
-
-
 def least_reasoning(provider: object) -> str:
-    """The least reasoning level the provider's models allow: "none" where it can be switched off."""
-    return "none" if provider_kind(provider) in _CAN_SWITCH_OFF else "low"
+    """The least reasoning level a provider's models allow: "none" where it can be switched off.
+    ``provider``: a provider (its ``kind``) or a kind."""
+    kind = provider if isinstance(provider, str) else provider.kind
+    return "none" if kind in _CAN_SWITCH_OFF else "low"
 
 
 def needs_reasoning_retry(text: str, reasoning: str, calls: Sequence[object], attempts: int) -> bool:
@@ -404,57 +330,3 @@ class RoundLimit:
         )
 
 
-# ---------------------------------------------------------------------------------------------
-# A change claimed, not made
-# ---------------------------------------------------------------------------------------------
-
-# "I added ...", "I've updated ...", "... has been fixed": a report of a change made.
-_CLAIM = re.compile(
-    r"\b(?:I(?:'ve| have)?\s+(?:now\s+)?|(?:has|have) been\s+)"
-    r"(?:added|changed|updated|modified|fixed|implemented|renamed|created|written|wrote|replaced|removed|corrected)\b",
-    re.IGNORECASE,
-)
-
-
-# "we need to import ...", "To fix this, change ...", "the formula should be changed", "utils.py
-# must be imported in main.py": a change
-# announced, not made.
-_INTENT = re.compile(
-    r"\b(?:we|you|I)\s+(?:will\s+|would\s+)?(?:need|have)\s+to\s+"
-    r"(?:add|change|modify|update|fix|replace|import|remove|rename|implement|adjust|correct)\b"
-    r"|\bto (?:fix|add|implement) (?:this|it|the)\b"
-    r"|\b(?:should|must|needs? to) be (?:changed|updated|fixed|replaced|imported|added|renamed|removed|corrected)\b",
-    re.IGNORECASE,
-)
-
-
-# "Add …", "In calc.py, add …", "… find the bug and fix it", "Can you rename …": a request that
-# only a change to a file answers. A question ("How do I add a flag?") is not one.
-_CHANGE_ASKED = re.compile(
-    r"(?:^|[.!?;:]\s+|,\s+|\band\s+|\bplease\s+|\b(?:can|could|would|will) you\s+)"
-    r"(?:add|fix|implement|change|update|rename|remove|delete|refactor|make|create|write|replace|move|convert"
-    r"|correct|modify|rewrite|extract|insert|append)\b",
-    re.IGNORECASE,
-)
-
-
-def asks_for_a_change(request: str) -> bool:
-    """Whether the user's ``request`` asks for a change to the project (``_CHANGE_ASKED``)."""
-    return _CHANGE_ASKED.search(request.strip()) is not None
-
-
-class UnmadeChange:
-    """A turn that changed no file and ends with a reply that claims a change (``_CLAIM``), says
-    what must change (``_INTENT``) or describes it in prose (capabilities.detect_prose_edit), or
-    after a request for a change (``asks_for_a_change``): small models stop there, after saying
-    what they would do, or after a read. ``nudge`` says whether to ask once more; ``limit`` times
-    a turn. An answer to a question is none of these."""
-
-    def __init__(self, limit: int = 1):
-        self.left = limit
-
-    def nudge(self, text: str, *, changed: bool, prose_edit: bool, requested: bool = False) -> bool:
-        if changed or self.left <= 0 or not (requested or prose_edit or _CLAIM.search(text) or _INTENT.search(text)):
-            return False
-        self.left -= 1
-        return True

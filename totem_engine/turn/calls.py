@@ -1,30 +1,26 @@
-"""The tool calls of one step: validate, prepare, ask, snapshot, apply, check, report.
+"""The tool round: the calls of one step: validate, prepare, ask, snapshot, apply, check, report.
 
 Each changing call is its own transaction, in the order the model sent them: what one call
 changed, the next call sees. A step whose calls are all read-only runs them concurrently.
 Every call is stored (part type ``tool``) before any runs, so an abort can mark the rest
-interrupted and the history always pairs each call with an answer.
+interrupted and the history always pairs each call with an answer. ``ToolCalls.run`` returns
+the round as a ``Round`` value (round.py).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from types import MappingProxyType
 
 import anyio
 
 from totem_engine import events as ev
-from totem_engine.checks.copied_tests import without_copied_tests
 from totem_engine.checks.formatter import format_file
-from totem_engine.checks.imports import fixed_imports
 from totem_engine.checks.registry import run_checks
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
-from totem_engine.guards import Guards, call_key
-from totem_engine.progress import Novelty
 from totem_engine.permissions import Decision, Policy
-from totem_engine.providers.base import ToolCall
+from totem_engine.providers.base import ToolCall, arguments_object
 from totem_engine.providers.capabilities import output_budget
 from totem_engine.tools.base import (
     Action,
@@ -37,9 +33,9 @@ from totem_engine.tools.base import (
 )
 from totem_engine.tools.freshness import mark_seen
 from totem_engine.tools.registry import CHANGES_FILES, READ_ONLY
-
-if TYPE_CHECKING:
-    from totem_engine.loop import Turn
+from totem_engine.turn.guards import Guards, Novelty, call_key
+from totem_engine.turn.host import RoundHost
+from totem_engine.turn.round import CallOutcome, Round
 
 
 @dataclass
@@ -49,67 +45,70 @@ class _Call:
     data: dict  # the stored part's data, grown as the call goes on
     started: bool = False
     done: bool = False
-    status: str | None = None
     input: dict = field(default_factory=dict)
+    outcome: CallOutcome | None = None  # set when it ended
+
+
+@dataclass
+class _Running:
+    """What one round gathers while its calls run (``ToolCalls.run``), as the guards see it."""
+
+    stop: list[str] = field(default_factory=list)  # the first guard's reason, once one fires
+    results: list[tuple[str, object, str, bool]] = field(default_factory=list)  # for guards.Novelty
+    flagged: list[str] = field(default_factory=list)  # the files the checks found something in
 
 
 class ToolCalls:
-    """The calls of a turn: its permission policy, its guards, and the calls still open."""
+    """The rounds of one attempt of a turn: its permission policy (the project's rules and the
+    ``session_rules`` the user granted), its guards, and the calls still open."""
 
-    def __init__(self, turn: "Turn"):
+    def __init__(self, turn: RoundHost, session_rules: list[ev.RuleRef]):
         self.turn = turn
         self.agent = turn.agent
         self.session_id = turn.session_id
-        self.policy = Policy(
-            rules=list(self.agent.rules), session=list(turn.state.rules), plan_mode=turn.options.mode == "plan"
-        )
+        self.policy = Policy(rules=list(self.agent.rules), session=list(session_rules), plan_mode=turn.options.mode == "plan")
         self.guards = Guards()
         self.novelty = Novelty()  # no new information (seed 003)
-        self.round_changed = False  # the last step changed a file
-        self.round_ok = False  # the last step's calls all succeeded
-        self.round_clean = False  # ... and no check found anything
-        self.round_flagged: list[str] = []  # the files the last step's checks found something in
-        self._round: list[tuple[str, object, str, bool]] = []
-        self.last_metadata: dict = {}  # the metadata of the last call's result (bash: exit_code)
-        self.last_output = ""  # the output of the last call's result
-        self.good_rounds = 0  # steps whose calls all succeeded (evidence that tools work)
+        self.good_rounds = 0  # rounds whose calls all succeeded (evidence that tools work)
         self._open: list[_Call] = []
 
     async def emit(self, event: ev.Event) -> None:
         await self.turn.emit(event)
 
-    async def run(self, calls: list[ToolCall], message_id: str) -> str | None:
-        """Run a step's calls; the reason a guard ended the run, or None."""
+    async def run(self, calls: list[ToolCall], message_id: str) -> Round:
+        """Run a step's calls, stored in the assistant message ``message_id``; what they came to."""
         records = []
         for call in calls:
-            shown = _loose_input(call.arguments)
+            shown = _shown_input(call.arguments)
             data = {"callId": call.id, "tool": call.name, "arguments": call.arguments, "input": shown}
             part_id = await self.agent.store.add_part(message_id, "tool", data, status="pending")
             records.append(_Call(call=call, part_id=part_id, data=data, input=shown))
         self._open = records
-        self._round = []
-        self.round_flagged = []
-        stop: list[str] = []
+        running = _Running()
+        stop = running.stop
         if all(c.name in READ_ONLY for c in calls):
             async with anyio.create_task_group() as group:
                 for record in records:
-                    group.start_soon(self._execute_and_guard, record, stop)
+                    group.start_soon(self._execute_and_guard, record, running)
         else:
             for record in records:
-                await self._execute_and_guard(record, stop)
+                await self._execute_and_guard(record, running)
                 if stop:
                     break
         for record in records:
             if not record.done:
                 await self._close_call(record, "interrupted", "not run", f"Not run: {stop[0] if stop else 'the run stopped'}")
-        self.round_ok = all(record.status == "ok" for record in records)
-        self.good_rounds += self.round_ok
-        self.round_changed = any(changed for *_, changed in self._round)
-        self.round_clean = self.round_ok and not self.round_flagged
-        stale = self.novelty.record_round(self._round)
+        stale = self.novelty.record_round(running.results)
         if stale and not stop:
             stop.append(stale)
-        return stop[0] if stop else None
+        round_ = Round(
+            calls=tuple(record.outcome for record in records if record.outcome is not None),
+            flagged=tuple(running.flagged),
+            stop=stop[0] if stop else None,
+            new_information=self.novelty.last_round_new,
+        )
+        self.good_rounds += round_.ok
+        return round_
 
     async def close_open(self) -> None:
         """Mark the calls an abort left unfinished as interrupted."""
@@ -129,7 +128,7 @@ class ToolCalls:
             call_id=call.id,
             mode=self.turn.options.mode,
             reads=self.turn.state.reads,
-            whole_files=self.turn.small is not None,
+            whole_files=self.turn.policy.whole_files,
             output_budget=output_budget(self.turn.record),
             question=question,
             publish=self._publish,
@@ -141,12 +140,11 @@ class ToolCalls:
             self.turn.state.todos = [item.model_dump() for item in event.todos]
         await self.emit(event)
 
-    async def _execute_and_guard(self, record: _Call, stop: list[str]) -> None:
-        result, status, arguments = await self._execute(record)
-        await self._close_call(record, status, result.summary, result.output, changed=result.changed)
-        self._round.append((record.call.name, arguments, result.output, bool(result.changed)))
-        self.last_metadata = result.metadata
-        self.last_output = result.output
+    async def _execute_and_guard(self, record: _Call, running: _Running) -> None:
+        result, status, arguments = await self._execute(record, running.flagged)
+        await self._close_call(record, status, result.summary, result.output, changed=result.changed, metadata=result.metadata)
+        running.results.append((record.call.name, arguments, result.output, bool(result.changed)))
+        stop = running.stop
         reasons = []
         if status == "denied":
             reasons.append(self.guards.record_permission(False))
@@ -157,8 +155,9 @@ class ToolCalls:
                 reasons.append(self.guards.record_edit(status == "ok"))
         stop.extend(r for r in reasons if r and not stop)
 
-    async def _execute(self, record: _Call) -> tuple[ToolResult, str, object]:
-        """Validate, prepare, ask, apply. Returns the result, its status and the parsed arguments."""
+    async def _execute(self, record: _Call, flagged: list[str]) -> tuple[ToolResult, str, object]:
+        """Validate, prepare, ask, apply. Returns the result, its status and the parsed arguments;
+        a changed file the checks found something in is added to ``flagged``."""
         call = record.call
         tool = self.turn.tools.get(call.name)
         if tool is None:
@@ -200,14 +199,14 @@ class ToolCalls:
         if not allowed:
             return _refusal(rule, reply), "denied", record.input
         try:
-            result = await self._apply(action, ctx)
+            result = await self._apply(action, ctx, flagged)
         except ToolError as exc:
             return _error(str(exc)), "error", record.input
         except OSError as exc:
             return _error(f"{exc.strerror or exc} ({exc.filename or ''})"), "error", record.input
         return result, ("error" if result.is_error else "ok"), record.input
 
-    async def _apply(self, action: Action, ctx: ToolContext) -> ToolResult:
+    async def _apply(self, action: Action, ctx: ToolContext, flagged: list[str]) -> ToolResult:
         """Apply an allowed action; a change to files is snapshotted first, so undo can restore it."""
         if not action.files:
             return await action.apply(ctx)
@@ -221,12 +220,11 @@ class ToolCalls:
             result = await action.apply(ctx)
             if not result.is_error:
                 await self._format(action, ctx, result)
-                if self.turn.small is not None:
-                    await self._fix_small_model_slips(action, ctx, result)
+                await self.turn.policy.mend(action, ctx, result)
         finally:
             with anyio.CancelScope(shield=True):  # what apply did must be recorded, even on abort
                 await snapshots.after_change(self.agent.workspace, paths=paths, **where)
-        return await self._with_findings(result)
+        return await self._with_findings(result, flagged)
 
     async def _format(self, action: Action, ctx: ToolContext, result: ToolResult) -> None:
         """Run the project's formatter on each written file. Its rewrite joins the call's change set
@@ -246,34 +244,7 @@ class ToolCalls:
             if line:
                 result.output += f"\n({line})"
 
-    async def _fix_small_model_slips(self, action: Action, ctx: ToolContext, result: ToolResult) -> None:
-        """What a small model's Python file gets wrong in a known way, mended in the call's change
-        set like the formatter's rewrite, and said in the result: a copy of a project test taken
-        out (checks/copied_tests.py), then an import of a name from a module that lacks it moved
-        to the one project module that defines it (checks/imports.py ``fixed_imports``)."""
-        root = self.agent.root
-        for rel in [f.path for f in action.files if f.new_text is not None and f.path.endswith(".py")]:
-            try:
-                text = (await self.agent.workspace.read_bytes(root / rel)).decode("utf-8", errors="replace")
-            except OSError:
-                continue  # the write's own result stands; the checks will say what they can
-            notes = []
-            without = await anyio.to_thread.run_sync(without_copied_tests, root, rel, text)
-            if without is not None:
-                text = without[0]
-                notes.append(f"Totem took {', '.join(without[1])} out of {rel}: a project test, which stays in its test file")
-            fixed = await anyio.to_thread.run_sync(fixed_imports, root, rel, text)
-            if fixed is not None:
-                text = fixed[0]
-                notes.append(f"Totem fixed an import in {rel}: {'; '.join(fixed[1])}")
-            if not notes:
-                continue
-            data = text.encode("utf-8")
-            await self.agent.workspace.write_bytes(root / rel, data)
-            mark_seen(ctx, rel, data)
-            result.output += "".join(f"\n({note})" for note in notes)
-
-    async def _with_findings(self, result: ToolResult) -> ToolResult:
+    async def _with_findings(self, result: ToolResult, flagged: list[str]) -> ToolResult:
         """The checks' findings on each changed file, added to the result so the model fixes them."""
         if not self.turn.checkers or result.is_error:
             return result
@@ -282,7 +253,7 @@ class ToolCalls:
         for rel in result.changed:
             found, notes = await self.findings(rel)
             if found:
-                self.round_flagged.append(rel)
+                flagged.append(rel)
             lines += found + notes
             count += len(found)
         if lines:
@@ -338,12 +309,22 @@ class ToolCalls:
         await self.agent.store.update_part(record.part_id, data=self._part_data(record, title), status="running")
 
     async def _close_call(
-        self, record: _Call, status: ev.ToolStatus, summary: str, output: str, *, changed: list[str] | None = None
+        self,
+        record: _Call,
+        status: ev.ToolStatus,
+        summary: str,
+        output: str,
+        *,
+        changed: list[str] | None = None,
+        metadata: dict | None = None,
     ) -> None:
         # Shielded: an abort landing here must not leave a call stored as done but never reported.
         with anyio.CancelScope(shield=True):
             record.done = True
-            record.status = status
+            record.outcome = CallOutcome(
+                call=record.call, status=status, output=output,
+                metadata=MappingProxyType(dict(metadata or {})), changed=tuple(changed or ()),
+            )
             if not record.started:
                 await self._start(record, _plain_title(record))
             data = self._part_data(record, None)
@@ -364,7 +345,6 @@ class ToolCalls:
         if rule is not None:
             record.data["rule"] = rule.model_dump(by_alias=True)
         return dict(record.data)
-
 
 
 def _error(message: str) -> ToolResult:
@@ -394,10 +374,7 @@ def _refusal(rule: ev.RuleRef, reply: PermissionReply | None) -> ToolResult:
     return ToolResult(output=text, summary="rejected", is_error=True)
 
 
-def _loose_input(arguments: str) -> dict:
-    """The call's arguments for display, whatever the model wrote."""
-    try:
-        value = json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError:
-        return {"_raw": arguments}
-    return value if isinstance(value, dict) else {"_raw": arguments}
+def _shown_input(arguments: str) -> dict:
+    """The call's arguments for display, whatever the model wrote (``_raw`` when not an object)."""
+    value = arguments_object(arguments)
+    return value if value is not None else {"_raw": arguments}

@@ -1,11 +1,15 @@
-"""What a turn does differently for a small model (docs/decisions.md, "Small models").
+"""The small-model policy: what a turn does differently for a small model (docs/decisions.md,
+"Small models"), as a ``TurnPolicy`` (policy.py).
 
 A model with a window under 64K tokens or a small tier (tools/registry.py ``is_small``) gets, on
-top of its short prompt (prompt.py) and the file blocks it writes (providers/textcalls.py):
+top of its short prompt (prompt.py), its output capped at what its window keeps free, its
+earlier calls replayed as it wrote them (written_history.py) and the file blocks it writes
+(providers/textcalls.py, taught by ``small_tool_prompt``):
 
 - the files its request names shown with the request, and its Python checked (``prepare``);
 - a block naming a new file the request does not mention written to the file it names
   (``block_path``);
+- what its Python gets wrong in a known way mended in the change (``mend``);
 - the turn ended once an answer was a clean change and the project's tests pass, a failure
   going back to it (``done_after``);
 - one more ask when it stops having changed nothing after saying what it would change or after
@@ -20,25 +24,29 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 
 from totem_engine import events as ev
+from totem_engine.checks.copied_tests import without_copied_tests
+from totem_engine.checks.imports import fixed_imports
 from totem_engine.checks.python import PythonChecker
+from totem_engine.context import output_reserve
 from totem_engine.mentions import PROJECT_FILES_LIMIT, mentions, project_files
-from totem_engine.progress import UnmadeChange, asks_for_a_change
 from totem_engine.prompt_files import prompt
-from totem_engine.providers.base import ToolCall
-from totem_engine.providers.capabilities import detect_prose_edit
-from totem_engine.providers.textcalls import FILE_BLOCK_TOOLS, looks_like_a_call
+from totem_engine.providers.base import ToolCall, ToolSpec
+from totem_engine.providers.capabilities import CapabilityRecord, detect_prose_edit
+from totem_engine.providers.textcalls import FILE_BLOCK_TOOLS, looks_like_a_call, small_tool_prompt
 from totem_engine.store import new_id
-from totem_engine.tools.freshness import content_hash, mark_seen_in
+from totem_engine.tools.base import Action, ToolContext, ToolResult
+from totem_engine.tools.freshness import content_hash, mark_seen, mark_seen_in
 from totem_engine.tools.registry import CHANGES_FILES
+from totem_engine.turn.host import PolicyHost
+from totem_engine.turn.round import Round
+from totem_engine.turn.stream import FileBlocks
+from totem_engine.turn.unmade import UnmadeChange, asks_for_a_change
 from totem_engine.verify import MAX_RUNS, TEST_RUN, find_test_command, is_test_file, passed
-
-if TYPE_CHECKING:
-    from totem_engine.loop import Turn
+from totem_engine.written_history import as_written
 
 DEFAULT_WINDOW = 8192  # tokens, when the model's window is not known
 # A fresh attempt's sampling temperature, when the configured one is lower: at 0 the same request
@@ -47,28 +55,52 @@ DEFAULT_WINDOW = 8192  # tokens, when the model's window is not known
 FRESH_TEMPERATURE = 0.7
 
 
-class SmallModelTurn:
-    def __init__(self, turn: "Turn"):
-        self.turn = turn
-        self.named: list[str] = []  # the files the request names (mentions.py)
-        self.files: set[str] | None = None  # the project's at the turn's start; None: too many to list
-        self.attempt = 1
-        self._start_attempt()
+class _Attempt:
+    """What the policy knows of one attempt at the request; a fresh attempt starts a new one."""
 
-    def _start_attempt(self) -> None:
+    def __init__(self, number: int):
+        self.number = number
         self.test_runs = 0
         self.unmade = UnmadeChange()
         self.malformed_asks = 2
-        self.untested = False  # a file was changed since the tests last ran (set by the loop)
+        self.untested = False  # a file was changed since the tests last ran
         self.flagged: set[str] = set()  # the files the checks found something in during the attempt
         # Why the attempt's files are not right: what the checks still find in them, or the output
         # of the tests' last run, when it failed. None: no failure known.
         self.failure: str | None = None
 
+
+class SmallModelPolicy:
+    """The ``TurnPolicy`` of a small model (tools/registry.py ``is_small``), for one turn."""
+
+    short_prompt = True
+    whole_files = True
+
+    def __init__(self, turn: PolicyHost):
+        self.turn = turn
+        self.named: list[str] = []  # the files the request names (mentions.py)
+        self.files: set[str] | None = None  # the project's at the turn's start; None: too many to list
+        self.attempt = _Attempt(1)
+
     @property
     def writes_blocks(self) -> bool:
         """It writes its calls as text, so files come as blocks (and can be echoed)."""
         return self.turn.text_calls_wanted()
+
+    def max_tokens(self, record: CapabilityRecord) -> int | None:
+        """A small model that loses its way can write until its window is full (minutes on a CPU):
+        its answers are capped at the output the window keeps free for them."""
+        return output_reserve(record.max_output_tokens, record.context_window)
+
+    def history(self, history: list) -> list:
+        """Its earlier calls replayed as it wrote them, when it writes them as text."""
+        return as_written(history) if self.writes_blocks else history
+
+    def tool_prompt(self, specs: tuple[ToolSpec, ...]) -> str:
+        return small_tool_prompt(specs)
+
+    def file_blocks(self) -> FileBlocks:
+        return FileBlocks(enabled=self.writes_blocks, default_path=self.default_path, path_for=self.block_path)
 
     @property
     def default_path(self) -> str | None:
@@ -121,18 +153,18 @@ class SmallModelTurn:
         asked again, to write a call it got wrong (``malformed``: a json fence naming a tool that
         did not parse, as ``"arguments": [...]``, or a fenced call of a tool that does not exist;
         twice a turn at most) or to make the change it claimed, announced or described
-        (progress.UnmadeChange). The answer asked again for is discarded (kept in the store, as
+        (unmade.UnmadeChange). The answer asked again for is discarded (kept in the store, as
         a retried step's): shown it, the model wrote it again word for word."""
         if not self.writes_blocks:
             return False
-        if (malformed or looks_like_a_call(reply)) and self.malformed_asks > 0:
-            self.malformed_asks -= 1
+        if (malformed or looks_like_a_call(reply)) and self.attempt.malformed_asks > 0:
+            self.attempt.malformed_asks -= 1
             tools = ", ".join(spec.name for spec in self.turn.specs if spec.name not in FILE_BLOCK_TOOLS)
             notice = "The model's tool call could not be read; it is asked to write it again."
             await self._ask_again(message_id, "malformed_call.txt", notice, tools=tools)
             return True
         requested = asks_for_a_change(self.turn.text)
-        if not self.unmade.nudge(reply, changed=changed, prose_edit=detect_prose_edit(reply), requested=requested):
+        if not self.attempt.unmade.nudge(reply, changed=changed, prose_edit=detect_prose_edit(reply), requested=requested):
             return False
         await self._ask_again(message_id, "unmade_change.txt", "The model changed no file; it is asked to make the change.")
         return True
@@ -143,12 +175,13 @@ class SmallModelTurn:
         it, and the round is discarded. The model otherwise repeats the round (the tests run four
         times over, the same file read again) until a guard ends the turn."""
         requested = asks_for_a_change(self.turn.text)
-        if self.writes_blocks and self.unmade.nudge("", changed=changed, prose_edit=False, requested=requested):
+        if self.writes_blocks and self.attempt.unmade.nudge("", changed=changed, prose_edit=False, requested=requested):
             await self._ask_again(message_id, "unmade_change.txt", "The model changed no file; it is asked to make the change.")
 
-    async def done_after(self, calls: list[ToolCall], *, changed: bool) -> bool:
-        """After a round of calls that no guard stopped (``changed``: the attempt has changed a
-        file): whether the attempt is done. An answer that was a clean change is, once the tests
+    async def done_after(self, calls: list[ToolCall], round_: Round, *, changed: bool) -> bool:
+        """After the round ``round_`` of ``calls`` (``changed``: the attempt has changed a file):
+        whether the attempt is done; never after a round a guard stopped. A round that changed a
+        file leaves the attempt untested. An answer that was a clean change is, once the tests
         pass (another round would only restate it; aider stops there too); one that leaves a file
         the checks still find something in (``_findings_left``) is not, and that is its failure. Files sent back unchanged are not asked for
         again: a small model also echoes the file it was asked a question about, and asked for
@@ -156,35 +189,37 @@ class SmallModelTurn:
         file as it was for the fix, a failure shows it what is still wrong; when they pass after
         the attempt's change, it is done. Sent back after a failure, they end the attempt, for a
         fresh one (``afresh``) while the turn has one left: the model has no other idea."""
-        round_ = self.turn.calls
-        if round_.round_changed:
-            self.failure = await self._findings_left()  # an earlier failure is the old files'
-        if not (self.writes_blocks and round_.round_ok and all(call.name in CHANGES_FILES for call in calls)):
+        if round_.changed:
+            self.attempt.untested = True
+        if round_.stop:
             return False
-        if round_.round_changed:
-            return self.failure is None and await self._tests_pass()
-        if self.failure is not None and self._may_start_afresh:
+        if round_.changed:
+            self.attempt.failure = await self._findings_left(round_)  # an earlier failure is the old files'
+        if not (self.writes_blocks and round_.ok and all(call.name in CHANGES_FILES for call in calls)):
+            return False
+        if round_.changed:
+            return self.attempt.failure is None and await self._tests_pass()
+        if self.attempt.failure is not None and self._may_start_afresh:
             return True
         return await self._tests_pass() and changed
 
-    async def _findings_left(self) -> str | None:
+    async def _findings_left(self, round_: Round) -> str | None:
         """What the checks find now, the answer all written, in the files they found something in
         during the attempt: a later file of the answer can mend what a finding on an earlier one
         said (a function renamed, then its importer), and a file the model left as it was keeps
         its findings though this answer's results do not repeat them."""
-        calls = self.turn.calls
-        self.flagged.update(calls.round_flagged)
+        self.attempt.flagged.update(round_.flagged)
         lines: list[str] = []
-        for rel in sorted(self.flagged):
-            found = (await calls.findings(rel))[0]
+        for rel in sorted(self.attempt.flagged):
+            found = (await self.turn.calls.findings(rel))[0]
             if not found:
-                self.flagged.discard(rel)
+                self.attempt.flagged.discard(rel)
             lines += found
         return "\n".join(lines) or None
 
     @property
     def _may_start_afresh(self) -> bool:
-        return self.writes_blocks and self.attempt <= self.turn.agent.config.fresh_attempts
+        return self.writes_blocks and self.attempt.number <= self.turn.agent.config.fresh_attempts
 
     async def afresh(self, stop: ev.StopReason, *, changed: bool) -> bool:
         """After an attempt that ended ``stop`` (``changed``: having changed a file): whether the
@@ -214,13 +249,12 @@ class SmallModelTurn:
             said = any(part.type == "notice" for part in message.parts)  # Totem's, to the user
             if message.turn_id == turn.turn_id and message.id != turn.user_message and not said:
                 await agent.store.discard_message_parts(message.id)
-        self.attempt += 1
-        self._start_attempt()
-        turn.start_afresh(temperature=max(turn.temperature or 0.0, FRESH_TEMPERATURE), seed=self.attempt)
+        self.attempt = _Attempt(self.attempt.number + 1)
+        turn.start_afresh(temperature=max(turn.temperature or 0.0, FRESH_TEMPERATURE), seed=self.attempt.number)
         put_back = f"put {', '.join(o.path for o in outcomes)} back and " if outcomes else ""
         await turn.notice(
             f"The model's attempt still fails the project's tests or checks; Totem {put_back}asks it afresh"
-            f" (attempt {self.attempt} of {agent.config.fresh_attempts + 1})."
+            f" (attempt {self.attempt.number} of {agent.config.fresh_attempts + 1})."
         )
         return True
 
@@ -233,12 +267,12 @@ class SmallModelTurn:
         turn = self.turn
         if not (changed or asks_for_a_change(turn.text)):
             return False
-        if self.untested and self.failure is None:
+        if self.attempt.untested and self.attempt.failure is None:
             await self._tests_pass(limited=False)
-        if self.failure is None:
+        if self.attempt.failure is None:
             return False
         changed_files = await turn.agent.snapshots.turn_paths(session_id=turn.session_id, turn_id=turn.turn_id)
-        return any(_names_file(self.failure, rel, turn.agent.root) for rel in {*self.named, *changed_files})
+        return any(_names_file(self.attempt.failure, rel, turn.agent.root) for rel in {*self.named, *changed_files})
 
     async def _tests_pass(self, *, limited: bool = True) -> bool:
         """The project's tests (verify.py) as a ``bash`` call of a message of its own, asked and
@@ -246,21 +280,49 @@ class SmallModelTurn:
         ``MAX_RUNS`` in the attempt, they do not). A failure stays in the history for the model's
         next step, and is the attempt's ``failure``."""
         turn = self.turn
-        if limited and self.test_runs >= MAX_RUNS:
+        if limited and self.attempt.test_runs >= MAX_RUNS:
             return True
         files = await anyio.to_thread.run_sync(project_files, turn.agent.root)
         command = await find_test_command(turn.agent.config.test_command, files)
         if command is None:
             return True
-        self.test_runs += 1
-        self.untested = False
+        self.attempt.test_runs += 1
+        self.attempt.untested = False
         message_id = await turn.agent.store.add_message(turn.session_id, "assistant", turn_id=turn.turn_id, model=turn.model)
         arguments = json.dumps({"command": command, "description": "Run the project's tests"})
-        if await turn.calls.run([turn.unique_call(ToolCall(id=new_id(TEST_RUN), name="bash", arguments=arguments))], message_id):
+        run = await turn.calls.run([turn.unique_call(ToolCall(id=new_id(TEST_RUN), name="bash", arguments=arguments))], message_id)
+        if run.stop or run.last is None:
             return True  # a guard stopped it: nothing more to learn from the tests
-        ok = turn.calls.round_clean and passed(command, turn.calls.last_metadata.get("exit_code"))
-        self.failure = None if ok else turn.calls.last_output
+        ok = run.clean and passed(command, run.last.metadata.get("exit_code"))
+        self.attempt.failure = None if ok else run.last.output
         return ok
+
+    async def mend(self, action: Action, ctx: ToolContext, result: ToolResult) -> None:
+        """What a small model's Python file gets wrong in a known way, mended in the call's change
+        set like the formatter's rewrite, and said in the result: a copy of a project test taken
+        out (checks/copied_tests.py), then an import of a name from a module that lacks it moved
+        to the one project module that defines it (checks/imports.py ``fixed_imports``)."""
+        root, workspace = self.turn.agent.root, self.turn.agent.workspace
+        for rel in [f.path for f in action.files if f.new_text is not None and f.path.endswith(".py")]:
+            try:
+                text = (await workspace.read_bytes(root / rel)).decode("utf-8", errors="replace")
+            except OSError:
+                continue  # the write's own result stands; the checks will say what they can
+            notes = []
+            without = await anyio.to_thread.run_sync(without_copied_tests, root, rel, text)
+            if without is not None:
+                text = without[0]
+                notes.append(f"Totem took {', '.join(without[1])} out of {rel}: a project test, which stays in its test file")
+            fixed = await anyio.to_thread.run_sync(fixed_imports, root, rel, text)
+            if fixed is not None:
+                text = fixed[0]
+                notes.append(f"Totem fixed an import in {rel}: {'; '.join(fixed[1])}")
+            if not notes:
+                continue
+            data = text.encode("utf-8")
+            await workspace.write_bytes(root / rel, data)
+            mark_seen(ctx, rel, data)
+            result.output += "".join(f"\n({note})" for note in notes)
 
     async def _ask_again(self, message_id: str, prompt_file: str, notice: str, **fields: str) -> None:
         """Discard the answer in ``message_id`` and ask the model again, in the user's place, with

@@ -1,0 +1,6 @@
+"""The turn: the loop of steps (loop.py), one step's stream (stream.py), its request fitted to the
+window (fitting.py), the tool round (calls.py), what a turn does for a kind of model (policy.py,
+small.py), and the guards that end or rescue a run (guards.py, repetition.py, unmade.py).
+
+Nothing is imported here, so importing one module of the package loads only what it needs.
+"""

@@ -1,0 +1,86 @@
+"""Each step's request, kept inside the model's window through the compaction package's public
+functions (``fit``, ``build_ledger``, ``ledger_present``, ``completer``): estimated, compacted when
+over budget (tool results to one-line accounts, then a summary checkpoint written by the
+session's model or ``small_model``), with the pinned ledger checked and the estimate reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from totem_engine import events as ev
+from totem_engine.compaction import Complete, Fitted, build_ledger, completer, fit, ledger_present
+from totem_engine.config import Config, ConfigError
+from totem_engine.context import output_reserve
+from totem_engine.providers.base import ChatRequest, Provider
+from totem_engine.session_state import SessionState
+from totem_engine.store import Store
+
+
+class Fitter:
+    """The requests of one turn's steps to ``model_id`` on ``provider``. ``build`` makes a step's
+    request from its history; ``window`` and ``max_output_tokens`` are the model's (None: not known)."""
+
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        model_id: str,
+        build: Callable[[list], ChatRequest],
+        window: int | None,
+        max_output_tokens: int | None,
+        config: Config,
+        provider_for: Callable[[str], Provider],
+        store: Store,
+        session_id: str,
+        turn_id: str,
+        emit: Callable[[ev.Event], Awaitable[None]],
+    ):
+        self.provider, self.model_id, self.build = provider, model_id, build
+        self.max_output_tokens = max_output_tokens
+        self.window = window
+        self.reserve = output_reserve(max_output_tokens, window)
+        self.config, self.store, self.emit = config, store, emit
+        self.session_id, self.turn_id = session_id, turn_id
+        self.complete = self._summariser(provider_for)
+
+    def overflowed_at(self, estimate: int) -> None:
+        """The provider refused a request of about ``estimate`` tokens: with no window known, that
+        size is the window from now on (it is at least too much)."""
+        if self.window is None:
+            self.window = estimate
+            self.reserve = output_reserve(self.max_output_tokens, self.window)
+
+    def _summariser(self, provider_for: Callable[[str], Provider]) -> Complete:
+        small = self.config.small_model
+        if small:
+            name, model_id = small.split("/", 1)
+            try:
+                return completer(provider_for(name), model_id)
+            except ConfigError:
+                pass  # a small model that cannot be built leaves the session's own
+        return completer(self.provider, self.model_id)
+
+    async def fit(self, stored: list, state: SessionState, *, force: bool = False) -> Fitted:
+        """The request for the ``stored`` messages of the session whose ``state`` this is (its todos
+        pinned, its calibration applied); ``force``: compact even within budget."""
+        ledger = build_ledger(stored, state.todos)
+        fitted = await fit(
+            stored,
+            build=self.build,
+            window=self.window,
+            output_reserve=self.reserve,
+            ledger=ledger,
+            complete=self.complete,
+            store=self.store,
+            session_id=self.session_id,
+            turn_id=self.turn_id,
+            provider=self.provider.name,
+            calibration=state.calibration.factor,
+            compact_at=self.config.compact_at,
+            force=force,
+        )
+        if fitted.compacted and not ledger_present(fitted.messages, ledger):
+            await self.emit(ev.Notice(session_id=self.session_id, level="warning", message="Compaction lost part of the pinned ledger."))
+        await self.emit(ev.ContextEstimate(session_id=self.session_id, estimate=fitted.estimate, window=self.window))
+        return fitted

@@ -1,0 +1,94 @@
+"""What a turn does for the kind of model it talks to: the ``TurnPolicy`` protocol and the
+``DefaultPolicy``. small.py holds the small-model one.
+
+The turn holds one policy (``Turn.policy``) and asks it at each point where the kinds differ: the
+request (its output cap, its history, how text calls are taught, how file blocks are read), a
+changed file's mending, and what follows an answer, a round or an attempt. Switching the shape
+of a turn midway is one assignment of ``Turn.policy``; everything reads it when it is needed.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from totem_engine import events as ev
+from totem_engine.providers.base import ToolCall, ToolSpec
+from totem_engine.providers.capabilities import CapabilityRecord
+from totem_engine.providers.textcalls import tool_prompt
+from totem_engine.tools.base import Action, ToolContext, ToolResult
+from totem_engine.turn.round import Round
+from totem_engine.turn.stream import FileBlocks
+
+
+class TurnPolicy(Protocol):
+    short_prompt: bool  # the short system prompt (prompt.py ``small``)
+    whole_files: bool  # the model writes whole files (ToolContext.whole_files)
+
+    async def prepare(self) -> None:
+        """Before the turn's first step (its record, tools and specs known)."""
+
+    def max_tokens(self, record: CapabilityRecord) -> int | None:
+        """The cap on a step's output, in tokens; None: the provider's own."""
+
+    def history(self, history: list) -> list:
+        """The step's messages as the model is shown them."""
+
+    def tool_prompt(self, specs: tuple[ToolSpec, ...]) -> str:
+        """How the tools are taught when the model writes its calls as text."""
+
+    def file_blocks(self) -> FileBlocks:
+        """How the scanner reads a fenced block naming a file."""
+
+    async def mend(self, action: Action, ctx: ToolContext, result: ToolResult) -> None:
+        """After ``action`` changed files without error, inside its change set: mend what the model
+        is known to get wrong, said in ``result``."""
+
+    async def asks_again(self, reply: str, message_id: str, *, changed: bool, malformed: bool) -> bool:
+        """After an answer without calls: whether the model is asked again instead of the turn
+        ending (``changed``: the attempt changed a file; ``malformed``: a text call did not parse)."""
+
+    async def done_after(self, calls: list[ToolCall], round_: Round, *, changed: bool) -> bool:
+        """After the round of ``calls`` ran (a guard may have stopped it): whether the turn is done."""
+
+    async def after_stall(self, message_id: str, *, changed: bool) -> None:
+        """After a round that brought nothing new and no guard stopped."""
+
+    async def afresh(self, stop: ev.StopReason, *, changed: bool) -> bool:
+        """After an attempt ended ``stop``: whether the request is tried again from its start."""
+
+
+class DefaultPolicy:
+    """A capable model: native or plain text calls, edits, no asking again."""
+
+    short_prompt = False
+    whole_files = False
+
+    async def prepare(self) -> None:
+        return None
+
+    def max_tokens(self, record: CapabilityRecord) -> int | None:
+        return None
+
+    def history(self, history: list) -> list:
+        return history
+
+    def tool_prompt(self, specs: tuple[ToolSpec, ...]) -> str:
+        return tool_prompt(specs)
+
+    def file_blocks(self) -> FileBlocks:
+        return FileBlocks()
+
+    async def mend(self, action: Action, ctx: ToolContext, result: ToolResult) -> None:
+        return None
+
+    async def asks_again(self, reply: str, message_id: str, *, changed: bool, malformed: bool) -> bool:
+        return False
+
+    async def done_after(self, calls: list[ToolCall], round_: Round, *, changed: bool) -> bool:
+        return False
+
+    async def after_stall(self, message_id: str, *, changed: bool) -> None:
+        return None
+
+    async def afresh(self, stop: ev.StopReason, *, changed: bool) -> bool:
+        return False
