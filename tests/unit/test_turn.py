@@ -4,8 +4,6 @@ the stream and keeps the partial answer; the step limit ends a run; a provider e
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
 
 import anyio
 import pytest
@@ -15,7 +13,6 @@ from totem_engine import events as ev
 from totem_engine.providers.base import TextChunk
 from totem_engine.providers.errors import ServerError
 
-TURN = Path(__file__).resolve().parents[2] / "totem_engine" / "turn"
 
 
 @pytest.fixture
@@ -140,24 +137,3 @@ async def test_an_error_that_is_not_transient_ends_the_turn(scene):
     assert result.stop_reason == "error" and result.reason == "bad key"
     assert front.of(ev.Error)[0].error_class == "AuthenticationError"
     assert len(scene.provider.requests) == 1
-
-
-def test_the_turn_package_has_no_import_cycle_and_no_type_checking_import():
-    """Each module of turn/ imports only modules it does not lead back to, TYPE_CHECKING included."""
-    imports: dict[str, set[str]] = {}
-    for path in TURN.glob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        found = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
-        names = {node.module for node in found}
-        assert not any(alias.name == "TYPE_CHECKING" for node in found for alias in node.names), path.name
-        imports[path.stem] = {name.rsplit(".", 1)[-1] for name in names if name.startswith("totem_engine.turn.")}
-
-    def reaches(start: str, goal: str, seen: set[str]) -> bool:
-        for name in imports.get(start, ()):
-            if name == goal or (name not in seen and reaches(name, goal, seen | {name})):
-                return True
-        return False
-
-    assert imports["calls"] and imports["small"]  # the graph is read at all
-    assert "loop" not in {name for names in imports.values() for name in names}
-    assert [module for module in imports if reaches(module, module, set())] == []

@@ -1,0 +1,121 @@
+"""The house rules of the layout, checked on the source itself.
+
+- The engine knows no front end: importing every module of ``totem_engine`` loads neither pygls,
+  lsprotocol nor totem_lsp.
+- ``import totem_lsp.server`` loads no engine module, so ``initialize`` is answered before the
+  engine's imports are paid for (README "Performance").
+- ``totem_engine`` has no import cycle, ``TYPE_CHECKING`` imports included: a part of the turn
+  types against a protocol of what it needs, not against the module that uses it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ENGINE = ROOT / "totem_engine"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _engine_modules() -> dict[str, Path]:
+    return {_module_name(path): path for path in sorted(ENGINE.rglob("*.py"))}
+
+
+def _loaded_after(code: str) -> list[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    script = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_engine_imports_no_front_end():
+    imports = "\n".join(f"import {name}" for name in _engine_modules())
+    loaded = _loaded_after(imports)
+    assert "totem_engine.runtime" in loaded  # the imports above did run
+    front = [name for name in loaded if name.split(".")[0] in ("pygls", "lsprotocol", "totem_lsp")]
+    assert front == []
+
+
+def test_the_server_module_imports_no_engine():
+    loaded = _loaded_after("import totem_lsp.server")
+    assert "pygls.lsp.server" in loaded
+    assert [name for name in loaded if name.split(".")[0] == "totem_engine"] == []
+
+
+def _edges(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The engine modules ``name`` imports anywhere in its source (``TYPE_CHECKING`` blocks and
+    function bodies included): ``from P import m`` counts as an import of the module ``P.m`` when
+    there is one, of ``P`` otherwise."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+    return {target for target in found if target in modules and target != name}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as the list of its modules, or None."""
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                return path[path.index(target):] + [target]
+            if target not in state and (found := visit(target)):
+                return found
+        state[node] = 2
+        path.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_the_engine_has_no_import_cycle():
+    modules = _engine_modules()
+    graph = {name: _edges(name, path, modules) for name, path in modules.items()}
+    assert sum(len(targets) for targets in graph.values()) > 100  # the graph was read
+    assert _cycle(graph) is None
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_turns_parts_type_against_protocols_not_the_turn():
+    """No module of turn/ imports ``TYPE_CHECKING`` or the loop: the round and the policies see
+    the turn through the protocols of turn/host.py."""
+    modules = _engine_modules()
+    turn = {name: path for name, path in modules.items() if name.startswith("totem_engine.turn.")}
+    assert "totem_engine.turn.calls" in turn and "totem_engine.turn.small" in turn
+    for name, path in turn.items():
+        imported = {alias.name for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                    if isinstance(node, ast.ImportFrom) for alias in node.names}
+        assert "TYPE_CHECKING" not in imported, name
+        assert "totem_engine.turn.loop" not in _edges(name, path, modules), name
