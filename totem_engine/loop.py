@@ -44,8 +44,9 @@ from totem_engine.providers.base import (
 )
 from totem_engine.providers.capabilities import CapabilityRecord, after_step, detect_prose_edit
 from totem_engine.providers.errors import ContextOverflowError, ProviderError
-from totem_engine.providers.textcalls import (
+from totem_engine.textcalls import (
     TextCallStats,
+    as_written,
     small_tool_prompt,
     text_tool_calls,
     think_filter,
@@ -61,7 +62,6 @@ from totem_engine.tools.skill import SkillTool
 from totem_engine.small_turn import SmallModelTurn
 from totem_engine.tools.registry import is_small, surface, tool_specs
 from totem_engine.tools.workspace import Workspace
-from totem_engine.written_history import as_written
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """What a turn does differently for a small model (docs/decisions.md, "Small models").
 
 A model with a window under 64K tokens or a small tier (tools/registry.py ``is_small``) gets, on
-top of its short prompt (prompt.py) and the file blocks it writes (providers/textcalls.py):
+top of its short prompt (prompt.py) and the file blocks it writes (textcalls/fileblocks.py):
 
 - the files its request names shown with the request, and its Python checked (``prepare``);
 - a block naming a new file the request does not mention written to the file it names
@@ -31,8 +31,8 @@ from totem_engine.progress import UnmadeChange, asks_for_a_change
 from totem_engine.prompt_files import prompt
 from totem_engine.providers.base import ToolCall
 from totem_engine.providers.capabilities import detect_prose_edit
-from totem_engine.providers.textcalls import FILE_BLOCK_TOOLS, looks_like_a_call
 from totem_engine.store import new_id
+from totem_engine.textcalls import FILE_BLOCK_TOOLS, looks_like_a_call
 from totem_engine.tools.freshness import content_hash, mark_seen_in
 from totem_engine.tools.registry import CHANGES_FILES
 from totem_engine.verify import MAX_RUNS, TEST_RUN, find_test_command, is_test_file, passed
