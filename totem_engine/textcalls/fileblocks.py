@@ -32,18 +32,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from totem_engine.providers.base import Message, ToolCall
 from totem_engine.verify import TEST_RUN
 
-from .formats import FENCE
+from .buffer import ScanBuffer
+from .formats import FENCE, parse_fence_json
 
 # A line naming a file before a fenced block: "calc.py", "`src/a.py`:", "**a.py**", "### a.py".
 _PATH_LINE = re.compile(r"[\w.][\w./-]*\.[\w]+")
 _PATH_DECOR = " \t#*`:"
 _QUOTED_PATH = re.compile(r"`([\w.][\w./-]*\.\w+)`")
-COMMENTS = ("//", "#", "--", "/*")
+_COMMENTS = ("//", "#", "--", "/*")
+_MAX_PATH_WAIT = 200  # characters of a fence's first lines held while a path may still be in them
 FILE_BLOCK_CALLS = frozenset({"write"})  # what a file block is read back as
 EMPTY_FENCE = re.compile(r"^```[^\n`]*\n```[ \t]*$", re.MULTILINE)  # left when its path line goes
 
@@ -89,10 +91,70 @@ def fits(info: str, path: str) -> bool:
 def comment_path(line: str) -> str | None:
     """A path that a comment alone on the first line of a block names ("# calc.py")."""
     text = line.strip()
-    for marker in COMMENTS:
+    for marker in _COMMENTS:
         if text.startswith(marker):
             return path_line(text[len(marker):].removesuffix("*/"))
     return None
+
+class FileBlock:
+    """The scanner's reader of file blocks: a fence that names a file, read into a ``write`` of
+    its whole content (a ``patch`` for a diff; a call in a ``json`` fence stays that call).
+
+    ``default_path``: the file a block naming none is taken for; ``path_for``: the file a block
+    naming a path is written to (see ``text_tool_calls``). ``path`` and ``start`` are the open
+    block's file and where its content starts; ``unnamed``: its path is ``default_path``."""
+
+    def __init__(self, default_path: str | None, path_for: Callable[[str], str] | None):
+        self.default_path = default_path
+        self.path_for = path_for
+        self.path = ""
+        self.start = 0
+        self.unnamed = False
+
+    def opens(self, text: ScanBuffer, final: bool) -> bool | None:
+        """Whether the fence at the start of ``text.buf`` opens a file block (``path`` and
+        ``start`` are then set): a path before it, in its info string or in a comment on its
+        first line. None: it does not; False: cannot tell yet."""
+        newline = text.buf.find("\n", len(FENCE))
+        if newline < 0:
+            return None if final or len(text.buf) > _MAX_PATH_WAIT else False
+        info = text.buf[len(FENCE):newline]
+        path, start, unnamed = introduced_path(text.tail) or info_path(info), newline + 1, False
+        if path is None:
+            end = text.buf.find("\n", start)
+            first = text.buf[start: end if end >= 0 else len(text.buf)]
+            if end < 0 and not final and _could_be_comment(first):
+                return False
+            path = comment_path(first) if end >= 0 else None
+            if path is not None:
+                start = end + 1
+            elif self.default_path and fits(info, self.default_path):
+                path, unnamed = self.default_path, True
+            else:
+                return None
+        if self.path_for is not None and not unnamed:
+            path = self.path_for(path)
+        self.path, self.start, self.unnamed = path, start, unnamed
+        return True
+
+    def read(self, text: ScanBuffer, final: bool) -> bool:
+        close = text.buf.find("\n" + FENCE, max(text.resume, self.start - 1))
+        if close < 0 and not final:
+            return text.wait(self, "\n" + FENCE, not_before=self.start - 1)
+        size = len(text.buf) if close < 0 else close + 1 + len(FENCE)
+        body = text.buf[self.start: close if close >= 0 else len(text.buf)]
+        unnamed, self.unnamed = self.unnamed, False
+        if unnamed and path_line(body):
+            return text.take_text(size)  # "```\ncalc.py\n```": the label of the next block
+        return text.take_call(parse_fence_json(body, text.known, text.schemas) or file_call(body, self.path), size)
+
+
+def _could_be_comment(first: str) -> bool:
+    """Whether the unfinished first line of a block may still become a comment naming a path."""
+    lead = first.lstrip()
+    could_be = lead.startswith(_COMMENTS) or any(marker.startswith(lead) for marker in _COMMENTS)
+    return could_be and len(first) <= _MAX_PATH_WAIT
+
 
 def introduced_path(tail: str) -> str | None:
     """The path named just before a fence, from ``tail`` (the end of the text given out): on its

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 TAG_OPEN, TAG_CLOSE = "<tool_call>", "</tool_call>"
@@ -100,49 +100,59 @@ def call_from_value(value: Any) -> tuple[str, dict] | None:
 def fence_head(rest: str, known: frozenset[str]) -> str:
     """Whether a fence's content so far can still be a call: "ok", "more" (cannot tell yet) or
     "reject". Reads ``{``, the first key (``name`` or ``arguments``) and, for ``name``, its value."""
-    i, n = 0, len(rest)
+    names = callable_names(known)
+    head = _Head(rest)
+    try:
+        head.expect("{")
+        key = head.string(lambda partial: "name".startswith(partial) or "arguments".startswith(partial))
+        if key != "name":
+            return "ok" if key == "arguments" else "reject"  # the name is checked when the fence is whole
+        head.expect(":")
+        name = head.string(lambda partial: _could_be_name(partial, names))
+    except _Verdict as verdict:
+        return verdict.verdict
+    return "ok" if name in names else "reject"
 
-    def skip(i: int) -> int:
-        while i < n and rest[i].isspace():
-            i += 1
-        return i
 
-    i = skip(i)
-    if i == n:
-        return "more"
-    if rest[i] != "{":
-        return "reject"
-    i = skip(i + 1)
-    if i == n:
-        return "more"
-    if rest[i] != '"':
-        return "reject"
-    close = rest.find('"', i + 1)
-    if close < 0:
-        partial = rest[i + 1:]
-        return "more" if "name".startswith(partial) or "arguments".startswith(partial) else "reject"
-    key = rest[i + 1:close]
-    if key == "arguments":
-        return "ok"  # the name is checked when the fence is whole
-    if key != "name":
-        return "reject"
-    i = skip(close + 1)
-    if i == n:
-        return "more"
-    if rest[i] != ":":
-        return "reject"
-    i = skip(i + 1)
-    if i == n:
-        return "more"
-    if rest[i] != '"':
-        return "reject"
-    close = rest.find('"', i + 1)
-    if close < 0:
-        partial = rest[i + 1:]
-        if len(partial) > _MAX_NAME or any(ch.isspace() or ch == "\\" for ch in partial):
-            return "reject"
-        return "more" if any(name.startswith(partial) for name in callable_names(known)) else "reject"
-    return "ok" if rest[i + 1:close] in callable_names(known) else "reject"
+class _Verdict(Exception):
+    """``fence_head`` can tell before the end of what it reads: ``verdict`` is "more" or "reject"."""
+
+    def __init__(self, verdict: str):
+        self.verdict = verdict
+
+
+class _Head:
+    """A reader of the start of a JSON object, one token at a time (whitespace skipped before
+    each); it raises ``_Verdict`` where the text ends too early or is not what is expected."""
+
+    def __init__(self, text: str):
+        self.text, self.at = text, 0
+
+    def expect(self, mark: str) -> None:
+        """Past the character ``mark``."""
+        while self.at < len(self.text) and self.text[self.at].isspace():
+            self.at += 1
+        if self.at == len(self.text):
+            raise _Verdict("more")
+        if self.text[self.at] != mark:
+            raise _Verdict("reject")
+        self.at += 1
+
+    def string(self, may_become: Callable[[str], bool]) -> str:
+        """Past a JSON string (without escapes), giving its text; an unclosed one is "more" while
+        ``may_become`` holds for what there is of it."""
+        self.expect('"')
+        close = self.text.find('"', self.at)
+        if close < 0:
+            raise _Verdict("more" if may_become(self.text[self.at:]) else "reject")
+        value, self.at = self.text[self.at:close], close + 1
+        return value
+
+
+def _could_be_name(partial: str, names: frozenset[str]) -> bool:
+    if len(partial) > _MAX_NAME or any(ch.isspace() or ch == "\\" for ch in partial):
+        return False
+    return any(name.startswith(partial) for name in names)
 
 
 def callable_names(known: frozenset[str]) -> frozenset[str]:
