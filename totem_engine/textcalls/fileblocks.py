@@ -34,7 +34,7 @@ import json
 import re
 from collections.abc import Callable, Iterable
 
-from totem_engine.providers.base import Message, ToolCall
+from totem_engine.providers.base import Message, ToolCall, arguments_object
 from totem_engine.verify import TEST_RUN
 
 from .buffer import ScanBuffer
@@ -217,10 +217,8 @@ def _test_run(call: ToolCall) -> bool:
 
 
 def _arguments(call: ToolCall) -> object:
-    try:
-        return json.loads(call.arguments or "{}")
-    except json.JSONDecodeError:
-        return call.arguments  # replayed as sent, so the model sees what it got wrong
+    arguments = arguments_object(call.arguments)
+    return call.arguments if arguments is None else arguments  # as sent: the model sees what it got wrong
 
 
 def _file(call: ToolCall) -> tuple[str, str] | None:

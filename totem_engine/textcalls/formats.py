@@ -22,6 +22,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from totem_engine.providers.base import arguments_object
+
 TAG_OPEN, TAG_CLOSE = "<tool_call>", "</tool_call>"
 FUNC_OPEN, FUNC_CLOSE = "<function=", "</function>"
 FENCE = "```"
@@ -88,10 +90,7 @@ def call_from_value(value: Any) -> tuple[str, dict] | None:
         return None
     arguments = value.get("arguments", value.get("parameters", {}))
     if isinstance(arguments, str):  # some models send the arguments as JSON text
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
-            return None
+        arguments = arguments_object(arguments)
     if not isinstance(arguments, dict):
         return None
     return value["name"], arguments
