@@ -46,13 +46,13 @@ _PATH_DECOR = " \t#*`:"
 _QUOTED_PATH = re.compile(r"`([\w.][\w./-]*\.\w+)`")
 _COMMENTS = ("//", "#", "--", "/*")
 _MAX_PATH_WAIT = 200  # characters of a fence's first lines held while a path may still be in them
-FILE_BLOCK_CALLS = frozenset({"write"})  # what a file block is read back as
-EMPTY_FENCE = re.compile(r"^```[^\n`]*\n```[ \t]*$", re.MULTILINE)  # left when its path line goes
+_FILE_BLOCK_CALLS = frozenset({"write"})  # what a file block is read back as
+_EMPTY_FENCE = re.compile(r"^```[^\n`]*\n```[ \t]*$", re.MULTILINE)  # left when its path line goes
 
 # -- reading -------------------------------------------------------------------------------------
 
 
-def path_line(line: str) -> str | None:
+def _path_line(line: str) -> str | None:
     """The relative path a line names on its own, without its Markdown decoration, or None.
     A sentence that introduces the block and quotes one path ("Here is the updated `a.py`
     file:") names it too: small models write that more often than a bare path."""
@@ -66,9 +66,9 @@ def path_line(line: str) -> str | None:
     return candidate if _PATH_LINE.fullmatch(candidate) and ".." not in candidate.split("/") else None
 
 
-def info_path(info: str) -> str | None:
+def _info_path(info: str) -> str | None:
     """A path in a fence's info string ("```python calc.py", "```calc.py")."""
-    return next((path for word in info.split() if (path := path_line(word))), None)
+    return next((path for word in info.split() if (path := _path_line(word))), None)
 
 
 # A block that names no file is taken for the one file of the request when its info string is
@@ -82,19 +82,43 @@ _LANGUAGES = {
 _DIFF_MARKS = frozenset({"", " ", "+", "-", "@", "\\"})
 
 
-def fits(info: str, path: str) -> bool:
+def _fits(info: str, path: str) -> bool:
     words = info.strip().lower().split()
     extension = path.rsplit(".", 1)[-1].lower()
     return not words or words[0] in _LANGUAGES.get(extension, {extension}) or words[0] == "diff"
 
 
-def comment_path(line: str) -> str | None:
+def _comment_path(line: str) -> str | None:
     """A path that a comment alone on the first line of a block names ("# calc.py")."""
     text = line.strip()
     for marker in _COMMENTS:
         if text.startswith(marker):
-            return path_line(text[len(marker):].removesuffix("*/"))
+            return _path_line(text[len(marker):].removesuffix("*/"))
     return None
+
+def _introduced_path(tail: str) -> str | None:
+    """The path named just before a fence, from ``tail`` (the end of the text given out): on its
+    last line (over one blank line), or alone in a fence of its own right before ("```\ncalc.py\n```")."""
+    if not tail.endswith("\n"):
+        return None
+    lines = tail[:-1].split("\n")[-4:]
+    if len(lines) > 1 and not lines[-1].strip():
+        lines.pop()
+    if len(lines) >= 3 and lines[-1].strip() == FENCE and lines[-3].strip().startswith(FENCE):
+        return _path_line(lines[-2])
+    return _path_line(lines[-1])
+
+
+def _file_call(body: str, path: str) -> tuple[str, dict]:
+    """A block's content as a ``write`` of the whole file, or a ``patch`` when it is a diff
+    (``@@`` hunks; the ``---``/``+++`` header is added when the model left it out)."""
+    lines = body.splitlines()
+    if any(line.startswith("@@") for line in lines) and all(line[:1] in _DIFF_MARKS for line in lines):
+        if not body.startswith("--- "):
+            body = f"--- a/{path}\n+++ b/{path}\n{body}"
+        return "patch", {"patch": body + "\n"}
+    return "write", {"path": path, "content": body + "\n" if body else ""}
+
 
 class FileBlock:
     """The scanner's reader of file blocks: a fence that names a file, read into a ``write`` of
@@ -119,16 +143,16 @@ class FileBlock:
         if newline < 0:
             return None if final or len(text.buf) > _MAX_PATH_WAIT else False
         info = text.buf[len(FENCE):newline]
-        path, start, unnamed = introduced_path(text.tail) or info_path(info), newline + 1, False
+        path, start, unnamed = _introduced_path(text.tail) or _info_path(info), newline + 1, False
         if path is None:
             end = text.buf.find("\n", start)
             first = text.buf[start: end if end >= 0 else len(text.buf)]
             if end < 0 and not final and _could_be_comment(first):
                 return False
-            path = comment_path(first) if end >= 0 else None
+            path = _comment_path(first) if end >= 0 else None
             if path is not None:
                 start = end + 1
-            elif self.default_path and fits(info, self.default_path):
+            elif self.default_path and _fits(info, self.default_path):
                 path, unnamed = self.default_path, True
             else:
                 return None
@@ -144,9 +168,9 @@ class FileBlock:
         size = len(text.buf) if close < 0 else close + 1 + len(FENCE)
         body = text.buf[self.start: close if close >= 0 else len(text.buf)]
         unnamed, self.unnamed = self.unnamed, False
-        if unnamed and path_line(body):
+        if unnamed and _path_line(body):
             return text.take_text(size)  # "```\ncalc.py\n```": the label of the next block
-        return text.take_call(parse_fence_json(body, text.known, text.schemas) or file_call(body, self.path), size)
+        return text.take_call(parse_fence_json(body, text.known, text.schemas) or _file_call(body, self.path), size)
 
 
 def _could_be_comment(first: str) -> bool:
@@ -154,30 +178,6 @@ def _could_be_comment(first: str) -> bool:
     lead = first.lstrip()
     could_be = lead.startswith(_COMMENTS) or any(marker.startswith(lead) for marker in _COMMENTS)
     return could_be and len(first) <= _MAX_PATH_WAIT
-
-
-def introduced_path(tail: str) -> str | None:
-    """The path named just before a fence, from ``tail`` (the end of the text given out): on its
-    last line (over one blank line), or alone in a fence of its own right before ("```\ncalc.py\n```")."""
-    if not tail.endswith("\n"):
-        return None
-    lines = tail[:-1].split("\n")[-4:]
-    if len(lines) > 1 and not lines[-1].strip():
-        lines.pop()
-    if len(lines) >= 3 and lines[-1].strip() == FENCE and lines[-3].strip().startswith(FENCE):
-        return path_line(lines[-2])
-    return path_line(lines[-1])
-
-
-def file_call(body: str, path: str) -> tuple[str, dict]:
-    """A block's content as a ``write`` of the whole file, or a ``patch`` when it is a diff
-    (``@@`` hunks; the ``---``/``+++`` header is added when the model left it out)."""
-    lines = body.splitlines()
-    if any(line.startswith("@@") for line in lines) and all(line[:1] in _DIFF_MARKS for line in lines):
-        if not body.startswith("--- "):
-            body = f"--- a/{path}\n+++ b/{path}\n{body}"
-        return "patch", {"patch": body + "\n"}
-    return "write", {"path": path, "content": body + "\n" if body else ""}
 
 
 # -- writing -------------------------------------------------------------------------------------
@@ -224,7 +224,7 @@ def _arguments(call: ToolCall) -> object:
 def _file(call: ToolCall) -> tuple[str, str] | None:
     """(path, content) of a call written as a file block."""
     arguments = _arguments(call)
-    if call.name in FILE_BLOCK_CALLS and isinstance(arguments, dict):
+    if call.name in _FILE_BLOCK_CALLS and isinstance(arguments, dict):
         path, content = arguments.get("path"), arguments.get("content")
         if isinstance(path, str) and isinstance(content, str):
             return path, content
@@ -246,7 +246,7 @@ def _without_path_lines(text: str, paths: set[str]) -> str:
     them for the user: ``calc.py``, ``**`calc.py`**:``, a fence holding only the path), which the
     blocks replayed after it repeat."""
     kept = [line for line in text.splitlines() if line.strip(" \t`*:#") not in paths]
-    return EMPTY_FENCE.sub("", "\n".join(kept)).strip()
+    return _EMPTY_FENCE.sub("", "\n".join(kept)).strip()
 
 
 def _add_user(out: list[Message], text: str) -> None:
