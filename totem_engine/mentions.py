@@ -25,9 +25,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from totem_engine.textcalls import file_block
 from totem_engine.tools.read import looks_binary
 from totem_engine.tools.walk import walk_files
-from totem_engine.written_history import file_block
 
 LISTED_FILES = 60  # the file list stops here, saying how many more there are
 SMALL_PROJECT = 20

@@ -14,7 +14,7 @@ from totem_engine.providers.base import (
     ToolCallChunk,
     UsageChunk,
 )
-from totem_engine.providers.textcalls import MAX_HOLD, TextCallStats, looks_like_a_call, text_tool_calls, think_filter
+from totem_engine.textcalls import MAX_HOLD, TextCallStats, looks_like_a_call, text_tool_calls, think_filter
 
 TOOLS = {"read", "write", "edit", "bash", "todo"}
 
@@ -353,7 +353,7 @@ async def test_closing_the_filter_closes_the_provider_stream(wrap):
 
 def test_the_tool_prompt_teaches_the_form_the_filter_reads():
     from totem_engine.providers.base import ToolSpec
-    from totem_engine.providers.textcalls import tool_prompt
+    from totem_engine.textcalls import tool_prompt
 
     spec = ToolSpec("read", "Read a file.\n\nLong details.", {"type": "object", "properties": {"path": {"type": "string"}}})
     prompt = tool_prompt([spec])

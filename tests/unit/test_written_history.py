@@ -1,11 +1,11 @@
-"""A small model's history replayed as the text it wrote (written_history.py)."""
+"""A small model's history replayed as the text it wrote (textcalls/fileblocks.py `as_written`)."""
 
 from __future__ import annotations
 
 import json
 
 from totem_engine.providers.base import Message, ToolCall
-from totem_engine.written_history import as_written
+from totem_engine.textcalls import as_written
 
 
 def write(path: str, content: str, call_id: str = "c1") -> ToolCall:

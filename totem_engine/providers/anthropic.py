@@ -85,6 +85,7 @@ from .base import (
     ToolCallChunk,
     ToolSpec,
     UsageChunk,
+    arguments_object,
 )
 from .errors import InvalidRequestError, MalformedStream, StreamCut
 from .http import HttpEndpoint, aiter_sse_data, error_from_payload
@@ -320,16 +321,8 @@ def assistant_content(message: Message) -> list[dict[str, Any]]:
     if message.text:
         content.append({"type": "text", "text": message.text})
     for call in message.tool_calls:
-        content.append({"type": "tool_use", "id": call.id, "name": call.name, "input": _input_object(call.arguments)})
+        content.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments_object(call.arguments) or {}})
     return content
-
-
-def _input_object(arguments: str) -> dict[str, Any]:
-    try:
-        value = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,14 +24,37 @@ class ToolCall:
 def arguments_object(raw: str) -> dict[str, Any] | None:
     """A call's raw JSON arguments as an object (empty text is ``{}``); None when they are not
     valid JSON or not an object. The one parser of tool-call arguments: every wire, guard and
-    account reads them through it."""
+    account reads them through it (``decode_arguments`` when the reason is wanted)."""
+    try:
+        return decode_arguments(raw)
+    except ArgumentsError:
+        return None
+
+
+class ArgumentsError(ValueError):
+    """A call's raw arguments that are not a JSON object. ``found``: the JSON type's Python name
+    (``list``, ``str``, ``int``) when they are JSON of another type, None when they are not JSON;
+    the message says why (the decoder's error and its position)."""
+
+    def __init__(self, reason: str, found: str | None = None):
+        super().__init__(reason)
+        self.found = found
+
+
+def decode_arguments(raw: str) -> dict[str, Any]:
+    """``arguments_object`` with the reason when they are not an object: raises ``ArgumentsError``
+    (for a tool's error message to the model, tools/base.py ``parse_arguments``)."""
     if not raw.strip():
         return {}
     try:
         value = json.loads(raw)
-    except (json.JSONDecodeError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
+    except json.JSONDecodeError as exc:
+        raise ArgumentsError(f"{exc.msg} at position {exc.pos}") from None
+    except RecursionError:
+        raise ArgumentsError("nested too deeply") from None
+    if not isinstance(value, dict):
+        raise ArgumentsError(f"a JSON {type(value).__name__}, not an object", found=type(value).__name__)
+    return value
 
 
 @dataclass(frozen=True)

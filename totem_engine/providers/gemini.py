@@ -87,6 +87,7 @@ from .base import (
     ToolCallChunk,
     ToolSpec,
     UsageChunk,
+    arguments_object,
 )
 from .errors import (
     AuthenticationError,
@@ -447,16 +448,8 @@ def function_responses(
     return parts
 
 
-def _call_args(call: ToolCall) -> dict[str, Any]:
-    try:
-        args = json.loads(call.arguments) if call.arguments.strip() else {}
-    except ValueError:
-        return {}
-    return args if isinstance(args, dict) else {}
-
-
 def _function_call_part(call: ToolCall, layout: dict[str, Any] | None) -> dict[str, Any]:
-    fc: dict[str, Any] = {"name": call.name, "args": _call_args(call)}
+    fc: dict[str, Any] = {"name": call.name, "args": arguments_object(call.arguments) or {}}
     if layout and layout.get("vendorId"):
         fc["id"] = call.id
     part: dict[str, Any] = {"functionCall": fc}

@@ -59,6 +59,7 @@ from .base import (
     ToolCallChunk,
     ToolSpec,
     UsageChunk,
+    arguments_object,
 )
 from .errors import ConnectionFailed, MalformedStream, ProviderError, ProviderTimeout, StreamCut
 from .framing import aiter_ndjson
@@ -298,7 +299,9 @@ def build_messages(system: str, messages: Iterable[Message]) -> list[dict[str, A
                 entry["thinking"] = message.reasoning
             if message.tool_calls:
                 entry["tool_calls"] = [
-                    {"function": {"name": call.name, "arguments": arguments_object(call.arguments)}}
+                    # Ollama rejects anything but an object here: broken arguments (kept for the
+                    # tool's error message) are replayed as {}.
+                    {"function": {"name": call.name, "arguments": arguments_object(call.arguments) or {}}}
                     for call in message.tool_calls
                 ]
                 names.update((call.id, call.name) for call in message.tool_calls)
@@ -309,19 +312,6 @@ def build_messages(system: str, messages: Iterable[Message]) -> list[dict[str, A
         else:
             raise ValueError(f"unknown message role {message.role!r}")
     return out
-
-
-def arguments_object(arguments: str) -> dict[str, Any]:
-    """``ToolCall.arguments`` (JSON text) as the object Ollama expects back.
-
-    Ollama rejects anything but an object here, so text that is not a JSON object (a model's
-    broken output, kept for the tool's error message) is replayed as ``{}``.
-    """
-    try:
-        value = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def arguments_text(arguments: Any) -> str:
@@ -455,7 +445,6 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "ModelDetails",
     "OllamaProvider",
-    "arguments_object",
     "arguments_text",
     "build_body",
     "build_messages",

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 
 from totem_engine.prompt_files import tool_description
+from totem_engine.providers.base import ArgumentsError, decode_arguments
 
 if TYPE_CHECKING:
     from totem_engine.tools.workspace import Workspace
@@ -112,12 +113,12 @@ def _clean(node: Any, defs: dict[str, Any]) -> Any:
 def parse_arguments(model: type[ToolInput], raw: str) -> ToolInput:
     """Validate the model's raw JSON arguments; a ToolError says what was expected."""
     try:
-        data = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise ToolError(f"The arguments are not valid JSON ({exc.msg} at position {exc.pos}). "
+        data = decode_arguments(raw)
+    except ArgumentsError as exc:
+        if exc.found is not None:
+            raise ToolError(f"The arguments must be a JSON object, got {exc.found}.") from None
+        raise ToolError(f"The arguments are not valid JSON ({exc}). "
                         f"Expected an object matching: {json.dumps(input_schema(model))}") from None
-    if not isinstance(data, dict):
-        raise ToolError(f"The arguments must be a JSON object, got {type(data).__name__}.")
     try:
         return model.model_validate(data)
     except ValidationError as exc:

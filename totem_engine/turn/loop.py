@@ -30,7 +30,7 @@ from totem_engine.prompt import system_prompt
 from totem_engine.providers.base import ChatRequest, Provider, ToolCall, ToolSpec, arguments_object
 from totem_engine.providers.capabilities import CapabilityRecord, after_step, detect_prose_edit
 from totem_engine.providers.errors import ContextOverflowError, ProviderError
-from totem_engine.providers.textcalls import TextCallStats
+from totem_engine.textcalls import TextCallStats
 from totem_engine.retry import retry_delay, should_retry
 from totem_engine.session_state import SessionState
 from totem_engine.skills import Skill, discover

@@ -3,8 +3,8 @@
 
 A model with a window under 64K tokens or a small tier (tools/registry.py ``is_small``) gets, on
 top of its short prompt (prompt.py), its output capped at what its window keeps free, its
-earlier calls replayed as it wrote them (written_history.py) and the file blocks it writes
-(providers/textcalls.py, taught by ``small_tool_prompt``):
+earlier calls replayed as it wrote them (textcalls/fileblocks.py `as_written`) and the file blocks it writes
+(textcalls/fileblocks.py, taught by ``small_tool_prompt``):
 
 - the files its request names shown with the request, and its Python checked (``prepare``);
 - a block naming a new file the request does not mention written to the file it names
@@ -36,8 +36,8 @@ from totem_engine.mentions import PROJECT_FILES_LIMIT, mentions, project_files
 from totem_engine.prompt_files import prompt
 from totem_engine.providers.base import ToolCall, ToolSpec
 from totem_engine.providers.capabilities import CapabilityRecord, detect_prose_edit
-from totem_engine.providers.textcalls import FILE_BLOCK_TOOLS, looks_like_a_call, small_tool_prompt
 from totem_engine.store import new_id
+from totem_engine.textcalls import FILE_BLOCK_TOOLS, as_written, looks_like_a_call, small_tool_prompt
 from totem_engine.tools.base import Action, ToolContext, ToolResult
 from totem_engine.tools.freshness import content_hash, mark_seen, mark_seen_in
 from totem_engine.tools.registry import CHANGES_FILES
@@ -46,7 +46,6 @@ from totem_engine.turn.round import Round
 from totem_engine.turn.stream import FileBlocks
 from totem_engine.turn.unmade import UnmadeChange, asks_for_a_change
 from totem_engine.verify import MAX_RUNS, TEST_RUN, find_test_command, is_test_file, passed
-from totem_engine.written_history import as_written
 
 DEFAULT_WINDOW = 8192  # tokens, when the model's window is not known
 # A fresh attempt's sampling temperature, when the configured one is lower: at 0 the same request

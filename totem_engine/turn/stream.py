@@ -29,7 +29,7 @@ from totem_engine.providers.base import (
     ToolSpec,
     UsageChunk,
 )
-from totem_engine.providers.textcalls import TextCallStats, text_tool_calls, think_filter
+from totem_engine.textcalls import TextCallStats, text_tool_calls, think_filter
 from totem_engine.store import Store
 from totem_engine.turn.repetition import RepetitionDetector
 
@@ -83,7 +83,7 @@ async def flush_while_streaming(parts: list[StreamedPart]) -> None:
 class FileBlocks:
     """How the text-call scanner reads a fenced block naming a file (the turn policy's): as a
     ``write`` when ``enabled``; ``default_path`` for a block naming none; ``path_for`` the file a
-    block naming a path is written to (providers/textcalls.py ``text_tool_calls``)."""
+    block naming a path is written to (textcalls/scanner.py ``text_tool_calls``)."""
 
     enabled: bool = False
     default_path: str | None = None
