@@ -51,6 +51,7 @@ from totem_engine.history import to_messages
 from totem_engine.prompt_files import prompt
 from totem_engine.providers.base import ChatRequest, Message, Provider, TextChunk, ToolCall
 from totem_engine.providers.errors import ContextOverflowError, ProviderError
+from totem_engine.providers.textcalls import split_think
 from totem_engine.store import Store, StoredMessage
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ def completer(provider: Provider, model_id: str, *, max_tokens: int | None = Non
                     out.append(chunk.text)
         finally:
             await stream.aclose()  # type: ignore[attr-defined]
-        return re.sub(r"(?s)^.*?</think>", "", "".join(out)).strip() if "</think>" in "".join(out) else "".join(out)
+        return split_think("".join(out))[1]  # a model that thinks in its text: the answer only
 
     return complete
 

@@ -110,6 +110,29 @@ def _partial_suffix(text: str, tag: str) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
+def split_think(text: str) -> tuple[str, str]:
+    """A whole answer's ``(thoughts, answer)``, split as ``think_filter`` splits a stream: the
+    thoughts are what comes before ``</think>`` (an unclosed ``<think>`` at the start: all of it),
+    the answer what follows; ``("", text)`` when there are none. No ``MAX_HOLD``: the text is whole."""
+    lead = text.lstrip()
+    opened = lead.startswith(THINK_OPEN)
+    body = lead[len(THINK_OPEN):].lstrip() if opened else text
+    end = body.find(THINK_CLOSE)
+    if end < 0:
+        return (body, "") if opened else ("", text)
+    thoughts, rest = _at_close(body, end, opened=opened)
+    return thoughts, rest.lstrip()
+
+
+def _at_close(text: str, end: int, *, opened: bool) -> tuple[str, str]:
+    """The thoughts before the ``</think>`` at ``end`` and the text after it. Thoughts that did
+    not open with ``<think>`` may still hold one (after a preamble): it is taken out."""
+    thoughts, rest = text[:end], text[end + len(THINK_CLOSE):]
+    if not opened:
+        thoughts = thoughts.replace(THINK_OPEN, "").strip()
+    return thoughts, rest
+
+
 async def think_filter(stream: AsyncIterator[StreamChunk], *, max_hold: int = MAX_HOLD) -> AsyncIterator[StreamChunk]:
     """``stream`` with the thoughts before ``</think>`` turned into reasoning (module docstring)."""
     mode = "start"  # start -> open (after <think>, streaming reasoning) | held (no <think>) -> text
@@ -157,10 +180,8 @@ async def think_filter(stream: AsyncIterator[StreamChunk], *, max_hold: int = MA
             seen = 0
         end = buf.find(THINK_CLOSE, seen)
         if end >= 0:
-            thoughts, rest = buf[:end], buf[end + len(THINK_CLOSE):]
+            thoughts, rest = _at_close(buf, end, opened=mode == "open")
             buf = ""
-            if mode == "held":
-                thoughts = thoughts.replace(THINK_OPEN, "").strip()
             if thoughts:
                 out.append(ReasoningChunk(thoughts))
             return out + after_close(rest)
@@ -843,5 +864,5 @@ def _signature(schema: Mapping[str, Any]) -> str:
 
 
 __all__ = [
-    "FILE_BLOCK_TOOLS", "MAX_HOLD", "TextCallStats", "looks_like_a_call", "small_tool_prompt", "text_tool_calls", "think_filter", "tool_prompt"
+    "FILE_BLOCK_TOOLS", "MAX_HOLD", "TextCallStats", "looks_like_a_call", "small_tool_prompt", "split_think", "text_tool_calls", "think_filter", "tool_prompt"
 ]
