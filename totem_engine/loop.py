@@ -137,7 +137,7 @@ class _StepOutcome:
 
 
 class _Fitter:
-    """Each step's request, kept inside the model's window (compaction.py): estimated, compacted
+    """Each step's request, kept inside the model's window (compaction/): estimated, compacted
     when over budget (tool results to one-line accounts, then a summary checkpoint written by the
     session's model or ``small_model``), with the pinned ledger checked and the estimate reported."""
 
@@ -176,6 +176,7 @@ class _Fitter:
             window=self.window,
             output_reserve=self.reserve,
             ledger=ledger,
+            tools={**turn.agent.tools, **turn.tools},  # a result of a tool the surface left out still has its account
             complete=self.complete,
             store=turn.agent.store,
             session_id=turn.session_id,
