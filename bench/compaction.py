@@ -35,6 +35,7 @@ from totem_engine.context import input_tokens, output_reserve  # noqa: E402
 from totem_engine.history import to_messages  # noqa: E402
 from totem_engine.providers.base import ChatRequest, ToolSpec  # noqa: E402
 from totem_engine.store import Store, new_id  # noqa: E402
+from totem_engine.tools.registry import builtin_tools  # noqa: E402
 
 WINDOW = 32_768
 SYSTEM = "You are Totem, a coding agent. " * 40
@@ -102,6 +103,7 @@ async def main() -> None:
         assert len(stored) == options.messages
         ledger = build_ledger(stored, [])
         reserve = output_reserve(None, WINDOW)
+        tools = builtin_tools(skills=())
 
         times: dict[str, list[float]] = {"json": [], "load": [], "estimate": [], "compact": []}
         results = {}
@@ -119,7 +121,9 @@ async def main() -> None:
             t_estimate = time.perf_counter() - start
 
             start = time.perf_counter()
-            fitted = await fit(loaded, build=build, window=WINDOW, output_reserve=reserve, ledger=ledger, complete=summarise)
+            fitted = await fit(
+                loaded, build=build, window=WINDOW, output_reserve=reserve, ledger=ledger, tools=tools, complete=summarise
+            )
             t_compact = time.perf_counter() - start
 
             results = {"tokens": tokens, "fitted": fitted}

@@ -160,7 +160,7 @@ class Config(_Strict):
     permission_timeout: float = Field(default=600.0, gt=0)
     mode: Mode = "build"
     reasoning: Literal["none", "low", "medium", "high"] | None = None  # thinking effort; None: the model's default
-    # Share of the model's window past which old tool results are compacted (compaction.py).
+    # Share of the model's window past which old tool results are compacted (compaction/).
     compact_at: float = Field(default=0.7, gt=0, le=1)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     permission: dict[str, Rule] = Field(default_factory=dict)

@@ -15,6 +15,7 @@ def to_messages(stored: Iterable[StoredMessage], *, provider: str | None = None)
 
     Discarded parts (a retried step) are left out. A tool call with no stored result (a process
     killed mid-call) is replayed as interrupted, so every call the model made has its answer.
+    A result stored as ``error`` or ``denied`` (calls.py) is a ``Message`` with ``is_error``.
     A step's replay state goes back only to the ``provider`` that wrote it.
     """
     out: list[Message] = []
@@ -48,6 +49,7 @@ def to_messages(stored: Iterable[StoredMessage], *, provider: str | None = None)
                     text=INTERRUPTED if output is None else output,  # "" is a finished call's real (empty) result
                     tool_call_id=part.data["callId"],
                     name=part.data["tool"],
+                    is_error=part.status in ("error", "denied"),
                 )
             )
     return out

@@ -256,7 +256,7 @@ async def test_all_tool_results_of_a_turn_share_one_user_message(server, provide
                 tool_calls=(ToolCall("t1", "read_file", '{"path": "a"}'), ToolCall("t2", "read_file", '{"path": "b"}')),
             ),
             Message("tool", "contents of a", tool_call_id="t1"),
-            Message("tool", "Error: b does not exist", tool_call_id="t2"),
+            Message("tool", "Error: b does not exist", tool_call_id="t2", is_error=True),
             Message("user", "and then?"),
         ),
     )
@@ -277,6 +277,27 @@ async def test_all_tool_results_of_a_turn_share_one_user_message(server, provide
                 {"type": "text", "text": "and then?"},
             ],
         },
+    ]
+
+
+async def test_is_error_comes_from_the_flag_not_from_the_text(server, provider):
+    # A command may print "Error: ..." and succeed; a denied call's text need not say "Error".
+    server.enqueue(message_reply(text("ok")))
+    request = ChatRequest(
+        model=MODEL,
+        system="",
+        messages=(
+            Message("user", "go"),
+            Message("assistant", "", tool_calls=(ToolCall("t1", "bash", "{}"), ToolCall("t2", "write", "{}"))),
+            Message("tool", "Error: printed by the command, exit 0", tool_call_id="t1"),
+            Message("tool", "The user rejected this action.", tool_call_id="t2", is_error=True),
+        ),
+    )
+    await collect(provider, request)
+    results = server.requests[0]["messages"][2]["content"]
+    assert results == [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "Error: printed by the command, exit 0"},
+        {"type": "tool_result", "tool_use_id": "t2", "content": "The user rejected this action.", "is_error": True},
     ]
 
 

@@ -11,18 +11,20 @@ from totem_engine.compaction import (
     CHECKPOINT_PART,
     PINNED_HEADER,
     Ledger,
-    account,
     apply_checkpoints,
     build_ledger,
     fit,
     ledger_present,
 )
+from totem_engine.compaction.accounts import Accounts
 from totem_engine.context import estimate, output_reserve
 from totem_engine.history import to_messages
 from totem_engine.prompt_files import prompt
-from totem_engine.providers.base import ChatRequest, Message, ToolSpec
+from totem_engine.providers.base import ChatRequest, Message, ToolCall, ToolSpec
 from totem_engine.providers.errors import ContextOverflowError, ServerError
 from totem_engine.store import Store
+from totem_engine.tools.base import Tool, ToolInput
+from totem_engine.tools.registry import builtin_tools
 
 WINDOW = 4096
 RESERVE = output_reserve(1024, WINDOW)  # 1024
@@ -38,6 +40,16 @@ NESTED = '<instructions from="src/AGENTS.md">\nModules here must not import os d
 
 def build(messages: list[Message]) -> ChatRequest:
     return ChatRequest(model="m", system=SYSTEM, messages=tuple(messages), tools=SPECS)
+
+
+TOOLS = builtin_tools(skills=())
+
+
+def account(name: str, arguments: str, output: str, *, is_error: bool = False) -> str:
+    """What compaction puts in place of the result ``output`` of a call of ``name``."""
+    call = ToolCall("c1", name, arguments)
+    accounts = Accounts(TOOLS, [Message("assistant", tool_calls=(call,))], [])
+    return accounts.line(Message("tool", output, tool_call_id="c1", name=name, is_error=is_error))
 
 
 def file_output(index: int, lines: int = 70) -> str:
@@ -105,10 +117,10 @@ class FakeModel:
         return self.reply
 
 
-async def run_fit(session: Session, *, complete=None, force=False, window=WINDOW, **kw):
+async def run_fit(session: Session, *, complete=None, force=False, window=WINDOW, tools=TOOLS, **kw):
     stored = await session.stored()
     return await fit(
-        stored, build=build, window=window, output_reserve=RESERVE, ledger=ledger_of(stored),
+        stored, build=build, window=window, output_reserve=RESERVE, ledger=ledger_of(stored), tools=tools,
         complete=complete, store=session.store, session_id=session.id, turn_id="t1", force=force, **kw,
     )
 
@@ -120,7 +132,7 @@ def test_accounts_say_what_was_done():
     assert account("read", '{"path": "src/app.py"}', file_output(1, 348)) == "read src/app.py (348 lines)"
     partial = file_output(1, 20) + "\n[File has 900 lines; showed 1-20. Read on with offset=21.]"
     assert account("read", '{"path": "a.py"}', partial) == "read a.py lines 1-20 of 900"
-    assert account("read", '{"path": "nope.py"}', "Error: nope.py does not exist.") == "read nope.py: Error: nope.py does not exist."
+    assert account("read", '{"path": "nope.py"}', "Error: nope.py does not exist.", is_error=True) == "read nope.py: Error: nope.py does not exist."
     failed = "collected 3 items\nTraceback (most recent call last):\n  File \"t.py\", line 3\nAssertionError: 2 != 3\n[exit code 1]"
     assert account("bash", '{"command": "pytest -q"}', failed) == "ran `pytest -q`: exit 1; last output: AssertionError: 2 != 3"
     assert account("bash", '{"command": "ls"}', "a\nb") == "ran `ls`: exit 0"
@@ -131,7 +143,7 @@ def test_accounts_say_what_was_done():
     assert account("grep", '{"pattern": "zz"}', "No matches found") == "0 matches for 'zz'"
     assert account("edit", '{"path": "a.py", "old_string": "x", "new_string": "y"}', "Edited a.py: 1 replacement.") == "edited a.py"
     assert account("write", '{"path": "b.txt", "content": "hi"}', "Created b.txt (1 lines).") == "created b.txt"
-    assert account("edit", '{"path": "a.py"}', "Error: old_string not found").startswith("edit of a.py failed")
+    assert account("edit", '{"path": "a.py"}', "Error: old_string not found", is_error=True).startswith("edit of a.py failed")
 
 
 # --- tool results by budget -------------------------------------------------------------------
@@ -171,6 +183,57 @@ async def test_skill_bodies_are_kept(tmp_path):
     fitted = await run_fit(session)
     assert fitted.accounts >= 1
     assert any(m.role == "tool" and m.text == skill_body for m in fitted.messages)
+
+
+class _Query(ToolInput):
+    q: str = ""
+
+
+class _Probe(Tool):
+    """A tool compaction has never heard of: it says itself what its results were."""
+
+    name = "probe"
+    Input = _Query
+
+    async def prepare(self, args, ctx):
+        raise NotImplementedError  # never called: only its results are compacted
+
+    def account(self, args, output, *, summary="", is_error=False):
+        return f"probed {args['q']} ({summary}, {len(output)} characters)"
+
+
+class _Keeper(_Probe):
+    name = "keeper"
+    kept_on_compaction = True
+
+
+async def test_tools_account_for_their_own_results_and_unknown_tools_get_the_plain_account(tmp_path):
+    session = await Session.start(tmp_path)
+    body = "result line of a tool\n" * 60
+    await session.step("Probing.", [("probe", {"q": "os"}, body)])
+    await session.step("Keeping.", [("keeper", {"q": "kept"}, body)])
+    await session.step("An earlier run's tool.", [("gone", {"q": "old"}, body)])
+    for index in range(1, 5):
+        await session.read_step(index)
+    fitted = await run_fit(session, tools={**TOOLS, "probe": _Probe(), "keeper": _Keeper()})
+    tools = [m for m in fitted.messages if m.role == "tool"]
+    assert tools[0].text == ACCOUNT_PREFIX + f"probed os (x, {len(body)} characters)"
+    assert tools[1].text == body  # kept_on_compaction
+    assert tools[2].text == ACCOUNT_PREFIX + "gone(q=old): x"  # its stored summary
+
+
+async def test_a_failed_call_is_accounted_as_failed_by_its_stored_status(tmp_path):
+    session = await Session.start(tmp_path)
+    message = await session.store.add_message(session.id, "assistant", turn_id="t1", step=1, model="sim/m")
+    output = "Error: src/gone.py does not exist. " + "Did you mean one of these files? " * 40
+    data = {"callId": "bad", "tool": "read", "arguments": '{"path": "src/gone.py"}', "input": {}, "output": output, "summary": "x"}
+    await session.store.add_part(message, "tool", data, status="error")
+    for index in range(1, 5):
+        await session.read_step(index)
+    fitted = await run_fit(session)
+    failed = next(m for m in fitted.messages if m.role == "tool" and m.tool_call_id == "bad")
+    assert failed.is_error
+    assert failed.text == ACCOUNT_PREFIX + "read src/gone.py: " + output[:119] + "…"
 
 
 async def test_a_single_huge_round_is_cut_to_fit_with_a_note(tmp_path):
@@ -445,6 +508,27 @@ async def test_a_checkpoint_outside_a_forked_list_is_ignored(tmp_path):
     cut = [m for m in stored if m.id != checkpoint.covers]  # as if forked before it
     again, rest = apply_checkpoints(cut)
     assert again is None and len(rest) == len(cut) - 1  # the checkpoint's own message is left out
+
+
+def cut(name: str, arguments: str, output: str, chars: int) -> str:
+    """What compaction makes of the result ``output`` of a call of ``name`` cut to ``chars``."""
+    call = ToolCall("c1", name, arguments)
+    accounts = Accounts(TOOLS, [Message("assistant", tool_calls=(call,))], [])
+    return accounts.cut(Message("tool", output, tool_call_id="c1", name=name), chars)
+
+
+def test_each_tool_cuts_its_own_results_with_its_own_note():
+    log = "\n".join(f"line {n}" for n in range(1, 400)) + "\nAssertionError: 2 != 3\n[exit code 1]"
+    ran = cut("bash", '{"command": "pytest"}', log, 600)
+    assert ran.startswith("line 1\n") and "AssertionError: 2 != 3\n[exit code 1]" in ran  # the start and the end
+    assert ran.endswith(f"the start and end of {len(log)} characters shown. Run it again with the output sent to a file, then read or grep that file in parts.]")
+    assert len(ran) <= 600
+    hits = "\n".join(f"a.py:{n}: import os" for n in range(1, 200))
+    found = cut("grep", '{"pattern": "os"}', hits, 500)
+    assert found.startswith("a.py:1: import os\n") and found.endswith("Narrow the pattern, path or include.]")
+    other = cut("gone", "{}", "x\n" * 500, 300)  # a tool this run does not have
+    assert other.startswith("x\nx\n") and other.endswith("Ask for a smaller part to see the rest.]") and len(other) <= 300
+    assert cut("read", '{"path": "a.py"}', "short", 300) == "short"
 
 
 def test_read_account_ignores_an_attached_instructions_block():

@@ -78,9 +78,18 @@ def test_assistant_with_tool_calls_then_one_tool_message_per_call_in_order():
         ToolCall(id="c3", name="write", arguments='{"path": "c.py", "content": ""}'),
     )
     assert out[2] == Message(role="tool", text="1\ta", tool_call_id="c1", name="read")
-    assert out[3] == Message(role="tool", text="b.py does not exist.", tool_call_id="c2", name="read")
-    assert out[4] == Message(role="tool", text="The user rejected this.", tool_call_id="c3", name="write")
+    assert out[3] == Message(role="tool", text="b.py does not exist.", tool_call_id="c2", name="read", is_error=True)
+    assert out[4] == Message(role="tool", text="The user rejected this.", tool_call_id="c3", name="write", is_error=True)
     assert out[5] == Message(role="assistant", text="Done.")
+
+
+@pytest.mark.parametrize(
+    ("status", "flagged"), [("ok", False), ("error", True), ("denied", True), ("interrupted", False), ("running", False)]
+)
+def test_a_result_is_an_error_by_its_stored_status_not_its_text(status, flagged):
+    # The text is what a tool may well print; only the status calls.py stored says it failed.
+    out = to_messages([message("assistant", tool("c1", "bash", "{}", status=status, output="Error: not a failure"))])
+    assert out[1].is_error is flagged
 
 
 def test_tool_calls_without_text():

@@ -14,7 +14,7 @@ from totem_engine.providers.base import (
     ToolCallChunk,
     UsageChunk,
 )
-from totem_engine.textcalls import MAX_HOLD, TextCallStats, looks_like_a_call, text_tool_calls, think_filter
+from totem_engine.textcalls import MAX_HOLD, TextCallStats, looks_like_a_call, split_think, text_tool_calls, think_filter
 
 TOOLS = {"read", "write", "edit", "bash", "todo"}
 
@@ -95,6 +95,23 @@ async def test_think_split_anywhere(text):
         last_reasoning = max(i for i, k in enumerate(kinds) if k == "ReasoningChunk")
         assert all(k != "TextChunk" for k in kinds[:last_reasoning]), pieces
         assert kinds[-2:] == ["UsageChunk", "FinishChunk"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<think>I should read a.py first.</think>\n\nHere is the answer.", ("I should read a.py first.", "Here is the answer.")),
+        ("I should read a.py first.</think>\n\nHere is the answer.", ("I should read a.py first.", "Here is the answer.")),
+        ("Preamble <think>thoughts</think> answer", ("Preamble thoughts", "answer")),
+        ("<think>never closed", ("never closed", "")),
+        ("<this is not a thought", ("", "<this is not a thought")),
+        ("Just an answer.", ("", "Just an answer.")),
+    ],
+)
+async def test_split_think_splits_a_whole_text_as_the_filter_splits_its_stream(text, expected):
+    assert split_think(text) == expected
+    out, _ = await run(think, with_finish([text]))
+    assert (text_of(out, ReasoningChunk), text_of(out)) == expected
 
 
 async def test_opened_thoughts_stream_as_they_come():

@@ -32,7 +32,7 @@ Translation of the engine's neutral messages:
   text block (when non-empty), then one ``tool_use`` block per call (``input`` = the parsed
   arguments; arguments that are not a JSON object are sent as ``{}``).
 - consecutive ``tool`` messages -> ONE user message of ``tool_result`` blocks; ``is_error`` is set
-  when the result text starts with ``"Error:"``; an empty result omits ``content``.
+  from ``Message.is_error`` (never guessed from the text); an empty result omits ``content``.
 
 Thinking: ``ChatRequest.reasoning`` "low" / "medium" / "high" turns on extended thinking with a
 budget of 2048 / 8192 / 16384 tokens, ``max_tokens`` grown by the budget, and ``temperature``
@@ -311,7 +311,7 @@ def tool_result_block(message: Message) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
     if message.text:
         block["content"] = message.text
-    if message.text.startswith("Error:"):
+    if message.is_error:
         block["is_error"] = True
     return block
 

@@ -62,7 +62,9 @@ class Message:
     """One message of the conversation, in the engine's neutral form.
 
     role ``user``: ``text``. role ``assistant``: ``text``, ``reasoning`` and ``tool_calls``.
-    role ``tool``: the result ``text`` of the call ``tool_call_id`` (tool ``name``).
+    role ``tool``: the result ``text`` of the call ``tool_call_id`` (tool ``name``); ``is_error``:
+    the call failed or was not allowed (its stored status is ``error`` or ``denied``). The text of
+    such a result says so in words too; wires that have a flag (Anthropic) send this one.
     ``replay`` is what the provider that wrote this assistant message asked to get back with it
     (its ``StateChunk``: Anthropic's signed thinking blocks, Gemini's thought signatures); it is
     only given back to the same provider, never sent to another.
@@ -75,6 +77,7 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
     replay: dict[str, Any] | None = None
+    is_error: bool = False
 
 
 @dataclass(frozen=True)

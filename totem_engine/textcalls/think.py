@@ -24,6 +24,29 @@ THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 
 
+def split_think(text: str) -> tuple[str, str]:
+    """A whole answer's ``(thoughts, answer)``, split as ``think_filter`` splits a stream: the
+    thoughts are what comes before ``</think>`` (an unclosed ``<think>`` at the start: all of it),
+    the answer what follows; ``("", text)`` when there are none. No ``MAX_HOLD``: the text is whole."""
+    lead = text.lstrip()
+    opened = lead.startswith(THINK_OPEN)
+    body = lead[len(THINK_OPEN):].lstrip() if opened else text
+    end = body.find(THINK_CLOSE)
+    if end < 0:
+        return (body, "") if opened else ("", text)
+    thoughts, rest = _at_close(body, end, opened=opened)
+    return thoughts, rest.lstrip()
+
+
+def _at_close(text: str, end: int, *, opened: bool) -> tuple[str, str]:
+    """The thoughts before the ``</think>`` at ``end`` and the text after it. Thoughts that did
+    not open with ``<think>`` may still hold one (after a preamble): it is taken out."""
+    thoughts, rest = text[:end], text[end + len(THINK_CLOSE):]
+    if not opened:
+        thoughts = thoughts.replace(THINK_OPEN, "").strip()
+    return thoughts, rest
+
+
 async def think_filter(stream: AsyncIterator[StreamChunk], *, max_hold: int = MAX_HOLD) -> AsyncIterator[StreamChunk]:
     """``stream`` with the thoughts before ``</think>`` turned into reasoning (module docstring)."""
     mode = "start"  # start -> open (after <think>, streaming reasoning) | held (no <think>) -> text
@@ -71,10 +94,8 @@ async def think_filter(stream: AsyncIterator[StreamChunk], *, max_hold: int = MA
             seen = 0
         end = buf.find(THINK_CLOSE, seen)
         if end >= 0:
-            thoughts, rest = buf[:end], buf[end + len(THINK_CLOSE):]
+            thoughts, rest = _at_close(buf, end, opened=mode == "open")
             buf = ""
-            if mode == "held":
-                thoughts = thoughts.replace(THINK_OPEN, "").strip()
             if thoughts:
                 out.append(ReasoningChunk(thoughts))
             return out + after_close(rest)

@@ -221,7 +221,8 @@ class Tool(ABC):
     What the turn and compaction need to know of a tool is declared here, on the tool, so adding
     a tool never means editing them: ``read_only`` (calls of a step that are all read-only run
     together), ``changes_files`` (it writes project files: plan mode denies it, the failed-edit
-    guard counts it), ``kept_on_compaction`` (its results are never replaced by an account).
+    guard counts it), ``kept_on_compaction`` (its results are never replaced by an account),
+    ``account`` (one line saying what a call did) and ``cut`` (a result cut to fit the window).
     """
 
     name: ClassVar[str]
@@ -236,3 +237,63 @@ class Tool(ABC):
 
     @abstractmethod
     async def prepare(self, args: ToolInput, ctx: ToolContext) -> Action: ...
+
+    def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:
+        """One line saying what a call did, for compaction: it stands in for a compacted result
+        and lists the call in a checkpoint summary. ``args``: the call's arguments (``{}`` when
+        they were not an object); ``output``: the result the model saw; ``summary``: the stored
+        ``ToolResult.summary`` ("" when none); ``is_error``: the call failed or was not allowed
+        (``Message.is_error``). By default ``plain_account``; tools that can say more override it."""
+        return plain_account(self.name, args, output, summary)
+
+    def cut(self, args: dict[str, Any], output: str, chars: int) -> str:
+        """``output`` cut to about ``chars`` characters to fit the model's window (whole lines from
+        the start), followed by ``cut_note``; ``output`` itself when it is short enough."""
+        return cut_lines(output, chars, lambda kept: self.cut_note(args, kept, len(output)))
+
+    def cut_note(self, args: dict[str, Any], kept: str, total_chars: int) -> str:
+        """What a result cut to ``kept`` (of ``total_chars`` characters) says about getting the rest."""
+        return plain_cut_note(kept, total_chars)
+
+
+def short(text: object, limit: int = 80) -> str:
+    """``text`` on one line (whitespace runs as one space), cut to ``limit`` characters with "…"."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def first_line(text: str) -> str:
+    """The first line of ``text`` that is not blank, stripped; "" when there is none."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def plain_account(name: str, args: dict[str, Any], output: str, summary: str = "") -> str:
+    """The account of a call of any tool, also of one no tool of the run knows (a tool of an
+    earlier run): ``name(first three arguments): summary``, or the output's first line."""
+    shown = ", ".join(f"{k}={short(v, 40)}" for k, v in list(args.items())[:3])
+    return f"{name}({shown}): {short(summary or first_line(output), 100)}"
+
+
+def plain_cut_note(kept: str, total_chars: int) -> str:
+    return f"[Cut to fit the context window: {len(kept)} of {total_chars} characters shown. Ask for a smaller part to see the rest.]"
+
+
+def cut_lines(output: str, chars: int, note: Callable[[str], str]) -> str:
+    """``output`` cut to whole lines from its start so that with ``note(kept)`` it takes about
+    ``chars`` characters; ``output`` when it is no longer than ``chars``."""
+    if len(output) <= chars:
+        return output
+    room = max(0, chars - len(note(output[:0])) - 16)
+    return with_note(whole_lines_head(output, room), note)
+
+
+def whole_lines_head(text: str, room: int) -> str:
+    """The start of ``text`` in at most ``room`` characters, ending at a line end when it can."""
+    head = text[:room]
+    if len(head) < len(text) and "\n" in head:
+        head = head[: head.rindex("\n")]
+    return head
+
+
+def with_note(kept: str, note: Callable[[str], str]) -> str:
+    return f"{kept}\n{note(kept)}" if kept else note(kept)

@@ -14,7 +14,7 @@ import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
@@ -22,7 +22,9 @@ from pydantic import Field
 
 from totem_engine.tools.workspace import unsaved_note
 from totem_engine.permissions import is_secret
-from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.base import (
+    Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short, whole_lines_head, with_note,
+)
 from totem_engine.tools.shell_words import SimpleCommand, parse
 
 DEFAULT_TIMEOUT = 120  # seconds
@@ -326,9 +328,49 @@ def _result(outcome: Outcome, timeout: int, notes: list[str]) -> ToolResult:
     )
 
 
+_EXIT = re.compile(r"^\[exit code (-?\d+)\]$", re.MULTILINE)  # the line ``_result`` adds
+
+
 class BashTool(Tool):
     name = "bash"
     Input = BashInput
+
+    def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:
+        """"ran `pytest -q`: exit 1; last output: AssertionError", "ran `ls`: exit 0", "…: timed out"."""
+        command = short(args.get("command", "?"), 80)
+        if "[Timed out after" in output:
+            return f"ran `{command}`: timed out"
+        if is_error:
+            return f"ran `{command}`: {short(first_line(output), 120)}"
+        code = _EXIT.search(output)
+        if not code:
+            return f"ran `{command}`: exit 0"
+        body = [
+            line.strip()
+            for line in output.splitlines()
+            if line.strip() and not (line.startswith("[") and line.rstrip().endswith("]"))
+        ]
+        tail = f"; last output: {short(body[-1], 120)}" if body else ""
+        return f"ran `{command}`: exit {code.group(1)}{tail}"
+
+    def cut(self, args: dict[str, Any], output: str, chars: int) -> str:
+        """A command's output keeps its start and its end (where the failure and the exit are)."""
+        if len(output) <= chars:
+            return output
+        note = lambda kept: self.cut_note(args, kept, len(output))  # noqa: E731
+        room = max(0, chars - len(note("")) - 16)
+        head_room, tail_room = room // 3, room - room // 3
+        head = whole_lines_head(output, head_room)
+        tail = output[len(output) - tail_room :] if tail_room else ""
+        if "\n" in tail:
+            tail = tail[tail.index("\n") + 1 :]
+        return with_note(f"{head}\n…\n{tail}" if head or tail else "", note)
+
+    def cut_note(self, args: dict[str, Any], kept: str, total_chars: int) -> str:
+        return (
+            f"[Cut to fit the context window: the start and end of {total_chars} characters shown. "
+            "Run it again with the output sent to a file, then read or grep that file in parts.]"
+        )
 
     async def prepare(self, args: BashInput, ctx: ToolContext) -> Action:
         parts = parse(args.command)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 from pydantic import Field
 
 from totem_engine.tools import matching
-from totem_engine.tools.base import Action, ProposedFile, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.base import Action, ProposedFile, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short
 from totem_engine.tools.diff import unified_diff
 from totem_engine.tools.freshness import check_fresh, mark_seen
 from totem_engine.tools.paths import closest_paths, folder_glob, relative, resolve_in_project
@@ -95,6 +96,13 @@ class EditTool(Tool):
     name = "edit"
     changes_files = True
     Input = EditInput
+
+    def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:
+        """"edited a.py", "created a.py", "edit of a.py failed: …"."""
+        path = str(args.get("path", "?"))
+        if is_error:
+            return f"edit of {path} failed: {short(first_line(output), 120)}"
+        return f"{'created' if first_line(output).startswith('Created') else 'edited'} {path}"
 
     async def prepare(self, args: EditInput, ctx: ToolContext) -> Action:
         if args.old_string == args.new_string:

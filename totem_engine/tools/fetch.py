@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 import httpx
@@ -17,7 +17,7 @@ from bs4 import BeautifulSoup
 from markdownify import MarkdownConverter
 from pydantic import Field
 
-from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short
 from totem_engine.tools.read import looks_binary
 
 TIME_LIMIT = 30.0  # seconds for the whole fetch, redirects included
@@ -170,6 +170,13 @@ class FetchTool(Tool):
     name = "fetch"
     read_only = True
     Input = FetchInput
+
+    def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:
+        """"fetched https://… (5120 characters)"."""
+        url = short(args.get("url", "?"), 100)
+        if is_error:
+            return f"fetched {url}: {short(first_line(output), 120)}"
+        return f"fetched {url} ({len(output)} characters)"
 
     async def prepare(self, args: FetchInput, ctx: ToolContext) -> Action:
         url = parse_url(args.url)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 from pydantic import Field
 
-from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult, short
 from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
 from totem_engine.tools.ripgrep import FLAGS, missing_note, ripgrep_for, run_ripgrep
 from totem_engine.tools.walk import glob_matcher, printable, walk_files
@@ -158,6 +159,13 @@ class GlobTool(Tool):
     name = "glob"
     read_only = True
     Input = GlobInput
+
+    def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:
+        """"3 files matching '*.py'"."""
+        pattern = short(args.get("pattern", "?"), 60)
+        found = [line for line in output.splitlines() if line and not line.startswith("[")]
+        count = 0 if output.startswith("No files found") else len(found)
+        return f"{count} files matching '{pattern}'"
 
     async def prepare(self, args: GlobInput, ctx: ToolContext) -> Action:
         check_pattern(args.pattern)

@@ -15,14 +15,14 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import anyio
 import anyio.from_thread
 from pydantic import Field
 
 from totem_engine.permissions import is_secret
-from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short
 from totem_engine.tools.workspace import unsaved_note
 from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
 from totem_engine.tools.ripgrep import FLAGS, missing_note, ripgrep_for, run_ripgrep
@@ -400,10 +400,30 @@ class GrepAction(Action):
         return result
 
 
+_TOTAL = re.compile(r"^\[(\d+) matches in (\d+) files", re.MULTILINE)  # ``render``'s count line
+_HIT = re.compile(r"^[^\n:]+:\d+: ", re.MULTILINE)
+
+
 class GrepTool(Tool):
     name = "grep"
     read_only = True
     Input = GrepInput
+
+    def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:
+        """"12 matches for 'foo' in src"."""
+        pattern = short(args.get("pattern", "?"), 60)
+        where = f" in {args['path']}" if args.get("path") else ""
+        if is_error:
+            return f"grep for '{pattern}'{where}: {short(first_line(output), 120)}"
+        if output.startswith("No matches found"):
+            count = 0
+        else:
+            total = _TOTAL.search(output)
+            count = int(total.group(1)) if total else len(_HIT.findall(output))
+        return f"{count} matches for '{pattern}'{where}"
+
+    def cut_note(self, args: dict[str, Any], kept: str, total_chars: int) -> str:
+        return f"[Cut to fit the context window: {len(kept)} of {total_chars} characters shown. Narrow the pattern, path or include.]"
 
     async def prepare(self, args: GrepInput, ctx: ToolContext) -> Action:
         regex = check_regex(args.pattern)

@@ -12,6 +12,7 @@ import contextlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 from pydantic import Field
@@ -19,7 +20,7 @@ from unidiff import PatchedFile, PatchSet, UnidiffParseError
 from unidiff.patch import Hunk
 
 from totem_engine.tools import matching
-from totem_engine.tools.base import Action, ProposedFile, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.base import Action, ProposedFile, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short
 from totem_engine.tools.diff import unified_diff
 from totem_engine.tools.edit import decode, encode, ensure_unchanged, missing_file_error
 from totem_engine.tools.freshness import check_fresh, mark_seen
@@ -104,6 +105,10 @@ class PatchTool(Tool):
     name = "patch"
     changes_files = True
     Input = PatchInput
+
+    def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:
+        """"patch: " and the result's first line (which files, or why not)."""
+        return f"patch: {short(first_line(output), 120)}"
 
     async def prepare(self, args: PatchInput, ctx: ToolContext) -> Action:
         text, numbered = recount(args.patch)

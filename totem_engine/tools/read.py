@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 from pydantic import Field
 
 from totem_engine.tools import instructions
-from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short
 from totem_engine.tools.freshness import content_hash, mark_seen
 from totem_engine.tools.paths import closest_paths, folder_glob, relative, resolve_in_project
 
@@ -192,3 +193,49 @@ class ReadTool(Tool):
             target=target,
             args=args,
         )
+
+    def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:
+        """"read a.py (348 lines)", "read a.py lines 1-20 of 900", "listed src (12 entries)"."""
+        path = str(args.get("path", "?"))
+        if is_error:
+            return f"read {path}: {short(first_line(output), 120)}"
+        first, last = numbered_span(output)
+        if first:
+            total = _FILE_HAS.search(output[-1000:])
+            if total:
+                return f"read {path} lines {first}-{last} of {total.group(1)}"
+            if first > 1:
+                return f"read {path} lines {first}-{last}"
+            return f"read {path} ({last} lines)"
+        if "is a binary file" in output:
+            return f"read {path} (binary file)"
+        if output == "(empty file)":
+            return f"read {path} (empty file)"
+        return f"listed {path} ({len(output.splitlines())} entries)"
+
+    def cut_note(self, args: dict[str, Any], kept: str, total_chars: int) -> str:
+        last = numbered_span(kept)[1]
+        offset = last + 1 if last else int(args.get("offset") or 1)
+        return (
+            f"[Cut to fit the context window: {len(kept)} of {total_chars} characters shown. "
+            f"Read on with offset={offset} and a smaller limit.]"
+        )
+
+
+_NUMBERED = re.compile(r"^(\d+)\t", re.MULTILINE)
+_FILE_HAS = re.compile(r"File has (\d+) lines")
+
+
+def numbered_span(output: str) -> tuple[int, int]:
+    """The first and last line numbers of a read's ``N\tline`` output; (0, 0) when it has none."""
+    head = _NUMBERED.match(output)
+    if head is None:
+        return 0, 0
+    end = len(output)
+    while end > 0:
+        start = output.rfind("\n", 0, end) + 1
+        found = _NUMBERED.match(output, start, end)
+        if found:
+            return int(head.group(1)), int(found.group(1))
+        end = start - 1
+    return int(head.group(1)), int(head.group(1))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import Field
 
@@ -46,6 +47,10 @@ class TodoAction(Action):
 class TodoTool(Tool):
     name = "todo"
     Input = TodoInput
+
+    def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:
+        # The list itself is pinned in the ledger (compaction), so the account need not repeat it.
+        return "updated the todo list"
 
     async def prepare(self, args: TodoInput, ctx: ToolContext) -> Action:
         todos = [item.model_copy(update={"content": item.content.strip()}) for item in args.todos]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 from pydantic import Field
 
-from totem_engine.tools.base import Action, NothingToDo, ProposedFile, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.base import (
+    Action, NothingToDo, ProposedFile, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short,
+)
 from totem_engine.tools.diff import unified_diff
 from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
 from totem_engine.tools.freshness import check_fresh, mark_seen
@@ -45,6 +48,13 @@ class WriteTool(Tool):
     name = "write"
     changes_files = True
     Input = WriteInput
+
+    def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:
+        """"wrote a.py", "created a.py", "write of a.py failed: …"."""
+        path = str(args.get("path", "?"))
+        if is_error:
+            return f"write of {path} failed: {short(first_line(output), 120)}"
+        return f"{'created' if first_line(output).startswith('Created') else 'wrote'} {path}"
 
     async def prepare(self, args: WriteInput, ctx: ToolContext) -> Action:
         target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, args.path)

@@ -6,7 +6,7 @@ session's model or ``small_model``), with the pinned ledger checked and the esti
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from totem_engine import events as ev
 from totem_engine.compaction import Complete, Fitted, build_ledger, completer, fit, ledger_present
@@ -15,11 +15,13 @@ from totem_engine.context import output_reserve
 from totem_engine.providers.base import ChatRequest, Provider
 from totem_engine.session_state import SessionState
 from totem_engine.store import Store
+from totem_engine.tools.base import Tool
 
 
 class Fitter:
     """The requests of one turn's steps to ``model_id`` on ``provider``. ``build`` makes a step's
-    request from its history; ``window`` and ``max_output_tokens`` are the model's (None: not known)."""
+    request from its history; ``window`` and ``max_output_tokens`` are the model's (None: not known);
+    ``tools`` account for their results when compaction replaces them."""
 
     def __init__(
         self,
@@ -29,6 +31,7 @@ class Fitter:
         build: Callable[[list], ChatRequest],
         window: int | None,
         max_output_tokens: int | None,
+        tools: Mapping[str, Tool],
         config: Config,
         provider_for: Callable[[str], Provider],
         store: Store,
@@ -38,6 +41,7 @@ class Fitter:
     ):
         self.provider, self.model_id, self.build = provider, model_id, build
         self.max_output_tokens = max_output_tokens
+        self.tools = tools
         self.window = window
         self.reserve = output_reserve(max_output_tokens, window)
         self.config, self.store, self.emit = config, store, emit
@@ -71,6 +75,7 @@ class Fitter:
             window=self.window,
             output_reserve=self.reserve,
             ledger=ledger,
+            tools=self.tools,
             complete=self.complete,
             store=self.store,
             session_id=self.session_id,

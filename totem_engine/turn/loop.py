@@ -243,6 +243,7 @@ class Turn:
             build=lambda history: self._request(model_id, base_prompt, history),
             window=self.record.context_window,
             max_output_tokens=self.record.max_output_tokens,
+            tools={**self.agent.tools, **self.tools},  # a result of a tool the surface left out keeps its account
             config=self.agent.config,
             provider_for=self.agent.provider_for,
             store=self.agent.store,
