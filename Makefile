@@ -12,9 +12,15 @@ export PROMPT
 
 .PHONY: install run test test-local bench
 
+# The install says what it brings and, on a terminal, shows pip's own lines and progress bars:
+# the first one takes a minute or two. Off a terminal (CI, a log) pip stays quiet, so the log
+# holds the tests' output rather than hundreds of download lines.
 $(STAMP): pyproject.toml
+	@echo "Installing Totem (this checkout, editable) into $(VENV) with its dependencies and the test tools"
+	@echo "(pyproject.toml's dependencies and [dev] extra: pygls, httpx, pydantic, ..., pytest, ruff, Neovim)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet -e '.[dev]'
+	@if [ -t 1 ]; then quiet=; else quiet=--quiet; fi; \
+	echo "$(BIN)/pip install $$quiet -e '.[dev]'"; $(BIN)/pip install $$quiet -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
