@@ -15,9 +15,22 @@ EXIT_CODES = {"finished": 0, "error": 1, "step_limit": 3, "guard": 3, "aborted":
 EXIT_USAGE = 2
 
 
+class SubcommandParser(argparse.ArgumentParser):
+    """A parser whose subcommands' parsers are of its own kind, and whose unknown arguments are
+    its own error. argparse hands a subcommand's unknown arguments up to the top-level parser,
+    which then prints its own usage ("totem [-h] {run,...}") for ``totem run --bogus``; here the
+    subcommand that was given them prints its usage (``totem run [-h] [--cwd CWD] ...``)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="totem", description="A coding agent for your editor and your terminal.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=SubcommandParser)
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--cwd", type=Path, default=None, help="project root (default: the current directory)")
