@@ -220,7 +220,7 @@ def test_a_session_continues_with_its_history(totem):
         ("assistant", "first answer"),
         ("user", "second question"),
     ]
-    listed = totem.run("sessions", "list")
+    listed = totem.run("sessions", "list", "--cwd", str(totem.project))
     assert session_id in listed.stdout and "first question" in listed.stdout
 
 
