@@ -97,8 +97,13 @@ class TerminalFrontEnd:
         if self.assume_yes:
             return PermissionReply("allow_once")
         if not self.interactive:
-            self._line(f"! {request.title}: rejected (no terminal to ask; use --yes to allow)")
-            return PermissionReply("reject_once", reason="nobody could be asked for permission (no terminal; --yes allows)")
+            # Nobody will be there for the next ask either: the turn ends here, with how to allow.
+            return PermissionReply(
+                "reject_once",
+                reason="nobody could be asked for permission (no terminal; --yes allows)",
+                end_turn=f"{request.title} needs permission and there is no terminal to ask: the run stopped. "
+                "Run it again with --yes to allow each change, or from a terminal to answer.",
+            )
         self._end_text_line()
         if request.diff:
             self.err.write(request.diff if request.diff.endswith("\n") else request.diff + "\n")

@@ -51,6 +51,7 @@ class _Call:
     done: bool = False
     status: str | None = None
     input: dict = field(default_factory=dict)
+    end_turn: str | None = None  # a rejection that ends the turn (PermissionReply.end_turn)
 
 
 class ToolCalls:
@@ -149,6 +150,7 @@ class ToolCalls:
         self.last_output = result.output
         reasons = []
         if status == "denied":
+            reasons.append(record.end_turn)
             reasons.append(self.guards.record_permission(False))
         else:
             reasons.append(self.guards.record_permission(True))
@@ -198,6 +200,7 @@ class ToolCalls:
         )
         await self.agent.store.update_part(record.part_id, data=self._part_data(record, action.title, rule=rule))
         if not allowed:
+            record.end_turn = reply.end_turn if reply else None
             return _refusal(rule, reply), "denied", record.input
         try:
             result = await self._apply(action, ctx)

@@ -585,3 +585,19 @@ def test_on_a_terminal_the_text_streams_and_a_file_block_reads_as_one_line(totem
     shown = b"".join(chunks).decode().replace("\r\n", "\n")
     # A fragment merged into the file: the whole file is what was written.
     assert shown == "I add count.\n\n(report.py: 6 lines written)\n\nDone.\n", shown
+
+
+def test_without_a_terminal_a_rejected_file_block_ends_the_turn_and_nothing_asks_again(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    for _ in range(3):
+        totem.server.enqueue(text_reply("calc.py\n```python\ndef mul(a, b):\n    return a * b\n```\n"))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(small_config(totem)), "--json", "Add mul(a, b) to calc.py")
+
+    assert result.code == 3
+    assert (totem.project / "calc.py").read_text() == CALC
+    assert len(totem.server.requests) == 1  # not asked to make the change again
+    assert [n["message"] for n in result.of("notice")] == [
+        "Write calc.py needs permission and there is no terminal to ask: the run stopped. "
+        "Run it again with --yes to allow each change, or from a terminal to answer."
+    ]
+    assert result.of("turnEnd")[0]["stopReason"] == "guard"
