@@ -74,3 +74,23 @@ def test_main_in_process_keeps_broken_pipe_errors(tmp_path, capsys):
     before = signal.getsignal(signal.SIGPIPE)
     main(["local", "--config", str(config), "status"])
     assert signal.getsignal(signal.SIGPIPE) == before == signal.SIG_IGN
+
+
+
+def test_status_shows_the_disk_use(tmp_path, capsys):
+    from totem_engine.local.model import LocalPaths
+
+    root = tmp_path / "local"
+    config = tmp_path / "c.toml"
+    config.write_text(f'local_dir = "{root}"\n')
+    install = fake_install(root)
+    leftover = LocalPaths(root).downloads / "model" / "part.whl"
+    leftover.parent.mkdir(parents=True)
+    leftover.write_bytes(b"w" * 2000)
+    assert main(["local", "--config", str(config), "status"]) == 3  # set up, not running
+    out = capsys.readouterr().out
+    model = install.model.stat().st_size
+    binary = install.binary.stat().st_size
+    assert f"(model {model} bytes, server {binary / 1000:.1f} kB, downloads, sources and build 2.0 kB)" in out
+    total = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())  # all of local_dir
+    assert f"disk       {total / 1000:.1f} kB (model" in out
