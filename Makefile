@@ -28,7 +28,7 @@ install: $(STAMP)
 # The main job: one agent turn on a fresh copy of $(EXAMPLE) (the committed one stays as it is),
 # then what it changed. The configured model when there is one (docs/config.md; --model or
 # --config in ARGS count as one); otherwise Totem's own local model, set up here the first time
-# (about 4 minutes, docs/local.md). The venv comes first on PATH so the agent's `python -m
+# (its build takes minutes to half an hour by cores and load, docs/local.md). The venv comes first on PATH so the agent's `python -m
 # pytest` finds pytest; the venv's pytest plugins are Totem's test tools, not the sample's, so they
 # stay off (their warnings would only distract the model).
 run: $(STAMP)

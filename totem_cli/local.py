@@ -18,13 +18,13 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:
     local = sub.add_parser("local", help="build and run Totem's own local model (llama-server and a small coding model)")
     local.add_argument("--config", type=Path, default=None, help="a config file applied after the user's")
     actions = local.add_subparsers(dest="action", required=True)
-    setup = actions.add_parser("setup", help="build llama-server and install the model (resumable; the build takes minutes)")
+    setup = actions.add_parser("setup", help="build llama-server, install the model and measure its speed (resumable; the build takes minutes)")
     setup.add_argument("--gguf", type=Path, default=None, help="use this GGUF model file instead of downloading the default one")
     setup.add_argument("--jobs", type=int, default=None, help="parallel build jobs (default: every core)")
     start = actions.add_parser("start", help="start the local server on loopback and wait until it is ready")
     start.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: local_port, else a free one)")
     actions.add_parser("stop", help="stop the local server")
-    actions.add_parser("status", help="what is installed, its disk use, and whether the server runs")
+    actions.add_parser("status", help="what is installed, its disk use and measured speed, and whether the server runs")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _setup(args: argparse.Namespace, config, root: Path) -> int:
+    from totem_engine.local.benchmark import BenchmarkError, benchmark
     from totem_engine.local.build import Setup
     from totem_engine.local.model import SetupError
 
@@ -53,6 +54,12 @@ def _setup(args: argparse.Namespace, config, root: Path) -> int:
     print(f"  server  {install.binary}")
     print(f"  model   {install.model}")
     print(f"  disk    {_disk_line(root, install)}")
+    print("measuring the server's speed on this machine (a short benchmark)...", file=sys.stderr)
+    try:
+        speed = benchmark(root, install, port=config.local_port, ctx=config.local_ctx)
+        print(f"  speed   {speed.line()}")
+    except BenchmarkError as exc:
+        print(f"  speed   not measured: {exc}")
     print("With no model configured, `totem run` and `totem lsp` now use it; `totem local start` keeps it running.")
     return 0
 
@@ -112,6 +119,7 @@ def _stop(args: argparse.Namespace, config, root: Path) -> int:
 
 
 def _status(args: argparse.Namespace, config, root: Path) -> int:
+    from totem_engine.local.benchmark import last_speed
     from totem_engine.local.model import LocalPaths, installed
     from totem_engine.local.server import live_leases, status
 
@@ -127,6 +135,9 @@ def _status(args: argparse.Namespace, config, root: Path) -> int:
         print(f"  model    {install.model}")
     if root.is_dir():
         print(f"disk       {_disk_line(root, install)}")
+    speed = last_speed(root)
+    if install is not None:
+        print(f"speed      {speed.line()}" if speed else "speed      not measured (`totem local setup` measures it)")
     current = status(root)
     if current.state is None or not current.alive:
         print("server     not running")
