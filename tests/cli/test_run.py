@@ -145,8 +145,10 @@ def test_without_a_terminal_the_first_ask_is_a_reject_that_ends_the_run_saying_t
     end = result.of("turnEnd")[0]
     assert end["stopReason"] == "guard"
     assert [n["message"] for n in result.of("notice")] == [
-        "Create f0.txt needs permission and there is no terminal to ask: the run stopped. "
-        "Run it again with --yes to allow each change, or from a terminal to answer."
+        (
+            "Create f0.txt needs permission and there is no terminal to ask: the run stopped. "
+            "Run it again with --yes to allow each change, or from a terminal to answer."
+        )
     ]
     assert len(totem.server.requests) == 1
     assert totem.server.pending == 2

@@ -597,7 +597,9 @@ def test_without_a_terminal_a_rejected_file_block_ends_the_turn_and_nothing_asks
     assert (totem.project / "calc.py").read_text() == CALC
     assert len(totem.server.requests) == 1  # not asked to make the change again
     assert [n["message"] for n in result.of("notice")] == [
-        "Write calc.py needs permission and there is no terminal to ask: the run stopped. "
-        "Run it again with --yes to allow each change, or from a terminal to answer."
+        (
+            "Write calc.py needs permission and there is no terminal to ask: the run stopped. "
+            "Run it again with --yes to allow each change, or from a terminal to answer."
+        )
     ]
     assert result.of("turnEnd")[0]["stopReason"] == "guard"

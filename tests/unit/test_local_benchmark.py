@@ -9,7 +9,13 @@ import pytest
 
 from tests.unit.test_local_server import fake_install
 from totem_engine.local import server
-from totem_engine.local.benchmark import GENERATED, BenchmarkError, benchmark, last_speed, measure
+from totem_engine.local.benchmark import (
+    GENERATED,
+    BenchmarkError,
+    benchmark,
+    last_speed,
+    measure,
+)
 from totem_engine.local.model import LocalPaths
 
 
