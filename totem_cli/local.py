@@ -135,8 +135,8 @@ def _status(args: argparse.Namespace, config, root: Path) -> int:
         print(f"  model    {install.model}")
     if root.is_dir():
         print(f"disk       {_disk_line(root, install)}")
-    speed = last_speed(root)
     if install is not None:
+        speed = last_speed(root)
         print(f"speed      {speed.line()}" if speed else "speed      not measured (`totem local setup` measures it)")
     current = status(root)
     if current.state is None or not current.alive:

