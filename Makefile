@@ -12,9 +12,15 @@ export PROMPT
 
 .PHONY: install run test test-local bench
 
+# The install says what it brings and, on a terminal, shows pip's own lines and progress bars:
+# the first one takes a minute or two. Off a terminal (CI, a log) pip stays quiet, so the log
+# holds the tests' output rather than hundreds of download lines.
 $(STAMP): pyproject.toml
+	@echo "Installing Totem (this checkout, editable) into $(VENV) with its dependencies and the test tools"
+	@echo "(pyproject.toml's dependencies and [dev] extra: pygls, httpx, pydantic, ..., pytest, ruff, Neovim)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet -e '.[dev]'
+	@if [ -t 1 ]; then quiet=; else quiet=--quiet; fi; \
+	echo "$(BIN)/pip install $$quiet -e '.[dev]'"; $(BIN)/pip install $$quiet -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -22,7 +28,7 @@ install: $(STAMP)
 # The main job: one agent turn on a fresh copy of $(EXAMPLE) (the committed one stays as it is),
 # then what it changed. The configured model when there is one (docs/config.md; --model or
 # --config in ARGS count as one); otherwise Totem's own local model, set up here the first time
-# (about 4 minutes, docs/local.md). The venv comes first on PATH so the agent's `python -m
+# (its build takes minutes to half an hour by cores and load, docs/local.md). The venv comes first on PATH so the agent's `python -m
 # pytest` finds pytest; the venv's pytest plugins are Totem's test tools, not the sample's, so they
 # stay off (their warnings would only distract the model).
 run: $(STAMP)

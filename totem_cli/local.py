@@ -18,13 +18,13 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:
     local = sub.add_parser("local", help="build and run Totem's own local model (llama-server and a small coding model)")
     local.add_argument("--config", type=Path, default=None, help="a config file applied after the user's")
     actions = local.add_subparsers(dest="action", required=True)
-    setup = actions.add_parser("setup", help="build llama-server and install the model (resumable; ~4 min and 1.1 GB the first time)")
+    setup = actions.add_parser("setup", help="build llama-server, install the model and measure its speed (resumable; the build takes minutes)")
     setup.add_argument("--gguf", type=Path, default=None, help="use this GGUF model file instead of downloading the default one")
     setup.add_argument("--jobs", type=int, default=None, help="parallel build jobs (default: every core)")
     start = actions.add_parser("start", help="start the local server on loopback and wait until it is ready")
     start.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: local_port, else a free one)")
     actions.add_parser("stop", help="stop the local server")
-    actions.add_parser("status", help="what is installed, and whether the server runs")
+    actions.add_parser("status", help="what is installed, its disk use and measured speed, and whether the server runs")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _setup(args: argparse.Namespace, config, root: Path) -> int:
+    from totem_engine.local.benchmark import BenchmarkError, benchmark
     from totem_engine.local.build import Setup
     from totem_engine.local.model import SetupError
 
@@ -52,8 +53,36 @@ def _setup(args: argparse.Namespace, config, root: Path) -> int:
     print(f"ready: local/{install.model_id}")
     print(f"  server  {install.binary}")
     print(f"  model   {install.model}")
+    print(f"  disk    {_disk_line(root, install)}")
+    print("measuring the server's speed on this machine (a short benchmark)...", file=sys.stderr)
+    try:
+        speed = benchmark(root, install, port=config.local_port, ctx=config.local_ctx)
+        print(f"  speed   {speed.line()}")
+    except BenchmarkError as exc:
+        print(f"  speed   not measured: {exc}")
     print("With no model configured, `totem run` and `totem lsp` now use it; `totem local start` keeps it running.")
     return 0
+
+
+def _disk_line(root: Path, install) -> str:
+    """``1.1 GB (model 1.1 GB, server 9 MB)``: what ``local_dir`` holds, and a model of the
+    user's (``--gguf``) kept elsewhere."""
+    from totem_engine.local.model import LocalPaths, disk_use, human_size
+
+    paths = LocalPaths(root)
+    model = install.model if install is not None else None
+    inside = model is not None and model.is_relative_to(root)
+    parts = [
+        ("model", disk_use(model) if inside else 0),
+        ("server", disk_use(paths.server_binary)),
+        ("downloads, sources and build", sum(disk_use(path) for path in paths.setup_leftovers())),
+    ]
+    line = human_size(disk_use(root))
+    shown = ", ".join(f"{name} {human_size(size)}" for name, size in parts if size)
+    line += f" ({shown})" if shown else ""
+    if model is not None and not inside:
+        line += f"; the model, outside it: {human_size(disk_use(model))}"
+    return line
 
 
 def _start(args: argparse.Namespace, config, root: Path) -> int:
@@ -90,6 +119,7 @@ def _stop(args: argparse.Namespace, config, root: Path) -> int:
 
 
 def _status(args: argparse.Namespace, config, root: Path) -> int:
+    from totem_engine.local.benchmark import last_speed
     from totem_engine.local.model import LocalPaths, installed
     from totem_engine.local.server import live_leases, status
 
@@ -103,6 +133,11 @@ def _status(args: argparse.Namespace, config, root: Path) -> int:
         print(f"installed  local/{install.model_id}")
         print(f"  server   {install.binary}")
         print(f"  model    {install.model}")
+    if root.is_dir():
+        print(f"disk       {_disk_line(root, install)}")
+    if install is not None:
+        speed = last_speed(root)
+        print(f"speed      {speed.line()}" if speed else "speed      not measured (`totem local setup` measures it)")
     current = status(root)
     if current.state is None or not current.alive:
         print("server     not running")

@@ -15,9 +15,22 @@ EXIT_CODES = {"finished": 0, "error": 1, "step_limit": 3, "guard": 3, "aborted":
 EXIT_USAGE = 2
 
 
+class SubcommandParser(argparse.ArgumentParser):
+    """A parser whose subcommands' parsers are of its own kind, and whose unknown arguments are
+    its own error. argparse hands a subcommand's unknown arguments up to the top-level parser,
+    which then prints its own usage ("totem [-h] {run,...}") for ``totem run --bogus``; here the
+    subcommand that was given them prints its usage (``totem run [-h] [--cwd CWD] ...``)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="totem", description="A coding agent for your editor and your terminal.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=SubcommandParser)
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--cwd", type=Path, default=None, help="project root (default: the current directory)")
@@ -57,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sessions = sub.add_parser("sessions", help="list, show or export stored sessions")
     sessions_sub = sessions.add_subparsers(dest="action", required=True)
-    sessions_sub.add_parser("list", help="sessions, newest first")
+    listing = sessions_sub.add_parser("list", help="the project's sessions, newest first")
+    listing.add_argument("--cwd", type=Path, default=None, help="project root (default: the current directory)")
+    listing.add_argument("--all", action="store_true", help="every project's sessions, with the project of each")
     show = sessions_sub.add_parser("show", help="a session's messages")
     show.add_argument("session_id")
     export = sessions_sub.add_parser("export", help="a session as JSON")
@@ -221,8 +236,7 @@ async def sessions_command(args: argparse.Namespace) -> int:
     store = Store()
     try:
         if args.action == "list":
-            for session in await store.list_sessions():
-                print(f"{session.id}\t{_when(session.updated_at)}\t{session.model}\t{session.title or ''}")
+            return await _list_sessions(store, args)
         elif args.action == "show":
             session = await store.get_session(args.session_id)
             print(render_session(session, await store.messages(session.id, include_discarded=True)))
@@ -239,6 +253,19 @@ async def sessions_command(args: argparse.Namespace) -> int:
             print(json.dumps(await store.export(args.session_id), indent=2, ensure_ascii=False))
     finally:
         await store.close()
+    return 0
+
+
+async def _list_sessions(store, args: argparse.Namespace) -> int:
+    """The sessions of the project (``--cwd`` or the current directory, as ``totem run`` takes
+    it), or with ``--all`` of every project, with its folder before the title."""
+    root = None if args.all else project_root(args)
+    sessions = await store.list_sessions(cwd=None if root is None else str(root))
+    for session in sessions:
+        where = f"{session.cwd}\t" if root is None else ""
+        print(f"{session.id}\t{_when(session.updated_at)}\t{session.model}\t{where}{session.title or ''}")
+    if root is not None and not sessions:
+        print(f"no session in {root} (totem sessions list --all lists every project's)", file=sys.stderr)
     return 0
 
 

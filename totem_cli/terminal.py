@@ -13,6 +13,7 @@ from typing import TextIO
 
 import anyio
 
+from totem_cli.answer import AnswerText
 from totem_engine import events as ev
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
 
@@ -36,41 +37,36 @@ class TerminalFrontEnd:
         err: TextIO = sys.stderr,
     ):
         """``hold_text``: stdout is not a terminal (``> answer.md``): each step's text is written
-        when the step ends, so a step that is retried leaves nothing behind in the answer."""
+        when the step ends, so a step that is retried leaves nothing behind in the answer. A
+        small model's file block shows as one line saying what was written (answer.py)."""
         self.json_mode = json_mode
-        self.hold_text = hold_text
-        self._held: list[str] = []
+        self.answer = AnswerText(out, hold=hold_text)
         self._titles: dict[str, str] = {}
         self._last_started: str | None = None
         self.assume_yes = assume_yes
         self.interactive = interactive
         self.out = out
         self.err = err
-        self._text_open = False  # the answer's last line on stdout has no newline yet
-        self._reasoning_open = False  # same, for reasoning on stderr
+        self._reasoning_open = False  # the reasoning's last line on stderr has no newline yet
 
     async def emit(self, event: ev.Event) -> None:
         if self.json_mode:
             self.out.write(json.dumps(event.to_wire(), ensure_ascii=False) + "\n")
             self.out.flush()
             return
+        if self.answer.step_done and not isinstance(event, (ev.ToolStart, ev.Permission, ev.ToolEnd, ev.Todo)):
+            self.answer.flush()  # the step and its calls are over
         if isinstance(event, ev.TextDelta):
-            if self.hold_text:
-                self._held.append(event.text)
-                return
-            self.out.write(event.text)
-            self.out.flush()
-            self._text_open = not event.text.endswith("\n")
-        elif isinstance(event, ev.StepEnd) and self._held:
-            text, self._held = "".join(self._held), []
-            self.out.write(text if text.endswith("\n") else text + "\n")
-            self.out.flush()
+            self.answer.text(event.text)
+        elif isinstance(event, ev.StepEnd):
+            self.answer.step_end()
         elif isinstance(event, ev.ReasoningDelta):
             self.err.write(event.text)
             self.err.flush()
             self._reasoning_open = not event.text.endswith("\n")
         elif isinstance(event, ev.ToolStart):
             self._end_text_line()
+            self.answer.tool_start(event.call_id, event.tool, event.input)
             self._titles[event.call_id] = event.title
             self._last_started = event.call_id
             self._line(f"→ {event.title}")
@@ -81,8 +77,9 @@ class TerminalFrontEnd:
             self._last_started = None
             prefix = {"ok": "", "error": "error: ", "denied": "", "interrupted": ""}[event.status]
             self._line(f"   {prefix}{event.summary}")
+            self.answer.tool_end(event.call_id, event.status, event.summary)
         elif isinstance(event, ev.StepDiscarded):
-            self._held = []
+            self.answer.discard()
             self._end_text_line()
             self._line(f"(step {event.step} discarded: {event.reason})")
         elif isinstance(event, ev.Notice):
@@ -92,9 +89,7 @@ class TerminalFrontEnd:
             self._end_text_line()
             self._line(f"error: {event.message}")
         elif isinstance(event, ev.TurnEnd):
-            if self._held:  # an aborted or failed step: what it said so far
-                self.out.write("".join(self._held) + "\n")
-                self._held = []
+            self.answer.flush()  # an aborted or failed step: what it said so far
             self._end_text_line()
             self._line(f"— {event.model}")
 
@@ -102,8 +97,13 @@ class TerminalFrontEnd:
         if self.assume_yes:
             return PermissionReply("allow_once")
         if not self.interactive:
-            self._line(f"! {request.title}: rejected (no terminal to ask; use --yes to allow)")
-            return PermissionReply("reject_once", reason="nobody could be asked for permission (no terminal; --yes allows)")
+            # Nobody will be there for the next ask either: the turn ends here, with how to allow.
+            return PermissionReply(
+                "reject_once",
+                reason="nobody could be asked for permission (no terminal; --yes allows)",
+                end_turn=f"{request.title} needs permission and there is no terminal to ask: the run stopped. "
+                "Run it again with --yes to allow each change, or from a terminal to answer.",
+            )
         self._end_text_line()
         if request.diff:
             self.err.write(request.diff if request.diff.endswith("\n") else request.diff + "\n")
@@ -144,10 +144,10 @@ class TerminalFrontEnd:
         if self._reasoning_open:
             self.err.write("\n")
             self._reasoning_open = False
-        if self._text_open:
+        if self.answer.open:
             self.out.write("\n")
             self.out.flush()
-            self._text_open = False
+            self.answer.open = False
 
     def _line(self, text: str) -> None:
         self.err.write(text + "\n")

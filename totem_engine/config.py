@@ -13,7 +13,6 @@ messages (including "did you mean") are driven by the model.
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import re
 import tomllib
@@ -389,9 +388,9 @@ def _describe_error(error: ErrorDetails, data: Any) -> str:
         # The path is the table's; the unknown key is named in the problem.
         key, path = path[-1], path[:-1]
         known = _known_keys(path)
-        close = difflib.get_close_matches(key, known, n=1)
+        close = closest_key(key, known)
         if close:
-            problem = f'unknown key "{key}"; did you mean "{close[0]}"?'
+            problem = f'unknown key "{key}"; did you mean "{close}"?'
         else:
             problem = f'unknown key "{key}"; known keys: {", ".join(known)}'
     elif error["type"] == "missing":
@@ -403,6 +402,41 @@ def _describe_error(error: ErrorDetails, data: Any) -> str:
         if not _SECRET_KEYS.intersection(path):
             problem += f", got {_show(error['input'])}"
     return ": ".join([".".join(_toml_key(k) for k in path), problem] if path else [problem])
+
+
+def closest_key(key: str, known: Iterable[str]) -> str | None:
+    """The known key that ``key`` is most likely a typo of, or None when none is close.
+
+    Closeness is the number of typing slips between them: a letter added, dropped or changed,
+    or two neighbours swapped (Damerau-Levenshtein, optimal string alignment), so "modle" is one
+    slip from "model" (difflib's ratio preferred "mode"). At most a third of the key's length,
+    one at least. On a tie, fewer changed letters win ("modell" is "model" with a letter
+    doubled, more likely than "models" with one changed), then the known key of the key's
+    length, then the alphabetically first."""
+    limit = max(1, len(key) // 3)
+    # A length differing by more than the limit is more slips than that: not worth aligning.
+    near = [name for name in known if abs(len(name) - len(key)) <= limit]
+    scored = [(*_slips(key, name), abs(len(name) - len(key)), name) for name in near]
+    best = min((s for s in scored if s[0] <= limit), default=None)
+    return best[-1] if best else None
+
+
+def _slips(a: str, b: str) -> tuple[int, int]:
+    """(edits, changed letters among them) of the optimal string alignment of ``a`` into ``b``,
+    the fewest edits first, then the fewest changed letters."""
+    rows = [[(j, 0) for j in range(len(b) + 1)]]
+    for i in range(1, len(a) + 1):
+        row = [(i, 0)]
+        for j in range(1, len(b) + 1):
+            above, left, diagonal = rows[i - 1][j], row[j - 1], rows[i - 1][j - 1]
+            changed = a[i - 1] != b[j - 1]
+            options = [(above[0] + 1, above[1]), (left[0] + 1, left[1]), (diagonal[0] + changed, diagonal[1] + changed)]
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                swapped = rows[i - 2][j - 2]
+                options.append((swapped[0] + 1, swapped[1]))
+            row.append(min(options))
+        rows.append(row)
+    return rows[-1][-1]
 
 
 def _key_path(error: ErrorDetails, data: Any) -> list[str]:

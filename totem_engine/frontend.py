@@ -39,11 +39,15 @@ class PermissionRequest:
 @dataclass(frozen=True)
 class PermissionReply:
     """The answer. ``feedback`` is the user's own words; ``reason`` says why nobody answered
-    (no terminal, no reply in time), so the model is not told the user rejected it."""
+    (no terminal, no reply in time), so the model is not told the user rejected it.
+    ``end_turn``: nobody can be asked during this turn at all (no terminal and no ``--yes``), so
+    the turn ends at this rejection with this message (stop reason ``guard``) instead of the
+    model trying again to be rejected again."""
 
     outcome: Outcome
     feedback: str | None = None
     reason: str | None = None
+    end_turn: str | None = None
 
 
 @dataclass(frozen=True)

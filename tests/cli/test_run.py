@@ -134,22 +134,29 @@ def test_stream_cut_mid_answer_is_discarded_and_retried(totem):
     assert [p["data"]["text"] for p in parts_of(export, "text", discarded=False)] == ["hi", "complete answer"]
 
 
-def test_without_a_terminal_an_ask_is_a_reject_and_three_rejections_end_the_run(totem):
+def test_without_a_terminal_the_first_ask_is_a_reject_that_ends_the_run_saying_to_use_yes(totem):
     for n in range(3):
         totem.server.enqueue(tool_reply([("write", {"path": f"f{n}.txt", "content": "x"})]))
-    totem.server.enqueue(text_reply("not reached"))
     result = totem.agent("write files")
 
     assert result.code == 3
     assert not list(totem.project.glob("f*.txt"))
-    assert [e["status"] for e in result.of("toolEnd")] == ["denied"] * 3
-    assert [e["decision"] for e in result.of("permission")] == ["reject"] * 3
+    # Nobody will be there for a second ask either: no second try, no nudge to try again.
+    assert [e["status"] for e in result.of("toolEnd")] == ["denied"]
+    assert [e["decision"] for e in result.of("permission")] == ["reject"]
     end = result.of("turnEnd")[0]
     assert end["stopReason"] == "guard"
-    assert "rejected" in result.of("notice")[-1]["message"]
-    assert len(totem.server.requests) == 3
-    # The model learns nobody could answer, not that the user said no.
-    told = totem.server.requests[1]["messages"][-1]["content"]
+    assert [n["message"] for n in result.of("notice")] == [
+        (
+            "Create f0.txt needs permission and there is no terminal to ask: the run stopped. "
+            "Run it again with --yes to allow each change, or from a terminal to answer."
+        )
+    ]
+    assert len(totem.server.requests) == 1
+    assert totem.server.pending == 2
+    # The stored result says nobody could answer, not that the user said no.
+    (call,) = parts_of(totem.export(result.events[0]["sessionId"]), "tool")
+    told = call["data"]["output"]
     assert "nobody could be asked" in told and "user" not in told
 
 
@@ -222,7 +229,7 @@ def test_a_session_continues_with_its_history(totem):
         ("assistant", "first answer"),
         ("user", "second question"),
     ]
-    listed = totem.run("sessions", "list")
+    listed = totem.run("sessions", "list", "--cwd", str(totem.project))
     assert session_id in listed.stdout and "first question" in listed.stdout
 
 
@@ -307,11 +314,11 @@ def test_an_untrusted_project_config_cannot_allow_or_choose_providers(totem):
         '[permission]\nedit = "allow"\nbash = { "rm *" = "deny", "curl *" = "allow" }\n'
     )
     totem.server.enqueue(tool_reply([("write", {"path": "x.txt", "content": "x"})]))
-    totem.server.enqueue(text_reply("ok"))
     result = totem.agent("write x")
     # The project's model and provider were ignored (the user's config answered) and its
-    # "edit = allow" did not lift the ask, which no terminal could answer.
-    assert result.code == 0, result.stderr
+    # "edit = allow" did not lift the ask, which no terminal could answer: that ended the run.
+    assert result.code == 3, result.stderr
+    assert "--yes" in result.of("notice")[-1]["message"]
     assert not (totem.project / "x.txt").exists()
     assert result.of("toolEnd")[0]["status"] == "denied"
     assert "is not trusted" in result.stderr and "[providers]" in result.stderr and "permission edit = allow" in result.stderr

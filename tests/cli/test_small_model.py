@@ -4,6 +4,9 @@ shown with the message, fenced calls, whole-file blocks and a fragment merged in
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
 import sys
 
 from tests.support.model_server import text_reply
@@ -545,3 +548,58 @@ def test_calls_the_user_keeps_rejecting_end_the_turn_without_a_fresh_attempt(tot
         "3 actions in a row were rejected or denied; the run stopped so it does not keep trying."
     ]
     assert len(totem.server.requests) == 4
+
+
+def test_on_stdout_a_file_block_reads_as_one_line_saying_what_was_written(totem):
+    (totem.project / "report.py").write_text("def total(items):\n    return sum(items)\n")
+    block = "report.py\n```python\ndef total(items):\n    return sum(items)\n\n\ndef count(items):\n    return len(items)\n```\n"
+    totem.server.enqueue(text_reply(f"Here's the updated code:\n\n{block}\nIt adds count.", pieces=11))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(small_config(totem)), "--yes", "Add count(items) to report.py")
+
+    assert result.code == 0, result.stderr
+    assert "def count" in (totem.project / "report.py").read_text()
+    # The path line stands for the block the engine took out: what was written, in its place.
+    assert result.stdout == "Here's the updated code:\n\n(report.py: 6 lines written)\n\nIt adds count.\n"
+    assert "→ Write report.py" in result.stderr
+
+
+def test_on_a_terminal_the_text_streams_and_a_file_block_reads_as_one_line(totem):
+    (totem.project / "report.py").write_text("def total(items):\n    return sum(items)\n")
+    block = "report.py\n```python\ndef count(items):\n    return len(items)\n```\n"
+    totem.server.enqueue(text_reply(f"I add count.\n\n{block}\nDone.", pieces=7))
+    leader, follower = pty.openpty()
+    command = totem.command("run", "--cwd", str(totem.project), "--config", str(small_config(totem)), "--yes", "Add count(items) to report.py")
+    proc = subprocess.Popen(command, stdout=follower, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=totem.env, text=True)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 4096)
+        except OSError:  # closed when totem exits
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    shown = b"".join(chunks).decode().replace("\r\n", "\n")
+    # A fragment merged into the file: the whole file is what was written.
+    assert shown == "I add count.\n\n(report.py: 6 lines written)\n\nDone.\n", shown
+
+
+def test_without_a_terminal_a_rejected_file_block_ends_the_turn_and_nothing_asks_again(totem):
+    (totem.project / "calc.py").write_text(CALC)
+    for _ in range(3):
+        totem.server.enqueue(text_reply("calc.py\n```python\ndef mul(a, b):\n    return a * b\n```\n"))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(small_config(totem)), "--json", "Add mul(a, b) to calc.py")
+
+    assert result.code == 3
+    assert (totem.project / "calc.py").read_text() == CALC
+    assert len(totem.server.requests) == 1  # not asked to make the change again
+    assert [n["message"] for n in result.of("notice")] == [
+        (
+            "Write calc.py needs permission and there is no terminal to ask: the run stopped. "
+            "Run it again with --yes to allow each change, or from a terminal to answer."
+        )
+    ]
+    assert result.of("turnEnd")[0]["stopReason"] == "guard"

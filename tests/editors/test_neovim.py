@@ -245,3 +245,37 @@ def test_todo_question_and_reject_with_feedback(neovim, project, model):
     tool_results = [m["content"] for m in model.requests[-1]["messages"] if m.get("role") == "tool"]
     assert any("blue" in r for r in tool_results), tool_results
     assert any("Not now, thanks" in r for r in tool_results), tool_results
+
+
+# Each line of the chat as the window shows it: the characters markdown conceals left out.
+VISIBLE_CHAT = (
+    "local chat = require('totem.chat') local win = vim.fn.bufwinid(chat.buf())"
+    " return vim.api.nvim_win_call(win, function() local shown = {}"
+    " for l = 1, vim.fn.line('$') do local line, seen = vim.fn.getline(l), {}"
+    "   for c = 1, #line do local s = vim.fn.synconcealed(l, c)"
+    "     seen[#seen + 1] = s[1] == 1 and s[2] or line:sub(c, c) end"
+    "   shown[#shown + 1] = table.concat(seen) end"
+    " return shown end)"
+)
+
+
+def test_paths_and_code_in_the_chat_are_shown_verbatim(neovim, project, model):
+    """Markdown conceal must not eat the underscore of ``_re.py`` or the stars of ``**/*.py``."""
+    nv = neovim
+    (project / "src" / "tomli").mkdir(parents=True)
+    (project / "src" / "tomli" / "_re.py").write_text("RE = 1\n")
+    model.enqueue(tool_reply([("read", {"path": "src/tomli/_re.py"})]))
+    answer = "RE is set in src/tomli/_re.py; the tests match **/*_test.py and `__init__.py` has **nothing**."
+    model.enqueue(text_reply(answer, pieces=5))
+    nv.wait(lambda: nv.lua("local c = vim.lsp.get_clients({ bufnr = 0, name = 'totem' })[1] return c and c.initialized"),
+            "the totem client")
+    nv.command("TotemAsk Where is RE set?")
+    nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy") and answer in "\n".join(nv.lua(CHAT_LINES)),
+            "the end of the turn")
+
+    assert answer in nv.lua(CHAT_LINES)  # the buffer holds the answer as the model wrote it
+    shown = nv.lua(VISIBLE_CHAT)
+    assert "▶ Read src/tomli/_re.py" in shown, shown
+    assert "RE is set in src/tomli/_re.py; the tests match **/*_test.py and" in "\n".join(shown), shown
+    # Markdown stays markdown where it is not a path: the bold's stars are concealed.
+    assert any(line.endswith("has nothing.") for line in shown), shown

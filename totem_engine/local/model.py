@@ -13,6 +13,10 @@ Layout of ``local_dir`` (everything Totem's local model needs, nothing elsewhere
     bin/llama-server    the built server             models/<file>.gguf the assembled model
     stages/<stage>.json a marker per finished stage  server.json        the running server
     server.log          the server's output          leases/<pid>       Totem processes using it
+    benchmark.json      the server's measured speed  setup.log          pip's, CMake's output
+
+Once setup has finished, ``downloads/``, ``src/`` and ``build/`` are deleted (``setup_leftovers``):
+a resume never needs them again, and they are 1.3 GB beside the 1.1 GB model.
 """
 
 from __future__ import annotations
@@ -112,6 +116,14 @@ class LocalPaths:
     def leases(self) -> Path:
         return self.root / "leases"
 
+    @property
+    def benchmark(self) -> Path:
+        return self.root / "benchmark.json"
+
+    def setup_leftovers(self) -> list[Path]:
+        """What only building and assembling use: the downloads, the sources, the build tree."""
+        return [self.downloads, self.src, self.build]
+
     def marker(self, stage: str) -> Path:
         return self.stages / f"{stage}.json"
 
@@ -153,6 +165,33 @@ def installed(root: Path) -> InstalledModel | None:
     if not model_path.is_file():
         return None
     return InstalledModel(paths.server_binary, model_path, str(model.get("model_id") or MODEL_ID))
+
+
+def disk_use(path: Path) -> int:
+    """Bytes of the files under ``path`` (or of the file itself); links are not followed, and
+    a file that goes away meanwhile counts nothing."""
+    if not path.is_dir():
+        try:
+            return path.lstat().st_size
+        except OSError:
+            return 0
+    total = 0
+    for folder, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def human_size(size: int) -> str:
+    """``1.1 GB``, ``179 MB``, ``12 kB``, ``80 bytes`` (decimal units, as download sizes go)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            shown = size / scale
+            return f"{shown:.1f} {unit}" if shown < 10 else f"{shown:.0f} {unit}"
+    return f"{size} bytes"
 
 
 def sha256_file(path: Path, progress: Callable[[int], None] | None = None) -> str:

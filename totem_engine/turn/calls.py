@@ -47,6 +47,7 @@ class _Call:
     done: bool = False
     input: dict = field(default_factory=dict)
     outcome: CallOutcome | None = None  # set when it ended
+    end_turn: str | None = None  # a rejection that ends the turn (PermissionReply.end_turn)
 
 
 @dataclass
@@ -147,6 +148,7 @@ class ToolCalls:
         stop = running.stop
         reasons = []
         if status == "denied":
+            reasons.append(record.end_turn)
             reasons.append(self.guards.record_permission(False))
         else:
             reasons.append(self.guards.record_permission(True))
@@ -197,6 +199,7 @@ class ToolCalls:
         )
         await self.agent.store.update_part(record.part_id, data=self._part_data(record, action.title, rule=rule))
         if not allowed:
+            record.end_turn = reply.end_turn if reply else None
             return _refusal(rule, reply), "denied", record.input
         try:
             result = await self._apply(action, ctx, flagged)

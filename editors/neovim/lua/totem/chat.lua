@@ -42,6 +42,23 @@ function M.foldexpr(lnum)
   return '0'
 end
 
+--- Paths and code are shown as they are. Vim's markdown syntax takes an underscore after a
+--- non-word character (`src/tomli/_re.py`) or a star before one (`**/*.py`) for the start of
+--- emphasis and conceals it, so `src/tomli/_re.py` showed as `src/tomli/re.py`. These rules,
+--- added after it, win over it: Totem's own lines after their marker (a tool call and its
+--- result, a note, a todo item) and, in the answer, a word that is a path or a file name (it
+--- holds a `/` or a `.` before a letter) stay plain text. Markdown elsewhere, and a path in
+--- backticks, is left to the markdown syntax. With treesitter highlighting (CommonMark) they
+--- are not needed and not used.
+local VERBATIM = [[
+  syntax match totemToolLine /^▶ .*$/
+  syntax match totemToolResult /^    [✓✗⊘…·] .*$/
+  syntax match totemNoteText /\%(^\*\*\%(Note\|Error\):\*\* \)\@<=.*$/
+  syntax match totemNoteText /\%(^\*\*Error\*\* ([^)]*): \)\@<=.*$/
+  syntax match totemTodoText /\%(^- \[[ x~]\] \)\@<=.*$/
+  syntax match totemPath /\%(^\|[[:space:](\["']\)\@<=[[:alnum:]_.~\/*-]*\%(\/\|\.\a\)[[:alnum:]_.~\/*-]*/
+]]
+
 function M.buf()
   if state.buf and vim.api.nvim_buf_is_valid(state.buf) then
     return state.buf
@@ -51,6 +68,15 @@ function M.buf()
   vim.bo[buf].buftype = 'nofile'
   vim.bo[buf].bufhidden = 'hide'
   vim.bo[buf].swapfile = false
+  -- Each time the markdown syntax is (re)loaded for the chat, after it.
+  vim.api.nvim_create_autocmd('Syntax', {
+    buffer = buf,
+    callback = function(args)
+      vim.api.nvim_buf_call(args.buf, function()
+        vim.cmd(VERBATIM)
+      end)
+    end,
+  })
   vim.bo[buf].filetype = 'markdown'
   vim.bo[buf].modifiable = false
   state.buf = buf
