@@ -76,3 +76,46 @@ async def test_a_shared_store_stays_open_and_an_own_store_is_closed(root):
         assert session.title == "Fix the parser please"  # one line
     with pytest.raises(RuntimeError, match="store is closed"):
         await own.list_sessions()
+
+
+class Quiet:
+    """A front end that records events and is never asked anything."""
+
+    def __init__(self):
+        self.events = []
+
+    async def emit(self, event):
+        self.events.append(event)
+
+    async def permission(self, request):
+        raise AssertionError("nothing should ask")
+
+    async def question(self, request):
+        raise AssertionError("nothing should ask")
+
+
+async def test_a_turn_reads_its_session_not_again_and_sets_no_title(root, tmp_path):
+    from tests.support.model_server import ModelServer, text_reply
+
+    with ModelServer() as model:
+        config_file = user_config(tmp_path, f'model = "sim/m"\n[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n')
+        async with open_project(root, config_file=config_file) as runtime:
+            reads = []
+            get_session = runtime.store.get_session
+
+            async def counted(session_id):
+                reads.append(session_id)
+                return await get_session(session_id)
+
+            runtime.store.get_session = counted
+            model.enqueue(text_reply("Hello."))
+            session = await runtime.open_session(None, model="sim/m", mode="build", text="say hello")
+            result = await runtime.turn("<context/>\n\nsay hello", Quiet(), session=session, model="sim/m").run()
+            assert result.stop_reason == "finished" and reads == []  # created, then handed to the turn
+
+            model.enqueue(text_reply("Again."))
+            again = await runtime.open_session(session.id, model="sim/m", mode="build", text="ignored")
+            result = await runtime.turn("and again", Quiet(), session=again, model="sim/m").run()
+            assert result.stop_reason == "finished" and reads == [session.id]  # one read, by open_session
+            runtime.store.get_session = get_session
+            assert (await runtime.store.get_session(session.id)).title == "say hello"
