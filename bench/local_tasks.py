@@ -191,11 +191,7 @@ def local_server() -> Iterator[Server]:
     ``totem run`` takes one); released at the end, which stops it when this process started it
     and no other Totem process holds a lease."""
     from totem_engine.config import load_config
-    from totem_engine.local import (
-        LocalServerError,
-        ensure_local_provider,
-        release_local_provider,
-    )
+    from totem_engine.local import LocalServerError, ensure_local_provider
     from totem_engine.local.model import local_dir_from
     from totem_engine.local.server import read_state
 
@@ -206,14 +202,14 @@ def local_server() -> Iterator[Server]:
         raise SystemExit(f"cannot start the local model server: {exc}") from None
     if found is None:
         raise SystemExit(f"{MODEL_SPEC} is not available: run `totem local setup` (and have no [providers.local] of your own)")
+    _, settings, model_id, lease = found
     try:
-        _, settings, model_id = found
         state = read_state(local_dir_from(config))
         how = "started for this run" if state.owner == os.getpid() else "already running"
         print(f"llama-server {how}: {settings.base_url} (model {model_id}, context {state.ctx})", file=sys.stderr)
         yield Server(settings.base_url, model_id, state.ctx)
     finally:
-        release_local_provider()
+        lease.release()
 
 
 def ensure_aider() -> Path:

@@ -10,6 +10,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from totem_engine.runtime import Runtime
 
 EXIT_CODES = {"finished": 0, "error": 1, "step_limit": 3, "guard": 3, "aborted": 130}
 EXIT_USAGE = 2
@@ -144,52 +148,47 @@ def project_root(args: argparse.Namespace) -> Path:
 
 
 async def models_command(args: argparse.Namespace) -> int:
-    from totem_engine.config import load_config
-    from totem_engine.providers.errors import ProviderError
-    from totem_engine.runtime import Runtime
+    from totem_engine.opening import open_project
 
-    from totem_engine.trust import apply_trust
+    async with open_project(project_root(args), config_file=args.config, start_local=False) as runtime:
+        if runtime.trust_notice:
+            print(f"! {runtime.trust_notice}", file=sys.stderr)
+        return await _list_models(args, runtime)
 
-    root = project_root(args)
-    loaded, notice = await apply_trust(root, load_config(root, config_file=args.config), None)
-    if notice:
-        print(f"! {notice}", file=sys.stderr)
-    runtime = Runtime(root, loaded)
-    failures = 0
+
+async def _list_models(args: argparse.Namespace, runtime: "Runtime") -> int:
     from totem_cli.providers import installed_local_line, local_servers, print_local
+    from totem_engine.providers.errors import ProviderError
 
+    failures = 0
     own = installed_local_line(runtime.config)
     if own:
         print(own)
-    try:
-        local = await local_servers(args, runtime.config.providers)
-        if not runtime.config.providers:
-            print_local(local)
-            if local or own:
-                return 0
-            print("No providers configured. Add a [providers.<name>] table to your config (see docs/config.md),"
-                  " or run: totem providers add TEMPLATE NAME", file=sys.stderr)
-            return 1
-        for name in runtime.config.providers:
-            try:
-                found = await runtime.provider(name).models()
-            except ProviderError as exc:
-                failures += 1
-                print(f"{name}: {type(exc).__name__}: {exc.message}", file=sys.stderr)
-                continue
-            for info in found:
-                window = f"\t{info.context_window}" if info.context_window else ""
-                print(f"{name}/{info.id}{window}")
+    local = await local_servers(args, runtime.config.providers)
+    if not runtime.config.providers:
         print_local(local)
-    finally:
-        await runtime.aclose()
+        if local or own:
+            return 0
+        print("No providers configured. Add a [providers.<name>] table to your config (see docs/config.md),"
+              " or run: totem providers add TEMPLATE NAME", file=sys.stderr)
+        return 1
+    for name in runtime.config.providers:
+        try:
+            found = await runtime.provider(name).models()
+        except ProviderError as exc:
+            failures += 1
+            print(f"{name}: {type(exc).__name__}: {exc.message}", file=sys.stderr)
+            continue
+        for info in found:
+            window = f"\t{info.context_window}" if info.context_window else ""
+            print(f"{name}/{info.id}{window}")
+    print_local(local)
     return 1 if failures == len(runtime.config.providers) and not local and not own else 0
 
 
 async def history_command(args: argparse.Namespace) -> int:
     """``totem undo`` / ``totem redo``: one line per file, and exit 1 when a file was left alone."""
-    from totem_engine.config import load_config
-    from totem_engine.runtime import Runtime
+    from totem_engine.opening import open_project
 
     root = project_root(args)
     if args.session and args.cwd is None:
@@ -198,8 +197,7 @@ async def history_command(args: argparse.Namespace) -> int:
 
         async with Store() as store:
             root = Path((await store.get_session(args.session)).cwd)
-    runtime = Runtime(root, load_config(root, config_file=args.config))
-    try:
+    async with open_project(root, config_file=args.config, start_local=False) as runtime:
         session_id = args.session
         if session_id is None:
             sessions = await runtime.store.list_sessions(cwd=str(runtime.root))
@@ -208,8 +206,6 @@ async def history_command(args: argparse.Namespace) -> int:
                 return EXIT_USAGE
             session_id = sessions[0].id
         outcomes = await (runtime.undo if args.command == "undo" else runtime.redo)(session_id)
-    finally:
-        await runtime.aclose()
     if not outcomes:
         print(f"nothing to {args.command}")
     for outcome in outcomes:

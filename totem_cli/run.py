@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 
@@ -10,11 +11,9 @@ import anyio
 
 from totem_cli.main import EXIT_CODES, project_root
 from totem_cli.terminal import TerminalFrontEnd
-from totem_engine.config import MIN_MAX_STEPS, ConfigError, load_config
-from totem_engine.local import apply_local_default, release_local_provider
+from totem_engine.config import MIN_MAX_STEPS, ConfigError
 from totem_engine.local.server import LocalServerError
-from totem_engine.runtime import Runtime
-from totem_engine.trust import apply_trust
+from totem_engine.opening import open_project
 
 
 async def run_command(args: argparse.Namespace) -> int:
@@ -23,19 +22,16 @@ async def run_command(args: argparse.Namespace) -> int:
     frontend = TerminalFrontEnd(
         json_mode=args.json, assume_yes=args.yes, interactive=interactive, hold_text=not sys.stdout.isatty()
     )
-    loaded, trust_notice = await apply_trust(
-        root, load_config(root, config_file=args.config), frontend.ask_trust if interactive else None
-    )
-    if args.model is None or args.model.startswith("local/"):
-        # No model configured: the model installed by `totem local setup`, started for this run.
+    async with contextlib.AsyncExitStack() as stack:
         try:
-            await anyio.to_thread.run_sync(apply_local_default, loaded.config, args.model)
+            # With no model configured, the model `totem local setup` installed, started for this run.
+            runtime = await stack.enter_async_context(
+                open_project(root, config_file=args.config, ask_trust=frontend.ask_trust if interactive else None, model=args.model)
+            )
         except LocalServerError as exc:
             print(f"totem: {exc}", file=sys.stderr)
             return 1
-    runtime = Runtime(root, loaded)
-    try:
-        for note in [*loaded.config.notes, *([trust_notice] if trust_notice else [])]:
+        for note in [*runtime.config.notes, *([runtime.trust_notice] if runtime.trust_notice else [])]:
             print(f"! {note}", file=sys.stderr)
         prompt = " ".join(args.prompt).strip()
         if not prompt:
@@ -46,9 +42,9 @@ async def run_command(args: argparse.Namespace) -> int:
             print(f"! --max-steps {args.max_steps} was raised to {MIN_MAX_STEPS}, the smallest cap that leaves room to read, edit and check", file=sys.stderr)
         await runtime.snapshots.prune()
         model = runtime.resolve_model(args.model)
-        mode = args.mode or loaded.config.mode
-        session_id = await runtime.open_session(args.session, model=model, mode=mode)
-        turn = runtime.turn(prompt, frontend, session_id=session_id, model=model, mode=mode, max_steps=args.max_steps)
+        mode = args.mode or runtime.config.mode
+        session = await runtime.open_session(args.session, model=model, mode=mode, text=prompt)
+        turn = runtime.turn(prompt, frontend, session=session, model=model, mode=mode, max_steps=args.max_steps)
         async with anyio.create_task_group() as group:
             group.start_soon(_abort_on_interrupt, turn, group.cancel_scope)
             result = await turn.run()
@@ -56,9 +52,6 @@ async def run_command(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"session {result.session_id}", file=sys.stderr)
         return EXIT_CODES[result.stop_reason]
-    finally:
-        await runtime.aclose()
-        release_local_provider()
 
 
 async def _abort_on_interrupt(turn, scope: anyio.CancelScope) -> None:

@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from totem_engine.checks.base import CheckResult
+
 StopReason = Literal["finished", "aborted", "step_limit", "guard", "error"]
 ToolStatus = Literal["ok", "error", "denied", "interrupted"]
 
@@ -60,6 +62,9 @@ class ToolEnd(Event):
     summary: str
     output: str
     changed: list[str] = []  # project-relative paths this call changed
+    # The checks run on each changed file as the call left it (findings and notes), for front
+    # ends to show as diagnostics without running them again.
+    checks: dict[str, CheckResult] = {}
 
 
 class RuleRef(BaseModel):

@@ -1,14 +1,13 @@
 """One project's engine, wired: config, store, providers, tools and the agent.
 
-Front ends build a ``Runtime`` for a project root and ask it for sessions and turns; they never
-assemble the engine's parts themselves.
+Front ends get a ``Runtime`` from ``opening.open_project`` and ask it for sessions and turns;
+they never assemble the engine's parts themselves.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from totem_engine.checks.registry import checkers_from_config
 from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import Config, ConfigError, LoadedConfig
 from totem_engine.frontend import FrontEnd
@@ -57,9 +56,18 @@ class Capabilities:
 
 
 class Runtime:
-    def __init__(self, root: Path, loaded: LoadedConfig, *, store: Store | None = None, workspace: Workspace | None = None):
+    def __init__(
+        self,
+        root: Path,
+        loaded: LoadedConfig,
+        *,
+        store: Store | None = None,
+        workspace: Workspace | None = None,
+        trust_notice: str | None = None,
+    ):
         self.root = root.resolve()
         self.loaded = loaded
+        self.trust_notice = trust_notice  # what an untrusted project's config lost (trust.apply_trust)
         self.store = store or Store()
         settings = loaded.config.snapshots
         self.snapshots = Snapshots(
@@ -94,7 +102,7 @@ class Runtime:
     def editor_checkers(self) -> list:
         """The checks the editor shows as diagnostics: the project as it is now decides Total.js."""
         if self._editor_checkers is None:
-            self._editor_checkers = checkers_from_config(self.config, totaljs=is_totaljs_project(self.root, self.config.totaljs))
+            self._editor_checkers = self.agent.checkers(totaljs=is_totaljs_project(self.root, self.config.totaljs))
         return self._editor_checkers
 
     def provider(self, name: str) -> Provider:
@@ -116,11 +124,15 @@ class Runtime:
         self.provider(provider)  # a provider that cannot be built is a config error, before any turn
         return f"{provider}/{model}"
 
-    async def open_session(self, session_id: str | None, *, model: str, mode: str) -> str:
-        """A new session of this project, or ``session_id`` when it belongs to this project."""
+    async def open_session(self, session_id: str | None, *, model: str, mode: str, text: str) -> Session:
+        """``session_id`` when it belongs to this project, else a new session (``new_session``)."""
         if session_id:
-            return (await self.project_session(session_id)).id
-        return (await self.store.create_session(cwd=str(self.root), model=model, mode=mode)).id
+            return await self.project_session(session_id)
+        return await self.new_session(model=model, mode=mode, text=text)
+
+    async def new_session(self, *, model: str, mode: str, text: str) -> Session:
+        """A new session of this project, titled by ``text``, what the user typed (``session_title``)."""
+        return await self.store.create_session(cwd=str(self.root), model=model, mode=mode, title=session_title(text))
 
     async def project_session(self, session_id: str) -> Session:
         """The session, refusing one of another project: its files, undo and history live there."""
@@ -130,15 +142,16 @@ class Runtime:
         return session
 
     def turn(
-        self, text: str, frontend: FrontEnd, *, session_id: str, model: str, mode: str | None = None, max_steps: int | None = None
+        self, text: str, frontend: FrontEnd, *, session: Session, model: str, mode: str | None = None, max_steps: int | None = None
     ) -> Turn:
+        """A turn of ``session``, as just read or created (the turn does not read it again)."""
         options = TurnOptions(
             mode=mode or self.config.mode,
             max_steps=self.config.max_steps if max_steps is None else max_steps,
             retry_max_wait=self.config.retry_max_wait,
             reasoning=self.config.reasoning,
         )
-        return self.agent.turn(text, frontend, session_id=session_id, model=model, options=options)
+        return self.agent.turn(text, frontend, session_id=session.id, model=model, options=options, session=session)
 
     async def undo(self, session_id: str) -> list[FileOutcome]:
         """Restore the files of the session's last turn that changed something (not while it runs)."""
@@ -159,3 +172,9 @@ class Runtime:
     async def aclose(self) -> None:
         await self.close_providers()
         await self.store.close()
+
+
+def session_title(text: str) -> str:
+    """A session's title from what the user typed first: one line, at most 60 characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= 60 else line[:59] + "…"

@@ -19,7 +19,7 @@ from pygls.lsp.server import LanguageServer
 
 from totem_engine import events as ev
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
-from totem_engine.turn.loop import Turn, TurnResult, session_title
+from totem_engine.turn.loop import Turn, TurnResult
 from totem_engine.runtime import Runtime
 from totem_engine.tools.paths import relative
 from totem_lsp import protocol
@@ -27,6 +27,7 @@ from totem_lsp.diagnostics import Diagnostics
 from totem_lsp.messages import AskParams, ChatContext, ChatParams, ChatResult
 from totem_lsp.project import Projects
 from totem_lsp.stream import EventStream
+from totem_lsp.uris import path_of
 
 
 class SessionBusy(JsonRpcException):
@@ -44,8 +45,8 @@ class LspFrontEnd:
 
     async def emit(self, event: ev.Event) -> None:
         self.chats.stream.publish(event.to_wire())
-        if isinstance(event, ev.ToolEnd) and event.changed:
-            self.chats.diagnostics.after_agent_edit(self.root, event.changed)
+        if isinstance(event, ev.ToolEnd) and event.checks:
+            self.chats.diagnostics.after_agent_edit(self.root, event.checks)
         if self.progress_token is None:
             return
         progress = self.chats.server.work_done_progress
@@ -116,34 +117,30 @@ class Chats:
         return session_id in self.turns
 
     async def _start(self, params: ChatParams) -> _Started:
-        if params.session_id:
-            # A session continues in its own project, whatever document the request came from.
-            root = Path((await self.projects.store.get_session(params.session_id)).cwd).resolve()
-        else:
-            root = self.projects.root_for(params.context.uri if params.context else None)
+        if params.session_id in self.turns:
+            # Before the session is read: a turn ending meanwhile would leave its state unread.
+            raise SessionBusy(f"Session {params.session_id} is busy: a turn is still running. Abort it or wait for it to end.")
+        session = await self.projects.store.get_session(params.session_id) if params.session_id else None
+        # A session continues in its own project, whatever document the request came from.
+        root = Path(session.cwd).resolve() if session else self.projects.root_for(params.context.uri if params.context else None)
         runtime = await self.projects.runtime(root)
         for notice in self.projects.notices:
             self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=notice))
         self.projects.notices.clear()
         mode = params.mode or runtime.config.mode
-        if params.session_id:
-            session = await runtime.store.get_session(params.session_id)
-            model = runtime.resolve_model(params.model or session.model)
-        else:
-            model = runtime.resolve_model(params.model or self.projects.model)
-        session_id = await runtime.open_session(params.session_id, model=model, mode=mode)
-        if not params.session_id:
+        model = runtime.resolve_model(params.model or (session.model if session else self.projects.model))
+        if session is None:
             # Titled by what the user typed, not by the context block sent with it.
-            await runtime.store.update_session(session_id, title=session_title(params.text))
+            session = await runtime.new_session(model=model, mode=mode, text=params.text)
         text = await with_context(params, root, self.projects)
         # No await between this check and the registration below: two chats cannot both pass it.
-        if session_id in self.turns:
-            raise SessionBusy(f"Session {session_id} is busy: a turn is still running. Abort it or wait for it to end.")
-        turn = runtime.turn(text, LspFrontEnd(self, runtime, params.work_done_token), session_id=session_id, model=model, mode=mode)
-        self.turns[session_id] = turn
+        if session.id in self.turns:
+            raise SessionBusy(f"Session {session.id} is busy: a turn is still running. Abort it or wait for it to end.")
+        turn = runtime.turn(text, LspFrontEnd(self, runtime, params.work_done_token), session=session, model=model, mode=mode)
+        self.turns[session.id] = turn
         if params.work_done_token is not None:
-            self.progress[params.work_done_token] = session_id
-        return _Started(session_id, turn)
+            self.progress[params.work_done_token] = session.id
+        return _Started(session.id, turn)
 
     async def _run(self, started: _Started) -> TurnResult:
         task = asyncio.ensure_future(started.turn.run())
@@ -164,12 +161,12 @@ async def with_context(params: ChatParams, root: Path, projects: Projects) -> st
     """The user's text, preceded by the place in the editor it is about."""
     if params.context is None:
         return params.text
-    from pygls.uris import to_fs_path
-
-    path = Path(to_fs_path(params.context.uri) or "").resolve()
+    path = path_of(params.context.uri)
     try:
-        rel = relative(root, path)
+        rel = relative(root, path) if path else None
     except ValueError:
+        rel = None
+    if rel is None:
         return params.text
     selection = params.context.range
     if selection is None:

@@ -1,7 +1,8 @@
 """Findings as diagnostics: the engine's checks, published per document.
 
 Built-in rules run on open, on change (debounced 300 ms) and on save; external commands (the
-project's own checks) only on save and after the agent changed a file, on the saved file. Each
+project's own checks) only on save; after the agent changed a file, the findings of the checks
+its call ran (``ToolEnd.checks``) are published as they are. Each
 diagnostic carries ``data: {"totem": true, "fix": ...}`` so code actions can offer its fix.
 """
 
@@ -13,12 +14,12 @@ from pathlib import Path
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
-from pygls.uris import from_fs_path, to_fs_path
 
-from totem_engine.checks.base import Finding, Fix
+from totem_engine.checks.base import CheckResult, Finding, Fix
 from totem_engine.checks.registry import run_checks
 from totem_engine.tools.paths import relative
 from totem_lsp.project import Projects
+from totem_lsp.uris import path_of, uri_of
 
 log = logging.getLogger(__name__)
 DEBOUNCE = 0.3  # seconds
@@ -84,10 +85,9 @@ class Diagnostics:
 
     async def check(self, uri: str, *, external: bool) -> None:
         self._pending.pop(uri, None)
-        path_text = to_fs_path(uri)
-        if not path_text:
+        path = path_of(uri)
+        if path is None:
             return
-        path = Path(path_text).resolve()
         root = self.projects.root_for(uri)
         try:
             rel = relative(root, path)
@@ -104,15 +104,22 @@ class Diagnostics:
         if external:
             result = await run_checks([c for c in checkers if c.external], root, rel, text)
             self._external[uri] = result.findings
-            for note in result.notes:
-                self.server.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=note))
+            self._log_notes(result.notes)
         self.publish(uri)
 
-    def after_agent_edit(self, root: Path, changed: list[str]) -> None:
-        for rel in changed:
-            uri = from_fs_path(str(root / rel))
-            if uri:
-                self.spawn(self.check(uri, external=True))
+    def after_agent_edit(self, root: Path, checks: dict[str, CheckResult]) -> None:
+        """What the checks the agent's call ran found in each file it changed (``ToolEnd.checks``),
+        published as it is: the checks do not run again for the editor."""
+        for rel, checked in checks.items():
+            uri = uri_of(root / rel)
+            self._builtin[uri] = [f for f in checked.findings if not f.external]
+            self._external[uri] = [f for f in checked.findings if f.external]
+            self._log_notes(checked.notes)
+            self.publish(uri)
+
+    def _log_notes(self, notes: list[str]) -> None:
+        for note in notes:
+            self.server.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=note))
 
     def forget(self, uri: str) -> None:
         """A closed document: its diagnostics go away with it."""

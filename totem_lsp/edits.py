@@ -2,7 +2,8 @@
 
 Reads of an open document return its buffer, unsaved changes included. A write to an open
 document goes to the editor as a ``workspace/applyEdit`` WorkspaceEdit (a TextDocumentEdit at the
-version the server last saw), so it lands in the editor's undo history; a file that is not open,
+version the server last saw, editing only the lines that changed: text_edits.py), so it lands in
+the editor's undo history as the change it is; a file that is not open,
 or a client without applyEdit, is written on disk by the engine. Spec: LSP 3.17
 ``workspace/applyEdit``, ``WorkspaceEdit``, ``TextDocumentEdit``, ``DeleteFile``.
 """
@@ -15,25 +16,15 @@ from pathlib import Path
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
-from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
 from totem_engine.tools.base import ToolError
 from totem_engine.tools.workspace import DiskWorkspace, FileStat
+from totem_lsp.text_edits import text_edits
+from totem_lsp.uris import path_of, uri_of
 
 log = logging.getLogger(__name__)
 SYNC_WAIT = 2.0  # seconds to wait for the didChange of an applied edit
-
-
-def end_of(document: TextDocument) -> types.Position:
-    """The position just past the document's last character, in the client's units."""
-    lines = document.lines
-    if not lines:
-        return types.Position(line=0, character=0)
-    last = lines[-1]
-    if last.endswith(("\n", "\r")):
-        return types.Position(line=len(lines), character=0)
-    return types.Position(line=len(lines) - 1, character=document.position_codec.num_units(last))
 
 
 class EditorWorkspace:
@@ -42,10 +33,7 @@ class EditorWorkspace:
         self.disk = DiskWorkspace()
 
     def open_document(self, path: Path) -> TextDocument | None:
-        uri = from_fs_path(str(path))
-        if uri is None:
-            return None
-        return self.server.workspace.text_documents.get(uri)
+        return self.server.workspace.text_documents.get(uri_of(path))
 
     def _can_apply_edits(self) -> bool:
         workspace = self.server.client_capabilities.workspace
@@ -67,16 +55,14 @@ class EditorWorkspace:
         if document is None or not self._can_apply_edits():
             await self.disk.write_bytes(path, data)
             return
+        text = data.decode("utf-8")
+        edits = text_edits(document.source, text, document.position_codec.client_num_units)
+        if not edits:
+            return  # the buffer already holds it
         edit = types.TextDocumentEdit(
             text_document=types.OptionalVersionedTextDocumentIdentifier(uri=document.uri, version=document.version),
-            edits=[
-                types.TextEdit(
-                    range=types.Range(start=types.Position(line=0, character=0), end=end_of(document)),
-                    new_text=data.decode("utf-8"),
-                )
-            ],
+            edits=edits,
         )
-        text = data.decode("utf-8")
         await self._apply(types.WorkspaceEdit(document_changes=[edit]), f"Totem: edit {path.name}")
         await self._until_synced(document.uri, text)
 
@@ -105,10 +91,9 @@ class EditorWorkspace:
         """Open documents whose buffer differs from the disk (what grep and bash cannot see)."""
         changed = []
         for uri, document in list(self.server.workspace.text_documents.items()):
-            path_text = to_fs_path(uri)
-            if not path_text:
+            path = path_of(uri)
+            if path is None:
                 continue
-            path = Path(path_text).resolve()
             try:
                 on_disk = await self.disk.read_bytes(path)
             except OSError:

@@ -8,22 +8,21 @@ of each root before its next turn; one session store serves them all.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from pathlib import Path
 from typing import Any
 
-import anyio
 from pygls.lsp.server import LanguageServer
-from pygls.uris import to_fs_path
 
-from totem_engine.config import ConfigError, load_config
-from totem_engine.runtime import Runtime
-from totem_engine.local import apply_local_default, release_local_provider
+from totem_engine.config import ConfigError
 from totem_engine.local.server import LocalServerError
+from totem_engine.opening import open_project
+from totem_engine.runtime import Runtime
 from totem_engine.store import Store
-from totem_engine.trust import apply_trust
 from totem_lsp.edits import EditorWorkspace
 from totem_lsp.permission import Asker
+from totem_lsp.uris import path_of
 
 
 class Projects:
@@ -34,12 +33,13 @@ class Projects:
         self.store = Store()
         self.workspace = EditorWorkspace(server)
         self._runtimes: dict[Path, Runtime] = {}
-        self._retired: list[Runtime] = []  # replaced by new settings; a turn may still be using one
+        # Every runtime opened, closed with the server: one replaced by new settings stays open,
+        # as a turn may still be using it.
+        self._opened = contextlib.AsyncExitStack()
         self.notices: list[str] = []
 
     def roots(self) -> list[Path]:
-        folders = [to_fs_path(f.uri) for f in self.server.workspace.folders.values()]
-        roots = [Path(f).resolve() for f in folders if f]
+        roots = [path for f in self.server.workspace.folders.values() if (path := path_of(f.uri))]
         if not roots and self.server.workspace.root_path:
             roots = [Path(self.server.workspace.root_path).resolve()]
         return roots or [Path.cwd().resolve()]
@@ -47,7 +47,7 @@ class Projects:
     def root_for(self, uri: str | None) -> Path:
         """The workspace folder holding ``uri`` (the deepest one), else the first folder."""
         roots = self.roots()
-        path = Path(to_fs_path(uri) or "").resolve() if uri else None
+        path = path_of(uri) if uri else None
         if path is not None:
             holding = [r for r in roots if path == r or r in path.parents]
             if holding:
@@ -57,17 +57,17 @@ class Projects:
     async def runtime(self, root: Path) -> Runtime:
         runtime = self._runtimes.get(root)
         if runtime is None:
-            loaded = load_config(root, editor_settings=self.settings)
-            loaded, notice = await apply_trust(root, loaded, self.asker.trust)
-            if notice:
-                self.notices.append(notice)
-            if self.model is None or self.model.startswith("local/"):
-                # No model configured: the one `totem local setup` installed, while the server runs.
-                try:
-                    await anyio.to_thread.run_sync(apply_local_default, loaded.config, self.model)
-                except LocalServerError as exc:
-                    raise ConfigError(str(exc)) from None
-            runtime = Runtime(root, loaded, store=self.store, workspace=self.workspace)
+            # No model configured: the one `totem local setup` installed, while the server runs.
+            opening = open_project(
+                root, editor_settings=self.settings, ask_trust=self.asker.trust, model=self.model,
+                store=self.store, workspace=self.workspace,
+            )
+            try:
+                runtime = await self._opened.enter_async_context(opening)
+            except LocalServerError as exc:
+                raise ConfigError(str(exc)) from None
+            if runtime.trust_notice:
+                self.notices.append(runtime.trust_notice)
             self._runtimes[root] = runtime
         return runtime
 
@@ -90,14 +90,11 @@ class Projects:
         self.settings = _without_nulls(settings or {})
         if model is not None:
             self.model = model
-        self._retired.extend(self._runtimes.values())
         self._runtimes = {}
 
     async def aclose(self) -> None:
-        for runtime in [*self._retired, *self._runtimes.values()]:
-            await runtime.close_providers()
+        await self._opened.aclose()
         await self.store.close()
-        release_local_provider()
 
 
 def _without_nulls(settings: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from pygls.protocol.json_rpc import RPCRequest
 
 from totem_lsp import protocol
 from totem_lsp.code_actions import code_actions
+from totem_lsp.options import InitializationOptions
 
 if TYPE_CHECKING:
     from totem_lsp.service import Service
@@ -57,7 +58,7 @@ class TotemServer(LanguageServer):
         super().__init__("totem", VERSION, protocol_cls=TotemProtocol)
         self.token = token  # required in initializationOptions.token when listening on TCP
         self.authenticated = False  # whether the current connection sent the token
-        self.options: dict[str, Any] = {}
+        self.options = InitializationOptions()
         self._service: Service | None = None
 
     def report_server_error(self, error: Exception, source) -> None:
@@ -69,8 +70,7 @@ class TotemServer(LanguageServer):
         if self._service is None:
             from totem_lsp.service import Service
 
-            config = self.options.get("config")
-            self._service = Service(self, settings=config if isinstance(config, dict) else None, model=self.options.get("model"))
+            self._service = Service(self, settings=self.options.config, model=self.options.model)
         return self._service
 
     def start_tcp(self, host: str, port: int) -> None:
@@ -108,9 +108,10 @@ def create_server(token: str | None = None) -> TotemServer:
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: TotemServer, params: types.InitializeParams) -> None:
-        options = protocol.plain(params.initialization_options)
-        ls.options = options if isinstance(options, dict) else {}
-        if ls.token is not None and not _same_token(str(ls.options.get("token", "")), ls.token):
+        ls.options, problems = InitializationOptions.from_wire(params.initialization_options)
+        for problem in problems:
+            ls.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=problem))
+        if ls.token is not None and not _same_token(ls.options.token or "", ls.token):
             # Answer with the error, then end this connection (not one that may replace it).
             asyncio.get_running_loop().call_later(0.05, _close, ls.protocol.writer)
             raise BadToken("Wrong or missing token in initializationOptions.token.")

@@ -86,6 +86,28 @@ async def test_permission_request_carries_the_diff_and_an_accepted_edit_lands_in
     assert (editor.project / "app.py").read_text() == "print('old')\n"  # the buffer changed, not the disk
 
 
+async def test_an_agent_edit_of_one_line_reaches_the_editor_as_an_edit_of_that_line_only(editor):
+    text = "".join(f"value_{n} = {n}\n" for n in range(300))
+    (editor.project / "big.py").write_text(text)
+    uri = await editor.open("big.py")
+    edit = {"path": "big.py", "old_string": "value_150 = 150\n", "new_string": "value_150 = 'one hundred fifty'\n"}
+    editor.model.enqueue(tool_reply([("edit", edit)]))
+    editor.model.enqueue(text_reply("Changed it."))
+    editor.permission_answers.append({"outcome": "allow_once"})
+
+    result = await editor.request("totem/chat", {"text": "change value_150"})
+
+    assert result.stopReason == "finished"
+    assert editor.of("toolEnd")[0]["status"] == "ok"
+    [applied] = editor.applied
+    [change] = applied.edit.document_changes
+    assert change.text_document.uri == uri and change.text_document.version == 1
+    [only] = change.edits  # the other 299 lines are not touched: cursor, marks and undo stay
+    assert only.range == types.Range(start=types.Position(line=150, character=0), end=types.Position(line=151, character=0))
+    assert only.new_text == "value_150 = 'one hundred fifty'\n"
+    assert editor.documents[uri] == text.replace("value_150 = 150\n", "value_150 = 'one hundred fifty'\n")
+
+
 async def test_a_rejected_edit_changes_nothing_and_the_model_gets_the_feedback(editor):
     editor.model.enqueue(tool_reply([("write", {"path": "new.txt", "content": "x"})]))
     editor.model.enqueue(text_reply("Understood."))

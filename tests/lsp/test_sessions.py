@@ -8,7 +8,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.lsp.conftest import to_dict
+from tests.lsp.conftest import start_editor, to_dict
 from tests.support.model_server import Reply, chunk, text_reply, tool_reply
 
 WAIT = 15.0
@@ -188,3 +188,18 @@ async def test_a_session_is_titled_by_what_the_user_typed_not_by_its_context(edi
     titled = next(s for s in sessions if s["sessionId"] == result.sessionId)
     assert titled["title"] == "what does this do?"
     assert "<context" in editor.model.requests[0]["messages"][-1]["content"]
+
+
+async def test_initialization_options_of_the_wrong_type_are_ignored_and_logged(tmp_path, model):
+    totem = {"permission": True, "question": True, "trust": True, "events": True}
+    editor = await start_editor(tmp_path, model, totem=totem, init_options={"model": 5, "config": {"max_steps": 40}})
+    try:
+        assert any(
+            m.message == "initializationOptions.model: expected a string, got int; ignored" for m in editor.client.log_messages
+        )
+        model.enqueue(text_reply("hello"))
+        result = await editor.request("totem/chat", {"text": "hi"})
+        assert result.stopReason == "finished"
+        assert editor.of("turnStart")[0]["model"] == "sim/test-model"  # the config's model, not 5
+    finally:
+        await editor.client.shutdown_session()

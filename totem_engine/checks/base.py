@@ -41,6 +41,7 @@ class Finding:
     range: Range
     source: str = "totem"
     fix: Fix | None = None
+    external: bool = False  # found by a project command on the saved file (set by run_checks)
 
     def for_model(self) -> str:
         return f"{self.range.start.line + 1}:{self.range.start.character + 1} {self.code} {self.message}"

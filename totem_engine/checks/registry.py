@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from totem_engine.checks.base import CheckResult, Checker
@@ -27,6 +28,6 @@ async def run_checks(checkers: list[Checker], root: Path, rel: str, text: str, *
         if checker.external and not external:
             continue
         result = await checker.check(root, rel, text)
-        findings += result.findings
+        findings += [replace(f, external=True) for f in result.findings] if checker.external else result.findings
         notes += result.notes
     return CheckResult(findings, notes)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 
+from totem_engine.checks.base import CheckResult
 from totem_engine.prompt_files import tool_description
 from totem_engine.providers.base import ArgumentsError, decode_arguments
 
@@ -178,6 +179,8 @@ class ToolResult:
     is_error: bool = False
     changed: list[str] = field(default_factory=list)  # project-relative paths this call changed
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The checks run on each changed file as the call left it (set by the tool round).
+    checks: dict[str, CheckResult] = field(default_factory=dict)
 
 
 @dataclass

@@ -16,6 +16,8 @@ from types import MappingProxyType
 import anyio
 
 from totem_engine import events as ev
+from totem_engine.checks.base import CheckResult
+from totem_engine.checks.copied_tests import without_copied_tests
 from totem_engine.checks.formatter import format_file
 from totem_engine.checks.registry import run_checks
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
@@ -143,7 +145,7 @@ class ToolCalls:
 
     async def _execute_and_guard(self, record: _Call, running: _Running) -> None:
         result, status, arguments = await self._execute(record, running.flagged)
-        await self._close_call(record, status, result.summary, result.output, changed=result.changed, metadata=result.metadata)
+        await self._close_call(record, status, result.summary, result.output, changed=result.changed, metadata=result.metadata, checks=result.checks)
         running.results.append((record.call.name, arguments, result.output, bool(result.changed)))
         stop = running.stop
         reasons = []
@@ -254,7 +256,11 @@ class ToolCalls:
         lines: list[str] = []
         count = 0
         for rel in result.changed:
-            found, notes = await self.findings(rel)
+            checked = await self._check(rel)
+            if checked is None:
+                continue
+            result.checks[rel] = checked
+            found, notes = _lines(rel, checked)
             if found:
                 flagged.append(rel)
             lines += found + notes
@@ -267,12 +273,16 @@ class ToolCalls:
     async def findings(self, rel: str) -> tuple[list[str], list[str]]:
         """The checks' findings on ``rel`` as it is now, as ``path:finding`` lines, and their notes
         (a check that could not run) as ``(note)`` lines; none when it cannot be read."""
+        checked = await self._check(rel)
+        return _lines(rel, checked) if checked is not None else ([], [])
+
+    async def _check(self, rel: str) -> CheckResult | None:
+        """The checks run on ``rel`` as it is now; None when it cannot be read."""
         try:
             text = (await self.agent.workspace.read_bytes(self.agent.root / rel)).decode("utf-8", errors="replace")
         except OSError:
-            return [], []
-        checked = await run_checks(self.turn.checkers, self.agent.root, rel, text)
-        return [f"{rel}:{finding.for_model()}" for finding in checked.findings], [f"({note})" for note in checked.notes]
+            return None
+        return await run_checks(self.turn.checkers, self.agent.root, rel, text)
 
     async def _permit(
         self, record: _Call, action: Action, decision: Decision
@@ -320,6 +330,7 @@ class ToolCalls:
         *,
         changed: list[str] | None = None,
         metadata: dict | None = None,
+        checks: dict[str, CheckResult] | None = None,
     ) -> None:
         # Shielded: an abort landing here must not leave a call stored as done but never reported.
         with anyio.CancelScope(shield=True):
@@ -336,7 +347,7 @@ class ToolCalls:
             await self.emit(
                 ev.ToolEnd(
                     session_id=self.session_id, call_id=record.call.id, tool=record.call.name,
-                    status=status, summary=summary, output=output, changed=changed or [],
+                    status=status, summary=summary, output=output, changed=changed or [], checks=checks or {},
                 )
             )
 
@@ -348,6 +359,12 @@ class ToolCalls:
         if rule is not None:
             record.data["rule"] = rule.model_dump(by_alias=True)
         return dict(record.data)
+
+
+
+def _lines(rel: str, checked: CheckResult) -> tuple[list[str], list[str]]:
+    """Findings as ``path:finding`` lines for the model, and notes as ``(note)`` lines."""
+    return [f"{rel}:{finding.for_model()}" for finding in checked.findings], [f"({note})" for note in checked.notes]
 
 
 def _error(message: str) -> ToolResult:

@@ -35,7 +35,7 @@ from totem_engine.retry import retry_delay, should_retry
 from totem_engine.session_state import SessionState
 from totem_engine.skills import Skill, discover
 from totem_engine.snapshots import Snapshots
-from totem_engine.store import Store, new_id
+from totem_engine.store import Session, Store, new_id
 from totem_engine.tools.base import Tool
 from totem_engine.tools.registry import is_small, surface, tool_specs
 from totem_engine.tools.skill import SkillTool
@@ -116,8 +116,16 @@ class Agent:
         self.rules = rules or []
         self.notices: list[str] = []  # for the user, said at the start of the next turn
 
-    def turn(self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions) -> "Turn":
-        return Turn(self, text, frontend, session_id=session_id, model=model, options=options)
+    def checkers(self, *, totaljs: bool) -> list[Checker]:
+        """The project's checks, the one place they are built: the Total.js rules when ``totaljs``
+        (and ``conventions``), then the project's own commands. A new list each time."""
+        return checkers_from_config(self.config, totaljs=totaljs)
+
+    def turn(
+        self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions, session: Session | None = None
+    ) -> "Turn":
+        """``session``: the session as the front end just read it, so the turn does not read it again."""
+        return Turn(self, text, frontend, session_id=session_id, model=model, options=options, session=session)
 
 
 class Turn:
@@ -125,11 +133,15 @@ class Turn:
     what the session says (``state``, ``checkers``, ``skills``, ``tools``, ``user_message``) and
     what the model's record says (``record``, ``specs``, ``temperature``, ``policy``)."""
 
-    def __init__(self, agent: Agent, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions):
+    def __init__(
+        self, agent: Agent, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions,
+        session: Session | None = None,
+    ):
         self.agent = agent
         self.text = text
         self.frontend = frontend
         self.session_id = session_id
+        self._session = session
         self.model = model  # "provider/model id"
         self.options = options
         self.turn_id = new_id("trn")
@@ -161,12 +173,10 @@ class Turn:
 
     async def run(self) -> TurnResult:
         store = self.agent.store
-        session = await store.get_session(self.session_id)
+        session = self._session or await store.get_session(self.session_id)
         self.state = SessionState.from_meta(session.meta)
         await self._setup()
         self.calls = ToolCalls(self, session_rules=self.state.rules)
-        if not session.title:
-            await store.update_session(self.session_id, title=session_title(self.text))
         self.user_message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
         await store.add_part(self.user_message, "text", {"text": self.text})
         await self.emit(ev.TurnStart(session_id=self.session_id, turn_id=self.turn_id, model=self.model))
@@ -196,7 +206,7 @@ class Turn:
         config, root = self.agent.config, self.agent.root
         if self.state.totaljs is None:
             self.state.totaljs = await anyio.to_thread.run_sync(is_totaljs_project, root, config.totaljs)
-        self.checkers = checkers_from_config(config, totaljs=self.state.totaljs)
+        self.checkers = self.agent.checkers(totaljs=self.state.totaljs)
         self.skills = await anyio.to_thread.run_sync(
             lambda: discover(root, totaljs=bool(self.state.totaljs) and config.conventions)
         )
@@ -442,7 +452,3 @@ class Turn:
         return call
 
 
-def session_title(text: str) -> str:
-    """A session's title from its first message: one line, at most 60 characters."""
-    line = " ".join(text.split())
-    return line if len(line) <= 60 else line[:59] + "…"

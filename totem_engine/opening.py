@@ -1,0 +1,68 @@
+"""Opening and closing one project's engine: the one way every front end gets a ``Runtime``.
+
+``open_project`` loads the config layers, restricts an untrusted project's own layer (asking the
+user when the front end can), puts Totem's local model in when no model is configured, and builds
+the ``Runtime``; leaving it closes what it opened: the providers, its own store (not one that
+was passed in) and its lease on the local model's server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from totem_engine.config import load_config
+from totem_engine.local import LocalLease, with_local_default
+from totem_engine.runtime import Runtime
+from totem_engine.store import Store
+from totem_engine.tools.workspace import Workspace
+from totem_engine.trust import AskTrust, apply_trust
+
+
+@contextlib.asynccontextmanager
+async def open_project(
+    root: Path,
+    *,
+    config_file: Path | None = None,
+    editor_settings: dict[str, Any] | None = None,
+    ask_trust: AskTrust | None = None,
+    model: str | None = None,
+    start_local: bool = True,
+    store: Store | None = None,
+    workspace: Workspace | None = None,
+) -> AsyncIterator[Runtime]:
+    """The engine of the project at ``root``, open for the ``async with`` block.
+
+    ``config_file`` (``--config``) and ``editor_settings`` are the front end's config layers
+    (config.load_config). ``ask_trust(root, reasons)`` asks whether to trust the project; None
+    leaves an untrusted project restricted; the notice to show is ``runtime.trust_notice``.
+    ``model`` is the front end's choice of model over the config's: when it is None or
+    ``local/...`` and ``start_local``, the local model is used if the config names no model of its
+    own and setup has finished (its server started if needed, for as long as the block runs).
+    ``store`` is shared and left open; without one the runtime opens and closes its own.
+
+    Raises ConfigError (a config that does not load) and LocalServerError (the local model's
+    server cannot be started).
+    """
+    loaded, notice = await apply_trust(root, load_config(root, config_file=config_file, editor_settings=editor_settings), ask_trust)
+    lease: LocalLease | None = None
+    if start_local and (model is None or model.startswith("local/")):
+        found = await anyio.to_thread.run_sync(with_local_default, loaded.config, model)
+        if found is not None:
+            config, _spec, lease = found
+            loaded = replace(loaded, config=config)
+    try:
+        runtime = Runtime(root, loaded, store=store, workspace=workspace, trust_notice=notice)
+        try:
+            yield runtime
+        finally:
+            with anyio.CancelScope(shield=True):
+                await (runtime.close_providers() if store is not None else runtime.aclose())
+    finally:
+        if lease is not None:
+            lease.release()
