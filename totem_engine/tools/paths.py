@@ -48,6 +48,24 @@ def _real_path(candidate: Path) -> Path:
     return real
 
 
+# Totem's own folder in a project (config, skills): at any depth, since any folder may be opened
+# as a project.
+TOTEM_FOLDER = ".totem"
+
+
+def refuse_totem_file(real: Path, rel: str) -> None:
+    """Raise ToolError when writing ``real`` would make a file where Totem expects its folder.
+
+    A file named ``.totem`` makes every later run in that folder fail ("Not a directory").
+    """
+    if real.name.casefold() == TOTEM_FOLDER:
+        raise ToolError(
+            f"{rel} is not written: Totem keeps its own folder named {TOTEM_FOLDER} there (config, skills), "
+            f"and a file of that name would break every later run in that folder. "
+            f"Write a file inside {TOTEM_FOLDER}/ or choose another name."
+        )
+
+
 def relative(root: Path, real: Path) -> str:
     """The project-relative form of a confined path, with forward slashes ('.' for the root)."""
     rel = real.relative_to(root.resolve())
