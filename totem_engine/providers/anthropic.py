@@ -87,7 +87,7 @@ from .base import (
     UsageChunk,
 )
 from .errors import InvalidRequestError, MalformedStream, StreamCut
-from .http import HttpEndpoint, aiter_sse_data, error_from_payload
+from .http import HttpEndpoint, aiter_sse_data, error_from_payload, redact
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -139,7 +139,7 @@ class AnthropicProvider:
 
     def __repr__(self) -> str:
         # Never show the key, even in a debugger or a log of provider objects.
-        return f"AnthropicProvider(name={self.name!r}, base_url={self.base_url!r})"
+        return f"AnthropicProvider(name={self.name!r}, base_url={redact(self.base_url)!r})"
 
     def thinks(self, model: str) -> bool:
         """Whether ``model`` takes a ``thinking`` parameter (listed capability, else by id)."""

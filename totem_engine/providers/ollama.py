@@ -62,7 +62,7 @@ from .base import (
 )
 from .errors import ConnectionFailed, MalformedStream, ProviderError, ProviderTimeout, StreamCut
 from .framing import aiter_ndjson
-from .http import HttpEndpoint, error_from_payload
+from .http import HttpEndpoint, error_from_payload, redact
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 DEFAULT_CTX = 8192
@@ -125,7 +125,7 @@ class OllamaProvider:
         self._details: dict[str, ModelDetails] = {}
 
     def __repr__(self) -> str:
-        return f"OllamaProvider(name={self.name!r}, base_url={self.base_url!r})"
+        return f"OllamaProvider(name={self.name!r}, base_url={redact(self.base_url)!r})"
 
     # -- chat --------------------------------------------------------------------------------
 

@@ -47,7 +47,7 @@ from .base import (
     UsageChunk,
 )
 from .errors import MalformedStream, StreamCut
-from .http import HttpEndpoint, aiter_sse_data, error_from_payload
+from .http import HttpEndpoint, aiter_sse_data, error_from_payload, redact
 
 DONE = "[DONE]"
 
@@ -79,7 +79,7 @@ class OpenAIProvider:
 
     def __repr__(self) -> str:
         # Never show the key, even in a debugger or a log of provider objects.
-        return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r})"
+        return f"OpenAIProvider(name={self.name!r}, base_url={redact(self.base_url)!r})"
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         """Stream one answer; raises ProviderError subclasses (providers.errors)."""
