@@ -209,17 +209,37 @@ def _session(row: sqlite3.Row) -> Session:
 
 
 def _part(row: sqlite3.Row) -> StoredPart:
+    data = json.loads(row["data"])
     return StoredPart(
         id=row["id"],
         message_id=row["message_id"],
         seq=row["seq"],
         type=row["type"],
-        data=json.loads(row["data"]),
+        data=_repaired_call(data, row["id"]) if row["type"] == "tool" else data,
         status=row["status"],
         discarded=bool(row["discarded"]),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
+
+
+def _repaired_call(data: Any, part_id: str) -> Any:
+    """A stored tool part as every later turn can send it back: a ``callId``, ``tool`` or
+    ``arguments`` it holds that is not a string is made one (a number keeps its string form, an
+    id that is no number is made from the part's own id, the same on every load). A part stored
+    before ids were normalised at the wire (an integer ``callId``) failed every later turn."""
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    if "callId" in data and not (isinstance(data["callId"], str) and data["callId"]):
+        call_id = data["callId"]
+        number = isinstance(call_id, int | float) and not isinstance(call_id, bool)
+        data["callId"] = str(call_id) if number else f"call_{part_id}"
+    if "tool" in data and not isinstance(data["tool"], str):
+        data["tool"] = str(data["tool"])
+    if "arguments" in data and not isinstance(data["arguments"], str):
+        data["arguments"] = json.dumps(data["arguments"])
+    return data
 
 
 def _dumps(value: dict[str, Any]) -> str:

@@ -85,6 +85,7 @@ from .base import (
     ToolCallChunk,
     ToolSpec,
     UsageChunk,
+    wire_call_id,
 )
 from .errors import InvalidRequestError, MalformedStream, StreamCut
 from .http import HttpEndpoint, aiter_sse_data, error_from_payload, redact
@@ -381,7 +382,7 @@ class _Answer:
         elif kind == "redacted_thinking":
             block.data = content.get("data") or ""
         elif kind == "tool_use":
-            block.id = content.get("id") or ""
+            block.id = wire_call_id(content.get("id"))
             block.name = content.get("name") or ""
             block.start_input = content.get("input")
         return block
@@ -398,7 +399,8 @@ class _Answer:
         elif block.type == "redacted_thinking":
             self.thinking.append({"type": "redacted_thinking", "data": block.data})
         elif block.type == "tool_use":
-            self.calls.append(ToolCall(id=block.id, name=block.name, arguments=_arguments(block)))
+            call_id = block.id or f"toolu_totem_{index}"  # a missing id is made up, so the result can refer to it
+            self.calls.append(ToolCall(id=call_id, name=block.name, arguments=_arguments(block)))
 
     def stop_all(self) -> None:
         for index in list(self.blocks):

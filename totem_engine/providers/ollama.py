@@ -59,6 +59,7 @@ from .base import (
     ToolCallChunk,
     ToolSpec,
     UsageChunk,
+    wire_call_id,
 )
 from .errors import ConnectionFailed, MalformedStream, ProviderError, ProviderTimeout, StreamCut
 from .framing import aiter_ndjson
@@ -380,7 +381,7 @@ def _tool_call(wire: Any, n: int) -> ToolCall:
     if not isinstance(name, str) or not name:
         raise MalformedStream(f"tool call without a name: {str(wire)[:200]!r}")
     wire_id = wire.get("id")
-    call_id = wire_id if isinstance(wire_id, str) and wire_id else f"call_{n}"
+    call_id = wire_call_id(wire_id) or f"call_{n}"
     return ToolCall(id=call_id, name=name, arguments=arguments_text(function.get("arguments")))
 
 

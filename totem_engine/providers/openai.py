@@ -45,6 +45,7 @@ from .base import (
     ToolCallChunk,
     ToolSpec,
     UsageChunk,
+    wire_call_id,
 )
 from .errors import MalformedStream, StreamCut
 from .http import HttpEndpoint, aiter_sse_data, error_from_payload, redact
@@ -202,7 +203,7 @@ class _ToolCallAssembler:
             raise MalformedStream(f"tool call delta is not an object: {delta!r:.200}")
         index = delta.get("index", self._last_index)
         self._last_index = index
-        call_id = delta.get("id") or ""
+        call_id = wire_call_id(delta.get("id"))
         current = self._by_index.get(index)
         if current is None or (call_id and current.id and call_id != current.id):
             current = _CallBuilder()
