@@ -1,4 +1,4 @@
-"""A tool-call id that is not a string never poisons a session (issue 16, item 7).
+"""A tool-call id that is not a string, or a lone surrogate, never poisons a session (issue 16, items 7, 8).
 
 ``"id": 12345`` in an OpenAI-compatible stream ended the turn with a ValidationError, stored an
 integer ``callId``, and every later turn of that session failed before calling the model.
@@ -39,3 +39,17 @@ async def test_a_session_goes_on_after_a_call_id_that_is_not_a_string(editor, ca
     assert ids and all(isinstance(i, str) and i for i in ids)
     if isinstance(call_id, int | float) and not isinstance(call_id, bool):
         assert ids == [str(call_id)]
+
+
+async def test_a_lone_surrogate_in_a_text_delta_or_in_arguments_does_not_end_the_turn(editor):
+    # Issue 16, item 8: "A\udcffB" raised UnicodeEncodeError in the store and the turn was lost.
+    (editor.project / "a.txt").write_text("hello\n")
+    editor.model.enqueue(tool_reply([("read", {"path": "a.txt", "note": "x\ud800y"})], text="A\udcffB"))
+    editor.model.enqueue(text_reply("Done \udcff."))
+    first = await editor.request("totem/chat", {"text": "read a.txt"})
+    assert first.stopReason == "finished"
+    editor.model.enqueue(text_reply("Still here."))
+    second = await editor.request("totem/chat", {"text": "again", "sessionId": first.sessionId})
+    assert second.stopReason == "finished" and second.text == "Still here."
+    sent = editor.model.requests[-1]["messages"]
+    assert any("A\ufffdB" in (m.get("content") or "") for m in sent)

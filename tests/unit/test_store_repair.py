@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from totem_engine.history import to_messages
 from totem_engine.providers.base import wire_call_id
-from totem_engine.store import Store
+from totem_engine.store import Store, storable
 
 
 @pytest.fixture
@@ -56,3 +56,23 @@ def test_a_wire_id_is_always_text(raw):
         assert got == str(raw)
     else:
         assert got == ""
+
+
+async def test_text_with_a_lone_surrogate_is_stored_with_it_replaced(store):
+    session, message = await _assistant(store)
+    await store.add_part(message, "text", {"text": "A\udcffB"})
+    await store.add_part(message, "tool", {"callId": "c1", "tool": "edit", "arguments": '{"x": "\ud800"}'})
+    await store.update_session(session, title="t\udfff")
+    parts = (await store.messages(session))[0].parts
+    assert parts[0].data["text"] == "A\ufffdB"
+    assert parts[1].data["arguments"] == '{"x": "\ufffd"}'
+    assert (await store.get_session(session)).title == "t\ufffd"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())))
+def test_any_text_becomes_storable_and_keeps_its_length(text):
+    stored = storable(text)
+    stored.encode("utf-8")  # raises for anything SQLite could not take
+    assert len(stored) == len(text)
+    assert all(a == b or 0xD800 <= ord(a) <= 0xDFFF for a, b in zip(text, stored))
