@@ -84,7 +84,7 @@ def outside_reads(draw) -> tuple[str, int]:
     form = draw(st.sampled_from([
         "${VAR}/NAME", "$VAR/NAME", "~/NAME", "LINK/NAME", "./LINK/NAME", "src/../LINK/NAME",
         "LINK/../home/NAME", "../home/NAME", "ROOT/../home/NAME", "HOMEDIR/NAME", "--file=~/NAME",
-        "-f${VAR}/NAME", "GLOBBED/NAME", "$VAR", "~",
+        "-f${VAR}/NAME", "GLOBBED/NAME", "$VAR", "~", "<~/NAME", "0<$VAR/NAME", "< LINK/NAME",
     ]))
     globbed = "/".join(part[0] + "*" for part in link.split("/"))  # d0/link -> d*/l*
     path = (form.replace("VAR", var).replace("GLOBBED", globbed).replace("LINK", link).replace("NAME", name)

@@ -66,6 +66,7 @@ _FOLLOWS_LINKS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 _VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 _GLOB_CHARS = re.compile(r"[*?\[]")
+_REDIRECTION = re.compile(r"[<>&]+")
 _FUNCTION_DEFINITION = re.compile(r"(?:^|[\s;&|(){}])(?:function\s+\S+|[^\s;&|()<>]+\s*\(\s*\))")
 # A variable whose value is likely a credential: printing it hands the key to the model.
 _SECRET_VARIABLE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
@@ -129,7 +130,7 @@ def _check(part: SimpleCommand, root: Path, cwds: set[Path], env: Mapping[str, s
         for value in _expand(word, env):
             for candidate in _candidates(value):
                 for cwd in cwds:
-                    _check_path(candidate, root, cwd)
+                    _check_path(_tilde(candidate, env), root, cwd)
     return None
 
 
@@ -148,9 +149,11 @@ def _cd_targets(args: tuple[str, ...], root: Path, cwds: set[Path], env: Mapping
         raise Unproven("cd")
     entered: set[Path] = set()
     for word in operands:
-        for value in _expand(word, env):
+        for value in (_tilde(v, env) for v in _expand(word, env)):
             if env.get("CDPATH") and not value.startswith(("/", ".")):
                 raise Unproven(value)  # CDPATH may take "cd name" anywhere
+            if _GLOB_CHARS.search(value):
+                raise Unproven(value)  # which folder "cd s*" enters depends on what matches
             for cwd in cwds:
                 # cd is logical by default ("link/.." is the folder itself), -P physical: prove both.
                 logical = os.path.normpath(cwd / value)
@@ -160,15 +163,15 @@ def _cd_targets(args: tuple[str, ...], root: Path, cwds: set[Path], env: Mapping
 
 
 def _expand(word: str, env: Mapping[str, str]) -> list[str]:
-    """What bash may make of ``word``: the word with its variables and ``~`` expanded, and the
-    fields the expansion splits into. Raises Unproven for expansions that cannot be known."""
+    """What bash may make of ``word``: the word with its variables expanded, and the fields the
+    expansion splits into (``~`` is the caller's, per candidate). Raises Unproven for
+    expansions that cannot be known."""
     rest = _VARIABLE.sub("", word)
     if "$" in rest:
         raise Unproven(word)  # $1, $@, ${V:-x}, $'...': not a plain variable
     if "{" in rest and "}" in rest:
         raise Unproven(word)  # brace expansion: {/etc/passwd,x}
     expanded = _VARIABLE.sub(lambda m: _variable(m.group(1) or m.group(2), env), word)
-    expanded = _tilde(expanded, env)
     fields = expanded.split()
     return [expanded, *fields] if len(fields) > 1 else [expanded]
 
@@ -180,10 +183,8 @@ def _variable(name: str, env: Mapping[str, str]) -> str:
 
 
 def _tilde(value: str, env: Mapping[str, str]) -> str:
-    """``~`` and ``~/x`` at the start of the word, or after the ``=`` of ``--opt=~/x``."""
-    head, sep, tail = value.partition("=")
-    if sep and tail.startswith("~"):
-        return head + sep + _tilde(tail, env)
+    """``~`` and ``~/x`` at the start of a candidate (a word, the value of ``--opt=~/x``, the
+    target of ``<~/x``)."""
     if not value.startswith("~"):
         return value
     if value == "~" or value.startswith("~/"):
@@ -196,12 +197,14 @@ def _tilde(value: str, env: Mapping[str, str]) -> str:
 
 def _candidates(value: str) -> list[str]:
     """Every string of ``value`` a command may take as a path: the word itself, its value after
-    ``=``, and for a short-option cluster each tail (``-f/etc/passwd`` -> ``/etc/passwd``)."""
+    ``=``, for a short-option cluster each tail (``-f/etc/passwd`` -> ``/etc/passwd``), and the
+    target of a redirection written into the word (``<~/.ssh/id_rsa``, ``0</etc/passwd``)."""
     found = [value]
     if "=" in value:
         found.append(value.split("=", 1)[1])
     if value.startswith("-") and not value.startswith("--"):
         found.extend(value[i:] for i in range(1, len(value)))
+    found.extend(_REDIRECTION.split(value)[1:])
     return [c for c in found if c and c != "-"]
 
 
