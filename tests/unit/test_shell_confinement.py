@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from totem_engine.tools.bash import BashTool
 from totem_engine.tools.base import ToolContext
+from totem_engine.tools.bash import BashTool
 from totem_engine.tools.shell_confinement import confined_commands
 from totem_engine.tools.shell_words import parse
 from totem_engine.tools.workspace import DiskWorkspace

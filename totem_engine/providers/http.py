@@ -441,8 +441,8 @@ __all__ = [
     "read_bounded",
     "redact",
     "sent_secrets",
-    "url_credentials",
     "translate_transport_error",
+    "url_credentials",
     "vendor_message",
 ]
 
