@@ -45,6 +45,32 @@ LayerKind = Literal["user", "project", "editor", "file"]
 MIN_MAX_STEPS = 10
 
 
+@dataclass(frozen=True)
+class Untrusted:
+    """What an untrusted project's ``.totem/config.toml`` may do with a top-level key.
+
+    Every field of ``Config`` declares one (``Annotated[..., KEPT]``), so a key added later
+    cannot be forgotten; trust.py applies them and docs/config.md lists them.
+
+    - ``kept``: it may set the key (it runs nothing, sends nothing anywhere, loosens no limit);
+    - ``dropped``: it may not (it chooses where requests go, runs commands, or spends more);
+    - ``tighten``: it may only tighten: a number becomes the minimum of its value and the
+      earlier layers' (or the default), where ``no_limit`` (``max_steps = 0``) is the loosest
+      value, never the minimum; a choice the later of the two in ``order`` (loosest first);
+    - ``rules``: permission rules: only its ``ask`` and ``deny`` rules are kept.
+    """
+
+    kind: Literal["kept", "dropped", "tighten", "rules"]
+    no_limit: float | None = None
+    order: tuple[str, ...] = ()
+
+
+KEPT = Untrusted("kept")
+DROPPED = Untrusted("dropped")
+RULES = Untrusted("rules")
+TIGHTEN = Untrusted("tighten")
+
+
 class ConfigError(Exception):
     """A configuration problem, worded for the user.
 
@@ -149,44 +175,46 @@ class Config(_Strict):
         max_bytes = 524288000
     """
 
-    model: ModelSpec | None = None
-    small_model: ModelSpec | None = None
-    max_steps: int = Field(default=50, ge=0)  # 0 = no cap; 1..9 are raised to MIN_MAX_STEPS
-    retry_max_wait: float = Field(default=60.0, gt=0)
+    model: Annotated[ModelSpec | None, DROPPED] = None
+    small_model: Annotated[ModelSpec | None, DROPPED] = None
+    max_steps: Annotated[int, Untrusted("tighten", no_limit=0)] = Field(default=50, ge=0)  # 0 = no cap; 1..9 are raised to MIN_MAX_STEPS
+    retry_max_wait: Annotated[float, TIGHTEN] = Field(default=60.0, gt=0)
     # Seconds for a whole provider request, and for its first byte and each gap between chunks.
-    request_timeout: float = Field(default=1800.0, gt=0)
-    stall_timeout: float = Field(default=300.0, gt=0)
-    permission_timeout: float = Field(default=600.0, gt=0)
-    mode: Mode = "build"
-    reasoning: Literal["none", "low", "medium", "high"] | None = None  # thinking effort; None: the model's default
+    request_timeout: Annotated[float, TIGHTEN] = Field(default=1800.0, gt=0)
+    stall_timeout: Annotated[float, TIGHTEN] = Field(default=300.0, gt=0)
+    permission_timeout: Annotated[float, TIGHTEN] = Field(default=600.0, gt=0)
+    mode: Annotated[Mode, Untrusted("tighten", order=("build", "plan"))] = "build"
+    # thinking effort; None: the model's default. More effort spends more: not the project's choice.
+    reasoning: Annotated[Literal["none", "low", "medium", "high"] | None, DROPPED] = None
     # Share of the model's window past which old tool results are compacted (compaction/).
-    compact_at: float = Field(default=0.7, gt=0, le=1)
-    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
-    permission: dict[str, Rule] = Field(default_factory=dict)
-    models: dict[ModelSpec, ModelOverride] = Field(default_factory=dict)
-    snapshots: SnapshotsConfig = Field(default_factory=SnapshotsConfig)
-    checks: dict[str, CheckConfig] = Field(default_factory=dict)
+    compact_at: Annotated[float, DROPPED] = Field(default=0.7, gt=0, le=1)
+    providers: Annotated[dict[str, ProviderConfig], DROPPED] = Field(default_factory=dict)
+    permission: Annotated[dict[str, Rule], RULES] = Field(default_factory=dict)
+    # [models] could raise a model's window or output limit, so compaction would not run.
+    models: Annotated[dict[ModelSpec, ModelOverride], DROPPED] = Field(default_factory=dict)
+    snapshots: Annotated[SnapshotsConfig, DROPPED] = Field(default_factory=SnapshotsConfig)
+    checks: Annotated[dict[str, CheckConfig], DROPPED] = Field(default_factory=dict)  # runs commands
     # [format]: "<glob>" = "command {file}", run on a file after the agent saved it
     # (checks/formatter.py); the first glob that matches wins.
-    format: dict[str, str] = Field(default_factory=dict)
+    format: Annotated[dict[str, str], DROPPED] = Field(default_factory=dict)
     # Total.js conventions (docs/conventions.md): is this a Total.js project, and are its
     # conventions checked. "auto": package.json depends on total5, or the folder is new.
-    totaljs: Literal["auto", "always", "never"] = "auto"
-    conventions: bool = True
+    totaljs: Annotated[Literal["auto", "always", "never"], KEPT] = "auto"
+    conventions: Annotated[bool, KEPT] = True
     # Totem's own local model (docs/local.md): where `totem local setup` installs llama-server
     # and the model (default: <user data dir>/local), the server's loopback port (default: a
     # free one), its context size and the sampling temperature sent to it (0: the same answer to
     # the same request, which a 1.5B model needs to write well-formed calls).
-    local_dir: str | None = None
-    local_port: int | None = Field(default=None, gt=0, le=65535)
-    local_ctx: int = Field(default=8192, ge=512)
-    local_temperature: float = Field(default=0.0, ge=0)
+    local_dir: Annotated[str | None, DROPPED] = None
+    local_port: Annotated[int | None, DROPPED] = Field(default=None, gt=0, le=65535)
+    local_ctx: Annotated[int, DROPPED] = Field(default=8192, ge=512)
+    local_temperature: Annotated[float, DROPPED] = Field(default=0.0, ge=0)
     # The command that runs the project's tests after a small model's change (verify.py); unset:
     # pytest when the project has Python test files and pytest is importable; "": never.
-    test_command: str | None = None
+    test_command: Annotated[str | None, DROPPED] = None
     # How many more times a small model's turn may start over from the request when its change
     # leaves those tests failing (turn/small.py ``afresh``); 0: never.
-    fresh_attempts: int = Field(default=3, ge=0)
+    fresh_attempts: Annotated[int, DROPPED] = Field(default=3, ge=0)
 
     _notes: list[str] = PrivateAttr(default_factory=list)
 
@@ -229,6 +257,14 @@ class Config(_Strict):
                 f" (configured providers: {known}); add a [providers.{_toml_key(provider)}] table"
             )
         return parts
+
+
+def untrusted_class(key: str) -> Untrusted:
+    """The ``Untrusted`` class a top-level ``Config`` key declares; KeyError for an unknown key."""
+    for item in Config.model_fields[key].metadata:
+        if isinstance(item, Untrusted):
+            return item
+    raise KeyError(f"Config.{key} declares no Untrusted class")
 
 
 @dataclass(frozen=True)

@@ -35,12 +35,16 @@ NOT_SECRET = ("*.example", "*.sample", "*.template", "id_*.pub")
 
 
 # Changing these can give the agent power: the project's own Totem config (permissions, commands
-# to run) and git's (hooks, filters). A configured "allow" does not reach them; they always ask.
-PROTECTED = (".totem/*", ".git/*")
+# to run) and git's (hooks, filters; a ".git" file in a worktree or submodule says where the
+# repository is). A configured "allow" does not reach them; they always ask. They are path
+# components, matched at any depth (a nested repository has its own hooks) and without case
+# (git on a case-insensitive disk takes ".GIT" for ".git").
+PROTECTED = (".totem", ".git")
 
 
 def is_protected(path: str) -> bool:
-    return any(fnmatch.fnmatchcase(path, pattern) for pattern in PROTECTED)
+    """Whether ``path`` (project-relative, "/"-separated; a pattern too) is or is under a protected folder."""
+    return any(part.casefold() in PROTECTED for part in path.replace("\\", "/").split("/"))
 
 
 def is_secret(path: str) -> bool:

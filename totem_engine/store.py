@@ -19,6 +19,7 @@ connection, so the event loop never blocks on disk.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import sqlite3
 import threading
@@ -209,12 +210,13 @@ def _session(row: sqlite3.Row) -> Session:
 
 
 def _part(row: sqlite3.Row) -> StoredPart:
+    data = json.loads(row["data"])
     return StoredPart(
         id=row["id"],
         message_id=row["message_id"],
         seq=row["seq"],
         type=row["type"],
-        data=json.loads(row["data"]),
+        data=_repaired_call(data, row["id"]) if row["type"] == "tool" else data,
         status=row["status"],
         discarded=bool(row["discarded"]),
         created_at=row["created_at"],
@@ -222,8 +224,37 @@ def _part(row: sqlite3.Row) -> StoredPart:
     )
 
 
+# A lone surrogate ("A\udcffB" from a model's stream or a JSON escape) has no UTF-8 form, so
+# SQLite cannot take it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """``text`` as SQLite can store it: each lone surrogate replaced by U+FFFD, nothing dropped."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _repaired_call(data: Any, part_id: str) -> Any:
+    """A stored tool part as every later turn can send it back: a ``callId``, ``tool`` or
+    ``arguments`` it holds that is not a string is made one (a number keeps its string form, an
+    id that is no number is made from the part's own id, the same on every load). A part stored
+    before ids were normalised at the wire (an integer ``callId``) failed every later turn."""
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    if "callId" in data and not (isinstance(data["callId"], str) and data["callId"]):
+        call_id = data["callId"]
+        number = isinstance(call_id, int | float) and not isinstance(call_id, bool)
+        data["callId"] = str(call_id) if number else f"call_{part_id}"
+    if "tool" in data and not isinstance(data["tool"], str):
+        data["tool"] = str(data["tool"])
+    if "arguments" in data and not isinstance(data["arguments"], str):
+        data["arguments"] = json.dumps(data["arguments"])
+    return data
+
+
 def _dumps(value: dict[str, Any]) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return storable(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 class Store:
@@ -263,6 +294,7 @@ class Store:
         self, conn: sqlite3.Connection, cwd: str, model: str, mode: str, title: str | None
     ) -> Session:
         now = time.time()
+        title = storable(title) if title is not None else None
         session = Session(new_id("ses"), title, model, mode, cwd, None, None, {}, now, now)
         conn.execute(
             "INSERT INTO sessions (id, title, model, mode, cwd, meta, created_at, updated_at)"
@@ -304,8 +336,8 @@ class Store:
                 "UPDATE sessions SET title = COALESCE(?, title), model = COALESCE(?, model),"
                 " mode = COALESCE(?, mode), meta = COALESCE(?, meta), updated_at = ?"
                 " WHERE id = ?",
-                (title, model, mode, None if meta is None else _dumps(meta), time.time(),
-                 session_id),
+                (None if title is None else storable(title), model, mode,
+                 None if meta is None else _dumps(meta), time.time(), session_id),
             )
             if cursor.rowcount == 0:
                 raise SessionNotFound(session_id)

@@ -1,9 +1,10 @@
 """Project trust: a cloned repository's own config must not grant itself power.
 
-Until the user trusts a project root, its ``.totem/config.toml`` may only tighten permissions
-(``ask``, ``deny``) and set options that run nothing and send nothing. Its ``allow`` rules,
-provider definitions (a ``base_url`` could send code and keys elsewhere) and model choice are
-dropped, with one notice saying so. The user config, ``--config FILE`` and the editor's settings
+Until the user trusts a project root, its ``.totem/config.toml`` may only do what each key's
+``Untrusted`` class in the config schema allows (config.py): tighten permissions (``ask``,
+``deny``), tighten limits (the stricter of its value and the user's), and set options that run
+nothing and send nothing. Its ``allow`` rules, provider definitions (a ``base_url`` could send
+code and keys elsewhere), model choice and looser limits are dropped, with one notice saying so. The user config, ``--config FILE`` and the editor's settings
 come from the user and are trusted. Trust is asked once per root and remembered in
 ``<user data dir>/trusted.json``.
 """
@@ -19,14 +20,8 @@ from typing import Any
 import anyio
 import platformdirs
 
-from totem_engine.config import ConfigLayer, LoadedConfig, merge_layers
+from totem_engine.config import DROPPED, Config, ConfigError, ConfigLayer, LoadedConfig, Untrusted, merge_layers, untrusted_class
 from totem_engine.tools.workspace import write_atomically
-
-# Keys an untrusted project may set: they run nothing, send nothing anywhere and loosen no limit
-# (max_steps only as a cap: 0, "no cap", is dropped).
-HARMLESS_KEYS = frozenset(
-    {"max_steps", "mode", "retry_max_wait", "request_timeout", "stall_timeout", "permission_timeout", "totaljs", "conventions"}
-)
 
 AskTrust = Callable[[Path, list[str]], Awaitable[bool]]
 
@@ -58,16 +53,27 @@ async def trust(root: Path) -> None:
     await anyio.to_thread.run_sync(_add)
 
 
-def restrict(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """What an untrusted project layer keeps, and a description of each thing it loses."""
+def restrict(data: dict[str, Any], base: Config | None = None) -> tuple[dict[str, Any], list[str]]:
+    """What an untrusted project layer keeps, and a description of each thing it loses.
+
+    Each key is treated as its ``Untrusted`` class in the config schema says. ``base`` is what
+    the layers before the project make of the config (None: the defaults): a limit the project
+    may only tighten is kept at the stricter of its value and the base's.
+    """
+    base = base if base is not None else Config()
     kept: dict[str, Any] = {}
     dropped: list[str] = []
     for key, value in data.items():
-        if key == "max_steps" and value == 0:
-            dropped.append("max_steps = 0")
-        elif key in HARMLESS_KEYS:
+        rule = untrusted_class(key) if key in Config.model_fields else DROPPED
+        if rule.kind == "kept":
             kept[key] = value
-        elif key == "permission":
+        elif rule.kind == "tighten":
+            earlier = getattr(base, key)
+            stricter = _stricter(rule, value, earlier)
+            kept[key] = stricter
+            if stricter != value:
+                dropped.append(f"{key} = {_toml(value)} (looser than {_toml(earlier)})")
+        elif rule.kind == "rules":
             rules, loosened = _tightening_only(value)
             if rules:
                 kept[key] = rules
@@ -75,6 +81,22 @@ def restrict(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         else:
             dropped.append(key if not isinstance(value, dict) else f"[{key}]")
     return kept, dropped
+
+
+def _stricter(rule: Untrusted, value: Any, earlier: Any) -> Any:
+    """The stricter of the project's ``value`` and the ``earlier`` layers' for a ``tighten`` key."""
+    if rule.order:
+        return max(value, earlier, key=lambda v: rule.order.index(v) if v in rule.order else len(rule.order))
+    if rule.no_limit is not None:
+        if value == rule.no_limit:
+            return earlier  # "no limit" is the loosest value, never the minimum
+        if earlier == rule.no_limit:
+            return value
+    return min(value, earlier)
+
+
+def _toml(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _tightening_only(table: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -102,7 +124,11 @@ async def apply_trust(root: Path, loaded: LoadedConfig, ask: AskTrust | None) ->
     project = next((layer for layer in loaded.layers if layer.kind == "project"), None)
     if project is None:
         return loaded, None
-    kept, dropped = restrict(project.data)
+    try:
+        base: Config | None = merge_layers(loaded.layers[: loaded.layers.index(project)])
+    except ConfigError:  # the earlier layers are only complete with the project's (a trusted one)
+        base = None
+    kept, dropped = restrict(project.data, base)
     if not dropped or await is_trusted(root):
         return loaded, None
     if ask is not None and await ask(root, dropped):

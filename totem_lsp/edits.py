@@ -15,11 +15,13 @@ import logging
 from pathlib import Path
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
 from totem_engine.tools.base import ToolError
 from totem_engine.tools.workspace import DiskWorkspace, FileStat
+from totem_lsp.messages import ApplyEditAnswer, plain
 from totem_lsp.text_edits import text_edits
 from totem_lsp.uris import path_of, uri_of
 
@@ -118,7 +120,14 @@ class EditorWorkspace:
         log.warning("%s: the editor applied the edit but did not report it with didChange", uri)
 
     async def _apply(self, edit: types.WorkspaceEdit, label: str) -> None:
-        result = await self.server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=label))
+        try:
+            raw = await self.server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=label))
+            result = ApplyEditAnswer.model_validate(plain(raw))
+        except JsonRpcException as exc:
+            raise ToolError(f"The editor did not apply the edit: it answered with an error ({exc}).") from None
+        except ValueError:  # anything but a JSON true for "applied" is not applied
+            log.warning("malformed workspace/applyEdit result: %r", raw)
+            raise ToolError("The editor did not apply the edit: its answer was malformed.") from None
         if not result.applied:
             reason = f": {result.failure_reason}" if result.failure_reason else ""
             raise ToolError(f"The editor did not apply the edit{reason}.")

@@ -71,17 +71,32 @@ class AskParams(Payload):
     text: str | None = None
 
 
-class PermissionAnswer(Payload):
+class ClientAnswer(Payload):
+    """An answer the client gives to a question Totem asked: strict types, no coercion, so
+    ``{"trusted": "yes"}`` or ``{"outcome": 1}`` is malformed and gets the safe outcome."""
+
+    model_config = ConfigDict(strict=True)
+
+
+class PermissionAnswer(ClientAnswer):
     outcome: Literal["allow_once", "allow_always", "reject_once", "reject_always"]
     feedback: str | None = None
 
 
-class QuestionAnswer(Payload):
+class QuestionAnswer(ClientAnswer):
     answer: str | None = None
 
 
-class TrustAnswer(Payload):
+class TrustAnswer(ClientAnswer):
     trusted: bool
+
+
+class ApplyEditAnswer(ClientAnswer):
+    """The result of ``workspace/applyEdit`` (LSP ``ApplyWorkspaceEditResult``), kept raw by
+    ``TotemProtocol`` so that ``{"applied": "no"}`` is malformed, not applied."""
+
+    applied: bool
+    failure_reason: str | None = None
 
 
 class FileOutcome(Payload):

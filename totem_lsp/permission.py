@@ -3,7 +3,8 @@
 Clients that declared ``capabilities.experimental.totem.{permission,question,trust}`` get the
 ``totem/permission``, ``totem/question`` and ``totem/trust`` requests (docs/protocol.md); others
 get ``window/showMessageRequest`` with the same choices. No answer within ``permission_timeout``
-seconds is a reject.
+seconds is a reject; so is an error response or an answer of the wrong shape (a trust answer is
+"trusted" only for a JSON ``true``).
 """
 
 from __future__ import annotations
@@ -12,17 +13,20 @@ import asyncio
 import logging
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path
 
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_lsp import protocol
-from totem_lsp.messages import PermissionAnswer, QuestionAnswer, TrustAnswer, plain
+from totem_lsp.messages import ClientAnswer, PermissionAnswer, QuestionAnswer, TrustAnswer, plain
 
 log = logging.getLogger(__name__)
+
+_Answer = TypeVar("_Answer", bound=ClientAnswer)
 
 _CHOICES = {
     "Allow once": "allow_once",
@@ -40,21 +44,20 @@ def declared(server: LanguageServer, feature: str) -> bool:
 
 
 class Asker:
+    """Puts the engine's questions to the client. Every answer is parsed strictly: anything
+    but a well-formed answer (a wrong type, an error response, no answer in time) is the safe
+    outcome: reject, no answer, not trusted."""
+
     def __init__(self, server: LanguageServer, timeout: float):
         self.server = server
         self.timeout = timeout
 
     async def permission(self, request: PermissionRequest, root: Path) -> PermissionReply:
         if declared(self.server, "permission"):
-            answer = await self._request(protocol.PERMISSION, permission_payload(request, root))
-            if answer is None:
-                return PermissionReply("reject_once", reason="no answer came in time")
-            try:
-                parsed = PermissionAnswer.model_validate(plain(answer))
-            except ValueError:
-                log.warning("malformed totem/permission answer: %r", answer)
-                return PermissionReply("reject_once")
-            return PermissionReply(parsed.outcome, parsed.feedback)
+            answer = await self._answer(protocol.PERMISSION, permission_payload(request, root), PermissionAnswer)
+            if isinstance(answer, str):
+                return PermissionReply("reject_once", reason=answer)
+            return PermissionReply(answer.outcome, answer.feedback)
         message = f"Totem wants to: {request.title}" + (f"\n\n{request.diff}" if request.diff else "")
         choice = await self._show(message, list(_CHOICES))
         return PermissionReply(_CHOICES.get(choice or "", "reject_once"))
@@ -64,24 +67,39 @@ class Asker:
             payload = {"sessionId": request.session_id, "callId": request.call_id, "question": request.question}
             if request.options:
                 payload["options"] = request.options
-            answer = await self._request(protocol.QUESTION, payload)
-            try:
-                return QuestionAnswer.model_validate(plain(answer)).answer if answer is not None else None
-            except ValueError:
-                return None
+            answer = await self._answer(protocol.QUESTION, payload, QuestionAnswer)
+            return None if isinstance(answer, str) else answer.answer
         if not request.options:
             return None
         return await self._show(request.question, request.options)
 
     async def trust(self, root: Path, reasons: list[str]) -> bool:
         if declared(self.server, "trust"):
-            answer = await self._request(protocol.TRUST, {"root": str(root), "reasons": reasons})
-            try:
-                return answer is not None and TrustAnswer.model_validate(plain(answer)).trusted
-            except ValueError:
+            answer = await self._answer(protocol.TRUST, {"root": str(root), "reasons": reasons}, TrustAnswer)
+            if isinstance(answer, str):
+                self.server.window_show_message(types.ShowMessageParams(
+                    type=types.MessageType.Warning, message=f"Totem: {root} stays untrusted: {answer}."
+                ))
                 return False
+            return answer.trusted is True
         message = f"Trust the project {root}? Its config sets: {', '.join(reasons)}."
         return await self._show(message, ["Trust", "Do not trust"]) == "Trust"
+
+    async def _answer(self, method: str, params: dict[str, Any], model: type[_Answer]) -> _Answer | str:
+        """The client's answer parsed as ``model``, or why there is none (no answer in time, an
+        error response, a malformed answer), worded for the user."""
+        try:
+            raw = await self._request(method, params)
+        except JsonRpcException as exc:
+            log.warning("%s answered with an error: %s", method, exc)
+            return f"the editor answered {method} with an error"
+        if raw is None:
+            return "no answer came in time"
+        try:
+            return model.model_validate(plain(raw))
+        except ValueError:
+            log.warning("malformed %s answer: %r", method, raw)
+            return f"the editor's answer to {method} was malformed"
 
     async def _request(self, method: str, params: dict[str, Any]) -> Any:
         """The client's answer, or None after the timeout. A request given up on (timeout, or the
@@ -97,6 +115,8 @@ class Asker:
             raise
 
     async def _show(self, message: str, choices: list[str]) -> str | None:
+        """The title of the choice the user picked; None for no choice, an error response or an
+        answer that is not one of ``choices``."""
         params = types.ShowMessageRequestParams(
             type=types.MessageType.Info, message=message, actions=[types.MessageActionItem(title=c) for c in choices]
         )
@@ -104,7 +124,11 @@ class Asker:
             item = await asyncio.wait_for(self.server.window_show_message_request_async(params), self.timeout)
         except TimeoutError:
             return None
-        return item.title if item is not None else None
+        except JsonRpcException as exc:
+            log.warning("window/showMessageRequest answered with an error: %s", exc)
+            return None
+        title = getattr(item, "title", None)
+        return title if isinstance(title, str) and title in choices else None
 
 
 def permission_payload(request: PermissionRequest, root: Path) -> dict[str, Any]:

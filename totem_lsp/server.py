@@ -46,6 +46,11 @@ class TotemProtocol(LanguageServerProtocol):
             return
         super().handle_message(message)
 
+    def get_result_type(self, method: str):
+        # The applyEdit result stays raw JSON: lsprotocol's converter reads {"applied": "no"} as
+        # applied, so totem_lsp/edits.py parses it strictly itself (messages.ApplyEditAnswer).
+        return None if method == types.WORKSPACE_APPLY_EDIT else super().get_result_type(method)
+
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):
         result = yield from super().lsp_initialize(params)

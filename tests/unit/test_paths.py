@@ -196,3 +196,11 @@ def test_symlink_loop_is_a_tool_error(layout: Path):
         resolve_in_project(layout, "loop/x.txt")
     with pytest.raises(ToolError):
         resolve_in_project(layout, "loop")
+
+
+def test_dotdot_after_a_symlink_is_taken_where_the_link_points(layout: Path):
+    # The kernel resolves "link/.." in the folder the link points to, not by cutting the text.
+    (layout.parent / "OUTSIDE" / "sub").mkdir()
+    (layout / "link").symlink_to(layout.parent / "OUTSIDE" / "sub")
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, "link/../secret.txt")

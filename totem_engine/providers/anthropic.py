@@ -86,9 +86,10 @@ from .base import (
     ToolSpec,
     UsageChunk,
     arguments_object,
+    wire_call_id,
 )
 from .errors import InvalidRequestError, MalformedStream, StreamCut
-from .http import HttpEndpoint, aiter_sse_data, error_from_payload
+from .http import HttpEndpoint, aiter_sse_data, error_from_payload, redact
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -145,7 +146,7 @@ class AnthropicProvider:
 
     def __repr__(self) -> str:
         # Never show the key, even in a debugger or a log of provider objects.
-        return f"AnthropicProvider(name={self.name!r}, base_url={self.base_url!r})"
+        return f"AnthropicProvider(name={self.name!r}, base_url={redact(self.base_url)!r})"
 
     def thinks(self, model: str) -> bool:
         """Whether ``model`` takes a ``thinking`` parameter (listed capability, else by id)."""
@@ -379,7 +380,7 @@ class _Answer:
         elif kind == "redacted_thinking":
             block.data = content.get("data") or ""
         elif kind == "tool_use":
-            block.id = content.get("id") or ""
+            block.id = wire_call_id(content.get("id"))
             block.name = content.get("name") or ""
             block.start_input = content.get("input")
         return block
@@ -396,7 +397,8 @@ class _Answer:
         elif block.type == "redacted_thinking":
             self.thinking.append({"type": "redacted_thinking", "data": block.data})
         elif block.type == "tool_use":
-            self.calls.append(ToolCall(id=block.id, name=block.name, arguments=_arguments(block)))
+            call_id = block.id or f"toolu_totem_{index}"  # a missing id is made up, so the result can refer to it
+            self.calls.append(ToolCall(id=call_id, name=block.name, arguments=_arguments(block)))
 
     def stop_all(self) -> None:
         for index in list(self.blocks):

@@ -21,6 +21,17 @@ class ToolCall:
     arguments: str
 
 
+def wire_call_id(raw: Any) -> str:
+    """A tool-call id as a wire sent it, as text: a string as is, a number (``12345``) in its
+    string form; anything else (missing, ``true``, a list, an object) is ``""``, for the parser
+    to make one up. Every id the engine stores is a string, so a later turn can send it back."""
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        return str(raw)
+    return ""
+
+
 def arguments_object(raw: str) -> dict[str, Any] | None:
     """A call's raw JSON arguments as an object (empty text is ``{}``); None when they are not
     valid JSON or not an object. The one parser of tool-call arguments: every wire, guard and

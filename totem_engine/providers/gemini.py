@@ -97,7 +97,7 @@ from .errors import (
     ProviderError,
     StreamCut,
 )
-from .http import HttpEndpoint, aiter_sse_data, error_from_payload
+from .http import HttpEndpoint, aiter_sse_data, error_from_payload, redact
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 STATE_KEY = "gemini"
@@ -143,7 +143,7 @@ class GeminiProvider:
         )
 
     def __repr__(self) -> str:
-        return f"GeminiProvider(name={self.name!r}, base_url={self.base_url!r})"
+        return f"GeminiProvider(name={self.name!r}, base_url={redact(self.base_url)!r})"
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         """Stream one answer; raises ProviderError subclasses (providers.errors)."""

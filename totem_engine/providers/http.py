@@ -30,13 +30,16 @@ Three pieces, and an endpoint helper:
 ``HttpEndpoint`` bundles what each provider configures the same way (its httpx client and
 timeout, the headers and API key sent with every request) and calls the pieces above with them.
 
-Secrets (API keys) passed in ``secrets`` are replaced by ``***`` in every error message this
-module builds, because some vendors echo the key back in their 401 text. Nothing here logs.
+Secrets are replaced by ``***`` in every error message this module builds, because some vendors
+echo the key back in their 401 text: what is passed in ``secrets`` (the API key and every
+configured header value, ``HttpEndpoint.secrets``), the user and password of the request URL
+(``https://user:PASSWORD@host``), and any ``scheme://user:password@`` in the text. Nothing here logs.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
 from typing import Any
@@ -69,14 +72,44 @@ _REDACTED = "***"
 # ---------------------------------------------------------------------------------------------
 
 
+# The credentials part of a URL: "https://user:pw@host" -> "user:pw@".
+_URL_USERINFO = re.compile(r"(?<=://)[^/?#@\s]*@")
+
+
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with every non-empty secret replaced by ``***``."""
-    for secret in secrets:
+    """``text`` with every non-empty secret, and the credentials of every URL in it, replaced by ``***``."""
+    # Longest first, so a secret that contains another is replaced whole.
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
         # Very short "secrets" (e.g. "x" used as a dummy key) would shred the message; a real
         # key is long, so only redact values that could plausibly be one.
-        if secret and len(secret) >= 4:
+        if len(secret) >= 4:
             text = text.replace(secret, _REDACTED)
-    return text
+    return _URL_USERINFO.sub(_REDACTED + "@", text)
+
+
+def url_credentials(url: str) -> tuple[str, ...]:
+    """The user and password of ``url``, as written and percent-decoded: secrets to redact."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return ()
+    userinfo = parsed.userinfo.decode("ascii", errors="replace")
+    found = [userinfo, *userinfo.split(":", 1), parsed.username, parsed.password] if userinfo else []
+    return tuple(dict.fromkeys(value for value in found if value))
+
+
+# Headers Totem or httpx set that carry no credential; every other header value is redacted.
+_PUBLIC_HEADERS = frozenset({
+    "accept", "accept-encoding", "connection", "content-length", "content-type", "host", "user-agent",
+    "anthropic-version", "anthropic-beta",
+})
+
+
+def sent_secrets(request: httpx.Request) -> tuple[str, ...]:
+    """What a request carried that must not be shown: its header values (but the public ones)
+    and the credentials of its URL."""
+    values = tuple(value for name, value in request.headers.items() if name.lower() not in _PUBLIC_HEADERS)
+    return (*values, *url_credentials(str(request.url)))
 
 
 def vendor_message(body: str) -> str:
@@ -269,7 +302,7 @@ async def open_stream(
     caller while reading the body inside the ``async with`` are translated too, as mid-stream
     failures; ProviderErrors the caller raises pass through unchanged.
     """
-    secrets = tuple(secrets)
+    secrets = (*secrets, *url_credentials(url))
     streaming = False
     ends = None if limit is None else anyio.current_time() + limit
     try:
@@ -343,11 +376,12 @@ async def _not_an_event_stream(response: httpx.Response, content_type: str) -> P
         data = json.loads(body)
     except ValueError:
         data = None
+    secrets = sent_secrets(response.request)
     if isinstance(data, dict) and "error" in data:
-        return error_from_payload(data["error"], response.headers)
+        return error_from_payload(data["error"], response.headers, secrets=secrets)
     shown = content_type or "no content type"
     return MalformedStream(
-        f"expected a text/event-stream answer, got {shown}: {body[:200]!r}"
+        redact(f"expected a text/event-stream answer, got {shown}: {body[:200]!r}", secrets)
     )
 
 
@@ -359,7 +393,7 @@ async def get_json(
     secrets: Iterable[str | None] = (),
 ) -> Any:
     """GET ``url`` and return its JSON body; errors mapped as for ``open_stream``."""
-    secrets = tuple(secrets)
+    secrets = (*secrets, *url_credentials(url))
     try:
         async with client.stream("GET", url, headers=dict(headers or {})) as response:
             if not response.is_success:
@@ -418,8 +452,9 @@ class HttpEndpoint:
 
     @property
     def secrets(self) -> tuple[str | None, ...]:
-        """What to redact from error messages."""
-        return (self.api_key,)
+        """What to redact from error messages: the key and every configured header value (they
+        often carry credentials: ``X-Api-Key``, ``Authorization``, a gateway's token)."""
+        return (self.api_key, *self.headers.values())
 
     def request_headers(self, *, streaming: bool) -> dict[str, str]:
         headers = {"Accept": self._stream_accept if streaming else "application/json", **self._defaults}
@@ -460,7 +495,9 @@ __all__ = [
     "open_stream",
     "read_bounded",
     "redact",
+    "sent_secrets",
     "translate_transport_error",
+    "url_credentials",
     "vendor_message",
 ]
 

@@ -47,7 +47,7 @@ import httpx
 
 from .base import ChatRequest, ModelInfo, StreamChunk
 from .errors import ConnectionFailed, MalformedStream, ProviderError, ProviderTimeout
-from .http import aiter_sse_data
+from .http import aiter_sse_data, redact
 from .openai import OpenAIProvider, build_body, parse_models, parse_stream
 
 DEFAULT_BASE_URL = "http://127.0.0.1:4000"
@@ -133,7 +133,7 @@ class LiteLLMProvider(OpenAIProvider):
         self._catalogue_lock = anyio.Lock()
 
     def __repr__(self) -> str:
-        return f"LiteLLMProvider(name={self.name!r}, base_url={self.root!r})"
+        return f"LiteLLMProvider(name={self.name!r}, base_url={redact(self.root)!r})"
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         """Stream one answer, with the Ollama options when the name is an Ollama model."""

@@ -60,10 +60,11 @@ from .base import (
     ToolSpec,
     UsageChunk,
     arguments_object,
+    wire_call_id,
 )
 from .errors import ConnectionFailed, MalformedStream, ProviderError, ProviderTimeout, StreamCut
 from .framing import aiter_ndjson
-from .http import HttpEndpoint, error_from_payload
+from .http import HttpEndpoint, error_from_payload, redact
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 DEFAULT_CTX = 8192
@@ -130,7 +131,7 @@ class OllamaProvider:
         self._details: dict[str, ModelDetails] = {}
 
     def __repr__(self) -> str:
-        return f"OllamaProvider(name={self.name!r}, base_url={self.base_url!r})"
+        return f"OllamaProvider(name={self.name!r}, base_url={redact(self.base_url)!r})"
 
     # -- chat --------------------------------------------------------------------------------
 
@@ -374,7 +375,7 @@ def _tool_call(wire: Any, n: int) -> ToolCall:
     if not isinstance(name, str) or not name:
         raise MalformedStream(f"tool call without a name: {str(wire)[:200]!r}")
     wire_id = wire.get("id")
-    call_id = wire_id if isinstance(wire_id, str) and wire_id else f"call_{n}"
+    call_id = wire_call_id(wire_id) or f"call_{n}"
     return ToolCall(id=call_id, name=name, arguments=arguments_text(function.get("arguments")))
 
 

@@ -45,9 +45,10 @@ from .base import (
     ToolCallChunk,
     ToolSpec,
     UsageChunk,
+    wire_call_id,
 )
 from .errors import MalformedStream, StreamCut
-from .http import HttpEndpoint, aiter_sse_data, error_from_payload
+from .http import HttpEndpoint, aiter_sse_data, error_from_payload, redact
 
 DONE = "[DONE]"
 
@@ -83,7 +84,7 @@ class OpenAIProvider:
 
     def __repr__(self) -> str:
         # Never show the key, even in a debugger or a log of provider objects.
-        return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r})"
+        return f"OpenAIProvider(name={self.name!r}, base_url={redact(self.base_url)!r})"
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         """Stream one answer; raises ProviderError subclasses (providers.errors)."""
@@ -208,7 +209,7 @@ class _ToolCallAssembler:
             raise MalformedStream(f"tool call delta is not an object: {delta!r:.200}")
         index = delta.get("index", self._last_index)
         self._last_index = index
-        call_id = delta.get("id") or ""
+        call_id = wire_call_id(delta.get("id"))
         current = self._by_index.get(index)
         if current is None or (call_id and current.id and call_id != current.id):
             current = _CallBuilder()

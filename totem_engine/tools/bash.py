@@ -21,10 +21,10 @@ from anyio.abc import ByteReceiveStream, Process
 from pydantic import Field
 
 from totem_engine.tools.workspace import unsaved_note
-from totem_engine.permissions import is_secret
 from totem_engine.tools.base import (
     Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short, whole_lines_head, with_note,
 )
+from totem_engine.tools.shell_confinement import confined_commands
 from totem_engine.tools.shell_words import SimpleCommand, parse
 
 DEFAULT_TIMEOUT = 120  # seconds
@@ -100,27 +100,13 @@ def _reads_only(part: SimpleCommand) -> bool:
     return not any(arg.startswith(option) for arg in args for option in forbidden)
 
 
-def stays_in_project(part: SimpleCommand, root: Path) -> bool:
-    """Whether every path a read-only command names is inside the project and not a secret file.
-
-    ``cat .env``, ``cat ~/.ssh/id_rsa`` and ``grep -r x /`` read what ``read`` would refuse or ask
-    about, so they must ask too.
-    """
-    real_root = root.resolve()
-    for word in part.words[1:]:
-        value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
-        if not value or (value.startswith("-") and value == word):
-            continue
-        if value.startswith("~") or is_secret(value):
-            return False
-        if value.startswith("/") or ".." in value:
-            try:
-                resolved = (real_root / value).resolve()
-            except (OSError, RuntimeError):
-                return False
-            if resolved != real_root and real_root not in resolved.parents:
-                return False
-    return True
+def _needs_no_asking(parts: list[SimpleCommand], command: str, root: Path) -> frozenset[str]:
+    """The parts that are read-only and proven to touch only paths inside the project
+    (shell_confinement); a substitution anywhere runs a command, so then none."""
+    if any(marker in command for marker in _SUBSTITUTIONS):
+        return frozenset()
+    read_only = {index for index, part in enumerate(parts) if _reads_only(part)}
+    return confined_commands(parts, command, root, os.environ, read_only)
 
 
 def _command_name(words: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
@@ -383,11 +369,7 @@ class BashTool(Tool):
             always_pattern=always_pattern(parts),
             notes=list(args.notes),
             changes=not is_read_only(args.command),
-            safe_patterns=frozenset(
-                part.text
-                for part in parts
-                if _reads_only(part) and stays_in_project(part, ctx.root) and not any(marker in args.command for marker in _SUBSTITUTIONS)
-            ),
+            safe_patterns=_needs_no_asking(parts, args.command, ctx.root),
             command=args.command,
             timeout=args.timeout or DEFAULT_TIMEOUT,
         )

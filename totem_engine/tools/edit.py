@@ -17,7 +17,7 @@ from totem_engine.tools import matching
 from totem_engine.tools.base import Action, ProposedFile, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short
 from totem_engine.tools.diff import unified_diff
 from totem_engine.tools.freshness import check_fresh, mark_seen
-from totem_engine.tools.paths import closest_paths, folder_glob, relative, resolve_in_project
+from totem_engine.tools.paths import closest_paths, folder_glob, refuse_totem_file, relative, resolve_in_project
 from totem_engine.tools.read import looks_binary
 
 BOM = b"\xef\xbb\xbf"
@@ -109,6 +109,7 @@ class EditTool(Tool):
             raise ToolError("old_string and new_string are the same; the edit would change nothing.")
         target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, args.path)
         rel = relative(ctx.root, target)
+        refuse_totem_file(target, rel)
         stat = await ctx.workspace.stat(target)
         if stat is not None and stat.is_dir:
             raise ToolError(f"{rel} is a directory.")

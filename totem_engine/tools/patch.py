@@ -24,7 +24,7 @@ from totem_engine.tools.base import Action, ProposedFile, Tool, ToolContext, Too
 from totem_engine.tools.diff import unified_diff
 from totem_engine.tools.edit import decode, encode, ensure_unchanged, missing_file_error
 from totem_engine.tools.freshness import check_fresh, mark_seen
-from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
+from totem_engine.tools.paths import folder_glob, refuse_totem_file, relative, resolve_in_project
 
 DEV_NULL = "/dev/null"
 
@@ -260,6 +260,8 @@ async def _prepare_file(
     assert path is not None  # unidiff never gives /dev/null on both sides of a file
     target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, path)
     rel = relative(ctx.root, target)
+    if target_path is not None:  # deleting a stray .totem file is fine
+        refuse_totem_file(target, rel)
     stat = await ctx.workspace.stat(target)
     if stat is not None and stat.is_dir:
         raise ToolError(f"{rel} is a directory.")

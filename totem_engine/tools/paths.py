@@ -1,8 +1,9 @@
 """Confinement of every path a tool touches to the project root: a hard deny, never a question.
 
-A path leaves the project when, once resolved (``..`` collapsed, symlinks followed), it is not
-under the root's own real path. For a path that does not exist yet, the real path of its deepest
-existing parent decides, so a new file under a symlink that points outside is refused too.
+A path leaves the project when, once resolved (symlinks followed at any depth, ``..`` taken after
+the symlink before it, as the kernel does), it is not under the root's own real path. For a path
+that does not exist yet, the real path of its deepest existing parent decides, so a new file
+under a symlink that points outside is refused too.
 """
 
 from __future__ import annotations
@@ -38,17 +39,31 @@ def resolve_in_project(root: Path, path: str) -> Path:
 
 
 def _real_path(candidate: Path) -> Path:
-    """Resolve symlinks of the existing part of ``candidate`` and keep the rest as written."""
-    absolute = Path(os.path.normpath(candidate))
-    existing = absolute
-    missing: list[str] = []
-    while not existing.exists() and not existing.is_symlink():
-        missing.append(existing.name)
-        existing = existing.parent
-    real = existing.resolve()
-    for name in reversed(missing):
-        real = real / name
+    """Resolve ``candidate`` as the kernel would: component by component, so a ``..`` after a
+    symlink leaves the folder the link points to; a part that does not exist yet is kept as written.
+
+    Raises OSError for a name the system refuses (too long), RuntimeError for a symlink loop."""
+    real = candidate.resolve()
+    real.exists()  # raises for what no lookup can take (ENAMETOOLONG); a missing path is fine
     return real
+
+
+# Totem's own folder in a project (config, skills): at any depth, since any folder may be opened
+# as a project.
+TOTEM_FOLDER = ".totem"
+
+
+def refuse_totem_file(real: Path, rel: str) -> None:
+    """Raise ToolError when writing ``real`` would make a file where Totem expects its folder.
+
+    A file named ``.totem`` makes every later run in that folder fail ("Not a directory").
+    """
+    if real.name.casefold() == TOTEM_FOLDER:
+        raise ToolError(
+            f"{rel} is not written: Totem keeps its own folder named {TOTEM_FOLDER} there (config, skills), "
+            f"and a file of that name would break every later run in that folder. "
+            f"Write a file inside {TOTEM_FOLDER}/ or choose another name."
+        )
 
 
 def relative(root: Path, real: Path) -> str:

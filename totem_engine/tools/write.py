@@ -13,7 +13,7 @@ from totem_engine.tools.base import (
     Action, NothingToDo, ProposedFile, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short,
 )
 from totem_engine.tools.diff import unified_diff
-from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
+from totem_engine.tools.paths import folder_glob, refuse_totem_file, relative, resolve_in_project
 from totem_engine.tools.freshness import check_fresh, mark_seen
 from totem_engine.tools.fragments import check_whole, merge_python
 
@@ -59,6 +59,7 @@ class WriteTool(Tool):
     async def prepare(self, args: WriteInput, ctx: ToolContext) -> Action:
         target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, args.path)
         rel = relative(ctx.root, target)
+        refuse_totem_file(target, rel)
         stat = await ctx.workspace.stat(target)
         if stat is not None and stat.is_dir:
             raise ToolError(f"{rel} is a directory.")

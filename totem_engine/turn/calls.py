@@ -17,7 +17,6 @@ import anyio
 
 from totem_engine import events as ev
 from totem_engine.checks.base import CheckResult
-from totem_engine.checks.copied_tests import without_copied_tests
 from totem_engine.checks.formatter import format_file
 from totem_engine.checks.registry import run_checks
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
