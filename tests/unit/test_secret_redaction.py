@@ -63,7 +63,9 @@ async def test_a_password_in_base_url_is_not_shown_in_an_error():
     assert "PASSWORD" not in repr(provider)
 
 
-_SECRET = st.text(st.characters(codec="ascii", categories=("L", "N", "P", "S")), min_size=8, max_size=24)
+# Each secret starts with a mark no error text holds, so "not in the message" cannot fail because
+# the drawn secret happens to spell a part of the message that is not secret ("127.0.0.").
+_SECRET = st.text(st.characters(codec="ascii", categories=("L", "N", "P", "S")), min_size=6, max_size=22).map(lambda s: "Zq" + s)
 _HEADER = st.sampled_from(["X-Api-Key", "Authorization", "X-Gateway-Token", "Cookie", "api-key"])
 _PROVIDERS = st.sampled_from([
     lambda url, headers, client: OpenAIProvider("p", url + "/v1", headers=headers, client=client),
