@@ -12,7 +12,7 @@ from totem_engine.prompt import system_prompt
 from totem_engine.prompt_files import prompt
 from totem_engine.skills import discover, parse_front_matter, split_front_matter
 from totem_engine.tools.base import ToolContext, ToolError, parse_arguments
-from totem_engine.tools.registry import READ_ONLY, builtin_tools
+from totem_engine.tools.registry import builtin_tools
 from totem_engine.tools.skill import SkillInput, SkillTool
 from totem_engine.tools.workspace import DiskWorkspace
 
@@ -153,7 +153,7 @@ async def test_skill_tool_without_a_list_discovers_at_the_call(tmp_path: Path):
 
 
 def test_skill_tool_is_registered_read_only_and_allowed_by_default():
-    assert "skill" in builtin_tools() and "skill" in READ_ONLY
+    assert "skill" in builtin_tools() and builtin_tools()["skill"].read_only
     assert default_decision("skill", "anything", changes=False).action == "allow"
 
 

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 
@@ -225,7 +225,9 @@ class Tool(ABC):
     a tool never means editing them: ``read_only`` (calls of a step that are all read-only run
     together), ``changes_files`` (it writes project files: plan mode denies it, the failed-edit
     guard counts it), ``kept_on_compaction`` (its results are never replaced by an account),
-    ``account`` (one line saying what a call did) and ``cut`` (a result cut to fit the window).
+    ``surface`` (the smallest tool set it belongs to: ``minimal`` for windows under 8K tokens,
+    ``core`` for a small model, ``full``), ``account`` (one line saying what a call did) and
+    ``cut`` (a result cut to fit the window).
     """
 
     name: ClassVar[str]
@@ -233,6 +235,7 @@ class Tool(ABC):
     read_only: ClassVar[bool] = False
     changes_files: ClassVar[bool] = False
     kept_on_compaction: ClassVar[bool] = False
+    surface: ClassVar[Literal["minimal", "core", "full"]] = "full"
 
     @property
     def description(self) -> str:

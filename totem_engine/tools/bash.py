@@ -319,6 +319,7 @@ _EXIT = re.compile(r"^\[exit code (-?\d+)\]$", re.MULTILINE)  # the line ``_resu
 
 class BashTool(Tool):
     name = "bash"
+    surface = "minimal"
     Input = BashInput
 
     def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:

@@ -94,6 +94,7 @@ async def ensure_unchanged(ctx: ToolContext, target: Path, rel: str, before: byt
 
 class EditTool(Tool):
     name = "edit"
+    surface = "minimal"
     changes_files = True
     Input = EditInput
 

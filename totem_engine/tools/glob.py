@@ -157,6 +157,7 @@ class GlobAction(Action):
 
 class GlobTool(Tool):
     name = "glob"
+    surface = "minimal"
     read_only = True
     Input = GlobInput
 

@@ -406,6 +406,7 @@ _HIT = re.compile(r"^[^\n:]+:\d+: ", re.MULTILINE)
 
 class GrepTool(Tool):
     name = "grep"
+    surface = "minimal"
     read_only = True
     Input = GrepInput
 

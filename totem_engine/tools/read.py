@@ -178,6 +178,7 @@ def _kind(data: bytes) -> str:
 
 class ReadTool(Tool):
     name = "read"
+    surface = "minimal"
     read_only = True
     Input = ReadInput
 

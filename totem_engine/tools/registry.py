@@ -1,7 +1,7 @@
 """The tool set of a run and the surfaces offered to small models.
 
-What each tool is (read-only, changes files, kept on compaction) is declared on the tool itself
-(tools/base.py ``Tool``); ``READ_ONLY`` and ``CHANGES_FILES`` are derived from the built-in tools.
+What each tool is (read-only, changes files, kept on compaction, its surface) is declared on the
+tool itself (tools/base.py ``Tool``): the turn asks the tool, never a list of names.
 """
 
 from __future__ import annotations
@@ -33,19 +33,14 @@ def builtin_tools(*, skills: Sequence[Skill] | None = None) -> dict[str, Tool]:
     return {tool.name: tool for tool in tools}
 
 
-_BUILTIN = builtin_tools(skills=()).values()
-READ_ONLY = frozenset(tool.name for tool in _BUILTIN if tool.read_only)
-CHANGES_FILES = frozenset(tool.name for tool in _BUILTIN if tool.changes_files)
-
 
 # The tool surface follows the model's window (seed 003): the full set costs about 2,500
-# tokens of schemas, which a small window cannot spare.
+# tokens of schemas, which a small window cannot spare. Each tool says the smallest surface it
+# belongs to (``Tool.surface``). No `ask` in the core set (issue #9's list): a 1.5B model asked
+# "Do you want to add median?" about a request that said exactly that, and a run with nobody to
+# ask ended there.
 SMALL_WINDOW = 65_536  # below it: the core tools only
 TINY_WINDOW = 8_192  # below it: the minimal tools, each described in one sentence
-# No `ask` in the core set (issue #9's list): a 1.5B model asked "Do you want to add median?"
-# about a request that said exactly that, and a run with nobody to ask ended there.
-CORE = frozenset({"read", "glob", "grep", "write", "edit", "bash", "todo"})
-MINIMAL = frozenset({"read", "glob", "grep", "write", "edit", "bash"})
 
 
 def is_small(window: int | None, tier: str) -> bool:
@@ -57,9 +52,9 @@ def is_small(window: int | None, tier: str) -> bool:
 def surface(tools: dict[str, Tool], window: int | None, tier: str) -> tuple[dict[str, Tool], bool]:
     """The tools a model with this window and tier gets, and whether their descriptions are brief."""
     if window is not None and window < TINY_WINDOW:
-        return {name: tool for name, tool in tools.items() if name in MINIMAL}, True
+        return {name: tool for name, tool in tools.items() if tool.surface == "minimal"}, True
     if is_small(window, tier):
-        return {name: tool for name, tool in tools.items() if name in CORE}, False
+        return {name: tool for name, tool in tools.items() if tool.surface in ("minimal", "core")}, False
     return tools, False
 
 

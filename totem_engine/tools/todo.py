@@ -46,6 +46,7 @@ class TodoAction(Action):
 
 class TodoTool(Tool):
     name = "todo"
+    surface = "core"
     Input = TodoInput
 
     def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:

@@ -46,6 +46,7 @@ class WriteAction(Action):
 
 class WriteTool(Tool):
     name = "write"
+    surface = "minimal"
     changes_files = True
     Input = WriteInput
 

@@ -33,7 +33,6 @@ from totem_engine.tools.base import (
     parse_arguments,
 )
 from totem_engine.tools.freshness import mark_seen
-from totem_engine.tools.registry import CHANGES_FILES, READ_ONLY
 from totem_engine.turn.guards import Guards, Novelty, call_key
 from totem_engine.turn.host import RoundHost
 from totem_engine.turn.round import CallOutcome, Round
@@ -88,7 +87,7 @@ class ToolCalls:
         self._open = records
         running = _Running()
         stop = running.stop
-        if all(c.name in READ_ONLY for c in calls):
+        if all(self._is(c.name, "read_only") for c in calls):
             async with anyio.create_task_group() as group:
                 for record in records:
                     group.start_soon(self._execute_and_guard, record, running)
@@ -111,6 +110,12 @@ class ToolCalls:
         )
         self.good_rounds += round_.ok
         return round_
+
+    def _is(self, name: str, fact: str) -> bool:
+        """What the turn's tool ``name`` declares of itself (``Tool.read_only``, ...); False for
+        a name that is no tool."""
+        tool = self.turn.tools.get(name)
+        return tool is not None and getattr(tool, fact)
 
     async def close_open(self) -> None:
         """Mark the calls an abort left unfinished as interrupted."""
@@ -154,7 +159,7 @@ class ToolCalls:
         else:
             reasons.append(self.guards.record_permission(True))
             reasons.append(self.guards.record_call(call_key(record.call.name, arguments, result.output), changed_files=bool(result.changed)))
-            if record.call.name in CHANGES_FILES:
+            if self._is(record.call.name, "changes_files"):
                 reasons.append(self.guards.record_edit(status == "ok"))
         stop.extend(r for r in reasons if r and not stop)
 

@@ -78,6 +78,7 @@ class PolicyHost(Protocol):
     state: SessionState
     checkers: list[Checker]
     record: CapabilityRecord
+    tools: dict[str, Tool]
     specs: tuple[ToolSpec, ...]
     temperature: float | None
     calls: Rounds

@@ -40,7 +40,6 @@ from totem_engine.store import new_id
 from totem_engine.textcalls import FILE_BLOCK_TOOLS, as_written, looks_like_a_call, small_tool_prompt
 from totem_engine.tools.base import Action, ToolContext, ToolResult
 from totem_engine.tools.freshness import content_hash, mark_seen, mark_seen_in
-from totem_engine.tools.registry import CHANGES_FILES
 from totem_engine.turn.host import PolicyHost
 from totem_engine.turn.round import Round
 from totem_engine.turn.stream import FileBlocks
@@ -80,6 +79,10 @@ class SmallModelPolicy:
         self.named: list[str] = []  # the files the request names (mentions.py)
         self.files: set[str] | None = None  # the project's at the turn's start; None: too many to list
         self.attempt = _Attempt(1)
+
+    def _changes_files(self, name: str) -> bool:
+        tool = self.turn.tools.get(name)
+        return tool is not None and tool.changes_files
 
     @property
     def writes_blocks(self) -> bool:
@@ -194,7 +197,7 @@ class SmallModelPolicy:
             return False
         if round_.changed:
             self.attempt.failure = await self._findings_left(round_)  # an earlier failure is the old files'
-        if not (self.writes_blocks and round_.ok and all(call.name in CHANGES_FILES for call in calls)):
+        if not (self.writes_blocks and round_.ok and all(self._changes_files(call.name) for call in calls)):
             return False
         if round_.changed:
             return self.attempt.failure is None and await self._tests_pass()
