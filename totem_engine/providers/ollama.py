@@ -34,6 +34,8 @@ calls get ``call_<n>`` in order of arrival within the answer (the loop makes ids
 session) and are emitted together once ``done`` arrives, so a stream cut after a call is still
 retryable. Yields TextChunk / ReasoningChunk as they arrive, then the ToolCallChunks, one
 UsageChunk and a FinishChunk. A stream that ends without ``done`` is StreamCut.
+Each line is validated against ``wire/ollama.py`` (strict types) before it is read: a field of
+the wrong type is MalformedStream.
 """
 
 from __future__ import annotations
@@ -59,10 +61,13 @@ from .base import (
     ToolCallChunk,
     ToolSpec,
     UsageChunk,
+    arguments_object,
 )
 from .errors import ConnectionFailed, MalformedStream, ProviderError, ProviderTimeout, StreamCut
 from .framing import aiter_ndjson
 from .http import HttpEndpoint, error_from_payload
+from .wire import ollama as wire
+from .wire.decode import check
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 DEFAULT_CTX = 8192
@@ -296,7 +301,7 @@ def build_messages(system: str, messages: Iterable[Message]) -> list[dict[str, A
                 entry["thinking"] = message.reasoning
             if message.tool_calls:
                 entry["tool_calls"] = [
-                    {"function": {"name": call.name, "arguments": arguments_object(call.arguments)}}
+                    {"function": {"name": call.name, "arguments": arguments_object(call.arguments) or {}}}
                     for call in message.tool_calls
                 ]
                 names.update((call.id, call.name) for call in message.tool_calls)
@@ -307,19 +312,6 @@ def build_messages(system: str, messages: Iterable[Message]) -> list[dict[str, A
         else:
             raise ValueError(f"unknown message role {message.role!r}")
     return out
-
-
-def arguments_object(arguments: str) -> dict[str, Any]:
-    """``ToolCall.arguments`` (JSON text) as the object Ollama expects back.
-
-    Ollama rejects anything but an object here, so text that is not a JSON object (a model's
-    broken output, kept for the tool's error message) is replayed as ``{}``.
-    """
-    try:
-        value = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def arguments_text(arguments: Any) -> str:
@@ -342,18 +334,17 @@ async def parse_stream(
 ) -> AsyncIterator[StreamChunk]:
     """``/api/chat`` NDJSON values -> StreamChunks; ends at the ``done: true`` line."""
     calls: list[ToolCall] = []
-    async for line in lines:
-        if not isinstance(line, dict):
-            raise MalformedStream(f"stream line is not a JSON object: {str(line)[:200]!r}")
+    async for value in lines:
+        line = check(wire.LINE, value, "stream line")
         if line.get("error"):
             raise error_from_payload(line["error"], secrets=secrets)
         message = line.get("message")
-        if isinstance(message, dict):
+        if message:
             thinking = message.get("thinking")
-            if isinstance(thinking, str) and thinking:
+            if thinking:
                 yield ReasoningChunk(thinking)
             content = message.get("content")
-            if isinstance(content, str) and content:
+            if content:
                 yield TextChunk(content)
             for wire_call in message.get("tool_calls") or ():
                 calls.append(_tool_call(wire_call, len(calls)))
@@ -363,34 +354,27 @@ async def parse_stream(
             usage = _usage(line)
             if usage is not None:
                 yield usage
-            reason = line.get("done_reason")
-            model = line.get("model")
-            yield FinishChunk(
-                reason=reason if isinstance(reason, str) and reason else None,
-                model=model if isinstance(model, str) and model else None,
-            )
+            yield FinishChunk(reason=line.get("done_reason") or None, model=line.get("model") or None)
             return
     raise StreamCut("the stream ended before the answer was complete (no line with done: true)")
 
 
-def _tool_call(wire: Any, n: int) -> ToolCall:
+def _tool_call(call: wire.ToolCall, n: int) -> ToolCall:
     """One wire tool call -> ToolCall. Ids: the wire's own when it sends one, else ``call_<n>``."""
-    if not isinstance(wire, dict) or not isinstance(wire.get("function"), dict):
-        raise MalformedStream(f"tool call is not {{function: {{name, arguments}}}}: {str(wire)[:200]!r}")
-    function = wire["function"]
+    function = call.get("function")
+    if function is None:
+        raise MalformedStream(f"tool call is not {{function: {{name, arguments}}}}: {str(call)[:200]!r}")
     name = function.get("name")
-    if not isinstance(name, str) or not name:
-        raise MalformedStream(f"tool call without a name: {str(wire)[:200]!r}")
-    wire_id = wire.get("id")
-    call_id = wire_id if isinstance(wire_id, str) and wire_id else f"call_{n}"
+    if not name:
+        raise MalformedStream(f"tool call without a name: {str(call)[:200]!r}")
+    wire_id = call.get("id")
+    call_id = str(wire_id) if wire_id is not None and wire_id != "" else f"call_{n}"
     return ToolCall(id=call_id, name=name, arguments=arguments_text(function.get("arguments")))
 
 
-def _usage(line: dict[str, Any]) -> UsageChunk | None:
+def _usage(line: wire.Line) -> UsageChunk | None:
     prompt = line.get("prompt_eval_count")
     output = line.get("eval_count")
-    prompt = prompt if isinstance(prompt, int) and not isinstance(prompt, bool) else None
-    output = output if isinstance(output, int) and not isinstance(output, bool) else None
     if prompt is None and output is None:
         return None
     return UsageChunk(input_tokens=prompt or 0, output_tokens=output or 0)
@@ -453,7 +437,6 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "ModelDetails",
     "OllamaProvider",
-    "arguments_object",
     "arguments_text",
     "build_body",
     "build_messages",
