@@ -177,9 +177,9 @@ def mutated(draw: st.DrawFn, vendor: str) -> list[str]:
         else:
             try:
                 value = json.loads(stream[at])
-            except ValueError:
+                slots = _slots(value, [])
+            except (ValueError, RecursionError):  # not JSON, or a deep payload put in before
                 continue
-            slots = _slots(value, [])
             if not slots:
                 continue
             container, key = draw(st.sampled_from(slots))
@@ -187,7 +187,10 @@ def mutated(draw: st.DrawFn, vendor: str) -> list[str]:
                 del container[key]
             else:
                 container[key] = draw(json_values)
-            stream[at] = json.dumps(value)
+            try:
+                stream[at] = json.dumps(value)
+            except RecursionError:
+                continue
     return stream
 
 
