@@ -73,7 +73,8 @@ WIRE_WORDS = (
     "text", "thinking", "tool_use", "redacted_thinking", "text_delta", "thinking_delta",
     "signature_delta", "input_json_delta", "message_start", "content_block_start",
     "content_block_delta", "content_block_stop", "message_delta", "message_stop", "ping", "error",
-    "stop", "tool_calls", "STOP", "$", "$.a", "$.a[0]", "$['b c']", "$.a[99]", "[DONE]", "",
+    "stop", "tool_calls", "STOP", "$", "$.a", "$.a[0]", "$['b c']", "$.a[99]", "$.a[99999999]",
+    "$.a[" + "9" * 4400 + "]", "[DONE]", "",
 )
 
 scalars = st.one_of(

@@ -204,3 +204,15 @@ async def test_a_lone_surrogate_escape_is_still_read_as_text():
     bad = '{"id": "c", "choices": [{"index": 0, "delta": {"content": "A\\udcffB"}}]}'
     chunks = await run_sse(openai.parse_stream, [bad, *OPENAI_END])
     assert [c.text for c in chunks if isinstance(c, TextChunk)] == ["A\udcffB"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["$.a[" + "9" * 5000 + "]", "$.a[99999999]"],
+    ids=["an index of 5,000 digits", "an index far past the end"],
+)
+async def test_gemini_partial_argument_index_out_of_all_proportion_is_malformed(path):
+    # int() refuses 4,300 digits (ValueError); filling a list up to 99,999,999 takes gigabytes.
+    bad = gemini_response([{"functionCall": {"name": "f", "partialArgs": [{"jsonPath": path, "numberValue": 1}]}}])
+    with pytest.raises(MalformedStream):
+        await run_sse(gemini.parse_stream, [bad, *GEMINI_END])

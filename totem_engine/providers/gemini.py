@@ -567,7 +567,8 @@ def _partial_value(partial: wire.PartialArg) -> Any:
 
 
 _PATH_NAME = re.compile(r"\.([A-Za-z0-9_$\-]+)")
-_PATH_INDEX = re.compile(r"\[(\d+)\]")
+# An index of more than 9 digits is no list Gemini streams (and int() refuses 4,300 digits).
+_PATH_INDEX = re.compile(r"\[(\d{1,9})\]")
 _PATH_QUOTED = re.compile(r"""\[(['"])((?:\\.|(?!\1).)*)\1\]""")
 
 
@@ -616,10 +617,17 @@ def _set(root: dict[str, Any], steps: list[str | int], value: Any) -> None:
     _put(node, steps[-1], value)
 
 
+MAX_INDEX_GAP = 1024
+"""How far past a list's end a partial argument may write. Gemini streams list items in order
+(give or take one); filling the gap up to ``$.a[99999999]`` would take gigabytes."""
+
+
 def _put(node: Any, step: str | int, value: Any) -> None:
     if isinstance(step, int):
         if not isinstance(node, list):
             raise MalformedStream(f"partial argument index {step} into a non-list")
+        if step > len(node) + MAX_INDEX_GAP:
+            raise MalformedStream(f"partial argument index {step} far past the end of a list of {len(node)}")
         while len(node) <= step:
             node.append(None)
         node[step] = value
