@@ -216,3 +216,9 @@ async def test_gemini_partial_argument_index_out_of_all_proportion_is_malformed(
     bad = gemini_response([{"functionCall": {"name": "f", "partialArgs": [{"jsonPath": path, "numberValue": 1}]}}])
     with pytest.raises(MalformedStream):
         await run_sse(gemini.parse_stream, [bad, *GEMINI_END])
+
+
+async def test_a_lone_surrogate_does_not_lift_the_nesting_bound():
+    bad = '{"id": "c", "choices": [{"delta": {"content": "A\\udcffB"}}], "x": ' + "[" * 900 + "]" * 900 + "}"
+    with pytest.raises(MalformedStream, match="not JSON"):
+        await run_sse(openai.parse_stream, [bad, *OPENAI_END])

@@ -10,7 +10,7 @@ dropped (vendors add fields over time); missing keys stay missing.
   value. pydantic-core's parser limits nesting to 200 levels (a payload nested 5,000 deep is
   refused, never a ``RecursionError``). It refuses a lone UTF-16 surrogate escape
   (``"A\\udcffB"``), which the standard library keeps and the store replaces; those payloads are
-  parsed by ``json`` instead.
+  parsed by ``json`` instead, once the same nesting bound has been checked (``loads``).
 - ``check(adapter, value, what)``: a value already parsed (an NDJSON line) -> the validated value.
 - ``loads(text)``: JSON text -> value with the same nesting limit and surrogate rule; raises
   ``ValueError`` (never ``RecursionError``). For framings that parse before a wire is known.
@@ -22,6 +22,7 @@ text cut to 200 characters.
 from __future__ import annotations
 
 import json
+import re
 import reprlib
 from typing import Any, TypeVar
 
@@ -48,8 +49,8 @@ def decode(adapter: TypeAdapter[T], data: str, what: str) -> T:
         if first["type"] != "json_invalid" or "surrogate" not in first["msg"]:
             raise MalformedStream(f"{what} {_reason(exc)}: {data[:SHOWN]!r}") from None
     try:
-        value = json.loads(data)
-    except (ValueError, RecursionError) as exc:
+        value = loads(data)
+    except ValueError as exc:
         raise MalformedStream(f"{what} is not JSON ({exc}): {data[:SHOWN]!r}") from None
     return check(adapter, value, what, shown=data[:SHOWN])
 
@@ -61,10 +62,10 @@ def loads(text: str) -> Any:
     except ValueError as exc:
         if "surrogate" not in str(exc):
             raise
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise ValueError("nested too deep") from None
+    # The same text with every \uDxxx escape turned into a plain \u0xxx one has the same
+    # structure: parsed first, it bounds the nesting before json (which has no bound) parses it.
+    from_json(re.sub(r"\\u[dD]", r"\\u0", text))
+    return json.loads(text)
 
 
 def check(adapter: TypeAdapter[T], value: Any, what: str, *, shown: str | None = None) -> T:
