@@ -24,7 +24,7 @@ settings.register_profile(
 )
 settings.register_profile(
     "fuzz",
-    max_examples=1000,
+    max_examples=2000,
     deadline=timedelta(seconds=5),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
