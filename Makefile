@@ -10,7 +10,7 @@ PROMPT ?= Add the missing function low_stock(inventory, threshold) to report.py:
 # Exported, so the recipe passes it as "$$PROMPT" and quotes inside it survive.
 export PROMPT
 
-.PHONY: install run test test-local bench
+.PHONY: install run test test-local fuzz bench
 
 # The install says what it brings and, on a terminal, shows pip's own lines and progress bars:
 # the first one takes a minute or two. Off a terminal (CI, a log) pip stays quiet, so the log
@@ -47,6 +47,12 @@ run: $(STAMP)
 test: $(STAMP)
 	@$(BIN)/python -m pytest -q $(PYTEST_ARGS); code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$code
+
+# The fuzz suite (tests/fuzz/, also in `make test` with a few seconds per property) with the long
+# hypothesis profile: minutes of search over the wire parsers, framing, text tool calls and the
+# JSON-RPC payloads. Examples that failed once are kept in .hypothesis/ and tried first next time.
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q tests/fuzz $(PYTEST_ARGS)
 
 # The tests on Totem's own local model (tests/local/; slow, minutes): not part of `make test`
 # (pyproject's norecursedirs), so CI needs no model. Setup is resumable and returns in seconds

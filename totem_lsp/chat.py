@@ -185,9 +185,9 @@ async def with_context(params: ChatParams, root: Path, projects: Projects) -> st
 def ask_prompt(params: AskParams) -> str:
     if params.text:
         return params.text
-    diagnostic = params.diagnostic or {}
-    if diagnostic.get("message"):
-        line = diagnostic.get("range", {}).get("start", {}).get("line", 0) + 1
-        code = f" ({diagnostic['code']})" if diagnostic.get("code") else ""
-        return f"Fix this problem reported at line {line}: {diagnostic['message']}{code}"
+    diagnostic = params.diagnostic
+    if diagnostic is not None and diagnostic.message:
+        line = (diagnostic.range.start.line if diagnostic.range else 0) + 1
+        code = f" ({diagnostic.code})" if diagnostic.code else ""
+        return f"Fix this problem reported at line {line}: {diagnostic.message}{code}"
     return "Explain this code, and point out anything that looks wrong."

@@ -62,12 +62,21 @@ class SetModelParams(Payload):
     model: str
 
 
+class AskDiagnostic(Payload):
+    """The LSP ``Diagnostic`` a code action hands back to ``totem.server.ask``: what the prompt
+    reads of it, typed, so a malformed one is invalid params rather than a crash."""
+
+    message: str | None = None
+    code: str | int | None = None
+    range: Range | None = None
+
+
 class AskParams(Payload):
     """``totem.server.ask`` argument: ask about a place in a document."""
 
     uri: str
     range: Range | None = None
-    diagnostic: dict[str, Any] | None = None
+    diagnostic: AskDiagnostic | None = None
     text: str | None = None
 
 

@@ -36,11 +36,33 @@ CONFIG_ERROR = -32003
 
 
 def plain(value):
-    """Nested namedtuples (pygls' form of params it has no type for) as dicts and lists."""
+    """Nested namedtuples (pygls' form of params it has no type for) as dicts and lists.
+
+    Without recursion: a client's params nested 500 deep, which pygls reads, converted by
+    recursion ran out of stack (RecursionError, an internal error instead of invalid params).
+    """
+    root, items = _opened(value)
+    pending = [(root, items)] if items is not None else []
+    while pending:
+        container, items = pending.pop()
+        for key, child in items:
+            converted, child_items = _opened(child)
+            if isinstance(container, list):
+                container.append(converted)
+            else:
+                container[key] = converted
+            if child_items is not None:
+                pending.append((converted, child_items))
+    return root
+
+
+def _opened(value):
+    """(an empty dict or list to fill, the (key, child) pairs to fill it with), or (value, None)
+    for a value that is not a container."""
     if hasattr(value, "_asdict"):
-        return {k: plain(v) for k, v in value._asdict().items()}
+        return {}, list(value._asdict().items())
     if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
+        return {}, list(value.items())
     if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
+        return [], list(enumerate(value))
+    return value, None

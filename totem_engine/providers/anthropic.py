@@ -90,6 +90,8 @@ from .base import (
 )
 from .errors import InvalidRequestError, MalformedStream, StreamCut
 from .http import HttpEndpoint, aiter_sse_data, error_from_payload, redact
+from .wire import anthropic as wire
+from .wire.decode import decode
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -346,15 +348,10 @@ class _Block:
     done: bool = False
 
 
-def decode_payload(data: str) -> dict[str, Any]:
-    """One ``data:`` payload as a JSON object, or MalformedStream saying what arrived."""
-    try:
-        payload = json.loads(data)
-    except ValueError as exc:
-        raise MalformedStream(f"stream payload is not JSON ({exc.msg}): {data[:200]!r}") from None
-    if not isinstance(payload, dict):
-        raise MalformedStream(f"stream payload is not a JSON object: {data[:200]!r}")
-    return payload
+def decode_payload(data: str) -> wire.Event:
+    """One ``data:`` payload as a validated event (``wire.anthropic``), or MalformedStream
+    saying what arrived."""
+    return decode(wire.EVENT, data, "stream payload")
 
 
 class _Answer:
@@ -372,8 +369,8 @@ class _Answer:
             found = self.blocks[index] = _Block(type=kind)
         return found
 
-    def start(self, index: Any, content: dict[str, Any]) -> _Block:
-        kind = str(content.get("type") or "")
+    def start(self, index: Any, content: wire.ContentBlock) -> _Block:
+        kind = content.get("type") or ""
         block = self.blocks[index] = _Block(type=kind)
         if kind == "thinking":
             block.signature.append(content.get("signature") or "")
@@ -411,11 +408,7 @@ def _arguments(block: _Block) -> str:
     if not joined.strip():
         start = block.start_input
         return json.dumps(start) if isinstance(start, dict) and start else "{}"
-    try:
-        json.loads(joined)
-    except ValueError:
-        return joined  # the loop tells the model its arguments did not parse
-    return joined
+    return joined  # as sent even when it does not parse: the loop tells the model
 
 
 async def parse_stream(
@@ -437,8 +430,7 @@ async def parse_stream(
             raise error_from_payload(payload.get("error") or payload, secrets=secrets)
         if kind == "message_start":
             message = payload.get("message") or {}
-            if isinstance(message.get("model"), str) and message["model"]:
-                model = message["model"]
+            model = message.get("model") or model
             usage = message.get("usage")
             found = _input_tokens(usage)
             if found is not None:
@@ -453,13 +445,13 @@ async def parse_stream(
                 block.text.append(content["thinking"])
                 yield ReasoningChunk(content["thinking"])
         elif kind == "content_block_delta":
-            chunk = _delta(answer, payload.get("index"), payload.get("delta") or {})
+            chunk = _delta(answer, payload.get("index"), payload.get("delta", {}))
             if chunk is not None:
                 yield chunk
         elif kind == "content_block_stop":
             answer.stop(payload.get("index"))
         elif kind == "message_delta":
-            delta = payload.get("delta") or {}
+            delta = payload.get("delta", {})
             if delta.get("stop_reason"):
                 stop_reason = delta["stop_reason"]
             usage = payload.get("usage")
@@ -483,39 +475,36 @@ async def parse_stream(
     yield FinishChunk(reason=stop_reason, model=model)
 
 
-def _delta(answer: _Answer, index: Any, delta: dict[str, Any]) -> StreamChunk | None:
+def _delta(answer: _Answer, index: Any, delta: wire.Delta) -> StreamChunk | None:
     kind = delta.get("type")
     if kind == "text_delta":
         text = delta.get("text")
-        return TextChunk(text) if isinstance(text, str) and text else None
+        return TextChunk(text) if text else None
     if kind == "thinking_delta":
         text = delta.get("thinking")
-        if isinstance(text, str) and text:
+        if text:
             answer.block(index, "thinking").text.append(text)
             return ReasoningChunk(text)
         return None
     if kind == "signature_delta":
         signature = delta.get("signature")
-        if isinstance(signature, str):
+        if signature is not None:
             answer.block(index, "thinking").signature.append(signature)
         return None
     if kind == "input_json_delta":
         fragment = delta.get("partial_json")
-        if isinstance(fragment, str):
+        if fragment is not None:
             answer.block(index, "tool_use").fragments.append(fragment)
         return None
     return None  # citations_delta and deltas added later
 
 
-def _int(usage: Any, key: str, default: int | None) -> int | None:
-    if isinstance(usage, dict):
-        value = usage.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return default
+def _int(usage: wire.Usage | None, key: str, default: int | None) -> int | None:
+    value = usage.get(key) if usage else None
+    return default if value is None else value
 
 
-def _input_tokens(usage: Any) -> int | None:
+def _input_tokens(usage: wire.Usage | None) -> int | None:
     """Every input token of the request: uncached + written to the cache + read from it."""
     base = _int(usage, "input_tokens", None)
     if base is None:

@@ -8,8 +8,9 @@ boundaries: one network read may hold half a line, or several lines and the star
 - ``NDJSONDecoder``: the pure splitter. ``feed(bytes)`` returns the JSON values of every line
   completed so far and keeps the unfinished tail; ``finish()`` returns the value of a last line
   that had no newline. Lines end at ``\\n``; a ``\\r`` before it is dropped; blank lines are
-  skipped; a line that is not JSON (or not UTF-8) raises ``MalformedStream`` quoting its start;
-  a line longer than ``max_line`` bytes raises ``MalformedStream`` instead of growing forever.
+  skipped; a line that is not JSON (or not UTF-8, or nested over 200 levels:
+  ``wire.decode.loads``) raises ``MalformedStream`` quoting its start; a line longer than
+  ``max_line`` bytes raises ``MalformedStream`` instead of growing forever.
   Bytes are buffered, not text, so a multi-byte UTF-8 character split across reads is fine.
 - ``aiter_ndjson(response)``: the values of an ``httpx`` streaming response, in order.
 
@@ -19,13 +20,13 @@ translates them (``StreamCut``, ``ProviderTimeout``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 
 from .errors import MalformedStream
+from .wire.decode import loads
 
 MAX_LINE = 16 * 1024 * 1024
 """Bytes one NDJSON line may take: far above any real chunk, bounded against a runaway body."""
@@ -73,7 +74,7 @@ class NDJSONDecoder:
         if not line.strip():
             return _BLANK
         try:
-            return json.loads(line.decode("utf-8"))
+            return loads(line.decode("utf-8"))
         except UnicodeDecodeError:
             raise MalformedStream(f"stream line is not UTF-8: {line[:200]!r}") from None
         except ValueError as exc:

@@ -52,6 +52,8 @@ Translation:
 - ``finishReason`` (Gemini's own word, e.g. ``STOP``) and ``modelVersion`` -> FinishChunk; a
   prompt refused with ``promptFeedback.blockReason`` finishes with that reason. A stream that
   ends with neither is StreamCut. An ``error`` object in the stream raises its ProviderError.
+  Each payload is validated against ``wire/gemini.py`` (strict types) before it is read: a
+  field of the wrong type is MalformedStream.
 
 Errors: Gemini answers a wrong key with 400 ``API key not valid`` (AuthenticationError here) and
 an over-long prompt with 400 ``The input token count (...) exceeds the maximum number of tokens
@@ -98,6 +100,8 @@ from .errors import (
     StreamCut,
 )
 from .http import HttpEndpoint, aiter_sse_data, error_from_payload, redact
+from .wire import gemini as wire
+from .wire.decode import SHOWN, decode
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 STATE_KEY = "gemini"
@@ -545,7 +549,7 @@ def _lengths_match(layout: list[dict[str, Any]], message: Message) -> bool:
 _NO_VALUE = object()
 
 
-def _partial_value(partial: dict[str, Any]) -> Any:
+def _partial_value(partial: wire.PartialArg) -> Any:
     if "stringValue" in partial:
         return partial["stringValue"]
     if "numberValue" in partial:
@@ -561,7 +565,8 @@ def _partial_value(partial: dict[str, Any]) -> Any:
 
 
 _PATH_NAME = re.compile(r"\.([A-Za-z0-9_$\-]+)")
-_PATH_INDEX = re.compile(r"\[(\d+)\]")
+# An index of more than 9 digits is no list Gemini streams (and int() refuses 4,300 digits).
+_PATH_INDEX = re.compile(r"\[(\d{1,9})\]")
 _PATH_QUOTED = re.compile(r"""\[(['"])((?:\\.|(?!\1).)*)\1\]""")
 
 
@@ -610,10 +615,17 @@ def _set(root: dict[str, Any], steps: list[str | int], value: Any) -> None:
     _put(node, steps[-1], value)
 
 
+MAX_INDEX_GAP = 1024
+"""How far past a list's end a partial argument may write. Gemini streams list items in order
+(give or take one); filling the gap up to ``$.a[99999999]`` would take gigabytes."""
+
+
 def _put(node: Any, step: str | int, value: Any) -> None:
     if isinstance(step, int):
         if not isinstance(node, list):
             raise MalformedStream(f"partial argument index {step} into a non-list")
+        if step > len(node) + MAX_INDEX_GAP:
+            raise MalformedStream(f"partial argument index {step} far past the end of a list of {len(node)}")
         while len(node) <= step:
             node.append(None)
         node[step] = value
@@ -634,13 +646,11 @@ class _PendingCall:
     # string closes or the call ends (joining at every piece made long arguments quadratic).
     open_strings: dict[str, list[str]] = field(default_factory=dict)
 
-    def merge(self, fc: dict[str, Any]) -> None:
+    def merge(self, fc: wire.FunctionCall) -> None:
         args = fc.get("args")
-        if isinstance(args, dict):
+        if args:
             self.args.update(args)
         for partial in fc.get("partialArgs") or ():
-            if not isinstance(partial, dict):
-                raise MalformedStream(f"partial argument is not an object: {partial!r:.200}")
             path = partial.get("jsonPath", "$")
             steps = parse_json_path(path)
             value = _partial_value(partial)
@@ -680,8 +690,8 @@ class _Answer:
         self.finish: str | None = None
         self.model: str | None = None
 
-    def new_id(self, vendor_id: Any) -> tuple[str, bool]:
-        if isinstance(vendor_id, str) and vendor_id:
+    def new_id(self, vendor_id: str | None) -> tuple[str, bool]:
+        if vendor_id:
             return vendor_id, True
         if self.token is None:
             self.token = uuid.uuid4().hex[:16]
@@ -700,12 +710,12 @@ class _Answer:
                 entry["thoughtSignature"] = signature
             self.layout.append(entry)
 
-    def call_part(self, fc: dict[str, Any], signature: str | None) -> list[ToolCallChunk]:
+    def call_part(self, fc: wire.FunctionCall, signature: str | None) -> list[ToolCallChunk]:
         """Feed one ``functionCall``; returns the ToolCallChunks of calls that just became whole
         (a named part while a call is open closes that one and starts the next)."""
         done: list[ToolCallChunk] = []
-        name = fc.get("name")
-        named = isinstance(name, str) and bool(name)
+        name = fc.get("name") or ""
+        named = bool(name)
         if named and self.pending is not None:
             done.append(self.close())
         if self.pending is None:
@@ -739,15 +749,14 @@ class _Answer:
         return None
 
 
-def decode_payload(data: str) -> dict[str, Any]:
-    try:
-        payload = json.loads(data)
-    except ValueError as exc:
-        raise MalformedStream(f"stream payload is not JSON ({exc.msg}): {data[:200]!r}") from None
-    if isinstance(payload, list) and len(payload) == 1:
-        payload = payload[0]
-    if not isinstance(payload, dict):
-        raise MalformedStream(f"stream payload is not a JSON object: {data[:200]!r}")
+def decode_payload(data: str) -> wire.Response:
+    """One ``data:`` payload as a validated response (``wire.gemini``; a list of one is
+    unwrapped), or MalformedStream saying what arrived."""
+    payload = decode(wire.PAYLOAD, data, "stream payload")
+    if isinstance(payload, list):
+        if len(payload) != 1:
+            raise MalformedStream(f"stream payload is not a JSON object: {data[:SHOWN]!r}")
+        return payload[0]
     return payload
 
 
@@ -764,27 +773,25 @@ async def parse_stream(
         payload = decode_payload(data)
         if payload.get("error"):
             raise refine_error(error_from_payload(payload["error"], secrets=secrets))
-        if answer.token is None and isinstance(payload.get("responseId"), str):
+        if answer.token is None and "responseId" in payload:
             answer.token = payload["responseId"] or None
-        if isinstance(payload.get("modelVersion"), str) and payload["modelVersion"]:
+        if payload.get("modelVersion"):
             answer.model = payload["modelVersion"]
         answer.usage = _usage(payload.get("usageMetadata")) or answer.usage
         feedback = payload.get("promptFeedback")
-        if isinstance(feedback, dict) and isinstance(feedback.get("blockReason"), str):
+        if feedback and "blockReason" in feedback:
             answer.finish = feedback["blockReason"]
         candidates = payload.get("candidates")
-        candidate = candidates[0] if isinstance(candidates, list) and candidates else None
-        if not isinstance(candidate, dict):
+        if not candidates:
             continue
-        content = candidate.get("content") if isinstance(candidate.get("content"), dict) else {}
+        candidate = candidates[0]
+        content = candidate.get("content") or {}
         for part in content.get("parts") or ():
-            if not isinstance(part, dict):
-                raise MalformedStream(f"content part is not an object: {part!r:.200}")
             signature = part.get("thoughtSignature") or None
-            if isinstance(part.get("functionCall"), dict):
+            if "functionCall" in part:
                 for done in answer.call_part(part["functionCall"], signature):
                     yield done
-            elif isinstance(part.get("text"), str):
+            elif "text" in part:
                 text = part["text"]
                 if part.get("thought"):
                     answer.add_text("thought", text, signature)
@@ -794,7 +801,7 @@ async def parse_stream(
                     answer.add_text("text", text, signature)
                     if text:
                         yield TextChunk(text)
-        if isinstance(candidate.get("finishReason"), str) and candidate["finishReason"]:
+        if candidate.get("finishReason"):
             answer.finish = candidate["finishReason"]
     if answer.finish is None:
         raise StreamCut("the stream ended before the answer was complete (no finishReason)")
@@ -808,11 +815,10 @@ async def parse_stream(
     yield FinishChunk(reason=answer.finish, model=answer.model)
 
 
-def _usage(value: Any) -> UsageChunk | None:
-    if not isinstance(value, dict):
+def _usage(value: wire.UsageMetadata | None) -> UsageChunk | None:
+    if not value:
         return None
-    counts = [value.get(k) for k in ("promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount")]
-    prompt, candidates, thoughts = (c if isinstance(c, int) and not isinstance(c, bool) else None for c in counts)
+    prompt, candidates, thoughts = (value.get(k) for k in ("promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount"))
     if prompt is None and candidates is None and thoughts is None:
         return None
     return UsageChunk(input_tokens=prompt or 0, output_tokens=(candidates or 0) + (thoughts or 0))

@@ -34,6 +34,8 @@ calls get ``call_<n>`` in order of arrival within the answer (the loop makes ids
 session) and are emitted together once ``done`` arrives, so a stream cut after a call is still
 retryable. Yields TextChunk / ReasoningChunk as they arrive, then the ToolCallChunks, one
 UsageChunk and a FinishChunk. A stream that ends without ``done`` is StreamCut.
+Each line is validated against ``wire/ollama.py`` (strict types) before it is read: a field of
+the wrong type is MalformedStream.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ from .base import (
 from .errors import ConnectionFailed, MalformedStream, ProviderError, ProviderTimeout, StreamCut
 from .framing import aiter_ndjson
 from .http import HttpEndpoint, error_from_payload, redact
+from .wire import ollama as wire
+from .wire.decode import check
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 DEFAULT_CTX = 8192
@@ -335,18 +339,17 @@ async def parse_stream(
 ) -> AsyncIterator[StreamChunk]:
     """``/api/chat`` NDJSON values -> StreamChunks; ends at the ``done: true`` line."""
     calls: list[ToolCall] = []
-    async for line in lines:
-        if not isinstance(line, dict):
-            raise MalformedStream(f"stream line is not a JSON object: {str(line)[:200]!r}")
+    async for value in lines:
+        line = check(wire.LINE, value, "stream line")
         if line.get("error"):
             raise error_from_payload(line["error"], secrets=secrets)
         message = line.get("message")
-        if isinstance(message, dict):
+        if message:
             thinking = message.get("thinking")
-            if isinstance(thinking, str) and thinking:
+            if thinking:
                 yield ReasoningChunk(thinking)
             content = message.get("content")
-            if isinstance(content, str) and content:
+            if content:
                 yield TextChunk(content)
             for wire_call in message.get("tool_calls") or ():
                 calls.append(_tool_call(wire_call, len(calls)))
@@ -356,34 +359,27 @@ async def parse_stream(
             usage = _usage(line)
             if usage is not None:
                 yield usage
-            reason = line.get("done_reason")
-            model = line.get("model")
-            yield FinishChunk(
-                reason=reason if isinstance(reason, str) and reason else None,
-                model=model if isinstance(model, str) and model else None,
-            )
+            yield FinishChunk(reason=line.get("done_reason") or None, model=line.get("model") or None)
             return
     raise StreamCut("the stream ended before the answer was complete (no line with done: true)")
 
 
-def _tool_call(wire: Any, n: int) -> ToolCall:
+def _tool_call(call: wire.ToolCall, n: int) -> ToolCall:
     """One wire tool call -> ToolCall. Ids: the wire's own when it sends one, else ``call_<n>``."""
-    if not isinstance(wire, dict) or not isinstance(wire.get("function"), dict):
-        raise MalformedStream(f"tool call is not {{function: {{name, arguments}}}}: {str(wire)[:200]!r}")
-    function = wire["function"]
+    function = call.get("function")
+    if function is None:
+        raise MalformedStream(f"tool call is not {{function: {{name, arguments}}}}: {str(call)[:200]!r}")
     name = function.get("name")
-    if not isinstance(name, str) or not name:
-        raise MalformedStream(f"tool call without a name: {str(wire)[:200]!r}")
-    wire_id = wire.get("id")
+    if not name:
+        raise MalformedStream(f"tool call without a name: {str(call)[:200]!r}")
+    wire_id = call.get("id")
     call_id = wire_call_id(wire_id) or f"call_{n}"
     return ToolCall(id=call_id, name=name, arguments=arguments_text(function.get("arguments")))
 
 
-def _usage(line: dict[str, Any]) -> UsageChunk | None:
+def _usage(line: wire.Line) -> UsageChunk | None:
     prompt = line.get("prompt_eval_count")
     output = line.get("eval_count")
-    prompt = prompt if isinstance(prompt, int) and not isinstance(prompt, bool) else None
-    output = output if isinstance(output, int) and not isinstance(output, bool) else None
     if prompt is None and output is None:
         return None
     return UsageChunk(input_tokens=prompt or 0, output_tokens=output or 0)

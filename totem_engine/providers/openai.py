@@ -19,8 +19,10 @@ Stream: SSE ``data:`` payloads, each a ``chat.completion.chunk``::
      "finish_reason": null|"stop"|"length"|"tool_calls"|...}], "usage"?: {"prompt_tokens",
      "completion_tokens"}}
 
-ending with ``data: [DONE]``. Yields TextChunk / ReasoningChunk as they arrive, then at the end
-every assembled ToolCallChunk in order, one UsageChunk (the last usage seen) and a FinishChunk.
+ending with ``data: [DONE]``. Each payload is validated against ``wire/openai.py`` (strict
+types) before it is read: a field of the wrong type is MalformedStream. Yields TextChunk /
+ReasoningChunk as they arrive, then at the end every assembled ToolCallChunk in order, one
+UsageChunk (the last usage seen) and a FinishChunk.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ from .base import (
 )
 from .errors import MalformedStream, StreamCut
 from .http import HttpEndpoint, aiter_sse_data, error_from_payload, redact
+from .wire import openai as wire
+from .wire.decode import decode
 
 DONE = "[DONE]"
 
@@ -196,17 +200,16 @@ class _ToolCallAssembler:
     Deltas carry an ``index``; the first delta of a call usually carries ``id`` and the name,
     later ones only argument text. Some servers repeat the id (or send ``""``) on every delta;
     a *different* non-empty id under an index already in use starts a new call (servers that
-    number every call 0). A delta without an index continues the latest call.
+    number every call 0). A delta without an index continues the latest call. Deltas come
+    validated (``wire.openai.ToolCallDelta``).
     """
 
     def __init__(self) -> None:
         self._calls: list[_CallBuilder] = []
-        self._by_index: dict[Any, _CallBuilder] = {}
-        self._last_index: Any = 0
+        self._by_index: dict[int, _CallBuilder] = {}
+        self._last_index = 0
 
-    def add(self, delta: Any) -> None:
-        if not isinstance(delta, dict):
-            raise MalformedStream(f"tool call delta is not an object: {delta!r:.200}")
+    def add(self, delta: wire.ToolCallDelta) -> None:
         index = delta.get("index", self._last_index)
         self._last_index = index
         call_id = wire_call_id(delta.get("id"))
@@ -219,12 +222,12 @@ class _ToolCallAssembler:
             current.id = call_id
         function = delta.get("function") or {}
         name = function.get("name")
-        if isinstance(name, str) and name and not current.name:
+        if name and not current.name:
             current.name = name
         arguments = function.get("arguments")
         if isinstance(arguments, str):
             current.pieces.append(arguments)
-        elif isinstance(arguments, dict):
+        elif arguments is not None:
             # A few servers send the arguments as an object instead of JSON text.
             current.pieces.append(json.dumps(arguments))
 
@@ -238,36 +241,16 @@ class _ToolCallAssembler:
         return calls
 
 
-def decode_payload(data: str) -> dict[str, Any]:
-    """One ``data:`` payload as a JSON object, or MalformedStream saying what arrived."""
-    try:
-        payload = json.loads(data)
-    except ValueError as exc:
-        raise MalformedStream(
-            f"stream payload is not JSON ({exc.msg}): {data[:200]!r}"
-        ) from None
-    if not isinstance(payload, dict):
-        raise MalformedStream(f"stream payload is not a JSON object: {data[:200]!r}")
-    return payload
+def decode_payload(data: str) -> wire.Chunk:
+    """One ``data:`` payload as a validated chunk (``wire.openai``), or MalformedStream saying
+    what arrived."""
+    return decode(wire.CHUNK, data, "stream payload")
 
 
-def _choice(payload: dict[str, Any]) -> dict[str, Any] | None:
-    """The first choice of a chunk (we never ask for n > 1), or None for usage-only chunks."""
-    choices = payload.get("choices")
-    if not isinstance(choices, list) or not choices:
-        return None
-    first = choices[0]
-    return first if isinstance(first, dict) else None
-
-
-def _reasoning_text(delta: dict[str, Any]) -> str:
+def _reasoning_text(delta: wire.Delta) -> str:
     # DeepSeek/xAI/vLLM say reasoning_content, Groq/OpenRouter say reasoning; a server that sends
     # both carries the same text twice, so take one.
-    for key in ("reasoning_content", "reasoning"):
-        value = delta.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""
+    return delta.get("reasoning_content") or delta.get("reasoning") or ""
 
 
 async def parse_stream(
@@ -276,7 +259,8 @@ async def parse_stream(
     """Chat Completions chunk payloads (SSE ``data`` strings) -> StreamChunks.
 
     Ends at ``[DONE]``. Without ``[DONE]``, an EOF after a ``finish_reason`` is a normal end
-    (some servers omit the marker) and an EOF before one is StreamCut.
+    (some servers omit the marker) and an EOF before one is StreamCut. A payload that is not a
+    chunk of the wire (``wire.openai``) is MalformedStream.
     """
     calls = _ToolCallAssembler()
     usage: UsageChunk | None = None
@@ -288,17 +272,19 @@ async def parse_stream(
             done = True
             break
         payload = decode_payload(data)
-        if "error" in payload and payload["error"]:
+        if payload.get("error"):
             raise error_from_payload(payload["error"], secrets=secrets)
-        if not model and isinstance(payload.get("model"), str):
-            model = payload["model"] or None
+        if not model:
+            model = payload.get("model") or None
         usage = _usage(payload.get("usage")) or usage
-        choice = _choice(payload)
-        if choice is None:
+        # The first choice only: we never ask for n > 1; usage-only chunks have none.
+        choices = payload.get("choices")
+        if not choices:
             continue
+        choice = choices[0]
         delta = choice.get("delta") or {}
         text = delta.get("content")
-        if isinstance(text, str) and text:
+        if text:
             yield TextChunk(text)
         reasoning = _reasoning_text(delta)
         if reasoning:
@@ -316,18 +302,15 @@ async def parse_stream(
     yield FinishChunk(reason=finish_reason, model=model)
 
 
-def _usage(value: Any) -> UsageChunk | None:
+def _usage(value: wire.Usage | None) -> UsageChunk | None:
     """``{"prompt_tokens", "completion_tokens"}`` -> UsageChunk; None when absent or empty."""
-    if not isinstance(value, dict):
+    if not value:
         return None
     prompt = value.get("prompt_tokens")
     completion = value.get("completion_tokens")
-    if not isinstance(prompt, int) and not isinstance(completion, int):
+    if prompt is None and completion is None:
         return None
-    return UsageChunk(
-        input_tokens=prompt if isinstance(prompt, int) else 0,
-        output_tokens=completion if isinstance(completion, int) else 0,
-    )
+    return UsageChunk(input_tokens=prompt or 0, output_tokens=completion or 0)
 
 
 # ---------------------------------------------------------------------------------------------
