@@ -1,5 +1,8 @@
 """Totem's configuration: one pydantic model, read from TOML layers.
 
+Why one module of this size (over 500 lines): every key's schema, default and untrusted class is
+declared here once (docs/config.md follows it key by key, and a test checks the two agree).
+
 Layers, later wins: the user file (``user_config_path()``), ``<project>/.totem/config.toml``,
 the editor settings the language server passes in, then ``--config FILE``. Tables are merged
 key by key at every depth; scalars and arrays are replaced whole. Each layer is validated on its

@@ -1,5 +1,9 @@
 """Sessions, messages and parts in one SQLite database: the durable, append-only history.
 
+Why one module of this size (over 500 lines): the schema and every query that touches it stay
+together, so the append-only rule (nothing deleted, parts only marked discarded) is kept in one
+place.
+
 Layout: a session holds messages (ordered by ``seq``); a message holds parts (ordered by ``seq``).
 A part is one unit the loop streams: ``text``, ``reasoning``, ``tool``, ``step``, ``error`` or
 ``notice``, with a JSON ``data`` object and an optional ``status``; a ``checkpoint`` part

@@ -1,5 +1,8 @@
 """``totem local setup``: build llama.cpp's ``llama-server`` and install the model, in stages.
 
+Why one module of this size (over 500 lines): the stages below run in this order, each resumable
+and checked the same way; read together they are the whole set-up.
+
 Stages, in order; each writes a marker under ``<local_dir>/stages/`` when it finishes, and a
 second run skips what is done after re-verifying it (a file's checksum, the binary's presence),
 so setup is resumable and idempotent:

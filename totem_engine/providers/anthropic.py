@@ -1,5 +1,8 @@
 """Anthropic's Messages API, streamed.
 
+Why one module of this size (over 500 lines): one module per wire; the request body, signed
+thinking blocks, the event parser and the model list all follow the Messages pages below.
+
 Wire references (vendor documentation):
 
 - Messages request body and content blocks: https://docs.anthropic.com/en/api/messages

@@ -1,5 +1,10 @@
 """Google Gemini (Generative Language API, ``v1beta``), streamed with server-sent events.
 
+Why one module of this size (over 800 lines): one module per wire is the house rule, and every
+part here (request body, thinking config, schema cleaning, the stream parser with Gemini 3's
+streamed ``partialArgs``, thought signatures, the model list) follows this one vendor's pages;
+split, a change to the wire would be spread over modules that mean nothing apart.
+
 Wire references (ai.google.dev):
 
 - https://ai.google.dev/api/generate-content (``models.streamGenerateContent``, request body,
