@@ -158,6 +158,8 @@ class Config(_Strict):
     request_timeout: float = Field(default=1800.0, gt=0)
     stall_timeout: float = Field(default=300.0, gt=0)
     permission_timeout: float = Field(default=600.0, gt=0)
+    # Most bytes of one message from the editor to the language server (64 MiB).
+    lsp_max_message_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
     mode: Mode = "build"
     reasoning: Literal["none", "low", "medium", "high"] | None = None  # thinking effort; None: the model's default
     # Share of the model's window past which old tool results are compacted (compaction.py).
