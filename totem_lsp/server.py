@@ -187,7 +187,7 @@ class TotemServer(LanguageServer):
     def start_tcp(self, host: str, port: int) -> None:
         """pygls' start_tcp, but only the client that sent the token owns the server: a connection
         without it can neither stop the server nor take the place of a client that is in."""
-        self._stop_event = stop_event = threading.Event()
+        self._stop_event = threading.Event()
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             if self.authenticated:

@@ -335,6 +335,7 @@ async def test_stdio_requests_without_params_are_answered(stdio_server):
     error = await error_answer(rpc, 53)
     assert error["code"] == -32602 and "textDocument/codeAction" in error["message"]
     assert (await rpc.request("totem/sessions", None))["result"] == []
+    assert process.returncode is None
 
 
 async def test_stdio_bodies_that_are_not_json_rpc_are_answered(stdio_server):
