@@ -196,7 +196,14 @@ class TotemServer(LanguageServer):
             if self.protocol.writer is not None:
                 self.protocol.writer.close()  # a connection that never sent the token gives way
             self.protocol.set_writer(writer)
-            await self._read_messages(lambda: reader.read(CHUNK))
+
+            async def read() -> bytes:
+                try:
+                    return await reader.read(CHUNK)
+                except ConnectionError:  # a reset is the end of this connection, like a close
+                    return b""
+
+            await self._read_messages(read)
             if self.authenticated and self.protocol.writer is writer:
                 self.shutdown()  # the client left: so does the server
 
@@ -224,9 +231,10 @@ def create_server(token: str | None = None) -> TotemServer:
         options = protocol.plain(params.initialization_options)
         ls.options = options if isinstance(options, dict) else {}
         if ls.token is not None and not _same_token(ls.options.get("token"), ls.token):
-            # End this connection (not one that may replace it) once the error below is written:
-            # it is written before the loop runs its next callback, and close() flushes it.
-            asyncio.get_running_loop().call_soon(_close, ls.protocol.writer)
+            # Answer with the error, then end this connection (not one that may replace it). Not
+            # at once: closing a socket with the client's pipelined messages unread resets it,
+            # and the reset can destroy the answer before the client reads it.
+            asyncio.get_running_loop().call_later(0.05, _close, ls.protocol.writer)
             raise BadToken("Wrong or missing token in initializationOptions.token.")
         ls.authenticated = True
 
