@@ -13,8 +13,9 @@ def lsp_command(args: argparse.Namespace) -> int:
     from totem_lsp.server import create_server
 
     if args.tcp is None:
-        create_server().start_io()
-        return 0
+        server = create_server()
+        server.start_io()
+        return server.exit_code
     host, _, port = args.tcp.rpartition(":")
     host = host.strip("[]")
     if not port.isdigit() or not _is_loopback(host):
@@ -25,8 +26,9 @@ def lsp_command(args: argparse.Namespace) -> int:
     token = args.token or secrets.token_urlsafe(24)
     if not args.token:
         print(f"totem lsp: token {token}", file=sys.stderr, flush=True)
-    create_server(token=token).start_tcp(host, int(port))
-    return 0
+    server = create_server(token=token)
+    server.start_tcp(host, int(port))
+    return server.exit_code
 
 
 def _is_loopback(host: str) -> bool:

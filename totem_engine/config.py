@@ -186,6 +186,9 @@ class Config(_Strict):
     request_timeout: Annotated[float, TIGHTEN] = Field(default=1800.0, gt=0)
     stall_timeout: Annotated[float, TIGHTEN] = Field(default=300.0, gt=0)
     permission_timeout: Annotated[float, TIGHTEN] = Field(default=600.0, gt=0)
+    # Most bytes of one message from the editor to the language server (64 MiB); the editor's
+    # connection is not the project's to set.
+    lsp_max_message_bytes: Annotated[int, DROPPED] = Field(default=64 * 1024 * 1024, gt=0)
     mode: Annotated[Mode, Untrusted("tighten", order=("build", "plan"))] = "build"
     # thinking effort; None: the model's default. More effort spends more: not the project's choice.
     reasoning: Annotated[Literal["none", "low", "medium", "high"] | None, DROPPED] = None

@@ -154,7 +154,7 @@ class Chats:
         finally:
             self.turns.pop(started.session_id, None)
             self.progress = {t: s for t, s in self.progress.items() if s != started.session_id}
-            self.stream.flush(started.session_id)
+            self.stream.end(started.session_id)
 
 
 async def with_context(params: ChatParams, root: Path, projects: Projects) -> str:

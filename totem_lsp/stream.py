@@ -53,3 +53,9 @@ class EventStream:
             self._send(event)
         if pending:
             self._last[session] = asyncio.get_running_loop().time()
+
+    def end(self, session: str) -> None:
+        """The session's turn ended: what is pending goes out, and nothing is kept for it (a
+        long-lived server sees many sessions)."""
+        self.flush(session)
+        self._last.pop(session, None)
