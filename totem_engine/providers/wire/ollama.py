@@ -4,8 +4,8 @@ Vendor page: https://docs.ollama.com/api/chat (the streamed response objects; ``
 ``tool_calls``, ``done``, ``done_reason``, the eval counts) and https://docs.ollama.com/api/errors
 (``{"error"}`` during a stream). Types are strict (``decode.py``), every field may be missing,
 unknown fields are dropped. Deliberate tolerance kept from the parser: ``arguments`` as JSON text
-instead of an object (OpenAI-style proxies in front of Ollama), an integer call id (read as its
-string form).
+instead of an object (OpenAI-style proxies in front of Ollama), a call id of any JSON
+type (a number read as its string form, anything else as missing).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ class Function(TypedDict, total=False):
 
 
 class ToolCall(TypedDict, total=False):
-    id: str | int | None
+    # Any JSON: a number is read as its string form, anything else as missing (wire_call_id).
+    id: Any
     function: Function
 
 

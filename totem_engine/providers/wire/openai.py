@@ -4,8 +4,8 @@ Vendor page: https://platform.openai.com/docs/api-reference/chat/streaming (the
 ``chat.completion.chunk`` object). Types are strict (``decode.py``); every field may be missing,
 and those that OpenAI-compatible servers send as ``null`` may be ``null``. Deliberate tolerance
 kept from the parser: a tool-call delta without ``index`` (it continues the latest call), an id
-that is empty or repeated, ``arguments`` sent as an object instead of JSON text. An integer id is
-accepted and read as its string form.
+that is empty or repeated, ``arguments`` sent as an object instead of JSON text. An id of any
+JSON type is accepted: a number is read as its string form, anything else as a missing id.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ class Function(TypedDict, total=False):
 
 class ToolCallDelta(TypedDict, total=False):
     index: int
-    id: str | int | None
+    # Any JSON: a number is read as its string form, anything else as missing (wire_call_id).
+    id: Any
     function: Function | None
 
 
