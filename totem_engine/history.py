@@ -1,4 +1,4 @@
-"""The stored session as the model's message list. Derived on every request, never written back."""
+"""The stored session as the model's message list, never written back; each stored message is converted once per version of it (compaction/derived.py keeps the conversions)."""
 
 from __future__ import annotations
 

@@ -18,6 +18,13 @@ everything written up to its last call, and the database is in WAL mode so anoth
 
 The API is async: each call runs its sqlite work in a worker thread, one call at a time on one
 connection, so the event loop never blocks on disk.
+
+``messages()`` is read once per session and then kept up to date by this store's own writes (a
+``_Sessions`` cache, touched only in the worker thread): a write replaces the one message it
+changes with a new object, so an unchanged message is the same object on every read, which is
+what the derived history (totem_engine/compaction/derived.py) keys its conversions by. A commit
+by any other connection (another process, another ``Store``) changes SQLite's
+``PRAGMA data_version``, and the cache is then dropped and read again.
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ import secrets
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, fields
+from collections import OrderedDict
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -261,6 +269,114 @@ def _dumps(value: dict[str, Any]) -> str:
     return storable(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
+def _decoded(part_id: str, type: str, encoded: str) -> Any:
+    """A part's data as a read gives it back (decoded from what was written, repaired)."""
+    data = json.loads(encoded)
+    return _repaired_call(data, part_id) if type == "tool" else data
+
+
+def _shown(message: StoredMessage) -> StoredMessage | None:
+    """The message as ``messages()`` shows it: without its discarded parts; None when every part
+    was discarded (a message with no parts yet is shown)."""
+    parts = [p for p in message.parts if not p.discarded]
+    if len(parts) == len(message.parts):
+        return message
+    return replace(message, parts=parts) if parts else None
+
+
+CACHED_SESSIONS = 8  # sessions whose messages a store keeps in memory, the most recently read
+
+
+class _Sessions:
+    """The messages of recently read sessions, every part included, as a read would return them.
+    Kept up to date by the store's writes; only the worker thread touches it."""
+
+    def __init__(self) -> None:
+        self.messages: OrderedDict[str, list[StoredMessage]] = OrderedDict()
+        self.where: dict[str, tuple[str, int]] = {}  # message id -> (session id, index)
+        self.part_message: dict[str, str] = {}  # part id -> message id
+        # Per session, aligned with ``messages``: each as ``messages()`` shows it (None: hidden).
+        self.shown: dict[str, list[StoredMessage | None]] = {}
+        self.data_version: int | None = None
+
+    def check(self, conn: sqlite3.Connection) -> None:
+        """Drop everything when another connection has committed since the last check."""
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self.data_version:
+            self.clear()
+            self.data_version = version
+
+    def clear(self) -> None:
+        self.messages.clear()
+        self.where.clear()
+        self.part_message.clear()
+        self.shown.clear()
+
+    def fill(self, session_id: str, messages: list[StoredMessage]) -> None:
+        self.messages[session_id] = messages
+        self.shown[session_id] = [_shown(m) for m in messages]
+        for index, message in enumerate(messages):
+            self.where[message.id] = (session_id, index)
+            for part in message.parts:
+                self.part_message[part.id] = message.id
+        while len(self.messages) > CACHED_SESSIONS:
+            self.forget(next(iter(self.messages)))
+
+    def forget(self, session_id: str) -> None:
+        self.shown.pop(session_id, None)
+        for message in self.messages.pop(session_id, []):
+            self.where.pop(message.id, None)
+            for part in message.parts:
+                self.part_message.pop(part.id, None)
+
+    def read(self, session_id: str, include_discarded: bool) -> list[StoredMessage] | None:
+        full = self.messages.get(session_id)
+        if full is None:
+            return None
+        self.messages.move_to_end(session_id)
+        if include_discarded:
+            return list(full)
+        return [m for m in self.shown[session_id] if m is not None]
+
+    def add_message(self, message: StoredMessage) -> None:
+        messages = self.messages.get(message.session_id)
+        if messages is not None:
+            self.where[message.id] = (message.session_id, len(messages))
+            messages.append(message)
+            self.shown[message.session_id].append(message)
+
+    def change(self, message_id: str, change: Any) -> None:
+        """Replace the message by ``change(message)`` (a new object), when it is cached."""
+        at = self.where.get(message_id)
+        if at is None:
+            return
+        messages = self.messages[at[0]]
+        messages[at[1]] = change(messages[at[1]])
+        self.shown[at[0]][at[1]] = _shown(messages[at[1]])
+
+    def add_part(self, part: StoredPart) -> None:
+        if part.message_id in self.where:
+            self.part_message[part.id] = part.message_id
+            self.change(part.message_id, lambda m: replace(m, parts=[*m.parts, part]))
+
+    def update_part(self, part_id: str, data: Any, status: str | None, updated_at: float) -> None:
+        message_id = self.part_message.get(part_id)
+        if message_id is None:
+            return
+
+        def updated(message: StoredMessage) -> StoredMessage:
+            parts = [replace(p, data=data, status=status, updated_at=updated_at) if p.id == part_id else p for p in message.parts]
+            return replace(message, parts=parts)
+
+        self.change(message_id, updated)
+
+    def discard(self, message_id: str, now: float) -> None:
+        self.change(
+            message_id,
+            lambda m: replace(m, parts=[replace(p, discarded=True, updated_at=now) for p in m.parts]),
+        )
+
+
 class Store:
     """The history database. ``path`` defaults to ``default_db_path()``.
 
@@ -271,6 +387,7 @@ class Store:
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_db_path()
         self._db = SqliteWorker(self.path, schema=_SCHEMA, version=SCHEMA_VERSION, closed_message="store is closed")
+        self._cache = _Sessions()
 
     async def __aenter__(self) -> Store:
         return self
@@ -305,6 +422,8 @@ class Store:
             " VALUES (?, ?, ?, ?, ?, '{}', ?, ?)",
             (session.id, title, model, mode, cwd, now, now),
         )
+        self._cache.check(conn)
+        self._cache.fill(session.id, [])
         return session
 
     async def get_session(self, session_id: str) -> Session:
@@ -379,13 +498,14 @@ class Store:
         now = time.time()
         with Transaction(conn):
             self._session_row(conn, session_id)
-            conn.execute(
+            seq = conn.execute(
                 "INSERT INTO messages (id, session_id, seq, role, turn_id, step, model, created_at)"
                 " VALUES (?, ?, (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages"
-                " WHERE session_id = ?), ?, ?, ?, ?, ?)",
+                " WHERE session_id = ?), ?, ?, ?, ?, ?) RETURNING seq",
                 (message_id, session_id, session_id, role, turn_id, step, model, now),
-            )
+            ).fetchall()[0][0]
             conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+        self._cache.add_message(StoredMessage(message_id, session_id, seq, role, turn_id, step, model, now, []))
         return message_id
 
     async def add_part(
@@ -414,13 +534,16 @@ class Store:
             ).fetchone()
             if row is None:
                 raise MessageNotFound(message_id)
-            conn.execute(
+            seq = conn.execute(
                 "INSERT INTO parts (id, message_id, session_id, seq, type, data, status,"
                 " discarded, created_at, updated_at) VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq),"
-                " -1) + 1 FROM parts WHERE message_id = ?), ?, ?, ?, 0, ?, ?)",
+                " -1) + 1 FROM parts WHERE message_id = ?), ?, ?, ?, 0, ?, ?) RETURNING seq",
                 (part_id, message_id, row["session_id"], message_id, type, encoded, status,
                  now, now),
-            )
+            ).fetchall()[0][0]
+        self._cache.add_part(
+            StoredPart(part_id, message_id, seq, type, _decoded(part_id, type, encoded), status, False, now, now)
+        )
         return part_id
 
     async def update_part(
@@ -430,13 +553,16 @@ class Store:
         ``updated_at``. Raises ``PartNotFound``."""
 
         def update(conn: sqlite3.Connection) -> None:
-            cursor = conn.execute(
+            now = time.time()
+            row = conn.execute(
                 "UPDATE parts SET data = COALESCE(?, data), status = COALESCE(?, status),"
-                " updated_at = ? WHERE id = ?",
-                (None if data is None else _dumps(data), status, time.time(), part_id),
-            )
-            if cursor.rowcount == 0:
+                " updated_at = ? WHERE id = ? RETURNING type, data, status",
+                (None if data is None else _dumps(data), status, now, part_id),
+            ).fetchall()
+            if not row:
                 raise PartNotFound(part_id)
+            row = row[0]
+            self._cache.update_part(part_id, _decoded(part_id, row["type"], row["data"]), row["status"], now)
 
         await self._db.run(update)
 
@@ -449,10 +575,12 @@ class Store:
                 found = conn.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,))
                 if found.fetchone() is None:
                     raise MessageNotFound(message_id)
+                now = time.time()
                 conn.execute(
                     "UPDATE parts SET discarded = 1, updated_at = ? WHERE message_id = ?",
-                    (time.time(), message_id),
+                    (now, message_id),
                 )
+            self._cache.discard(message_id, now)
 
         await self._db.run(discard)
 
@@ -468,8 +596,13 @@ class Store:
 
         def read(conn: sqlite3.Connection) -> list[StoredMessage]:
             with Transaction(conn, write=False):
+                self._cache.check(conn)
+                cached = self._cache.read(session_id, include_discarded)
+                if cached is not None:
+                    return cached
                 self._session_row(conn, session_id)
-                return self._messages(conn, session_id, include_discarded)
+                self._cache.fill(session_id, self._messages(conn, session_id, include_discarded=True))
+            return self._cache.read(session_id, include_discarded) or []
 
         return await self._db.run(read)
 

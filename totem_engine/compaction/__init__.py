@@ -32,7 +32,8 @@ Last, if the list is still over the window itself (a huge user message, a long s
 largest messages are cut with a note until it fits; ``Fitted.over`` says when even that failed
 (the system prompt, tools and reserved output alone do not fit).
 
-The modules, one job each: ``fit`` (the stages above, on the derived messages), ``accounts``
+The modules, one job each: ``fit`` (the stages above, on the derived messages), ``derived`` (the
+derived history kept from step to step: each stored message converted once), ``accounts``
 (a result's tool, arguments and summary, asked of the tools), ``checkpoints`` (stored summaries
 and their replay), ``summary`` (the summary request and its fallback), ``ledger`` (the pinned
 message), ``budgets`` (the shares of the window).
@@ -40,11 +41,12 @@ message), ``budgets`` (the shares of the window).
 
 from totem_engine.compaction.accounts import ACCOUNT_PREFIX
 from totem_engine.compaction.checkpoints import CHECKPOINT_PART, Checkpoint, apply_checkpoints
+from totem_engine.compaction.derived import DerivedHistory
 from totem_engine.compaction.fit import Fitted, fit
 from totem_engine.compaction.ledger import PINNED_HEADER, Ledger, build_ledger, ledger_present
 from totem_engine.compaction.summary import Complete, completer
 
 __all__ = [
-    "ACCOUNT_PREFIX", "CHECKPOINT_PART", "PINNED_HEADER", "Checkpoint", "Complete", "Fitted",
+    "ACCOUNT_PREFIX", "CHECKPOINT_PART", "PINNED_HEADER", "Checkpoint", "Complete", "DerivedHistory", "Fitted",
     "Ledger", "apply_checkpoints", "build_ledger", "completer", "fit", "ledger_present",
 ]

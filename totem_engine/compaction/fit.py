@@ -1,9 +1,13 @@
 """``fit``: the request for the next step, inside the model's window (the stages are told in the
 package docstring, ``totem_engine/compaction/__init__.py``).
 
-The work is done on a ``_State``: the derived messages of each stored message (a ``_Group``) with
-their current token costs, and the pinned head message once the list is compacted. Stages
-replace messages in it (``_State.set`` keeps the total up to date); nothing is written back.
+The derived messages come from a ``DerivedHistory`` (derived.py), which the caller keeps from
+step to step so that each stored message is converted once: within budget, the request is that
+history's messages as they are (after a checkpoint's pinned head), counted by prefix sums. Over
+budget, the work is done on a ``_State``: the derived messages of each stored message (a
+``_Group``) with their current token costs, and the pinned head message once the list is
+compacted. Stages replace messages in it (``_State.set`` keeps the total up to date); nothing is
+written back.
 """
 
 from __future__ import annotations
@@ -15,11 +19,11 @@ from totem_engine.compaction.accounts import ACCOUNT_PREFIX, Accounts
 from totem_engine.compaction.budgets import (
     CHARS_PER_TOKEN, DEFAULT_COMPACT_AT, SUMMARY_SHARE, TAIL_SHARE, Limits, limits,
 )
-from totem_engine.compaction.checkpoints import Checkpoint, apply_checkpoints, keep_checkpoint
+from totem_engine.compaction.checkpoints import Checkpoint, keep_checkpoint
+from totem_engine.compaction.derived import DerivedHistory
 from totem_engine.compaction.ledger import Ledger
 from totem_engine.compaction.summary import Complete, summarise
-from totem_engine.context import calibrated, fixed_tokens, input_tokens, message_tokens
-from totem_engine.history import to_messages
+from totem_engine.context import calibrated, message_tokens
 from totem_engine.providers.base import ChatRequest, Message
 from totem_engine.store import Store, StoredMessage
 from totem_engine.tools.base import Tool
@@ -62,7 +66,8 @@ class _Group:
     original: tuple[Message, ...] = ()  # as derived, before any compaction
 
     def __post_init__(self) -> None:
-        self.tokens = [message_tokens(m) for m in self.messages]
+        if not self.tokens:
+            self.tokens = [message_tokens(m) for m in self.messages]
         self.original = tuple(self.messages)
 
     def fresh(self) -> "_Group":
@@ -129,6 +134,7 @@ async def fit(
     compact_at: float = DEFAULT_COMPACT_AT,
     summary_window: int | None = None,
     force: bool = False,
+    history: DerivedHistory | None = None,
 ) -> Fitted:
     """The request for the next step, inside ``window``.
 
@@ -140,39 +146,73 @@ async def fit(
     ``turn_id``: where a new checkpoint is appended (no store: it is used but not kept).
     ``provider``: whose replay state goes back (``to_messages``). ``calibration``: the session's
     factor. ``summary_window``: the summariser's window (default ``window``). ``force``: the
-    provider reported an overflow: compact to ``FORCE_SHARE`` of the budget.
+    provider reported an overflow: compact to ``FORCE_SHARE`` of the budget. ``history``: the
+    session's derived history kept by the caller from step to step (default: a new one, for
+    ``provider``); it is updated with ``stored`` here.
     """
-    checkpoint, rest = apply_checkpoints(stored)
-    groups = _groups(rest, provider)
+    if history is None:
+        history = DerivedHistory(provider)
+    history.update(stored)
+    checkpoint, start = history.checkpoint()
     template = build([])
-    state = _State(groups=groups, fixed=fixed_tokens(template.system, template.tools))
-    if checkpoint is not None:
-        state.pin(_head(ledger, checkpoint, groups, absorb_first=False))
+    fixed = history.fixed(template.system, template.tools)
+    head = _head(ledger, checkpoint, [], absorb_first=False) if checkpoint is not None else None
+    raw = fixed + (message_tokens(head) if head is not None else 0) + history.tokens_from(start)
+    if window is not None:
+        bounds = limits(window, output_reserve, calibration=calibration, compact_at=compact_at, force=force)
+        if raw > bounds.budget:
+            return await _compacted(
+                history, start, checkpoint, head, fixed, bounds,
+                build=build, window=window, output_reserve=output_reserve, ledger=ledger, tools=tools,
+                complete=complete, store=store, session_id=session_id, turn_id=turn_id,
+                calibration=calibration, summary_window=summary_window,
+            )
+    messages = ([head] if head is not None else []) + history.messages_from(start)
+    return _fitted(history, messages, build, window, output_reserve, calibration, checkpoint=checkpoint,
+                   compacted=head is not None, body=raw - fixed)
+
+
+async def _compacted(
+    history: DerivedHistory, start: int, checkpoint: Checkpoint | None, head: Message | None, fixed: int,
+    bounds: Limits, *, build: Callable[[list[Message]], ChatRequest], window: int, output_reserve: int,
+    ledger: Ledger, tools: Mapping[str, Tool], complete: Complete | None, store: Store | None,
+    session_id: str | None, turn_id: str, calibration: float, summary_window: int | None,
+) -> Fitted:
+    """The stages on a state over budget; a new checkpoint, when one is written, is kept."""
+    groups = [_Group(stored, messages, tokens) for stored, messages, tokens in history.groups_from(start)]
+    state = _State(groups=groups, fixed=fixed)
+    if head is not None:
+        state.pin(head)
     run = _Run(
         ledger=ledger,
-        accounts=Accounts(tools, (m for g in groups for m in g.original), rest),
+        accounts=Accounts(tools, (m for g in groups for m in g.original), history.stored_from(start)),
         complete=complete,
         summary_window=summary_window or window or 0,
     )
     written = False
-    if window is not None:
-        bounds = limits(window, output_reserve, calibration=calibration, compact_at=compact_at, force=force)
-        if state.raw > bounds.budget:
-            state, made = await run.compact(state, checkpoint, bounds)
-            if made is not None:
-                checkpoint, written = made, True
-                if store is not None and session_id is not None:
-                    await keep_checkpoint(store, session_id, turn_id, made)
-    return _fitted(state, build, window, output_reserve, calibration, checkpoint, written)
+    state, made = await run.compact(state, checkpoint, bounds)
+    if made is not None:
+        checkpoint, written = made, True
+        if store is not None and session_id is not None:
+            await keep_checkpoint(store, session_id, turn_id, made)
+    return _fitted(
+        history, state.messages(), build, window, output_reserve, calibration, checkpoint=checkpoint,
+        compacted=state.head is not None or state.accounts > 0 or state.cut > 0, written=written,
+        accounts=state.accounts, cut=state.cut,
+    )
 
 
 def _fitted(
-    state: _State, build: Callable[[list[Message]], ChatRequest], window: int | None, output_reserve: int,
-    calibration: float, checkpoint: Checkpoint | None, written: bool,
+    history: DerivedHistory, messages: list[Message], build: Callable[[list[Message]], ChatRequest],
+    window: int | None, output_reserve: int, calibration: float, *, checkpoint: Checkpoint | None,
+    compacted: bool, written: bool = False, accounts: int = 0, cut: int = 0, body: int | None = None,
 ) -> Fitted:
-    messages = state.messages()
+    """``body``: the tokens of ``messages``, when known."""
     request = build(messages)
-    raw = input_tokens(request)
+    # ``context.input_tokens(request)``, with the tokens of each message the history derived looked up.
+    if body is None:
+        body = sum(history.tokens(m) for m in messages)
+    raw = history.fixed(request.system, request.tools) + history.tokens_of(request.messages, messages, body)
     total = calibrated(raw, output_reserve, calibration)
     return Fitted(
         request=request,
@@ -180,10 +220,10 @@ def _fitted(
         estimate=total,
         raw_input=raw,
         window=window,
-        compacted=state.head is not None or state.accounts > 0 or state.cut > 0,
+        compacted=compacted,
         checkpoint_written=written,
-        accounts=state.accounts,
-        cut=state.cut,
+        accounts=accounts,
+        cut=cut,
         over=window is not None and total > window,
         checkpoint=checkpoint,
     )
@@ -279,15 +319,6 @@ def _tail_size(state: _State, limit: int) -> int | None:
         used += group.total
         kept += 1
     return min(kept, len(groups) - 1)
-
-
-def _groups(stored: Sequence[StoredMessage], provider: str | None) -> list[_Group]:
-    groups = []
-    for message in stored:
-        derived = to_messages([message], provider=provider)
-        if derived:
-            groups.append(_Group(message, derived))
-    return groups
 
 
 def _head(ledger: Ledger, checkpoint: Checkpoint | None, groups: list[_Group], *, absorb_first: bool) -> Message:

@@ -64,13 +64,20 @@ def build_ledger(
             if not first and message.role == "user" and part.type == "text":
                 first = "".join(p.data.get("text", "") for p in message.parts if p.type == "text" and not p.discarded)
             elif part.type == "tool":
-                output = part.data.get("output")
-                if isinstance(output, str) and "<instructions from=" in output:
-                    blocks += [b for b in _INSTRUCTIONS.findall(output) if b not in blocks]
-    items = tuple(
-        (str(t.get("status", "pending")), str(t.get("content", ""))) for t in todos if isinstance(t, dict)
-    )
-    return Ledger(first_request=first, todos=items, instructions=tuple(blocks))
+                blocks += [b for b in instruction_blocks(part.data.get("output")) if b not in blocks]
+    return Ledger(first_request=first, todos=todo_items(todos), instructions=tuple(blocks))
+
+
+def instruction_blocks(output: object) -> tuple[str, ...]:
+    """The AGENTS.md blocks (``<instructions from="...">...</instructions>``) in a tool's output."""
+    if isinstance(output, str) and "<instructions from=" in output:
+        return tuple(_INSTRUCTIONS.findall(output))
+    return ()
+
+
+def todo_items(todos: Sequence[dict]) -> tuple[tuple[str, str], ...]:
+    """``SessionState.todos`` as the ledger keeps them: (status, content)."""
+    return tuple((str(t.get("status", "pending")), str(t.get("content", ""))) for t in todos if isinstance(t, dict))
 
 
 def ledger_present(messages: Sequence[Message], ledger: Ledger) -> bool:

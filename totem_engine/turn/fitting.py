@@ -2,6 +2,8 @@
 functions (``fit``, ``build_ledger``, ``ledger_present``, ``completer``): estimated, compacted when
 over budget (tool results to one-line accounts, then a summary checkpoint written by the
 session's model or ``small_model``), with the pinned ledger checked and the estimate reported.
+The turn's derived history (``DerivedHistory``) is kept here from step to step, so each stored
+message is converted once, not once per step.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 
 from totem_engine import events as ev
-from totem_engine.compaction import Complete, Fitted, build_ledger, completer, fit, ledger_present
+from totem_engine.compaction import Complete, DerivedHistory, Fitted, completer, fit, ledger_present
 from totem_engine.config import Config, ConfigError
 from totem_engine.context import output_reserve
 from totem_engine.providers.base import ChatRequest, Provider
@@ -47,6 +49,7 @@ class Fitter:
         self.config, self.store, self.emit = config, store, emit
         self.session_id, self.turn_id = session_id, turn_id
         self.complete = self._summariser(provider_for)
+        self.history = DerivedHistory(provider.name)  # this session's, for this provider
 
     def overflowed_at(self, estimate: int) -> None:
         """The provider refused a request of about ``estimate`` tokens: with no window known, that
@@ -68,7 +71,8 @@ class Fitter:
     async def fit(self, stored: list, state: SessionState, *, force: bool = False) -> Fitted:
         """The request for the ``stored`` messages of the session whose ``state`` this is (its todos
         pinned, its calibration applied); ``force``: compact even within budget."""
-        ledger = build_ledger(stored, state.todos)
+        self.history.update(stored)
+        ledger = self.history.ledger(state.todos)
         fitted = await fit(
             stored,
             build=self.build,
@@ -84,6 +88,7 @@ class Fitter:
             calibration=state.calibration.factor,
             compact_at=self.config.compact_at,
             force=force,
+            history=self.history,
         )
         if fitted.compacted and not ledger_present(fitted.messages, ledger):
             await self.emit(ev.Notice(session_id=self.session_id, level="warning", message="Compaction lost part of the pinned ledger."))

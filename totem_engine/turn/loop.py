@@ -289,9 +289,8 @@ class Turn:
                 await self.notice(decision.notice)
             self._step_count += 1
             step = self._step_count
-            stored = await self.agent.store.messages(self.session_id)
-            self._used_call_ids.update(p.data.get("callId") for m in stored for p in m.parts if p.type == "tool")
-            fitted = await fitter.fit(stored, self.state)
+            fitted = await fitter.fit(await self.agent.store.messages(self.session_id), self.state)
+            self._used_call_ids |= fitter.history.call_ids
             message_id = await self.agent.store.add_message(
                 self.session_id, "assistant", turn_id=self.turn_id, step=step, model=self.model
             )
