@@ -129,7 +129,7 @@ class TerminalFrontEnd:
     async def ask_trust(self, root: Path, reasons: list[str]) -> bool:
         """Whether the user trusts ``root``, whose config wants ``reasons``."""
         answer = await self._ask(
-            f"The project {root} has a config that sets: {', '.join(reasons)}.\n"
+            f"The project {root} has a config or agent files that set: {', '.join(reasons)}.\n"
             "Trust this project (its config may then choose providers and allow actions)? [y/N] "
         )
         return answer.strip().lower() in ("y", "yes")

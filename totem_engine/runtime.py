@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from totem_engine.agents import Agents
 from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import Config, ConfigError, LoadedConfig
 from totem_engine.frontend import FrontEnd
@@ -64,10 +65,12 @@ class Runtime:
         store: Store | None = None,
         workspace: Workspace | None = None,
         trust_notice: str | None = None,
+        trusted: bool = False,
     ):
         self.root = root.resolve()
         self.loaded = loaded
         self.trust_notice = trust_notice  # what an untrusted project's config lost (trust.apply_trust)
+        self.trusted = trusted  # the user trusts the project: its agent files may widen (agents.py)
         self.store = store or Store()
         settings = loaded.config.snapshots
         self.snapshots = Snapshots(
@@ -86,6 +89,7 @@ class Runtime:
             snapshots=self.snapshots,
             config=loaded.config,
             capabilities=self.capabilities,
+            trusted=trusted,
             rules=[r for layer in loaded.layers for r in rules_from_config(layer.data.get("permission", {}), layer.kind)],
         )
         swept = temp_journal.sweep(self.root)
@@ -94,6 +98,10 @@ class Runtime:
                 f"Removed {len(swept)} temporary file{'s' if len(swept) > 1 else ''} that an interrupted write left"
                 f" in the project: {', '.join(swept)}."
             )
+
+    def agents(self) -> Agents:
+        """The project's agents now (agents.discover_agents), an untrusted project's restricted."""
+        return self.agent.agents()
 
     @property
     def config(self) -> Config:

@@ -21,6 +21,7 @@ from typing import Protocol
 import anyio
 
 from totem_engine import events as ev
+from totem_engine.agents import Agents, discover_agents
 from totem_engine.checks.base import Checker
 from totem_engine.checks.registry import checkers_from_config
 from totem_engine.checks.totaljs import is_totaljs_project
@@ -104,6 +105,8 @@ class Agent:
         capabilities: "CapabilitySource",
         config: Config,
         rules: list[ev.RuleRef] | None = None,
+        trusted: bool = False,
+        delegates: bool = True,
     ):
         self.root = root.resolve()
         self.store = store
@@ -114,7 +117,29 @@ class Agent:
         self.capabilities = capabilities
         self.config = config
         self.rules = rules or []
+        self.trusted = trusted  # the project's agent files may widen (agents.restrict)
+        self.delegates = delegates  # its turns get the task tool (a sub-agent's never do)
         self.notices: list[str] = []  # for the user, said at the start of the next turn
+        self._said: set[str] = set()  # the agent files' notices already said
+
+    def agents(self) -> Agents:
+        """The project's agents as their files say now (agents.discover_agents); what an untrusted
+        project's files lost goes into ``notices``, once."""
+        found = discover_agents(self.root, trusted=self.trusted, max_steps=self.config.max_steps)
+        for notice in found.notices:
+            if notice not in self._said:
+                self._said.add(notice)
+                self.notices.append(notice)
+        return found
+
+    def nested(self, *, store: Store, tools: dict[str, Tool], rules: list[ev.RuleRef]) -> "Agent":
+        """The project as a sub-agent works in it: its own ``store`` (its thread), ``tools`` and
+        ``rules``; the same files, snapshots, providers and config; no task tool."""
+        return Agent(
+            root=self.root, store=store, provider_for=self.provider_for, tools=tools, workspace=self.workspace,
+            snapshots=self.snapshots, capabilities=self.capabilities, config=self.config, rules=rules,
+            trusted=self.trusted, delegates=False,
+        )
 
     def checkers(self, *, totaljs: bool) -> list[Checker]:
         """The project's checks, the one place they are built: the Total.js rules when ``totaljs``
