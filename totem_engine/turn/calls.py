@@ -88,7 +88,7 @@ class ToolCalls:
         self._open = records
         running = _Running()
         stop = running.stop
-        if all(c.name in READ_ONLY for c in calls):
+        if all(self._together(c.name) for c in calls):
             async with anyio.create_task_group() as group:
                 for record in records:
                     group.start_soon(self._execute_and_guard, record, running)
@@ -111,6 +111,11 @@ class ToolCalls:
         )
         self.good_rounds += round_.ok
         return round_
+
+    def _together(self, name: str) -> bool:
+        """Whether a call of ``name`` may run alongside the step's others: read-only or concurrent."""
+        tool = self.turn.tools.get(name)
+        return name in READ_ONLY or (tool is not None and tool.concurrent)
 
     async def close_open(self) -> None:
         """Mark the calls an abort left unfinished as interrupted."""
@@ -144,6 +149,7 @@ class ToolCalls:
 
     async def _execute_and_guard(self, record: _Call, running: _Running) -> None:
         result, status, arguments = await self._execute(record, running.flagged)
+        record.data.update(result.part)
         await self._close_call(record, status, result.summary, result.output, changed=result.changed, metadata=result.metadata, checks=result.checks)
         running.results.append((record.call.name, arguments, result.output, bool(result.changed)))
         stop = running.stop

@@ -40,6 +40,7 @@ from totem_engine.store import Session, Store, new_id
 from totem_engine.tools.base import Tool
 from totem_engine.tools.registry import is_small, surface, tool_specs
 from totem_engine.tools.skill import SkillTool
+from totem_engine.tools.task import TaskTool
 from totem_engine.tools.workspace import Workspace
 from totem_engine.turn.calls import ToolCalls
 from totem_engine.turn.fitting import Fitter
@@ -47,6 +48,7 @@ from totem_engine.turn.guards import ReasoningRetry, RoundLimit, least_reasoning
 from totem_engine.turn.policy import DefaultPolicy, TurnPolicy
 from totem_engine.turn.small import SmallModelPolicy
 from totem_engine.turn.stream import StepStream, StreamedPart, flush_while_streaming
+from totem_engine.turn.subagent import SubAgents
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,7 @@ class TurnOptions:
     max_steps: int = 50
     retry_max_wait: float = 60.0
     reasoning: str | None = None
+    persona: str | None = None  # a sub-agent's prompt, in place of base.txt (prompt.system_prompt)
 
 
 @dataclass(frozen=True)
@@ -147,10 +150,12 @@ class Agent:
         return checkers_from_config(self.config, totaljs=totaljs)
 
     def turn(
-        self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions, session: Session | None = None
+        self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions, session: Session | None = None,
+        turn_id: str | None = None,
     ) -> "Turn":
-        """``session``: the session as the front end just read it, so the turn does not read it again."""
-        return Turn(self, text, frontend, session_id=session_id, model=model, options=options, session=session)
+        """``session``: the session as the front end just read it, so the turn does not read it again;
+        ``turn_id``: a sub-agent's is its conversation's turn, so its changes are undone with it."""
+        return Turn(self, text, frontend, session_id=session_id, model=model, options=options, session=session, turn_id=turn_id)
 
 
 class Turn:
@@ -160,7 +165,7 @@ class Turn:
 
     def __init__(
         self, agent: Agent, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions,
-        session: Session | None = None,
+        session: Session | None = None, turn_id: str | None = None,
     ):
         self.agent = agent
         self.text = text
@@ -169,7 +174,8 @@ class Turn:
         self._session = session
         self.model = model  # "provider/model id"
         self.options = options
-        self.turn_id = new_id("trn")
+        self.turn_id = turn_id or new_id("trn")
+        self.children: list[Turn] = []  # its sub-agents' turns running now (tools/task.py)
         self.answered_by = model
         self.state = SessionState()  # the session's, loaded by run
         self.checkers: list[Checker] = []
@@ -192,6 +198,8 @@ class Turn:
     def abort(self) -> None:
         self._aborted = True
         self._scope.cancel()
+        for child in list(self.children):
+            child.abort()
 
     async def emit(self, event: ev.Event) -> None:
         await self.frontend.emit(event)
@@ -235,7 +243,12 @@ class Turn:
         self.skills = await anyio.to_thread.run_sync(
             lambda: discover(root, totaljs=bool(self.state.totaljs) and config.conventions)
         )
-        self.tools = {**self.agent.tools, "skill": SkillTool(self.skills)}
+        self.tools = dict(self.agent.tools)
+        if "skill" in self.tools:
+            self.tools["skill"] = SkillTool(self.skills)
+        if self.agent.delegates:
+            agents = await anyio.to_thread.run_sync(self.agent.agents)
+            self.tools["task"] = TaskTool(SubAgents(self), agents, limit=self.agent.config.max_agents)
 
     async def _finish(self, stop: ev.StopReason, reason: str | None) -> TurnResult:
         store = self.agent.store
@@ -268,7 +281,8 @@ class Turn:
             self.policy = SmallModelPolicy(self)
         skills = self.skills if "skill" in self.tools else ()
         base_prompt = system_prompt(
-            self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=skills, small=self.policy.short_prompt
+            self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=skills, small=self.policy.short_prompt,
+            persona=self.options.persona,
         )
         self.state.reads.shown.clear()  # shown with an earlier request: further back, perhaps compacted
         await self.policy.prepare()
