@@ -13,7 +13,7 @@ def render_session(session: Session, messages: list[StoredMessage]) -> str:
             data = part.data
             if part.type == "text":
                 who = "user" if message.role == "user" else "assistant"
-                lines.append(f"{who}{mark}: {data.get('text', '')}")
+                lines.append(f"{who}{mark}: {data.get('typed', data.get('text', ''))}")  # a command as typed
             elif part.type == "context" and data.get("nudge"):
                 lines.append(f"(Totem asked again: {data.get('text', '')})")
             elif part.type == "context":

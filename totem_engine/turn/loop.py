@@ -151,11 +151,14 @@ class Agent:
 
     def turn(
         self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions, session: Session | None = None,
-        turn_id: str | None = None,
+        turn_id: str | None = None, typed: str | None = None,
     ) -> "Turn":
         """``session``: the session as the front end just read it, so the turn does not read it again;
-        ``turn_id``: a sub-agent's is its conversation's turn, so its changes are undone with it."""
-        return Turn(self, text, frontend, session_id=session_id, model=model, options=options, session=session, turn_id=turn_id)
+        ``turn_id``: a sub-agent's is its conversation's turn, so its changes are undone with it;
+        ``typed``: what the user typed when ``text`` is its expansion (a slash command)."""
+        return Turn(
+            self, text, frontend, session_id=session_id, model=model, options=options, session=session, turn_id=turn_id, typed=typed
+        )
 
 
 class Turn:
@@ -165,10 +168,11 @@ class Turn:
 
     def __init__(
         self, agent: Agent, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions,
-        session: Session | None = None, turn_id: str | None = None,
+        session: Session | None = None, turn_id: str | None = None, typed: str | None = None,
     ):
         self.agent = agent
         self.text = text
+        self.typed = typed  # a slash command as typed; ``text`` is what the model receives
         self.frontend = frontend
         self.session_id = session_id
         self._session = session
@@ -211,7 +215,8 @@ class Turn:
         await self._setup()
         self.calls = ToolCalls(self, session_rules=self.state.rules)
         self.user_message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
-        await store.add_part(self.user_message, "text", {"text": self.text})
+        shown = {"typed": self.typed} if self.typed is not None and self.typed != self.text else {}
+        await store.add_part(self.user_message, "text", {"text": self.text, **shown})
         await self.emit(ev.TurnStart(session_id=self.session_id, turn_id=self.turn_id, model=self.model))
         while self.agent.notices:
             await self.notice(self.agent.notices.pop(0))
