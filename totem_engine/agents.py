@@ -241,7 +241,10 @@ def restrict(definition: AgentDefinition, max_steps: int) -> tuple[AgentDefiniti
 
 
 def save_agent(root: Path, definition: AgentDefinition) -> Path:
-    """Write ``definition`` into its source's folder (``definition.source``, not built in)."""
+    """Write ``definition`` into its source's folder (``definition.source``, not built in);
+    ValueError for a name that is not a word."""
+    if not _NAME.match(definition.name):
+        raise ValueError(f"the name {definition.name!r} is not a word (letters, digits, '-', '_', '.')")
     target = folder(definition.source, root) / f"{definition.name}.md"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(render_agent(definition), encoding="utf-8")
