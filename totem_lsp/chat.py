@@ -25,6 +25,7 @@ from totem_engine.tools.paths import relative
 from totem_lsp import protocol
 from totem_lsp.diagnostics import Diagnostics
 from totem_lsp.messages import AskParams, ChatContext, ChatParams, ChatResult
+from totem_lsp.permission import declared
 from totem_lsp.project import Projects
 from totem_lsp.stream import EventStream
 from totem_lsp.uris import path_of
@@ -44,7 +45,10 @@ class LspFrontEnd:
         self.progress_token = progress_token
 
     async def emit(self, event: ev.Event) -> None:
-        self.chats.stream.publish(event.to_wire())
+        # A sub-agent's events only to a client that declared it nests them: another would show
+        # the agent's text as the answer's (docs/protocol.md "Client capabilities").
+        if event.parent_call_id is None or declared(self.chats.server, "subAgents"):
+            self.chats.stream.publish(event.to_wire())
         if isinstance(event, ev.ToolEnd) and event.checks:
             self.chats.diagnostics.after_agent_edit(self.root, event.checks)
         if self.progress_token is None:

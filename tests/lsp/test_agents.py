@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from tests.lsp.conftest import to_dict
+from tests.lsp.conftest import start_editor, to_dict
 from tests.support.model_server import text_reply, tool_reply
 
 WAIT = 15.0
@@ -58,7 +58,31 @@ async def test_commands_are_listed_and_a_command_in_the_chat_is_expanded(editor)
     assert part["data"]["typed"] == "/fix the login bug"
 
 
-async def test_a_sub_agents_events_arrive_nested_under_its_task_call(editor):
+def _script(model) -> None:
+    model.enqueue(
+        tool_reply([("task", {"agent": "explore", "prompt": "find it", "description": "find"})]),
+        text_reply("It is in a.py."),
+        text_reply("Found: a.py."),
+    )
+
+
+async def test_a_client_that_does_not_declare_sub_agents_gets_none_of_their_events(editor):
+    _script(editor.model)
+    result = await asyncio.wait_for(editor.request("totem/chat", {"text": "where is it?"}), WAIT)
+    assert result.text == "Found: a.py."
+    assert not [e for e in editor.events if "parentCallId" in e]
+    assert [e["tool"] for e in editor.of("toolEnd")] == ["task"]
+
+
+async def test_a_sub_agents_events_arrive_nested_under_its_task_call(tmp_path, model):
+    editor = await start_editor(tmp_path, model, totem={"permission": True, "question": True, "trust": True, "events": True, "subAgents": True})
+    try:
+        await _nested(editor)
+    finally:
+        await editor.client.shutdown_session()
+
+
+async def _nested(editor) -> None:
     editor.model.enqueue(
         tool_reply([("task", {"agent": "explore", "prompt": "find it", "description": "find"})]),
         text_reply("It is in a.py."),
