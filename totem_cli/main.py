@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     from totem_cli.local import add_subcommands as add_local_subcommands
 
     add_local_subcommands(sub)  # local setup|start|stop|status
+    from totem_cli.agents import add_subcommands as add_agents_subcommands
+
+    add_agents_subcommands(sub)  # agents list|show|new|edit|remove
 
     for name, what in (("undo", "restore the files of the last turn that changed something"), ("redo", "re-apply the last undone turn")):
         history = sub.add_parser(name, help=what)
@@ -119,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
             from totem_cli.providers import run as providers_run
 
             return providers_run(args)
+        if args.command == "agents":
+            from totem_cli.agents import run as agents_run
+
+            return agents_run(args)
         if args.command == "run":
             from totem_cli.run import run_command
 

@@ -9,7 +9,7 @@ import sys
 
 import anyio
 
-from totem_cli.main import EXIT_CODES, project_root
+from totem_cli.main import EXIT_CODES, EXIT_USAGE, project_root
 from totem_cli.terminal import TerminalFrontEnd
 from totem_engine.config import MIN_MAX_STEPS, ConfigError
 from totem_engine.local.server import LocalServerError
@@ -41,10 +41,16 @@ async def run_command(args: argparse.Namespace) -> int:
         if args.max_steps is not None and 0 < args.max_steps < MIN_MAX_STEPS:
             print(f"! --max-steps {args.max_steps} was raised to {MIN_MAX_STEPS}, the smallest cap that leaves room to read, edit and check", file=sys.stderr)
         await runtime.snapshots.prune()
-        model = runtime.resolve_model(args.model)
+        prepared = runtime.prepare(prompt)  # a slash command expanded (commands.py)
+        if prepared.action == "undo":
+            return await _undo(runtime, args.session)
+        model = runtime.resolve_model(args.model or prepared.model)
         mode = args.mode or runtime.config.mode
         session = await runtime.open_session(args.session, model=model, mode=mode, text=prompt)
-        turn = runtime.turn(prompt, frontend, session=session, model=model, mode=mode, max_steps=args.max_steps)
+        turn = runtime.turn(
+            prepared.text, frontend, session=session, model=model, mode=mode, max_steps=args.max_steps,
+            typed=prompt if prepared.command else None, as_agent=prepared.agent,
+        )
         async with anyio.create_task_group() as group:
             group.start_soon(_abort_on_interrupt, turn, group.cancel_scope)
             result = await turn.run()
@@ -52,6 +58,22 @@ async def run_command(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"session {result.session_id}", file=sys.stderr)
         return EXIT_CODES[result.stop_reason]
+
+
+async def _undo(runtime, session_id: str | None) -> int:
+    """``/undo``: the files of the session's last changing turn put back (``totem undo``)."""
+    if session_id is None:
+        sessions = await runtime.store.list_sessions(cwd=str(runtime.root))
+        if not sessions:
+            print("totem: no session in this project", file=sys.stderr)
+            return EXIT_USAGE
+        session_id = sessions[0].id
+    outcomes = await runtime.undo(session_id)
+    if not outcomes:
+        print("nothing to undo")
+    for outcome in outcomes:
+        print(f"{outcome.action}\t{outcome.path}" + (f"\t{outcome.reason}" if outcome.reason else ""))
+    return 1 if any(o.action == "conflict" for o in outcomes) else 0
 
 
 async def _abort_on_interrupt(turn, scope: anyio.CancelScope) -> None:

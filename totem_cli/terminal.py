@@ -54,6 +54,9 @@ class TerminalFrontEnd:
             self.out.write(json.dumps(event.to_wire(), ensure_ascii=False) + "\n")
             self.out.flush()
             return
+        if event.parent_call_id is not None:
+            self._nested(event)
+            return
         if self.answer.step_done and not isinstance(event, (ev.ToolStart, ev.Permission, ev.ToolEnd, ev.Todo)):
             self.answer.flush()  # the step and its calls are over
         if isinstance(event, ev.TextDelta):
@@ -93,6 +96,18 @@ class TerminalFrontEnd:
             self._end_text_line()
             self._line(f"— {event.model}")
 
+    def _nested(self, event: ev.Event) -> None:
+        """A sub-agent's activity, indented under its task call on stderr; its text is not the
+        answer (only its final answer comes back, as the task call's result)."""
+        if isinstance(event, ev.ToolStart):
+            self._end_text_line()
+            self._line(f"   [{event.agent}] → {event.title}")
+        elif isinstance(event, ev.ToolEnd):
+            self._line(f"   [{event.agent}]    {'error: ' if event.status == 'error' else ''}{event.summary}")
+        elif isinstance(event, (ev.Notice, ev.Error)):
+            self._end_text_line()
+            self._line(f"   [{event.agent}] ! {event.message}")
+
     async def permission(self, request: PermissionRequest) -> PermissionReply:
         if self.assume_yes:
             return PermissionReply("allow_once")
@@ -129,7 +144,7 @@ class TerminalFrontEnd:
     async def ask_trust(self, root: Path, reasons: list[str]) -> bool:
         """Whether the user trusts ``root``, whose config wants ``reasons``."""
         answer = await self._ask(
-            f"The project {root} has a config that sets: {', '.join(reasons)}.\n"
+            f"The project {root} has a config or agent files that set: {', '.join(reasons)}.\n"
             "Trust this project (its config may then choose providers and allow actions)? [y/N] "
         )
         return answer.strip().lower() in ("y", "yes")

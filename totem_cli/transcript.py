@@ -13,7 +13,7 @@ def render_session(session: Session, messages: list[StoredMessage]) -> str:
             data = part.data
             if part.type == "text":
                 who = "user" if message.role == "user" else "assistant"
-                lines.append(f"{who}{mark}: {data.get('text', '')}")
+                lines.append(f"{who}{mark}: {data.get('typed', data.get('text', ''))}")  # a command as typed
             elif part.type == "context" and data.get("nudge"):
                 lines.append(f"(Totem asked again: {data.get('text', '')})")
             elif part.type == "context":
@@ -21,6 +21,7 @@ def render_session(session: Session, messages: list[StoredMessage]) -> str:
             elif part.type == "reasoning":
                 lines.append(f"reasoning{mark}: {data.get('text', '')}")
             elif part.type == "tool":
+                lines += _thread(data.get("thread"))
                 lines.append(f"→ {data.get('title') or data.get('tool')} [{part.status}]{mark}")
                 if data.get("summary"):
                     lines.append(f"   {data['summary']}")
@@ -30,3 +31,24 @@ def render_session(session: Session, messages: list[StoredMessage]) -> str:
             elif part.type in ("notice", "error"):
                 lines.append(f"[{data.get('stopReason', part.type)}] {data.get('text', '')}")
     return "\n".join(lines)
+
+
+def _thread(thread: dict | None) -> list[str]:
+    """A sub-agent's thread (the ``task`` call's part), indented above the call's own line."""
+    if not thread:
+        return []
+    lines = [f"  [{thread.get('agent')} on {thread.get('model')}]", *(f"  ! {note}" for note in thread.get("notes", []))]
+    for message in thread.get("messages", []):
+        for part in message.get("parts", []):
+            data = part.get("data", {})
+            if part.get("discarded"):
+                continue
+            if part.get("type") == "text":
+                lines.append(f"  {'task' if message.get('role') == 'user' else 'agent'}: {data.get('text', '')}")
+            elif part.get("type") == "tool":
+                lines.append(f"  → {data.get('title') or data.get('tool')} [{part.get('status')}]")
+                if data.get("summary"):
+                    lines.append(f"     {data['summary']}")
+            elif part.get("type") in ("notice", "error"):
+                lines.append(f"  [{data.get('stopReason', part.get('type'))}] {data.get('text', '')}")
+    return lines

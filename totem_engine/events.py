@@ -20,12 +20,20 @@ ToolStatus = Literal["ok", "error", "denied", "interrupted"]
 
 
 class Event(BaseModel):
+    """``parent_call_id`` and ``agent``: set on a sub-agent's events (the ``task`` call that
+    started it, and the agent's name); left out of the wire form of the conversation's own."""
+
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
 
     session_id: str
+    parent_call_id: str | None = None
+    agent: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, mode="json")
+        data = self.model_dump(by_alias=True, mode="json")
+        if self.parent_call_id is None:
+            del data["parentCallId"], data["agent"]
+        return data
 
 
 class TurnStart(Event):

@@ -1,7 +1,8 @@
 """Opening and closing one project's engine: the one way every front end gets a ``Runtime``.
 
 ``open_project`` loads the config layers, restricts an untrusted project's own layer (asking the
-user when the front end can), puts Totem's local model in when no model is configured, and builds
+user when the front end can; a project with agent or command files is asked like one with a
+config), puts Totem's local model in when no model is configured, and builds
 the ``Runtime``; leaving it closes what it opened: the providers, its own store (not one that
 was passed in) and its lease on the local model's server.
 """
@@ -16,12 +17,13 @@ from typing import Any
 
 import anyio
 
+from totem_engine.agents import project_files
 from totem_engine.config import load_config
 from totem_engine.local import LocalLease, with_local_default
 from totem_engine.runtime import Runtime
 from totem_engine.store import Store
 from totem_engine.tools.workspace import Workspace
-from totem_engine.trust import AskTrust, apply_trust
+from totem_engine.trust import AskTrust, apply_trust, is_trusted
 
 
 @contextlib.asynccontextmanager
@@ -49,7 +51,11 @@ async def open_project(
     Raises ConfigError (a config that does not load) and LocalServerError (the local model's
     server cannot be started).
     """
-    loaded, notice = await apply_trust(root, load_config(root, config_file=config_file, editor_settings=editor_settings), ask_trust)
+    files = await anyio.to_thread.run_sync(lambda: project_files(root, "agents") + project_files(root, "commands"))
+    loaded, notice = await apply_trust(
+        root, load_config(root, config_file=config_file, editor_settings=editor_settings), ask_trust, files=files
+    )
+    trusted = await is_trusted(root)
     lease: LocalLease | None = None
     if start_local and (model is None or model.startswith("local/")):
         found = await anyio.to_thread.run_sync(with_local_default, loaded.config, model)
@@ -57,7 +63,7 @@ async def open_project(
             config, _spec, lease = found
             loaded = replace(loaded, config=config)
     try:
-        runtime = Runtime(root, loaded, store=store, workspace=workspace, trust_notice=notice)
+        runtime = Runtime(root, loaded, store=store, workspace=workspace, trust_notice=notice, trusted=trusted)
         try:
             yield runtime
         finally:

@@ -24,6 +24,7 @@ DEFAULTS: dict[str, Action] = {
     "todo": "allow",
     "ask": "allow",
     "skill": "allow",
+    "task": "allow",  # starting an agent changes nothing; its own calls ask like any other
     "edit": "ask",
     "bash": "ask",
     "fetch": "ask",

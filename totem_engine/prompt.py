@@ -52,11 +52,13 @@ def system_prompt(
     totaljs: bool = False,
     skills: Sequence[Skill] = (),
     small: bool = False,
+    persona: str | None = None,
 ) -> str:
     """``totaljs``: the session's detection (checks.totaljs.is_totaljs_project), decided once;
     ``skills``: the session's skills (skills.discover), listed by name and description;
-    ``small``: a small model's short rules (``prompts/small.txt``) instead of ``base.txt``."""
-    parts = [prompt("small.txt" if small else "base.txt")]
+    ``small``: a small model's short rules (``prompts/small.txt``) instead of ``base.txt``;
+    ``persona``: a sub-agent's own prompt (its definition's body) instead of either."""
+    parts = [persona if persona is not None else prompt("small.txt" if small else "base.txt")]
     if mode == "plan":
         parts.append(prompt("plan.txt"))
     if totaljs:

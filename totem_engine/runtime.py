@@ -6,8 +6,12 @@ they never assemble the engine's parts themselves.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+from totem_engine.agents import Agents
+from totem_engine.commands import Command, Prompt, discover_commands
+from totem_engine.commands import prepare as prepare_prompt
 from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import Config, ConfigError, LoadedConfig
 from totem_engine.frontend import FrontEnd
@@ -64,10 +68,12 @@ class Runtime:
         store: Store | None = None,
         workspace: Workspace | None = None,
         trust_notice: str | None = None,
+        trusted: bool = False,
     ):
         self.root = root.resolve()
         self.loaded = loaded
         self.trust_notice = trust_notice  # what an untrusted project's config lost (trust.apply_trust)
+        self.trusted = trusted  # the user trusts the project: its agent files may widen (agents.py)
         self.store = store or Store()
         settings = loaded.config.snapshots
         self.snapshots = Snapshots(
@@ -86,6 +92,7 @@ class Runtime:
             snapshots=self.snapshots,
             config=loaded.config,
             capabilities=self.capabilities,
+            trusted=trusted,
             rules=[r for layer in loaded.layers for r in rules_from_config(layer.data.get("permission", {}), layer.kind)],
         )
         swept = temp_journal.sweep(self.root)
@@ -94,6 +101,10 @@ class Runtime:
                 f"Removed {len(swept)} temporary file{'s' if len(swept) > 1 else ''} that an interrupted write left"
                 f" in the project: {', '.join(swept)}."
             )
+
+    def agents(self) -> Agents:
+        """The project's agents now (agents.discover_agents), an untrusted project's restricted."""
+        return self.agent.agents()
 
     @property
     def config(self) -> Config:
@@ -141,17 +152,41 @@ class Runtime:
             raise SessionElsewhere(session_id, session.cwd, self.root)
         return session
 
+    def commands(self) -> dict[str, Command]:
+        """The slash commands now (commands.discover_commands); their notices said at the next turn."""
+        found, notices = discover_commands(self.root, trusted=self.trusted)
+        self.agent.notices.extend(n for n in notices if n not in self.agent.notices)
+        return found
+
+    def prepare(self, typed: str) -> Prompt:
+        """What the user typed as a ``Prompt``: a slash command expanded, ``/undo``, or as it is."""
+        return prepare_prompt(typed, self.commands())
+
     def turn(
-        self, text: str, frontend: FrontEnd, *, session: Session, model: str, mode: str | None = None, max_steps: int | None = None
+        self, text: str, frontend: FrontEnd, *, session: Session, model: str, mode: str | None = None, max_steps: int | None = None,
+        typed: str | None = None, as_agent: str | None = None,
     ) -> Turn:
-        """A turn of ``session``, as just read or created (the turn does not read it again)."""
+        """A turn of ``session``, as just read or created (the turn does not read it again).
+        ``typed``: what the user typed when ``text`` is a command's expansion; ``as_agent``: run as
+        that agent (its prompt, tools, rules and step limit; a command's ``agent``), ConfigError
+        when there is none."""
         options = TurnOptions(
             mode=mode or self.config.mode,
             max_steps=self.config.max_steps if max_steps is None else max_steps,
             retry_max_wait=self.config.retry_max_wait,
             reasoning=self.config.reasoning,
         )
-        return self.agent.turn(text, frontend, session_id=session.id, model=model, options=options, session=session)
+        agent = self.agent
+        if as_agent is not None:
+            definition = self.agents().get(as_agent)
+            if definition is None:
+                raise ConfigError(f"there is no agent named {as_agent!r} (totem agents list)")
+            tools = {n: t for n, t in agent.tools.items() if definition.tools is None or n in definition.tools}
+            agent = agent.nested(store=self.store, tools=tools, rules=[*agent.rules, *definition.rules()])
+            agent.notices, self.agent.notices = self.agent.notices, []
+            steps = definition.max_steps if max_steps is None and definition.max_steps is not None else options.max_steps
+            options = replace(options, persona=definition.prompt, max_steps=steps)
+        return agent.turn(text, frontend, session_id=session.id, model=model, options=options, session=session, typed=typed)
 
     async def undo(self, session_id: str) -> list[FileOutcome]:
         """Restore the files of the session's last turn that changed something (not while it runs)."""

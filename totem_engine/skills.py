@@ -57,7 +57,8 @@ def split_front_matter(text: str) -> tuple[dict[str, str], str]:
 
 def parse_front_matter(lines: list[str]) -> dict[str, str]:
     """Top-level ``key: value`` pairs. A value continues on indented lines (joined with a space,
-    or with newlines after ``|``); a value in quotes loses them; nested keys are kept as text."""
+    or with newlines after ``|`` and for a block list of ``- item`` lines); a value in quotes loses
+    them; nested keys are kept as text."""
     data: dict[str, str] = {}
     key: str | None = None
     block: str | None = None  # "|" keeps newlines, ">" folds
@@ -66,7 +67,9 @@ def parse_front_matter(lines: list[str]) -> dict[str, str]:
     def finish() -> None:
         if key is None:
             return
-        joiner = "\n" if block == "|" else " "
+        # A block list (``- item`` lines under the key) keeps one item a line (agents.items).
+        listed = block is None and parts[:1] == [""] and all(p.startswith("- ") for p in parts[1:] if p)
+        joiner = "\n" if block == "|" or listed else " "
         data[key] = _unquote(joiner.join(p for p in parts if p or block == "|").strip())
 
     for raw in lines:

@@ -407,16 +407,18 @@ class Store:
     # -- sessions -------------------------------------------------------------------------
 
     async def create_session(
-        self, *, cwd: str, model: str, mode: str = "build", title: str | None = None
+        self, *, cwd: str, model: str, mode: str = "build", title: str | None = None, session_id: str | None = None
     ) -> Session:
-        return await self._db.run(self._create_session, cwd, model, mode, title)
+        """``session_id``: a given id (a sub-agent's thread is stored under its conversation's
+        id in a store of its own); else a new one."""
+        return await self._db.run(self._create_session, cwd, model, mode, title, session_id)
 
     def _create_session(
-        self, conn: sqlite3.Connection, cwd: str, model: str, mode: str, title: str | None
+        self, conn: sqlite3.Connection, cwd: str, model: str, mode: str, title: str | None, session_id: str | None
     ) -> Session:
         now = time.time()
         title = storable(title) if title is not None else None
-        session = Session(new_id("ses"), title, model, mode, cwd, None, None, {}, now, now)
+        session = Session(session_id or new_id("ses"), title, model, mode, cwd, None, None, {}, now, now)
         conn.execute(
             "INSERT INTO sessions (id, title, model, mode, cwd, meta, created_at, updated_at)"
             " VALUES (?, ?, ?, ?, ?, '{}', ?, ?)",

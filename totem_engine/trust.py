@@ -12,7 +12,7 @@ come from the user and are trusted. Trust is asked once per root and remembered 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -115,24 +115,33 @@ def _tightening_only(table: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return rules, loosened
 
 
-async def apply_trust(root: Path, loaded: LoadedConfig, ask: AskTrust | None) -> tuple[LoadedConfig, str | None]:
+async def apply_trust(
+    root: Path, loaded: LoadedConfig, ask: AskTrust | None, *, files: Sequence[str] = ()
+) -> tuple[LoadedConfig, str | None]:
     """The config with an untrusted project layer restricted, and the notice to show (or None).
 
     ``ask(root, reasons)`` asks the user whether to trust the project (True: trusted, and
-    remembered); None means there is no way to ask, so the project stays untrusted.
+    remembered); None means there is no way to ask, so the project stays untrusted. ``files``:
+    the project's agent and command files (agents.project_files), which ask for trust like a
+    config; what they lose untrusted is said where they are read (agents.discover_agents).
     """
     project = next((layer for layer in loaded.layers if layer.kind == "project"), None)
-    if project is None:
+    if project is None and not files:
         return loaded, None
-    try:
-        base: Config | None = merge_layers(loaded.layers[: loaded.layers.index(project)])
-    except ConfigError:  # the earlier layers are only complete with the project's (a trusted one)
-        base = None
-    kept, dropped = restrict(project.data, base)
-    if not dropped or await is_trusted(root):
+    kept: dict[str, Any] = {}
+    dropped: list[str] = []
+    if project is not None:
+        try:
+            base: Config | None = merge_layers(loaded.layers[: loaded.layers.index(project)])
+        except ConfigError:  # the earlier layers are only complete with the project's (a trusted one)
+            base = None
+        kept, dropped = restrict(project.data, base)
+    if not (dropped or files) or await is_trusted(root):
         return loaded, None
-    if ask is not None and await ask(root, dropped):
+    if ask is not None and await ask(root, [*dropped, *files]):
         await trust(root)
+        return loaded, None
+    if project is None or not dropped:
         return loaded, None
     layers: list[ConfigLayer] = [replace(layer, data=kept) if layer is project else layer for layer in loaded.layers]
     notice = (

@@ -25,6 +25,7 @@ from totem_engine.tools.paths import relative
 from totem_lsp import protocol
 from totem_lsp.diagnostics import Diagnostics
 from totem_lsp.messages import AskParams, ChatContext, ChatParams, ChatResult
+from totem_lsp.permission import declared
 from totem_lsp.project import Projects
 from totem_lsp.stream import EventStream
 from totem_lsp.uris import path_of
@@ -44,7 +45,10 @@ class LspFrontEnd:
         self.progress_token = progress_token
 
     async def emit(self, event: ev.Event) -> None:
-        self.chats.stream.publish(event.to_wire())
+        # A sub-agent's events only to a client that declared it nests them: another would show
+        # the agent's text as the answer's (docs/protocol.md "Client capabilities").
+        if event.parent_call_id is None or declared(self.chats.server, "subAgents"):
+            self.chats.stream.publish(event.to_wire())
         if isinstance(event, ev.ToolEnd) and event.checks:
             self.chats.diagnostics.after_agent_edit(self.root, event.checks)
         if self.progress_token is None:
@@ -128,15 +132,19 @@ class Chats:
             self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=notice))
         self.projects.notices.clear()
         mode = params.mode or runtime.config.mode
-        model = runtime.resolve_model(params.model or (session.model if session else self.projects.model))
+        prepared = runtime.prepare(params.text)  # a slash command expanded (commands.py)
+        model = runtime.resolve_model(params.model or prepared.model or (session.model if session else self.projects.model))
         if session is None:
             # Titled by what the user typed, not by the context block sent with it.
             session = await runtime.new_session(model=model, mode=mode, text=params.text)
-        text = await with_context(params, root, self.projects)
+        text = await with_context(params.model_copy(update={"text": prepared.text}), root, self.projects)
         # No await between this check and the registration below: two chats cannot both pass it.
         if session.id in self.turns:
             raise SessionBusy(f"Session {session.id} is busy: a turn is still running. Abort it or wait for it to end.")
-        turn = runtime.turn(text, LspFrontEnd(self, runtime, params.work_done_token), session=session, model=model, mode=mode)
+        turn = runtime.turn(
+            text, LspFrontEnd(self, runtime, params.work_done_token), session=session, model=model, mode=mode,
+            typed=params.text if prepared.command else None, as_agent=prepared.agent,
+        )
         self.turns[session.id] = turn
         if params.work_done_token is not None:
             self.progress[params.work_done_token] = session.id

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from totem_lsp.protocol import plain
@@ -69,6 +69,32 @@ class AskDiagnostic(Payload):
     message: str | None = None
     code: str | int | None = None
     range: Range | None = None
+
+
+class ProjectRef(Payload):
+    """The project a request is about: the workspace folder holding ``uri`` (default: the first)."""
+
+    uri: str | None = None
+
+
+class AgentSaveParams(Payload):
+    """``totem/agentSave``: one agent written into ``scope``'s folder (agents.py sources)."""
+
+    uri: str | None = None
+    name: str
+    description: str
+    prompt: str
+    scope: Literal["user", "user-project", "project"] = "user-project"
+    tools: list[str] | None = None
+    max_steps: int | None = Field(default=None, ge=0)
+    model: str | None = None
+    allow: list[str] = []
+    deny: list[str] = []
+
+
+class AgentDeleteParams(Payload):
+    uri: str | None = None
+    name: str
 
 
 class AskParams(Payload):

@@ -16,6 +16,10 @@ MODELS = "totem/models"
 SET_MODEL = "totem/setModel"
 UNDO = "totem/undo"
 REDO = "totem/redo"
+AGENTS = "totem/agents"
+AGENT_SAVE = "totem/agentSave"
+AGENT_DELETE = "totem/agentDelete"
+COMMANDS = "totem/commands"
 
 # Server -> client.
 EVENT = "totem/event"

@@ -319,6 +319,22 @@ def create_server(token: str | None = None) -> TotemServer:
     async def redo(ls: TotemServer, params: Any) -> dict[str, Any]:
         return await ls.service().undo(params, redo=True)
 
+    @server.feature(protocol.AGENTS)
+    async def agents(ls: TotemServer, params: Any) -> list[dict[str, Any]]:
+        return await ls.service().agents(params)
+
+    @server.feature(protocol.AGENT_SAVE)
+    async def agent_save(ls: TotemServer, params: Any) -> dict[str, str]:
+        return await ls.service().agent_save(params)
+
+    @server.feature(protocol.AGENT_DELETE)
+    async def agent_delete(ls: TotemServer, params: Any) -> dict[str, str]:
+        return await ls.service().agent_delete(params)
+
+    @server.feature(protocol.COMMANDS)
+    async def commands(ls: TotemServer, params: Any) -> list[dict[str, Any]]:
+        return await ls.service().commands(params)
+
     # Commands take one argument, an object like the matching request's params.
     @server.command(protocol.CMD_ASK)
     async def ask_command(ls: TotemServer, arguments: Any) -> dict[str, Any]:

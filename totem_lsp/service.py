@@ -16,14 +16,26 @@ from pydantic import BaseModel, ValidationError
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
+from totem_engine.agents import AgentDefinition, remove_agent, save_agent
+from totem_engine.commands import ACTIONS
 from totem_engine.config import ConfigError
 from totem_engine.providers.errors import ProviderError
-from totem_engine.runtime import SessionElsewhere
+from totem_engine.runtime import Runtime, SessionElsewhere
 from totem_engine.store import SessionNotFound
 from totem_lsp import protocol
 from totem_lsp.chat import Chats, SessionBusy
 from totem_lsp.diagnostics import Diagnostics
-from totem_lsp.messages import AskParams, ChatParams, FileOutcome, SessionRef, SetModelParams, plain
+from totem_lsp.messages import (
+    AgentDeleteParams,
+    AgentSaveParams,
+    AskParams,
+    ChatParams,
+    FileOutcome,
+    ProjectRef,
+    SessionRef,
+    SetModelParams,
+    plain,
+)
 from totem_lsp.project import Projects
 
 P = TypeVar("P", bound=BaseModel)
@@ -128,6 +140,53 @@ class Service:
             runtime = await self.projects.runtime(Path(session.cwd))
             outcomes = await (runtime.redo if redo else runtime.undo)(ref.session_id)
         return {"files": [FileOutcome(path=o.path, action=o.action, reason=o.reason).wire() for o in outcomes]}
+
+    async def agents(self, params: Any) -> list[dict[str, Any]]:
+        """``totem/agents``: the project's agents as ``task`` sees them, with source and file."""
+        with _engine_errors():
+            runtime = await self._runtime(parse(ProjectRef, params).uri)
+            return [d.to_wire() for _, d in sorted(runtime.agents().definitions.items())]
+
+    async def agent_save(self, params: Any) -> dict[str, str]:
+        request = parse(AgentSaveParams, params)
+        with _engine_errors():
+            runtime = await self._runtime(request.uri)
+            definition = AgentDefinition(
+                name=request.name, description=" ".join(request.description.split()), prompt=request.prompt,
+                source=request.scope, path="", tools=tuple(request.tools) if request.tools is not None else None,
+                max_steps=request.max_steps, model=request.model, allow=tuple(request.allow), deny=tuple(request.deny),
+            )
+            try:
+                path = save_agent(runtime.root, definition)
+            except ValueError as exc:
+                raise JsonRpcInvalidParams(str(exc)) from None
+        return {"file": str(path)}
+
+    async def agent_delete(self, params: Any) -> dict[str, str]:
+        request = parse(AgentDeleteParams, params)
+        with _engine_errors():
+            runtime = await self._runtime(request.uri)
+            try:
+                path = remove_agent(runtime.root, request.name, runtime.agents())
+            except (LookupError, ValueError) as exc:
+                raise JsonRpcInvalidParams(str(exc)) from None
+        return {"file": str(path)}
+
+    async def commands(self, params: Any) -> list[dict[str, Any]]:
+        """``totem/commands``: the slash commands (name, description, source, file), and the
+        built-in actions (source ``built-in``, no file)."""
+        with _engine_errors():
+            runtime = await self._runtime(parse(ProjectRef, params).uri)
+            found = runtime.commands()
+        listed = [c.to_wire() for _, c in sorted(found.items())]
+        listed += [
+            {"name": name, "description": what, "source": "built-in", "file": None, "agent": None, "model": None}
+            for name, what in sorted(ACTIONS.items()) if name not in found
+        ]
+        return listed
+
+    async def _runtime(self, uri: str | None) -> Runtime:
+        return await self.projects.runtime(self.projects.root_for(uri))
 
     async def reconfigure(self, settings: Any) -> None:
         settings = plain(settings)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,6 +40,7 @@ class LoopbackServer:
     def __init__(self) -> None:
         self.requests: list[Any] = []
         self.request_headers: list[dict] = []
+        self.received_at: list[float] = []  # time.monotonic() of each request, in ``requests``' order
         self._queue: deque[Any] = deque()
         self._lock = threading.Lock()
         # Set on shutdown so delays and holds end at once instead of stalling __exit__.
@@ -104,6 +106,7 @@ class LoopbackServer:
         with self._lock:
             self.requests.append(body)
             self.request_headers.append(headers)
+            self.received_at.append(time.monotonic())
 
 
 class LoopbackHandler(BaseHTTPRequestHandler):

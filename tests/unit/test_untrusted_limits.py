@@ -52,6 +52,7 @@ async def test_no_limit_from_an_untrusted_project_is_the_loosest_value(tmp_path,
 _TIGHTENED = [key for key in Config.model_fields if untrusted_class(key).kind == "tighten"]
 _NUMBERS = {
     "max_steps": st.integers(0, 10**7),
+    "max_agents": st.integers(1, 10**4),
     "retry_max_wait": st.floats(0.001, 1e12),
     "request_timeout": st.floats(0.001, 1e12),
     "stall_timeout": st.floats(0.001, 1e12),

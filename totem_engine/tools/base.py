@@ -181,6 +181,8 @@ class ToolResult:
     metadata: dict[str, Any] = field(default_factory=dict)
     # The checks run on each changed file as the call left it (set by the tool round).
     checks: dict[str, CheckResult] = field(default_factory=dict)
+    # Kept in the call's stored part beside its output (a sub-agent's ``thread``), never sent.
+    part: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -223,7 +225,8 @@ class Tool(ABC):
 
     What the turn and compaction need to know of a tool is declared here, on the tool, so adding
     a tool never means editing them: ``read_only`` (calls of a step that are all read-only run
-    together), ``changes_files`` (it writes project files: plan mode denies it, the failed-edit
+    together), ``concurrent`` (its calls run together with each other and read-only ones),
+    ``changes_files`` (it writes project files: plan mode denies it, the failed-edit
     guard counts it), ``kept_on_compaction`` (its results are never replaced by an account),
     ``surface`` (the smallest tool set it belongs to: ``minimal`` for windows under 8K tokens,
     ``core`` for a small model, ``full``), ``account`` (one line saying what a call did) and
@@ -236,6 +239,7 @@ class Tool(ABC):
     changes_files: ClassVar[bool] = False
     kept_on_compaction: ClassVar[bool] = False
     surface: ClassVar[Literal["minimal", "core", "full"]] = "full"
+    concurrent: ClassVar[bool] = False  # its calls of a step run together (task), like read-only ones
 
     @property
     def description(self) -> str:

@@ -87,7 +87,7 @@ class ToolCalls:
         self._open = records
         running = _Running()
         stop = running.stop
-        if all(self._is(c.name, "read_only") for c in calls):
+        if all(self._together(c.name) for c in calls):
             async with anyio.create_task_group() as group:
                 for record in records:
                     group.start_soon(self._execute_and_guard, record, running)
@@ -116,6 +116,10 @@ class ToolCalls:
         a name that is no tool."""
         tool = self.turn.tools.get(name)
         return tool is not None and getattr(tool, fact)
+
+    def _together(self, name: str) -> bool:
+        """Whether a call of ``name`` may run alongside the step's others: read-only or concurrent."""
+        return self._is(name, "read_only") or self._is(name, "concurrent")
 
     async def close_open(self) -> None:
         """Mark the calls an abort left unfinished as interrupted."""
@@ -149,6 +153,7 @@ class ToolCalls:
 
     async def _execute_and_guard(self, record: _Call, running: _Running) -> None:
         result, status, arguments = await self._execute(record, running.flagged)
+        record.data.update(result.part)
         await self._close_call(record, status, result.summary, result.output, changed=result.changed, metadata=result.metadata, checks=result.checks)
         running.results.append((record.call.name, arguments, result.output, bool(result.changed)))
         stop = running.stop

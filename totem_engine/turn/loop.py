@@ -21,6 +21,7 @@ from typing import Protocol
 import anyio
 
 from totem_engine import events as ev
+from totem_engine.agents import Agents, discover_agents
 from totem_engine.checks.base import Checker
 from totem_engine.checks.registry import checkers_from_config
 from totem_engine.checks.totaljs import is_totaljs_project
@@ -39,6 +40,7 @@ from totem_engine.store import Session, Store, new_id
 from totem_engine.tools.base import Tool
 from totem_engine.tools.registry import is_small, surface, tool_specs
 from totem_engine.tools.skill import SkillTool
+from totem_engine.tools.task import TaskTool
 from totem_engine.tools.workspace import Workspace
 from totem_engine.turn.calls import ToolCalls
 from totem_engine.turn.fitting import Fitter
@@ -46,6 +48,7 @@ from totem_engine.turn.guards import ReasoningRetry, RoundLimit, least_reasoning
 from totem_engine.turn.policy import DefaultPolicy, TurnPolicy
 from totem_engine.turn.small import SmallModelPolicy
 from totem_engine.turn.stream import StepStream, StreamedPart, flush_while_streaming
+from totem_engine.turn.subagent import SubAgents
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +74,7 @@ class TurnOptions:
     max_steps: int = 50
     retry_max_wait: float = 60.0
     reasoning: str | None = None
+    persona: str | None = None  # a sub-agent's prompt, in place of base.txt (prompt.system_prompt)
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,8 @@ class Agent:
         capabilities: "CapabilitySource",
         config: Config,
         rules: list[ev.RuleRef] | None = None,
+        trusted: bool = False,
+        delegates: bool = True,
     ):
         self.root = root.resolve()
         self.store = store
@@ -114,7 +120,29 @@ class Agent:
         self.capabilities = capabilities
         self.config = config
         self.rules = rules or []
+        self.trusted = trusted  # the project's agent files may widen (agents.restrict)
+        self.delegates = delegates  # its turns get the task tool (a sub-agent's never do)
         self.notices: list[str] = []  # for the user, said at the start of the next turn
+        self._said: set[str] = set()  # the agent files' notices already said
+
+    def agents(self) -> Agents:
+        """The project's agents as their files say now (agents.discover_agents); what an untrusted
+        project's files lost goes into ``notices``, once."""
+        found = discover_agents(self.root, trusted=self.trusted, max_steps=self.config.max_steps)
+        for notice in found.notices:
+            if notice not in self._said:
+                self._said.add(notice)
+                self.notices.append(notice)
+        return found
+
+    def nested(self, *, store: Store, tools: dict[str, Tool], rules: list[ev.RuleRef]) -> "Agent":
+        """The project as a sub-agent works in it: its own ``store`` (its thread), ``tools`` and
+        ``rules``; the same files, snapshots, providers and config; no task tool."""
+        return Agent(
+            root=self.root, store=store, provider_for=self.provider_for, tools=tools, workspace=self.workspace,
+            snapshots=self.snapshots, capabilities=self.capabilities, config=self.config, rules=rules,
+            trusted=self.trusted, delegates=False,
+        )
 
     def checkers(self, *, totaljs: bool) -> list[Checker]:
         """The project's checks, the one place they are built: the Total.js rules when ``totaljs``
@@ -122,10 +150,15 @@ class Agent:
         return checkers_from_config(self.config, totaljs=totaljs)
 
     def turn(
-        self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions, session: Session | None = None
+        self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions, session: Session | None = None,
+        turn_id: str | None = None, typed: str | None = None,
     ) -> "Turn":
-        """``session``: the session as the front end just read it, so the turn does not read it again."""
-        return Turn(self, text, frontend, session_id=session_id, model=model, options=options, session=session)
+        """``session``: the session as the front end just read it, so the turn does not read it again;
+        ``turn_id``: a sub-agent's is its conversation's turn, so its changes are undone with it;
+        ``typed``: what the user typed when ``text`` is its expansion (a slash command)."""
+        return Turn(
+            self, text, frontend, session_id=session_id, model=model, options=options, session=session, turn_id=turn_id, typed=typed
+        )
 
 
 class Turn:
@@ -135,16 +168,18 @@ class Turn:
 
     def __init__(
         self, agent: Agent, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions,
-        session: Session | None = None,
+        session: Session | None = None, turn_id: str | None = None, typed: str | None = None,
     ):
         self.agent = agent
         self.text = text
+        self.typed = typed  # a slash command as typed; ``text`` is what the model receives
         self.frontend = frontend
         self.session_id = session_id
         self._session = session
         self.model = model  # "provider/model id"
         self.options = options
-        self.turn_id = new_id("trn")
+        self.turn_id = turn_id or new_id("trn")
+        self.children: list[Turn] = []  # its sub-agents' turns running now (tools/task.py)
         self.answered_by = model
         self.state = SessionState()  # the session's, loaded by run
         self.checkers: list[Checker] = []
@@ -167,6 +202,8 @@ class Turn:
     def abort(self) -> None:
         self._aborted = True
         self._scope.cancel()
+        for child in list(self.children):
+            child.abort()
 
     async def emit(self, event: ev.Event) -> None:
         await self.frontend.emit(event)
@@ -178,7 +215,8 @@ class Turn:
         await self._setup()
         self.calls = ToolCalls(self, session_rules=self.state.rules)
         self.user_message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
-        await store.add_part(self.user_message, "text", {"text": self.text})
+        shown = {"typed": self.typed} if self.typed is not None and self.typed != self.text else {}
+        await store.add_part(self.user_message, "text", {"text": self.text, **shown})
         await self.emit(ev.TurnStart(session_id=self.session_id, turn_id=self.turn_id, model=self.model))
         while self.agent.notices:
             await self.notice(self.agent.notices.pop(0))
@@ -210,7 +248,12 @@ class Turn:
         self.skills = await anyio.to_thread.run_sync(
             lambda: discover(root, totaljs=bool(self.state.totaljs) and config.conventions)
         )
-        self.tools = {**self.agent.tools, "skill": SkillTool(self.skills)}
+        self.tools = dict(self.agent.tools)
+        if "skill" in self.tools:
+            self.tools["skill"] = SkillTool(self.skills)
+        if self.agent.delegates:
+            agents = await anyio.to_thread.run_sync(self.agent.agents)
+            self.tools["task"] = TaskTool(SubAgents(self), agents, limit=self.agent.config.max_agents)
 
     async def _finish(self, stop: ev.StopReason, reason: str | None) -> TurnResult:
         store = self.agent.store
@@ -243,7 +286,8 @@ class Turn:
             self.policy = SmallModelPolicy(self)
         skills = self.skills if "skill" in self.tools else ()
         base_prompt = system_prompt(
-            self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=skills, small=self.policy.short_prompt
+            self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=skills, small=self.policy.short_prompt,
+            persona=self.options.persona,
         )
         self.state.reads.shown.clear()  # shown with an earlier request: further back, perhaps compacted
         await self.policy.prepare()

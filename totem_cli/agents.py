@@ -1,0 +1,116 @@
+"""``totem agents list|show NAME|new NAME [--project]|edit NAME|remove NAME``: the agent files.
+
+The agents are the project's as ``task`` would see them (agents.discover_agents: four sources,
+the last wins; an untrusted project's own files restricted). ``new`` writes an agent for this
+project into the user's per-project store (``--project``: into ``.totem/agents``); ``edit`` opens
+the winning file in ``$VISUAL`` or ``$EDITOR`` (a built-in agent is first copied into the user's
+per-project store, which then replaces it); ``remove`` deletes the winning file.
+
+Exit codes: 0 done, 1 refused (exists, built in, no editor), 2 no such agent or usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+
+
+def add_subcommands(sub: argparse._SubParsersAction) -> None:
+    agents = sub.add_parser("agents", help="list, show, create, edit or remove agent definitions")
+    agents.add_argument("--cwd", type=Path, default=None, help="project root (default: the current directory)")
+    actions = agents.add_subparsers(dest="action", required=True)
+    actions.add_parser("list", help="every agent: name, source, description, file")
+    for name, what in (("show", "an agent's definition"), ("edit", "open an agent's file in $EDITOR"), ("remove", "delete an agent's file")):
+        actions.add_parser(name, help=what).add_argument("name")
+    new = actions.add_parser("new", help="write a new agent file (for this project, kept outside it)")
+    new.add_argument("name")
+    new.add_argument("--project", action="store_true", help="write it into the project's .totem/agents instead")
+    new.add_argument("--description", default=None, help="what it is for (default: a line to edit)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from totem_engine.agents import discover_agents
+    from totem_engine.config import ConfigError, load_config
+    from totem_engine.trust import is_trusted
+
+    root = (args.cwd or Path.cwd()).resolve()
+    try:
+        max_steps = load_config(root).config.max_steps
+    except ConfigError:
+        max_steps = 50  # the default: a broken config must not hide the agents
+    agents = discover_agents(root, trusted=anyio.run(is_trusted, root), max_steps=max_steps)
+    for notice in agents.notices:
+        print(f"! {notice}", file=sys.stderr)
+    if args.action == "list":
+        for name, definition in sorted(agents.definitions.items()):
+            print(f"{name}\t{definition.source}\t{definition.description}\t{definition.path}")
+        return 0
+    if args.action == "new":
+        return _new(root, args, agents)
+    definition = agents.get(args.name)
+    if definition is None:
+        print(f"totem: there is no agent named {args.name!r} (totem agents list)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.action == "show":
+        from totem_engine.agents import render_agent
+
+        print(f"# {definition.source}: {definition.path}")
+        print(render_agent(definition), end="")
+        return 0
+    if args.action == "edit":
+        return _edit(root, definition)
+    from totem_engine.agents import remove_agent
+
+    try:
+        path = remove_agent(root, args.name, agents)
+    except ValueError as exc:
+        print(f"totem: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    print(f"removed {path}")
+    return 0
+
+
+def _new(root: Path, args: argparse.Namespace, agents) -> int:
+    from totem_engine.agents import AgentDefinition, folder, save_agent
+
+    source = "project" if args.project else "user-project"
+    target = folder(source, root) / f"{args.name}.md"
+    if target.exists():
+        print(f"totem: {target} exists; edit it with: totem agents edit {args.name}", file=sys.stderr)
+        return EXIT_REFUSED
+    definition = AgentDefinition(
+        name=args.name, description=args.description or f"What {args.name} is for (edit this line)",
+        prompt=f"You are {args.name}, an agent working for another agent in the user's project. Say what to do and what to answer.",
+        source=source, path=str(target),
+    )
+    try:
+        print(save_agent(root, definition))
+    except ValueError as exc:
+        print(f"totem: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
+
+
+def _edit(root: Path, definition) -> int:
+    from totem_engine.agents import save_agent
+
+    if definition.source == "built-in":
+        path = save_agent(root, replace(definition, source="user-project"))
+        print(f"copied the built-in {definition.name} to {path}, which now replaces it", file=sys.stderr)
+    else:
+        path = Path(definition.path)
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not editor:
+        print(f"totem: set $EDITOR to edit; the file is {path}", file=sys.stderr)
+        return EXIT_REFUSED
+    return subprocess.call([*shlex.split(editor), str(path)])
