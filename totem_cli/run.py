@@ -44,6 +44,8 @@ async def run_command(args: argparse.Namespace) -> int:
         prepared = runtime.prepare(prompt)  # a slash command expanded (commands.py)
         if prepared.action == "undo":
             return await _undo(runtime, args.session)
+        if prepared.action == "compact":
+            return await _compact(runtime, args.session)
         model = runtime.resolve_model(args.model or prepared.model)
         mode = args.mode or runtime.config.mode
         session = await runtime.open_session(args.session, model=model, mode=mode, text=prompt)
@@ -60,20 +62,42 @@ async def run_command(args: argparse.Namespace) -> int:
         return EXIT_CODES[result.stop_reason]
 
 
+async def _latest(runtime, session_id: str | None) -> str | None:
+    """``--session``, or the project's newest session; None (said) when it has none."""
+    if session_id is not None:
+        return session_id
+    sessions = await runtime.store.list_sessions(cwd=str(runtime.root))
+    if not sessions:
+        print("totem: no session in this project", file=sys.stderr)
+        return None
+    return sessions[0].id
+
+
 async def _undo(runtime, session_id: str | None) -> int:
     """``/undo``: the files of the session's last changing turn put back (``totem undo``)."""
+    session_id = await _latest(runtime, session_id)
     if session_id is None:
-        sessions = await runtime.store.list_sessions(cwd=str(runtime.root))
-        if not sessions:
-            print("totem: no session in this project", file=sys.stderr)
-            return EXIT_USAGE
-        session_id = sessions[0].id
+        return EXIT_USAGE
     outcomes = await runtime.undo(session_id)
     if not outcomes:
         print("nothing to undo")
     for outcome in outcomes:
         print(f"{outcome.action}\t{outcome.path}" + (f"\t{outcome.reason}" if outcome.reason else ""))
     return 1 if any(o.action == "conflict" for o in outcomes) else 0
+
+
+async def _compact(runtime, session_id: str | None) -> int:
+    """``/compact``: the session so far summarised into a checkpoint that later turns start from."""
+    session_id = await _latest(runtime, session_id)
+    if session_id is None:
+        return EXIT_USAGE
+    checkpoint = await runtime.compact(session_id)
+    if checkpoint is None:
+        print("nothing new to compact")
+    else:
+        print(f"compacted {checkpoint.messages} messages of session {session_id} into a checkpoint:")
+        print(checkpoint.text)
+    return 0
 
 
 async def _abort_on_interrupt(turn, scope: anyio.CancelScope) -> None:

@@ -5,8 +5,8 @@ matter with ``description`` (and optionally ``agent`` and ``model`` to run as), 
 In the prompt ``$ARGUMENTS`` is replaced by the arguments and ``$1``, ``$2``, … by their words;
 arguments given to a prompt with no placeholder are added after it. Three places, the last wins
 by name: built in (``prompts/commands/*.md``: ``/init``), the user's (``<user config
-dir>/commands``) and the project's ``.totem/commands``. ``/undo`` is a built-in action, not a
-prompt (``ACTIONS``). Text that starts with ``/`` and names no command is a prompt
+dir>/commands``) and the project's ``.totem/commands``. ``/undo`` and ``/compact`` are built-in actions, not
+prompts (``ACTIONS``). Text that starts with ``/`` and names no command is a prompt
 as it is.
 """
 
@@ -24,7 +24,10 @@ import platformdirs
 from totem_engine.skills import split_front_matter
 
 Source = Literal["built-in", "user", "project"]
-ACTIONS = {"undo": "Put back the files the last turn changed."}
+ACTIONS = {
+    "compact": "Summarise the conversation so far into a checkpoint; later turns start from it.",
+    "undo": "Put back the files the last turn changed.",
+}
 _INVOCATION = re.compile(r"^/(?P<name>[A-Za-z0-9][\w.-]*)(?:\s+(?P<args>.*))?$", re.DOTALL)
 _POSITIONAL = re.compile(r"\$(\d+)")
 

@@ -12,9 +12,12 @@ from pathlib import Path
 from totem_engine.agents import Agents
 from totem_engine.commands import Command, Prompt, discover_commands
 from totem_engine.commands import prepare as prepare_prompt
+from totem_engine.compaction.checkpoints import Checkpoint
+from totem_engine.compaction.now import checkpoint_now
 from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import Config, ConfigError, LoadedConfig
 from totem_engine.frontend import FrontEnd
+from totem_engine.turn.fitting import summariser
 from totem_engine.turn.loop import Agent, Turn, TurnOptions
 from totem_engine.permissions import rules_from_config
 from totem_engine.providers.base import Provider
@@ -26,6 +29,11 @@ from totem_engine.store import Session, Store
 from totem_engine.tools import temp_journal
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.tools.workspace import DiskWorkspace, Workspace
+
+
+# The summariser's window for ``/compact`` when the model's is not known: the context Totem's
+# own local model runs with (config ``local_ctx``'s default).
+COMPACT_WINDOW = 8192
 
 
 class SessionElsewhere(LookupError):
@@ -187,6 +195,24 @@ class Runtime:
             steps = definition.max_steps if max_steps is None and definition.max_steps is not None else options.max_steps
             options = replace(options, persona=definition.prompt, max_steps=steps)
         return agent.turn(text, frontend, session_id=session.id, model=model, options=options, session=session, typed=typed)
+
+    async def compact(self, session_id: str) -> Checkpoint | None:
+        """``/compact``: the session so far summarised into a checkpoint now, by the model that
+        writes its summaries (``small_model`` or the session's); None when nothing is new since the
+        last checkpoint. Provider errors fall back to the one-line accounts (summary.py)."""
+        session = await self.project_session(session_id)
+        provider_name, model_id = session.model.split("/", 1)
+        provider = self.provider(provider_name)
+        record = await self.capabilities.record(provider_name, model_id)
+        return await checkpoint_now(
+            await self.store.messages(session_id),
+            tools=self.agent.tools,
+            complete=summariser(self.config, provider, model_id, self.provider),
+            store=self.store,
+            session_id=session_id,
+            provider=provider_name,
+            window=record.context_window or COMPACT_WINDOW,
+        )
 
     async def undo(self, session_id: str) -> list[FileOutcome]:
         """Restore the files of the session's last turn that changed something (not while it runs)."""

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from totem_engine import events as ev
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.turn.loop import Turn, TurnResult
 from totem_engine.runtime import Runtime
+from totem_engine.store import Session
 from totem_engine.tools.paths import relative
 from totem_lsp import protocol
 from totem_lsp.diagnostics import Diagnostics
@@ -91,6 +92,8 @@ class Chats:
 
     async def chat(self, params: ChatParams) -> ChatResult:
         started = await self._start(params)
+        if isinstance(started, ChatResult):
+            return started  # a built-in action (/undo, /compact): done, no turn
         result = await self._run(started)
         return ChatResult(session_id=result.session_id, stop_reason=result.stop_reason, text=result.text)
 
@@ -98,6 +101,7 @@ class Chats:
         """``totem.server.ask``: start a turn about a place in a document; answer with its session at once."""
         chat = ChatParams(text=ask_prompt(params), context=ChatContext(uri=params.uri, range=params.range))
         started = await self._start(chat)
+        assert isinstance(started, _Started)  # the ask prompt is never a slash command
         task = asyncio.ensure_future(self._run(started))
         task.add_done_callback(lambda t: t.cancelled() or t.exception())  # failures are already events
         return {"sessionId": started.session_id}
@@ -120,7 +124,7 @@ class Chats:
     def busy(self, session_id: str) -> bool:
         return session_id in self.turns
 
-    async def _start(self, params: ChatParams) -> _Started:
+    async def _start(self, params: ChatParams) -> _Started | ChatResult:
         if params.session_id in self.turns:
             # Before the session is read: a turn ending meanwhile would leave its state unread.
             raise SessionBusy(f"Session {params.session_id} is busy: a turn is still running. Abort it or wait for it to end.")
@@ -133,6 +137,8 @@ class Chats:
         self.projects.notices.clear()
         mode = params.mode or runtime.config.mode
         prepared = runtime.prepare(params.text)  # a slash command expanded (commands.py)
+        if prepared.action is not None:
+            return await _act(prepared.action, session, runtime)
         model = runtime.resolve_model(params.model or prepared.model or (session.model if session else self.projects.model))
         if session is None:
             # Titled by what the user typed, not by the context block sent with it.
@@ -163,6 +169,23 @@ class Chats:
             self.turns.pop(started.session_id, None)
             self.progress = {t: s for t, s in self.progress.items() if s != started.session_id}
             self.stream.end(started.session_id)
+
+
+async def _act(action: str, session: Session | None, runtime: Runtime) -> ChatResult:
+    """A built-in action typed in the chat, on its session; the answer says what it did."""
+    if session is None:
+        raise JsonRpcInvalidParams(f"/{action} works on a session: send sessionId.")
+    if action == "undo":
+        outcomes = await runtime.undo(session.id)
+        lines = [f"{o.action} {o.path}" + (f" ({o.reason})" if o.reason else "") for o in outcomes]
+        text = "\n".join(lines) if lines else "Nothing to undo."
+    else:
+        checkpoint = await runtime.compact(session.id)
+        text = (
+            f"Compacted: {checkpoint.messages} messages are summarised; the next turn starts from the summary."
+            if checkpoint is not None else "Nothing new to compact."
+        )
+    return ChatResult(session_id=session.id, stop_reason="finished", text=text)
 
 
 async def with_context(params: ChatParams, root: Path, projects: Projects) -> str:

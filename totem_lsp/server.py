@@ -331,6 +331,10 @@ def create_server(token: str | None = None) -> TotemServer:
     async def agent_delete(ls: TotemServer, params: Any) -> dict[str, str]:
         return await ls.service().agent_delete(params)
 
+    @server.feature(protocol.COMPACT)
+    async def compact(ls: TotemServer, params: Any) -> dict[str, Any]:
+        return await ls.service().compact(params)
+
     @server.feature(protocol.COMMANDS)
     async def commands(ls: TotemServer, params: Any) -> list[dict[str, Any]]:
         return await ls.service().commands(params)

@@ -141,6 +141,17 @@ class Service:
             outcomes = await (runtime.redo if redo else runtime.undo)(ref.session_id)
         return {"files": [FileOutcome(path=o.path, action=o.action, reason=o.reason).wire() for o in outcomes]}
 
+    async def compact(self, params: Any) -> dict[str, Any]:
+        """``totem/compact``: the session summarised into a checkpoint now (``/compact``)."""
+        ref = parse(SessionRef, params)
+        if self.chats.busy(ref.session_id):
+            raise SessionBusy(f"Session {ref.session_id} is busy: compaction waits until its turn ends.")
+        with _engine_errors():
+            session = await self.projects.store.get_session(ref.session_id)
+            runtime = await self.projects.runtime(Path(session.cwd))
+            checkpoint = await runtime.compact(ref.session_id)
+        return {"compacted": checkpoint is not None, "messages": checkpoint.messages if checkpoint else 0}
+
     async def agents(self, params: Any) -> list[dict[str, Any]]:
         """``totem/agents``: the project's agents as ``task`` sees them, with source and file."""
         with _engine_errors():

@@ -57,3 +57,27 @@ def test_undo_as_a_command_puts_back_the_last_turn(totem):
     assert undone.code == 0, undone.stderr
     assert "a.txt" in undone.stdout and not (totem.project / "a.txt").exists()
     assert len(totem.server.requests) == 2  # /undo asked the model nothing
+
+
+def test_compact_summarises_the_session_and_the_next_turn_starts_from_the_summary(totem):
+    totem.server.enqueue(text_reply("The answer is in a.py."))
+    first = totem.agent("where is the parser?")
+    assert first.code == 0, first.stderr
+    session = first.of("turnEnd")[0]["sessionId"]
+
+    totem.server.enqueue(text_reply("The user looked for the parser; it is in a.py."))
+    compacted = totem.run("run", "--cwd", str(totem.project), "--config", str(totem.config), "--session", session, "/compact")
+    assert compacted.code == 0, compacted.stderr
+    assert "compacted 2 messages" in compacted.stdout and "it is in a.py" in compacted.stdout
+    summary_request = totem.server.requests[1]
+    assert "tools" not in summary_request and "where is the parser?" in str(summary_request["messages"])
+
+    totem.server.enqueue(text_reply("Yes."))
+    later = totem.agent("is it still there?", extra=("--session", session))
+    assert later.code == 0, later.stderr
+    sent = str(totem.server.requests[2]["messages"])
+    assert "it is in a.py" in sent and "The answer is in a.py." not in sent
+    assert "where is the parser?" in sent  # the pinned first request stays verbatim
+
+    again = totem.run("run", "--cwd", str(totem.project), "--config", str(totem.config), "--session", session, "/compact")
+    assert again.code == 0 and len(totem.server.requests) == 4  # the new turn is summarised with the old summary

@@ -58,6 +58,30 @@ async def test_commands_are_listed_and_a_command_in_the_chat_is_expanded(editor)
     assert part["data"]["typed"] == "/fix the login bug"
 
 
+
+async def test_compact_and_undo_typed_in_the_chat_act_on_the_session_without_a_turn(editor):
+    editor.permission_answers.append({"outcome": "allow_once"})
+    editor.model.enqueue(tool_reply([("write", {"path": "a.txt", "content": "new\n"})]), text_reply("Wrote it."))
+    first = await asyncio.wait_for(editor.request("totem/chat", {"text": "write a.txt"}), WAIT)
+    assert (editor.project / "a.txt").exists()
+
+    editor.model.enqueue(text_reply("The user had a.txt written."))
+    compacted = await asyncio.wait_for(editor.request("totem/chat", {"text": "/compact", "sessionId": first.sessionId}), WAIT)
+    assert compacted.stopReason == "finished" and compacted.text.startswith("Compacted: 3 messages")  # user, call with result, answer
+    assert "tools" not in editor.model.requests[-1]  # the summary request, not a turn
+    nothing = await call(editor, "totem/compact", {"sessionId": first.sessionId})
+    assert nothing == {"compacted": False, "messages": 0}
+    session = await call(editor, "totem/session", {"sessionId": first.sessionId})
+    assert [p["data"]["text"] for m in session["messages"] for p in m["parts"] if p["type"] == "checkpoint"] == [
+        "The user had a.txt written."
+    ]
+
+    undone = await asyncio.wait_for(editor.request("totem/chat", {"text": "/undo", "sessionId": first.sessionId}), WAIT)
+    assert "a.txt" in undone.text and not (editor.project / "a.txt").exists()
+    assert len(editor.model.requests) == 3
+    with pytest.raises(JsonRpcException, match="send sessionId"):
+        await editor.request("totem/chat", {"text": "/compact"})
+
 def _script(model) -> None:
     model.enqueue(
         tool_reply([("task", {"agent": "explore", "prompt": "find it", "description": "find"})]),

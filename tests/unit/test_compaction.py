@@ -555,3 +555,34 @@ async def test_completer_asks_the_model_without_tools_and_joins_its_text():
     assert text == "## Goal\nFind os imports."
     assert seen[0].model == "small-m" and seen[0].system == "SYSTEM" and not seen[0].tools
     assert seen[0].messages[0].text == "the transcript" and seen[0].max_tokens
+
+
+# --- /compact ---------------------------------------------------------------------------------
+
+
+async def test_checkpoint_now_covers_the_whole_session_and_a_later_one_includes_it(tmp_path):
+    from totem_engine.compaction.now import checkpoint_now
+
+    session = await Session.start(tmp_path)
+    await session.read_step(1)
+    model = FakeModel(reply="## Goal\nFind os imports.")
+
+    async def now():
+        return await checkpoint_now(
+            await session.stored(), tools=TOOLS, complete=model, store=session.store, session_id=session.id,
+            provider=None, window=WINDOW,
+        )
+
+    first = await now()
+    stored = await session.stored()
+    assert first is not None and first.messages == 2 and first.covers == stored[-2].id
+    assert FIRST in model.inputs[0] and "mod_01.py" in model.inputs[0]
+    assert await now() is None and len(model.inputs) == 1  # nothing new: no request
+    # Within budget, fit still replays it: the next request starts from the summary.
+    fitted = await run_fit(session, complete=model)
+    assert first.text in fitted.messages[0].text and file_output(1) not in str(fitted.messages)
+
+    await session.read_step(2)
+    second = await now()
+    assert second is not None and second.messages == 3
+    assert first.text in model.inputs[1] and "mod_02.py" in model.inputs[1] and file_output(1) not in model.inputs[1]

@@ -48,7 +48,7 @@ class Fitter:
         self.reserve = output_reserve(max_output_tokens, window)
         self.config, self.store, self.emit = config, store, emit
         self.session_id, self.turn_id = session_id, turn_id
-        self.complete = self._summariser(provider_for)
+        self.complete = summariser(config, provider, model_id, provider_for)
         self.history = DerivedHistory(provider.name)  # this session's, for this provider
 
     def overflowed_at(self, estimate: int) -> None:
@@ -57,16 +57,6 @@ class Fitter:
         if self.window is None:
             self.window = estimate
             self.reserve = output_reserve(self.max_output_tokens, self.window)
-
-    def _summariser(self, provider_for: Callable[[str], Provider]) -> Complete:
-        small = self.config.small_model
-        if small:
-            name, model_id = small.split("/", 1)
-            try:
-                return completer(provider_for(name), model_id)
-            except ConfigError:
-                pass  # a small model that cannot be built leaves the session's own
-        return completer(self.provider, self.model_id)
 
     async def fit(self, stored: list, state: SessionState, *, force: bool = False) -> Fitted:
         """The request for the ``stored`` messages of the session whose ``state`` this is (its todos
@@ -94,3 +84,16 @@ class Fitter:
             await self.emit(ev.Notice(session_id=self.session_id, level="warning", message="Compaction lost part of the pinned ledger."))
         await self.emit(ev.ContextEstimate(session_id=self.session_id, estimate=fitted.estimate, window=self.window))
         return fitted
+
+
+def summariser(config: Config, provider: Provider, model_id: str, provider_for: Callable[[str], Provider]) -> Complete:
+    """Who writes a session's summaries: ``small_model`` when set and buildable, else the
+    session's own model (``model_id`` on ``provider``)."""
+    small = config.small_model
+    if small:
+        name, small_id = small.split("/", 1)
+        try:
+            return completer(provider_for(name), small_id)
+        except ConfigError:
+            pass  # a small model that cannot be built leaves the session's own
+    return completer(provider, model_id)
