@@ -49,3 +49,24 @@ def test_the_main_job_adds_the_missing_function_and_the_tests_pass(project, agen
     assert (project / "test_inventory.py").read_text() == before, log
     assert checked.returncode == 0 and "6 passed" in checked.stdout, log
     assert result.code == 0 and result.of("turnEnd")[0]["stopReason"] == "finished", log
+
+
+def test_init_writes_agents_md_with_the_test_command_it_found(project, agent_env, request):
+    import re
+    import subprocess
+
+    assert not (project / "AGENTS.md").exists()
+    result = totem_run(agent_env, project, "/init")
+    written = (project / "AGENTS.md").read_text() if (project / "AGENTS.md").exists() else "(no AGENTS.md)"
+    log = save_log(request, f"{run_log(result)}\n--- AGENTS.md\n{written}")
+
+    assert result.code == 0 and result.of("turnEnd")[0]["stopReason"] == "finished", log
+    # A command the file names in backticks or a code block that runs the sample's tests: run it
+    # here and see pytest collect the sample's six tests (one of them fails until the main job).
+    commands = re.findall(r"`([^`\n]*pytest[^`\n]*)`", written) + re.findall(r"^\s*\$?\s*(\S*pytest.*)$", written, re.MULTILINE)
+    assert commands, log
+    ran = subprocess.run(
+        commands[0].strip(), shell=True, cwd=project, capture_output=True, text=True, timeout=120, check=False,
+        env=dict(agent_env),
+    )
+    assert "1 failed, 5 passed" in ran.stdout, f"{log}\n--- {commands[0]}\n{ran.stdout}{ran.stderr}"
