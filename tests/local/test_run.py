@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+
 from tests.local.conftest import TASK, run_log, sample_tests, save_log, totem_run
 
 
@@ -52,9 +55,6 @@ def test_the_main_job_adds_the_missing_function_and_the_tests_pass(project, agen
 
 
 def test_init_writes_agents_md_with_the_test_command_it_found(project, agent_env, request):
-    import re
-    import subprocess
-
     assert not (project / "AGENTS.md").exists()
     result = totem_run(agent_env, project, "/init")
     written = (project / "AGENTS.md").read_text() if (project / "AGENTS.md").exists() else "(no AGENTS.md)"
