@@ -406,7 +406,7 @@ class _Answer:
 
 
 def _arguments(block: _Block) -> str:
-    """The call's arguments as JSON text, parsed once now that every fragment is in."""
+    """The call's arguments as JSON text, joined once now that every fragment is in."""
     joined = "".join(block.fragments)
     if not joined.strip():
         start = block.start_input
