@@ -347,6 +347,16 @@ def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, proj
     assert model.requests[-1]["messages"][-1]["content"] == "Find and fix the login bug."
     assert "## You\n/fix the login bug\n" in "\n".join(nv.lua(CHAT_LINES))
 
+    # :TotemCommands lists them with their descriptions; choosing one starts the input with it.
+    nv.lua("_G.offered, _G.default = nil, nil"
+           " vim.ui.select = function(items, opts, on_choice) _G.offered = vim.tbl_map(opts.format_item, items)"
+           " for i, item in ipairs(items) do if item.name == 'fix' then return on_choice(item, i) end end end"
+           " vim.ui.input = function(opts, on_confirm) _G.default = opts.default on_confirm(nil) end")
+    nv.command("TotemCommands")
+    nv.wait(lambda: nv.lua("return _G.default"), "the input started with the command")
+    assert nv.lua("return _G.default") == "/fix "
+    assert "/fix  [project]  Fix a bug" in nv.lua("return _G.offered")
+
     # :TotemAgents lists the project's agent with its source; choosing it opens its file.
     nv.lua("_G.offered = nil vim.ui.select = function(items, opts, on_choice)"
            " _G.offered = vim.tbl_map(opts.format_item, items)"

@@ -591,13 +591,13 @@ function M.complete(lead)
 end
 
 --- Asks for a message with vim.ui.input and sends it (with `context`). "/" completes the slash
---- commands (<Tab>).
-function M.prompt(context, bufnr)
+--- commands (<Tab>). `default`: the text the input starts with.
+function M.prompt(context, bufnr, default)
   local c = client.get(bufnr)
   if c then
     M.refresh_commands(c)
   end
-  local opts = { prompt = 'Totem> ', completion = "customlist,v:lua.require'totem.chat'.complete" }
+  local opts = { prompt = 'Totem> ', default = default, completion = "customlist,v:lua.require'totem.chat'.complete" }
   vim.ui.input(opts, function(text)
     if text then
       M.send(text, context, bufnr)

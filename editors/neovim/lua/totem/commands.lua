@@ -198,6 +198,37 @@ function M.agents()
   end)
 end
 
+--- :TotemCommands: the slash commands with their descriptions (totem/commands); the one chosen
+--- starts the message input with "/NAME " (/undo runs at once).
+function M.slash_commands()
+  local c = client.get()
+  if not c then
+    client.notify('no Totem server is running', vim.log.levels.ERROR)
+    return
+  end
+  client.request(c, 'totem/commands', vim.empty_dict(), function(err, commands)
+    if err then
+      client.notify('commands: ' .. (err.message or ''), vim.log.levels.ERROR)
+      return
+    end
+    chat.state.commands = commands
+    vim.ui.select(commands or {}, {
+      prompt = 'Totem commands',
+      format_item = function(command)
+        return ('/%s  [%s]  %s'):format(command.name, command.source, command.description or '')
+      end,
+    }, function(choice)
+      if not choice then
+        return
+      end
+      if choice.name == 'undo' then
+        return M.undo()
+      end
+      chat.prompt(nil, nil, '/' .. choice.name .. ' ')
+    end)
+  end)
+end
+
 function M.setup(options)
   local cmd = vim.api.nvim_create_user_command
   cmd('TotemAsk', M.ask, { nargs = '*', range = true, desc = 'Ask Totem (the range is the context)' })
@@ -214,6 +245,7 @@ function M.setup(options)
   cmd('TotemUndo', M.undo, { desc = "Undo the files of the session's last turn" })
   cmd('TotemRedo', M.redo, { desc = 'Redo the last undone turn' })
   cmd('TotemSessions', M.sessions, { desc = 'Pick a Totem session' })
+  cmd('TotemCommands', M.slash_commands, { desc = 'Pick a Totem slash command' })
   cmd('TotemAgents', M.agents, { desc = 'Pick a Totem agent and edit its file' })
   cmd('TotemModel', M.model, { nargs = '?', desc = 'Pick the Totem model' })
 
