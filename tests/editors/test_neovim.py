@@ -367,3 +367,15 @@ def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, proj
     assert any(o.startswith("explore  [built-in]") for o in offered), offered
     nv.wait(lambda: nv.lua("return vim.api.nvim_buf_get_name(0)") == str(reviewer), "the agent's file opened")
     assert model.pending == 0
+
+    # The session reopened: the thread from the task call's stored part, folded the same way,
+    # and the command as it was typed.
+    nv.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
+    nv.command("TotemNew")
+    nv.command("TotemSessions")
+    lines = nv.wait(lambda: (lambda ls: ls if BLOCK + SUB_ANSWER in ls else None)(nv.lua(CHAT_LINES)), "the session shown again")
+    assert lines[lines.index(BLOCK + SUB_ANSWER) - 1] == BLOCK + "[explore on sim/test-model]", lines
+    assert "/fix the login bug" in lines and PARENT_ANSWER in lines, lines
+    closed = nv.lua("local row = ... " + WINDOW_OF_CHAT + " return vim.api.nvim_win_call(win, function()"
+                    " return vim.fn.foldclosed(row) end)", lines.index(BLOCK + SUB_ANSWER) + 1)
+    assert closed == lines.index(BLOCK + SUB_ANSWER), closed
