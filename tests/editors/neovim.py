@@ -125,7 +125,14 @@ class Neovim:
         while not self.socket.exists():
             assert time.monotonic() < deadline, "nvim did not open its socket"
             time.sleep(0.02)
-        self.nvim = pynvim.attach("socket", path=str(self.socket))
+        while True:
+            try:
+                self.nvim = pynvim.attach("socket", path=str(self.socket))
+                break
+            except ConnectionRefusedError:
+                # The socket file is there a moment before Neovim listens on it.
+                assert time.monotonic() < deadline, "nvim did not listen on its socket"
+                time.sleep(0.05)
         self.pids.append(self.nvim.call("getpid"))
         return self
 

@@ -279,3 +279,103 @@ def test_paths_and_code_in_the_chat_are_shown_verbatim(neovim, project, model):
     assert "RE is set in src/tomli/_re.py; the tests match **/*_test.py and" in "\n".join(shown), shown
     # Markdown stays markdown where it is not a path: the bold's stars are concealed.
     assert any(line.endswith("has nothing.") for line in shown), shown
+
+
+SUB_ANSWER = "The greeting is built in hello() of controllers/api.js."
+PARENT_ANSWER = "Found it: hello() in controllers/api.js builds the greeting."
+BLOCK = "  │ "
+WINDOW_OF_CHAT = "local win = vim.fn.bufwinid(require('totem.chat').buf())"
+
+
+def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, project, model, tmp_path):
+    """A task call's sub-agent thread folded under its call, above the parent's answer; "/fi<Tab>"
+    completed to a project command and sent (the model gets its expansion); :TotemAgents lists a
+    project agent and opens its file."""
+    nv = neovim
+    (project / ".totem" / "commands").mkdir(parents=True)
+    (project / ".totem" / "commands" / "fix.md").write_text("---\ndescription: Fix a bug\n---\nFind and fix $ARGUMENTS.\n")
+    (project / ".totem" / "agents").mkdir(parents=True)
+    reviewer = project / ".totem" / "agents" / "reviewer.md"
+    reviewer.write_text("---\ndescription: Reviews a change\ntools: [read, grep]\n---\nReview the change.\n")
+    # The project's agent and command files ask for trust; this project is trusted already.
+    (tmp_path / "home" / "data" / "totem").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "home" / "data" / "totem" / "trusted.json").write_text(json.dumps({"roots": [str(project.resolve())]}))
+    model.enqueue(tool_reply([("task", {"agent": "explore", "prompt": "Find where the greeting is built", "description": "find the greeting"})]))
+    model.enqueue(text_reply(SUB_ANSWER, pieces=4))
+    model.enqueue(text_reply(PARENT_ANSWER, pieces=3))
+    model.enqueue(text_reply("Fixed.", pieces=2))
+    nv.wait(lambda: nv.lua("local c = vim.lsp.get_clients({ bufnr = 0, name = 'totem' })[1] return c and c.initialized"),
+            "the totem client")
+
+    nv.command("TotemAsk Where is the greeting built?")
+    nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy") and PARENT_ANSWER in "\n".join(nv.lua(CHAT_LINES)),
+            "the end of the turn")
+    lines = nv.lua(CHAT_LINES)
+    chat = "\n".join(lines)
+    # The sub-agent's request held only its task, none of the conversation.
+    assert model.requests[1]["messages"][-1]["content"] == "Find where the greeting is built"
+    block = [i for i, line in enumerate(lines) if line.startswith(BLOCK)]
+    assert block and block == list(range(block[0], block[-1] + 1)), chat
+    assert lines[block[0] - 1] == "▶ explore: find the greeting", chat
+    assert lines[block[0]] == BLOCK + "[explore on sim/test-model]", chat
+    assert BLOCK + SUB_ANSWER in lines, chat
+    assert lines[block[-1] + 1].startswith("    ✓ explore answered"), chat
+    # The sub-agent's text only in its block; the parent's answer after it, outside it.
+    assert [i for i, line in enumerate(lines) if SUB_ANSWER in line] == [lines.index(BLOCK + SUB_ANSWER)]
+    answer = lines.index(PARENT_ANSWER)
+    assert answer > block[-1]
+    folds = nv.lua("local rows = ... " + WINDOW_OF_CHAT + " return vim.api.nvim_win_call(win, function() local r = {}"
+                   " for _, l in ipairs(rows) do r[#r + 1] = vim.fn.foldclosed(l + 1) end return r end)",
+                   [block[0], lines.index(BLOCK + SUB_ANSWER), answer])
+    assert folds[0] == block[0] + 1 and folds[1] == block[0] + 1, folds  # one fold, closed
+    assert folds[2] == -1, folds  # the answer is not in it
+    shown = nv.lua("local row = ... " + WINDOW_OF_CHAT + " return vim.api.nvim_win_call(win, function()"
+                   " return vim.fn.foldtextresult(row) end)", block[0] + 1)
+    assert shown.startswith(BLOCK + "[explore on sim/test-model]") and "folded" in shown, shown
+    save_artifact("neovim-subagent.txt", nv.capture() or chat)
+
+    # The chat input completes "/" with totem/commands: "/fi<Tab>" is "/fix ".
+    assert {"/fix ", "/init ", "/undo "} <= set(nv.lua("return require('totem.chat').complete('/')"))
+    nv.lua(WINDOW_OF_CHAT + " vim.api.nvim_set_current_win(win)")
+    nv.input("i")
+    nv.wait(lambda: nv.lua("return vim.fn.mode()") == "c", "the chat input")
+    nv.input("/fi<Tab>")
+    nv.wait(lambda: nv.lua("return vim.fn.getcmdline()") == "/fix ", "the completed command")
+    nv.input("the login bug<CR>")
+    nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy") and "Fixed." in "\n".join(nv.lua(CHAT_LINES)),
+            "the end of the command's turn")
+    assert model.requests[-1]["messages"][-1]["content"] == "Find and fix the login bug."
+    assert "## You\n/fix the login bug\n" in "\n".join(nv.lua(CHAT_LINES))
+
+    # :TotemCommands lists them with their descriptions; choosing one starts the input with it.
+    nv.lua("_G.offered, _G.default = nil, nil"
+           " vim.ui.select = function(items, opts, on_choice) _G.offered = vim.tbl_map(opts.format_item, items)"
+           " for i, item in ipairs(items) do if item.name == 'fix' then return on_choice(item, i) end end end"
+           " vim.ui.input = function(opts, on_confirm) _G.default = opts.default on_confirm(nil) end")
+    nv.command("TotemCommands")
+    nv.wait(lambda: nv.lua("return _G.default"), "the input started with the command")
+    assert nv.lua("return _G.default") == "/fix "
+    assert "/fix  [project]  Fix a bug" in nv.lua("return _G.offered")
+
+    # :TotemAgents lists the project's agent with its source; choosing it opens its file.
+    nv.lua("_G.offered = nil vim.ui.select = function(items, opts, on_choice)"
+           " _G.offered = vim.tbl_map(opts.format_item, items)"
+           " for i, item in ipairs(items) do if item.name == 'reviewer' then return on_choice(item, i) end end end")
+    nv.command("TotemAgents")
+    offered = nv.wait(lambda: nv.lua("return _G.offered"), "the agent list")
+    assert "reviewer  [project]  Reviews a change" in offered, offered
+    assert any(o.startswith("explore  [built-in]") for o in offered), offered
+    nv.wait(lambda: nv.lua("return vim.api.nvim_buf_get_name(0)") == str(reviewer), "the agent's file opened")
+    assert model.pending == 0
+
+    # The session reopened: the thread from the task call's stored part, folded the same way,
+    # and the command as it was typed.
+    nv.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
+    nv.command("TotemNew")
+    nv.command("TotemSessions")
+    lines = nv.wait(lambda: (lambda ls: ls if BLOCK + SUB_ANSWER in ls else None)(nv.lua(CHAT_LINES)), "the session shown again")
+    assert lines[lines.index(BLOCK + SUB_ANSWER) - 1] == BLOCK + "[explore on sim/test-model]", lines
+    assert "/fix the login bug" in lines and PARENT_ANSWER in lines, lines
+    closed = nv.lua("local row = ... " + WINDOW_OF_CHAT + " return vim.api.nvim_win_call(win, function()"
+                    " return vim.fn.foldclosed(row) end)", lines.index(BLOCK + SUB_ANSWER) + 1)
+    assert closed == lines.index(BLOCK + SUB_ANSWER), closed

@@ -5,6 +5,9 @@
   const messages = $("messages");
   const input = $("input");
   let opened = new Set();
+  let commands = []; // the slash commands: {name, description}
+  let matches = []; // the completions shown
+  let selected = 0;
 
   function send() {
     const text = input.value.trim();
@@ -13,8 +16,85 @@
     input.value = "";
   }
 
+  // Slash commands: a chip puts "/name " in the box; typing "/" and a word lists the commands
+  // it starts (Tab, Enter or a click takes the selected one; Escape closes the list).
+  function choose(name) {
+    input.value = "/" + name + " ";
+    hideCompletions();
+    input.focus();
+    input.setSelectionRange(input.value.length, input.value.length);
+  }
+
+  function hideCompletions() {
+    matches = [];
+    $("completions").hidden = true;
+  }
+
+  function complete() {
+    const typed = /^\/([\w.-]*)$/.exec(input.value);
+    matches = typed ? commands.filter((c) => c.name.startsWith(typed[1])) : [];
+    const list = $("completions");
+    if (!matches.length) return hideCompletions();
+    selected = Math.min(selected, matches.length - 1);
+    list.replaceChildren(
+      ...matches.map((c, i) => {
+        const item = document.createElement("li");
+        item.setAttribute("role", "option");
+        item.dataset.name = c.name;
+        if (i === selected) item.className = "selected";
+        const name = document.createElement("span");
+        name.textContent = "/" + c.name;
+        const description = document.createElement("span");
+        description.className = "description";
+        description.textContent = c.description;
+        item.append(name, description);
+        item.addEventListener("mousedown", (e) => {
+          e.preventDefault();
+          choose(c.name);
+        });
+        return item;
+      }),
+    );
+    list.hidden = false;
+  }
+
+  function drawCommands() {
+    $("commands").replaceChildren(
+      ...commands.map((c) => {
+        const chip = document.createElement("button");
+        chip.className = "chip";
+        chip.textContent = "/" + c.name;
+        chip.title = c.description;
+        chip.dataset.name = c.name;
+        chip.addEventListener("click", () => choose(c.name));
+        return chip;
+      }),
+    );
+  }
+
+  input.addEventListener("input", () => {
+    selected = 0;
+    complete();
+  });
+  input.addEventListener("blur", hideCompletions);
+
   $("send").addEventListener("click", send);
   input.addEventListener("keydown", (e) => {
+    if (matches.length) {
+      if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+        e.preventDefault();
+        selected = (selected + (e.key === "ArrowDown" ? 1 : matches.length - 1)) % matches.length;
+        return complete();
+      }
+      if (e.key === "Tab" || (e.key === "Enter" && !e.shiftKey)) {
+        e.preventDefault();
+        return choose(matches[selected].name);
+      }
+      if (e.key === "Escape") {
+        e.preventDefault();
+        return hideCompletions();
+      }
+    }
     if (e.key === "Enter" && !e.shiftKey) {
       e.preventDefault();
       send();
@@ -56,6 +136,10 @@
       pending.hidden = true;
     }
     document.body.dataset.busy = state.busy ? "1" : "0";
+    if (JSON.stringify(state.commands) !== JSON.stringify(commands)) {
+      commands = state.commands || [];
+      drawCommands();
+    }
   }
 
   window.addEventListener("message", (event) => {

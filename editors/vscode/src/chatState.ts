@@ -1,13 +1,14 @@
 // The chat view's state, built from `totem/event`s and from stored histories (`totem/session`).
 // No `vscode` here: the Node tests feed it the events of a real `totem lsp`.
 
+import { AgentThread, applyNested, newThread, storedThread, threadLines } from "./agentThread";
 import type { SessionHistory, StopReason, Todo, TotemEvent } from "./protocol";
 
 export type Entry =
   | { type: "user"; text: string; context?: string }
   | { type: "text"; partId: string; step: number; text: string }
   | { type: "reasoning"; partId: string; step: number; text: string }
-  | { type: "tool"; callId: string; tool: string; title: string; status?: string; summary?: string; decision?: string }
+  | { type: "tool"; callId: string; tool: string; title: string; status?: string; summary?: string; decision?: string; thread?: AgentThread }
   | { type: "notice"; level: string; message: string }
   | { type: "error"; errorClass: string; message: string }
   | { type: "end"; model: string; stopReason: StopReason };
@@ -83,6 +84,13 @@ export class ChatState {
       } else {
         return false;
       }
+    }
+    if (event.parentCallId) {
+      // A sub-agent's event: into its task call's thread, never among the conversation's entries.
+      const task = this.findTool(event.parentCallId);
+      if (!task) return false;
+      task.thread ??= newThread(event.agent);
+      return applyNested(task.thread, event);
     }
     switch (event.kind) {
       case "turnStart":
@@ -180,7 +188,7 @@ export class ChatState {
       if (message.role === "user") {
         const text = message.parts
           .filter((p) => p.type === "text" && !p.discarded)
-          .map((p) => String(p.data?.text ?? ""))
+          .map((p) => String(p.data?.typed ?? p.data?.text ?? "")) // typed: a slash command as the user wrote it
           .join("\n");
         const { body, context } = splitContext(text);
         this.entries.push({ type: "user", text: body, context });
@@ -208,6 +216,7 @@ export class ChatState {
               title: data.title ?? data.tool ?? "tool",
               status: part.status ?? undefined,
               summary: data.summary,
+              thread: storedThread(data.thread),
             });
             if (data.tool === "todo" && Array.isArray(data.input?.todos)) this.todos = data.input.todos;
             break;
@@ -232,7 +241,10 @@ export class ChatState {
     for (const e of this.entries) {
       if (e.type === "user") lines.push(`> ${e.text}`);
       else if (e.type === "text") lines.push(e.text);
-      else if (e.type === "tool") lines.push(toolLine(e));
+      else if (e.type === "tool") {
+        lines.push(toolLine(e));
+        if (e.thread) lines.push(...threadLines(e.thread).map((l) => `  │ ${l}`));
+      }
       else if (e.type === "notice" || e.type === "error") lines.push(e.message);
       else if (e.type === "end") lines.push(`— ${e.model}`);
     }

@@ -85,7 +85,9 @@ export class ChatView implements vscode.WebviewViewProvider {
   </div>
   <div id="footer">
     <div id="status"><span id="state"></span><span id="context"></span></div>
-    <textarea id="input" rows="3" placeholder="Ask Totem… (Enter to send, Shift+Enter for a new line)"></textarea>
+    <div id="commands" class="chips" aria-label="Slash commands"></div>
+    <ul id="completions" role="listbox" hidden></ul>
+    <textarea id="input" rows="3" placeholder="Ask Totem… (/ for commands, Enter to send, Shift+Enter for a new line)"></textarea>
     <div class="buttons">
       <button id="send">Send</button>
       <button id="stop" class="secondary" hidden>Stop</button>

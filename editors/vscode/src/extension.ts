@@ -19,6 +19,7 @@ import { ChatView, ViewMessage } from "./chatView";
 import {
   CLIENT_CAPABILITIES,
   ChatParams,
+  CommandInfo,
   ModelInfo,
   TotemClient,
   TotemEvent,
@@ -60,6 +61,8 @@ export class TotemExtension implements vscode.Disposable {
   private readonly statusItem: vscode.StatusBarItem;
   private readonly output: vscode.OutputChannel;
   private models: ModelInfo[] | undefined;
+  /** The slash commands of `totem/commands`: chips and completion in the chat view. */
+  private commands: CommandInfo[] = [];
   private refreshTimer: NodeJS.Timeout | undefined;
   private disposables: vscode.Disposable[] = [];
 
@@ -87,6 +90,12 @@ export class TotemExtension implements vscode.Disposable {
       vscode.workspace.onDidChangeConfiguration((e) => void this.configurationChanged(e)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => void this.restart()),
     );
+    // A command file added, changed or removed changes the chips.
+    const commandFiles = vscode.workspace.createFileSystemWatcher("**/.totem/commands/*.md");
+    for (const on of [commandFiles.onDidCreate, commandFiles.onDidChange, commandFiles.onDidDelete]) {
+      this.disposables.push(on(() => void this.refreshCommands()));
+    }
+    this.disposables.push(commandFiles);
     this.refresh(true);
   }
 
@@ -123,6 +132,7 @@ export class TotemExtension implements vscode.Disposable {
     await client.start();
     const warning = protocolWarning(client.initializeResult);
     if (warning) void vscode.window.showWarningMessage(warning);
+    void this.refreshCommands(totem);
     return totem;
   }
 
@@ -189,6 +199,17 @@ export class TotemExtension implements vscode.Disposable {
     }
   }
 
+  /** The slash commands of the first folder's project (what `totem/commands` answers). */
+  private async refreshCommands(totem = this.totem): Promise<void> {
+    if (!totem) return;
+    try {
+      this.commands = await totem.commands(vscode.workspace.workspaceFolders?.[0]?.uri.toString());
+      this.refresh(true);
+    } catch (error) {
+      this.output.appendLine(`totem/commands failed: ${errorMessage(error)}`);
+    }
+  }
+
   private async lookUpContextWindow(model: string): Promise<void> {
     try {
       if (!this.models) this.models = (await this.totem?.models()) ?? [];
@@ -214,12 +235,14 @@ export class TotemExtension implements vscode.Disposable {
     const icon = this.state.busy ? "$(loading~spin)" : "$(comment-discussion)";
     this.statusItem.text = `${icon} Totem: ${status}`;
     this.statusItem.tooltip = `Totem — ${status}. Click to open the chat.`;
-    this.view.update(viewModel(this.state, status));
+    this.view.update(viewModel(this.state, status, this.commands));
   }
 
   // -- user actions ----------------------------------------------------------------------
 
   async send(text: string, context?: ChatParams["context"], contextLabel?: string): Promise<void> {
+    // A built-in action (totem/commands lists it without a file): the editor calls totem/undo.
+    if (text.trim() === "/undo") return this.undoRedo("Undo");
     if (this.state.busy) {
       void vscode.window.showInformationMessage("Totem is still working on the last message. Stop it first (Totem: Abort).");
       return;
@@ -339,6 +362,30 @@ export class TotemExtension implements vscode.Disposable {
     this.refresh(true);
   }
 
+  /** The agents panel: the agents the `task` tool can start, with their source; the one picked
+   * is opened to edit (its Markdown file). */
+  async agents(): Promise<void> {
+    try {
+      const totem = await this.start();
+      const editor = vscode.window.activeTextEditor;
+      const uri = editor?.document.uri.scheme === "file" ? editor.document.uri.toString() : vscode.workspace.workspaceFolders?.[0]?.uri.toString();
+      const agents = await totem.agents(uri);
+      const picked = await vscode.window.showQuickPick(
+        agents.map((a) => ({
+          label: a.name,
+          description: a.source,
+          detail: [a.description, a.tools ? `tools: ${a.tools.join(", ")}` : "all tools", a.model ?? ""].filter(Boolean).join(" · "),
+          file: a.file,
+        })),
+        { title: "Totem agents", placeHolder: "Open an agent's file to edit it", matchOnDescription: true },
+      );
+      if (!picked) return;
+      await vscode.window.showTextDocument(vscode.Uri.file(picked.file));
+    } catch (error) {
+      this.showError("Totem: could not list the agents", error);
+    }
+  }
+
   async selectModel(): Promise<void> {
     try {
       const totem = await this.start();
@@ -429,6 +476,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<TotemE
   register("totem.sessions", () => ext.sessions());
   register("totem.newChat", () => ext.newChat());
   register("totem.selectModel", () => ext.selectModel());
+  register("totem.agents", () => ext.agents());
   register("totem.acceptEdit", () => ext.answerEdit("allow_once"));
   register("totem.rejectEdit", () => ext.answerEdit("reject_once"));
   context.subscriptions.push({ dispose: () => void ext.dispose() });

@@ -76,8 +76,12 @@ export interface TrustAnswer { trusted: boolean }
 
 export interface Todo { content: string; status: "pending" | "in_progress" | "completed" }
 
+/** A sub-agent's events carry the `task` call they belong to and the agent's name
+ * (docs/events.md guarantee 11); the conversation's own events carry neither. */
+export interface Nested { parentCallId?: string; agent?: string }
+
 /** One `totem/event` payload. Kinds this client does not know are passed on and ignored. */
-export type TotemEvent =
+export type TotemEvent = Nested & (
   | { sessionId: string; kind: "turnStart"; turnId: string; model: string }
   | { sessionId: string; kind: "textDelta" | "reasoningDelta"; partId: string; text: string }
   | { sessionId: string; kind: "toolStart"; callId: string; tool: string; input: any; title: string }
@@ -89,7 +93,22 @@ export type TotemEvent =
   | { sessionId: string; kind: "notice"; level: "info" | "warning" | "error"; message: string }
   | { sessionId: string; kind: "error"; errorClass: string; message: string }
   | { sessionId: string; kind: "turnEnd"; turnId: string; stopReason: StopReason; text: string; model: string }
-  | { sessionId: string; kind: "context"; [key: string]: any };
+  | { sessionId: string; kind: "context"; [key: string]: any }
+);
+
+/** One of `totem/agents`: an agent the `task` tool can start, and the file it is read from. */
+export interface AgentInfo {
+  name: string;
+  description: string;
+  source: "built-in" | "user" | "user-project" | "project" | string;
+  file: string;
+  tools: string[] | null;
+  maxSteps: number | null;
+  model: string | null;
+}
+
+/** One of `totem/commands`: a slash command (`file: null` for a built-in action such as `undo`). */
+export interface CommandInfo { name: string; description: string; source: string; file: string | null; agent: string | null; model: string | null }
 
 /** The part of a JSON-RPC connection this client needs. vscode-languageclient's LanguageClient
  * and vscode-jsonrpc's MessageConnection both have it. */
@@ -108,7 +127,7 @@ export interface TotemUi {
 }
 
 /** The `capabilities.experimental.totem` this client declares. */
-export const CLIENT_CAPABILITIES = { permission: true, question: true, trust: true, events: true };
+export const CLIENT_CAPABILITIES = { permission: true, question: true, trust: true, events: true, subAgents: true };
 
 /** The server's protocol version from an `initialize` result; undefined when it sent none. */
 export function serverProtocolVersion(initializeResult: any): number | undefined {
@@ -220,6 +239,14 @@ export class TotemClient {
 
   setModel(model: string, sessionId?: string): Promise<{ model: string }> {
     return this.connection.sendRequest<{ model: string }>("totem/setModel", sessionId ? { sessionId, model } : { model });
+  }
+
+  agents(uri?: string): Promise<AgentInfo[]> {
+    return this.connection.sendRequest<AgentInfo[]>("totem/agents", uri ? { uri } : {});
+  }
+
+  commands(uri?: string): Promise<CommandInfo[]> {
+    return this.connection.sendRequest<CommandInfo[]>("totem/commands", uri ? { uri } : {});
   }
 
   undo(sessionId: string): Promise<{ files: FileChange[] }> {

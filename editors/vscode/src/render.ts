@@ -2,7 +2,9 @@
 // disabled, so nothing the model writes becomes markup of its own.
 
 import MarkdownIt from "markdown-it";
+import { AgentThread, threadLabel } from "./agentThread";
 import { ChatState, Entry, toolLine } from "./chatState";
+import type { CommandInfo } from "./protocol";
 
 const md = new MarkdownIt({ html: false, linkify: true, breaks: false });
 // Only links with a scheme: "app.py" is a file name, not a web site.
@@ -37,6 +39,7 @@ function renderEntry(e: Entry, index: number): string {
       return (
         `<div class="${cls}" data-call="${escapeHtml(e.callId)}" title="${escapeHtml(toolLine(e))}">` +
         `<div class="tool-title">▸ ${escapeHtml(e.title)}</div>` +
+        (e.thread ? renderThread(e.callId, e.thread) : "") +
         `<div class="tool-result">${escapeHtml(result)}</div></div>`
       );
     }
@@ -49,6 +52,31 @@ function renderEntry(e: Entry, index: number): string {
       return `<div class="model" data-index="${index}">— ${escapeHtml(e.model)}${reason}</div>`;
     }
   }
+}
+
+/** A sub-agent's thread: collapsed (the webview keeps a block the user opened open), above
+ * the call's result and so above the answer. Its text is "agent-text", never "answer". */
+function renderThread(callId: string, thread: AgentThread): string {
+  const body = thread.entries
+    .map((e) => {
+      switch (e.type) {
+        case "text":
+          return `<div class="agent-text">${renderMarkdown(e.text)}</div>`;
+        case "reasoning":
+          return `<div class="agent-reasoning">${renderMarkdown(e.text)}</div>`;
+        case "tool": {
+          const result = e.status ? `${e.status}${e.summary ? `: ${e.summary}` : ""}` : "…";
+          return `<div class="agent-tool">▸ ${escapeHtml(e.title)} <span class="tool-result">${escapeHtml(result)}</span></div>`;
+        }
+        case "notice":
+          return `<div class="notice ${escapeHtml(e.level)}">${escapeHtml(e.message)}</div>`;
+      }
+    })
+    .join("");
+  return (
+    `<details class="agent" data-key="a-${escapeHtml(callId)}" data-agent="${escapeHtml(thread.agent)}">` +
+    `<summary>${escapeHtml(threadLabel(thread))}</summary><div class="thread">${body}</div></details>`
+  );
 }
 
 export function renderTodos(state: ChatState): string {
@@ -79,9 +107,11 @@ export interface ViewModel {
   status: string;
   context: string;
   pending: { callId: string; title: string; kind: string; diff?: string } | null;
+  /** The slash commands (chips above the prompt box, and its completion). */
+  commands: { name: string; description: string }[];
 }
 
-export function viewModel(state: ChatState, status: string): ViewModel {
+export function viewModel(state: ChatState, status: string, commands: CommandInfo[] = []): ViewModel {
   return {
     html: state.entries.map(renderEntry).join("\n"),
     todos: renderTodos(state),
@@ -90,5 +120,6 @@ export function viewModel(state: ChatState, status: string): ViewModel {
     status,
     context: contextEstimate(state),
     pending: state.pending ? { ...state.pending } : null,
+    commands: commands.map((c) => ({ name: c.name, description: c.description })),
   };
 }

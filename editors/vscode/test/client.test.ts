@@ -118,6 +118,56 @@ describe("TotemClient against totem lsp", () => {
     assert.match(state.plainText(), /Blue it is\./);
   });
 
+  it("nests a sub-agent's events under its task call, collapsed above the answer", async () => {
+    server.model.enqueue(toolReply([["task", { agent: "explore", prompt: "find it", description: "find" }]]));
+    server.model.enqueue(textReply("It is in a.py."));
+    server.model.enqueue(textReply("Found: a.py."));
+    const nested = new ChatState();
+    nested.beginTurn("Where is it?");
+    const unsubscribe = server.totem.onEvent((e) => nested.apply(e));
+    const result = await server.totem.chat({ text: "Where is it?" });
+    unsubscribe.dispose();
+    assert.equal(result.text, "Found: a.py.");
+    assert.ok(events.some((e) => e.parentCallId && e.agent === "explore"), "the server sent the sub-agent's events");
+    const task = nested.entries.find((e) => e.type === "tool" && e.tool === "task") as any;
+    assert.equal(task.status, "ok");
+    assert.equal(task.thread.agent, "explore");
+    assert.equal(task.thread.model, "sim/test-model");
+    assert.deepEqual(task.thread.entries.filter((e: any) => e.type === "text").map((e: any) => e.text), ["It is in a.py."]);
+    // The conversation's own text is the parent's answer only.
+    assert.deepEqual(nested.entries.filter((e) => e.type === "text").map((e: any) => e.text), ["Found: a.py."]);
+    const html = viewModel(nested, "idle").html;
+    assert.match(html, /<details class="agent" data-key="a-[^"]+" data-agent="explore"><summary>explore on sim\/test-model<\/summary>/);
+    assert.ok(html.indexOf("It is in a.py.") < html.indexOf("Found: a.py."));
+    assert.doesNotMatch(html, /class="msg answer"[^>]*><p>It is in a\.py/);
+    // The stored session shows the same thread.
+    const loaded = new ChatState();
+    loaded.load(await server.totem.session(result.sessionId));
+    assert.match(loaded.plainText(), /▸ explore: find → ok[^\n]*\n  │ \[explore on sim\/test-model\]\n  │ It is in a\.py\.\n(— sim\/test-model\n)?Found: a\.py\./);
+  });
+
+  it("lists slash commands and agents, and a command's expansion reaches the model", async () => {
+    fs.mkdirSync(path.join(server.project, ".totem", "commands"), { recursive: true });
+    fs.writeFileSync(path.join(server.project, ".totem", "commands", "fix.md"), "---\ndescription: Fix a bug\n---\nFind and fix $ARGUMENTS.\n");
+    const commands = await server.totem.commands();
+    const fix = commands.find((c) => c.name === "fix");
+    assert.deepEqual([fix?.description, fix?.source], ["Fix a bug", "project"]);
+    assert.equal(commands.find((c) => c.name === "undo")?.file, null);
+    assert.deepEqual(viewModel(new ChatState(), "idle", commands).commands.find((c) => c.name === "fix"), { name: "fix", description: "Fix a bug" });
+    server.model.enqueue(textReply("Fixed."));
+    const result = await server.totem.chat({ text: "/fix the login bug" });
+    assert.equal(result.stopReason, "finished");
+    const sent = server.model.requests[server.model.requests.length - 1].messages;
+    assert.equal(sent[sent.length - 1].content, "Find and fix the login bug.");
+    const loaded = new ChatState();
+    loaded.load(await server.totem.session(result.sessionId));
+    assert.match(loaded.plainText(), /^> \/fix the login bug$/m);
+    const agents = await server.totem.agents();
+    const explore = agents.find((a) => a.name === "explore");
+    assert.equal(explore?.source, "built-in");
+    assert.match(explore?.file ?? "", /explore\.md$/);
+  });
+
   it("rejects a busy session and reports a config error as an error", async () => {
     await assert.rejects(server.totem.chat({ text: "x", sessionId: "ses_nope" }), (e: any) => e.code === -32602);
     await assert.rejects(server.totem.chat({ text: "x", model: "zz/q" }), (e: any) => e.code === -32003);

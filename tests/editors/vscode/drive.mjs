@@ -57,6 +57,61 @@ async function runCommand(page, label) {
   await page.keyboard.press("Enter");
 }
 
+// In the chat view: a question whose answer starts a sub-agent (its thread a collapsed block
+// above the answer), the slash-command chips and completion, then "Totem: Agents".
+async function subAgentAndCommands(page, args) {
+  const frame = await chatFrame(page);
+  const box = frame.locator("#input");
+  await box.fill(args.subAgent.question);
+  await box.press("Enter");
+  await frame.locator(".msg.answer", { hasText: args.subAgent.answer }).waitFor({ timeout: 60000 });
+  await frame.locator("#send:not([disabled])").waitFor();
+  const block = frame.locator("details.agent").first();
+  seen.agentBlock = {
+    open: await block.evaluate((d) => d.open),
+    summary: await block.locator("summary").innerText(),
+    text: await block.evaluate((d) => d.textContent),
+  };
+  seen.answers = await frame.locator(".msg.answer").allInnerTexts();
+  seen.blockBeforeAnswer = await frame.locator("#messages").evaluate((messages, answer) => {
+    const block = messages.querySelector("details.agent");
+    const reply = [...messages.querySelectorAll(".msg.answer")].find((e) => e.textContent.includes(answer));
+    return !!(block && reply && block.compareDocumentPosition(reply) & Node.DOCUMENT_POSITION_FOLLOWING);
+  }, args.subAgent.answer);
+  await page.screenshot({ path: path.join(args.artifacts, "vscode-subagent.png") });
+  step("sub-agent block shown");
+
+  // A chip puts "/fix " in the box; typing "/fi" lists it, Tab takes it.
+  seen.chips = await frame.locator("#commands .chip").allInnerTexts();
+  await frame.locator("#commands .chip", { hasText: "/fix" }).click();
+  seen.afterChip = await box.inputValue();
+  await box.fill("");
+  await box.pressSequentially("/fi");
+  await frame.locator("#completions li").first().waitFor({ state: "visible" });
+  seen.completions = await frame.locator("#completions li").allInnerTexts();
+  await box.press("Tab");
+  seen.afterTab = await box.inputValue();
+  await box.pressSequentially(args.command.args);
+  await box.press("Enter");
+  await frame.locator(".msg.answer", { hasText: args.command.answer }).waitFor({ timeout: 60000 });
+  await frame.locator("#send:not([disabled])").waitFor();
+  seen.chatAfterCommand = await frame.locator("#messages").innerText();
+  step("slash command sent");
+
+  // The agents panel: a quick pick of totem/agents; picking one opens its file.
+  await runCommand(page, "Totem: Agents");
+  // The palette's own rows go first: wait for the agents' title and the agent's row.
+  await page.locator(".quick-input-widget", { hasText: "Totem agents" }).waitFor({ state: "visible" });
+  const rows = page.locator(".quick-input-list .monaco-list-row");
+  await rows.filter({ hasText: args.agent }).first().waitFor({ state: "visible" });
+  seen.agents = [];
+  for (let i = 0; i < (await rows.count()); i++) seen.agents.push((await rows.nth(i).getAttribute("aria-label")) ?? "");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: args.agent }).first().click();
+  await page.locator(`.tabs-container .tab.active[aria-label*="${args.agent}.md"]`).first().waitFor({ state: "visible" });
+  seen.agentTab = (await page.locator(".tabs-container .tab.active").first().getAttribute("aria-label")) ?? "";
+  step("agent file open");
+}
+
 const browser = await chromium.launch({
   executablePath: args.chromium,
   headless: true,
@@ -157,6 +212,8 @@ try {
   await page.screenshot({ path: path.join(args.artifacts, "vscode-chat.png") });
   if (args.docsImage) await page.screenshot({ path: args.docsImage });
   step("screenshots saved");
+
+  if (args.subAgent) await subAgentAndCommands(page, args);
   seen.ok = true;
 } catch (error) {
   seen.ok = false;

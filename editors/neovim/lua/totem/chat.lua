@@ -2,6 +2,7 @@
 -- It renders `totem/event` notifications (docs/events.md) as they stream, and sends
 -- `totem/chat` requests.
 local client = require('totem.client')
+local subagent = require('totem.subagent')
 
 local M = {}
 
@@ -21,6 +22,7 @@ M.state = {
   calls = {}, -- callId -> extmark on its tool line
   todos = nil,
   model = nil,
+  commands = nil, -- totem/commands of the chat's server, for completing "/" in the input
 }
 local state = M.state
 
@@ -31,10 +33,14 @@ end
 -- Buffer ----------------------------------------------------------------------------------
 
 --- Reasoning blocks fold: a "> *Reasoning*" line opens a fold that the following "> " lines
---- continue (a quote in an answer, after a blank line, is not folded).
+--- continue (a quote in an answer, after a blank line, is not folded). A sub-agent's block
+--- (subagent.lua: its lines start with subagent.PREFIX) is a fold of its own.
 function M.foldexpr(lnum)
   local line = vim.fn.getline(lnum)
-  if line:sub(1, #REASONING) == REASONING then
+  local prefix = subagent.PREFIX
+  if line:sub(1, #prefix) == prefix then
+    return vim.fn.getline(lnum - 1):sub(1, #prefix) == prefix and '1' or '>1'
+  elseif line:sub(1, #REASONING) == REASONING then
     return '>1'
   elseif line:sub(1, 1) == '>' then
     return '='
@@ -51,6 +57,7 @@ end
 --- backticks, is left to the markdown syntax. With treesitter highlighting (CommonMark) they
 --- are not needed and not used.
 local VERBATIM = [[
+  syntax match totemAgentLine /^  │ .*$/
   syntax match totemToolLine /^▶ .*$/
   syntax match totemToolResult /^    [✓✗⊘…·] .*$/
   syntax match totemNoteText /\%(^\*\*\%(Note\|Error\):\*\* \)\@<=.*$/
@@ -296,6 +303,10 @@ end
 
 function M.foldtext()
   local lines = vim.v.foldend - vim.v.foldstart
+  local first = vim.fn.getline(vim.v.foldstart)
+  if first:sub(1, #subagent.PREFIX) == subagent.PREFIX then
+    return ('%s (%d line%s, folded)'):format(first, lines, lines == 1 and '' or 's')
+  end
   return ('> Reasoning (%d line%s)'):format(lines, lines == 1 and '' or 's')
 end
 
@@ -357,12 +368,15 @@ function render.toolEnd(buf, e)
   local mark = state.calls[e.callId]
   local row = mark and vim.api.nvim_buf_get_extmark_by_id(buf, ns, mark, {})[1]
   if row then
-    vim.api.nvim_buf_set_lines(buf, row + 1, row + 1, false, { line })
+    -- Under the call's line, after its sub-agent's block when it is a `task` call.
+    local at = row + 1 + subagent.size(e.callId)
+    vim.api.nvim_buf_set_lines(buf, at, at, false, { line })
     vim.api.nvim_buf_del_extmark(buf, ns, mark)
     state.calls[e.callId] = nil
   else
     append_lines(buf, { line })
   end
+  subagent.finish(e.callId)
   if type(e.changed) == 'table' and #e.changed > 0 then
     vim.schedule(function()
       pcall(vim.cmd, 'silent! checktime')
@@ -402,6 +416,7 @@ function render.turnEnd(buf, e)
   end
   append_lines(buf, { sign })
   state.calls = {}
+  subagent.reset()
   state.step_mark = nil
   require('totem.permission').close_for(e.sessionId)
 end
@@ -423,6 +438,19 @@ function M.on_event(e, client_id)
     state.session = e.sessionId
     state.client_id = client_id
     state.pending = false
+  end
+  if e.parentCallId ~= nil and e.parentCallId ~= vim.NIL then
+    -- A sub-agent's event: into its task call's block, never into the conversation's answer.
+    local mark = state.calls[e.parentCallId]
+    if mark then
+      edit(function(buf)
+        local row = vim.api.nvim_buf_get_extmark_by_id(buf, ns, mark, {})[1]
+        if row then
+          subagent.render(buf, e, row)
+        end
+      end)
+    end
+    return
   end
   local fn = render[e.kind]
   if fn then
@@ -446,6 +474,7 @@ function M.reset()
   state.todos = nil
   state.step_mark = nil
   edit(function(buf)
+    subagent.reset(buf)
     vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
   end)
@@ -465,6 +494,10 @@ end
 function M.send(text, context, bufnr)
   if not text or vim.trim(text) == '' then
     return
+  end
+  if vim.trim(text) == '/undo' then
+    -- A built-in action (totem/commands lists it without a file): the editor calls totem/undo.
+    return require('totem.commands').undo()
   end
   local c = client.get(bufnr)
   if not c then
@@ -524,9 +557,48 @@ function M.send(text, context, bufnr)
   end
 end
 
---- Asks for a message with vim.ui.input and sends it (with `context`).
-function M.prompt(context, bufnr)
-  vim.ui.input({ prompt = 'Totem> ' }, function(text)
+--- The slash commands of the chat's server, fetched again in the background (each prompt).
+function M.refresh_commands(c)
+  client.request(c, 'totem/commands', vim.empty_dict(), function(err, commands)
+    if not err and type(commands) == 'table' then
+      state.commands = commands
+    end
+  end)
+end
+
+--- Completion of the chat input (vim.ui.input's `completion`): "/" and a word complete to the
+--- slash commands of totem/commands. The input's whole text is `lead`.
+function M.complete(lead)
+  if not lead:match('^/[%w_.-]*$') then
+    return {}
+  end
+  local commands = state.commands
+  if not commands then
+    local c = client.get()
+    local answer = c and c:request_sync('totem/commands', vim.empty_dict(), 2000)
+    commands = answer and answer.result or {}
+    state.commands = commands
+  end
+  local found = {}
+  for _, command in ipairs(commands) do
+    local item = '/' .. command.name .. ' '
+    if vim.startswith(item, lead) then
+      table.insert(found, item)
+    end
+  end
+  table.sort(found)
+  return found
+end
+
+--- Asks for a message with vim.ui.input and sends it (with `context`). "/" completes the slash
+--- commands (<Tab>). `default`: the text the input starts with.
+function M.prompt(context, bufnr, default)
+  local c = client.get(bufnr)
+  if c then
+    M.refresh_commands(c)
+  end
+  local opts = { prompt = 'Totem> ', default = default, completion = "customlist,v:lua.require'totem.chat'.complete" }
+  vim.ui.input(opts, function(text)
     if text then
       M.send(text, context, bufnr)
     end
@@ -559,7 +631,8 @@ function M.show_session(session, client_id)
         local lines = { '## You' }
         for _, part in ipairs(message.parts or {}) do
           if part.type == 'text' and not part.discarded then
-            vim.list_extend(lines, vim.split(part.data.text or '', '\n', { plain = true }))
+            -- `typed`: what the user typed when it was a slash command (`text` is its expansion).
+            vim.list_extend(lines, vim.split(part.data.typed or part.data.text or '', '\n', { plain = true }))
           end
         end
         table.insert(lines, '')
@@ -579,6 +652,13 @@ function M.show_session(session, client_id)
               state.part = nil
             elseif part.type == 'tool' then
               render.toolStart(buf, { callId = data.callId, title = data.title or data.tool, tool = data.tool })
+              if type(data.thread) == 'table' then
+                -- A task call's stored thread: its block, as it was shown live.
+                local row = vim.api.nvim_buf_get_extmark_by_id(buf, ns, state.calls[data.callId], {})[1]
+                for _, nested in ipairs(subagent.thread_events(data.thread, data.callId)) do
+                  subagent.render(buf, nested, row)
+                end
+              end
               render.toolEnd(buf, { callId = data.callId, status = part.status, summary = data.summary })
             elseif part.type == 'error' or part.type == 'notice' then
               render.notice(buf, { level = part.type, message = data.text })

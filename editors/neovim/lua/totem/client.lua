@@ -98,7 +98,8 @@ function M.lsp_config(options)
       workspaceEdit = { documentChanges = true, resourceOperations = { 'create', 'rename', 'delete' } },
     },
     window = { workDoneProgress = true },
-    experimental = { totem = { permission = true, question = true, trust = true, events = true } },
+    -- subAgents: a sub-agent's events (parentCallId) are shown nested and folded (chat.lua).
+    experimental = { totem = { permission = true, question = true, trust = true, events = true, subAgents = true } },
   })
   local markers = options.root_markers
   return {

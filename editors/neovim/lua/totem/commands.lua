@@ -163,6 +163,72 @@ function M.model(opts)
   end)
 end
 
+--- :TotemAgents: the agents the `task` tool can start (totem/agents, with their source); the
+--- one chosen is opened to edit (its Markdown file).
+function M.agents()
+  local bufnr = vim.api.nvim_get_current_buf()
+  local c = client.get(bufnr)
+  if not c then
+    client.notify('no Totem server is running', vim.log.levels.ERROR)
+    return
+  end
+  local ctx = context(bufnr)
+  client.request(c, 'totem/agents', ctx and { uri = ctx.uri } or vim.empty_dict(), function(err, agents)
+    if err then
+      client.notify('agents: ' .. (err.message or ''), vim.log.levels.ERROR)
+      return
+    end
+    if not agents or #agents == 0 then
+      client.notify('no agents')
+      return
+    end
+    vim.ui.select(agents, {
+      prompt = 'Totem agents',
+      format_item = function(a)
+        return ('%s  [%s]  %s'):format(a.name, a.source, a.description or '')
+      end,
+    }, function(choice)
+      if choice and type(choice.file) == 'string' then
+        if chat.is_open() and vim.api.nvim_get_current_buf() == chat.buf() then
+          vim.cmd.wincmd('p') -- not in the chat's window
+        end
+        vim.cmd.edit(vim.fn.fnameescape(choice.file))
+      end
+    end)
+  end)
+end
+
+--- :TotemCommands: the slash commands with their descriptions (totem/commands); the one chosen
+--- starts the message input with "/NAME " (/undo runs at once).
+function M.slash_commands()
+  local c = client.get()
+  if not c then
+    client.notify('no Totem server is running', vim.log.levels.ERROR)
+    return
+  end
+  client.request(c, 'totem/commands', vim.empty_dict(), function(err, commands)
+    if err then
+      client.notify('commands: ' .. (err.message or ''), vim.log.levels.ERROR)
+      return
+    end
+    chat.state.commands = commands
+    vim.ui.select(commands or {}, {
+      prompt = 'Totem commands',
+      format_item = function(command)
+        return ('/%s  [%s]  %s'):format(command.name, command.source, command.description or '')
+      end,
+    }, function(choice)
+      if not choice then
+        return
+      end
+      if choice.name == 'undo' then
+        return M.undo()
+      end
+      chat.prompt(nil, nil, '/' .. choice.name .. ' ')
+    end)
+  end)
+end
+
 function M.setup(options)
   local cmd = vim.api.nvim_create_user_command
   cmd('TotemAsk', M.ask, { nargs = '*', range = true, desc = 'Ask Totem (the range is the context)' })
@@ -179,6 +245,8 @@ function M.setup(options)
   cmd('TotemUndo', M.undo, { desc = "Undo the files of the session's last turn" })
   cmd('TotemRedo', M.redo, { desc = 'Redo the last undone turn' })
   cmd('TotemSessions', M.sessions, { desc = 'Pick a Totem session' })
+  cmd('TotemCommands', M.slash_commands, { desc = 'Pick a Totem slash command' })
+  cmd('TotemAgents', M.agents, { desc = 'Pick a Totem agent and edit its file' })
   cmd('TotemModel', M.model, { nargs = '?', desc = 'Pick the Totem model' })
 
   local keys = options.keymaps
