@@ -347,6 +347,14 @@ def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, proj
     assert model.requests[-1]["messages"][-1]["content"] == "Find and fix the login bug."
     assert "## You\n/fix the login bug\n" in "\n".join(nv.lua(CHAT_LINES))
 
+    # /compact typed in the chat input calls totem/compact (no turn); the notice says what it did.
+    model.enqueue(text_reply("The user had the greeting found and the login bug fixed."))
+    nv.lua("_G.notified = {} vim.notify = function(msg) table.insert(_G.notified, msg) end")
+    nv.lua("require('totem.chat').send('/compact')")
+    notified = nv.wait(lambda: [m for m in nv.lua("return _G.notified") if "compact" in m], "the compaction notice")
+    assert notified[0].startswith("Totem: compacted: ") and "messages summarised" in notified[0], notified
+    assert "tools" not in model.requests[-1]  # the summary request, not a turn
+
     # :TotemCommands lists them with their descriptions; choosing one starts the input with it.
     nv.lua("_G.offered, _G.default = nil, nil"
            " vim.ui.select = function(items, opts, on_choice) _G.offered = vim.tbl_map(opts.format_item, items)"

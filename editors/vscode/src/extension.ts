@@ -241,8 +241,9 @@ export class TotemExtension implements vscode.Disposable {
   // -- user actions ----------------------------------------------------------------------
 
   async send(text: string, context?: ChatParams["context"], contextLabel?: string): Promise<void> {
-    // A built-in action (totem/commands lists it without a file): the editor calls totem/undo.
+    // A built-in action (totem/commands lists it without a file): the editor calls its request.
     if (text.trim() === "/undo") return this.undoRedo("Undo");
+    if (text.trim() === "/compact") return this.compact();
     if (this.state.busy) {
       void vscode.window.showInformationMessage("Totem is still working on the last message. Stop it first (Totem: Abort).");
       return;
@@ -319,6 +320,24 @@ export class TotemExtension implements vscode.Disposable {
       void vscode.window.showInformationMessage(describeFileChanges(result.files, which));
     } catch (error) {
       this.showError(`Totem: ${which} failed`, error);
+    }
+  }
+
+  async compact(): Promise<void> {
+    const sessionId = this.state.sessionId;
+    if (!sessionId) {
+      void vscode.window.showInformationMessage("Totem: no session to compact in this chat.");
+      return;
+    }
+    try {
+      const result = await (await this.start()).compact(sessionId);
+      void vscode.window.showInformationMessage(
+        result.compacted
+          ? `Totem: compacted ${result.messages} messages; the next turn starts from the summary.`
+          : "Totem: nothing new to compact.",
+      );
+    } catch (error) {
+      this.showError("Totem: compact failed", error);
     }
   }
 

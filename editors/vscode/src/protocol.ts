@@ -257,6 +257,10 @@ export class TotemClient {
     return this.connection.sendRequest<{ files: FileChange[] }>("totem/redo", { sessionId });
   }
 
+  compact(sessionId: string): Promise<{ compacted: boolean; messages: number }> {
+    return this.connection.sendRequest<{ compacted: boolean; messages: number }>("totem/compact", { sessionId });
+  }
+
   dispose(): void {
     for (const d of this.disposables) d.dispose();
     this.disposables = [];

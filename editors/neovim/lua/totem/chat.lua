@@ -495,9 +495,10 @@ function M.send(text, context, bufnr)
   if not text or vim.trim(text) == '' then
     return
   end
-  if vim.trim(text) == '/undo' then
-    -- A built-in action (totem/commands lists it without a file): the editor calls totem/undo.
-    return require('totem.commands').undo()
+  local action = ({ ['/undo'] = 'undo', ['/compact'] = 'compact' })[vim.trim(text)]
+  if action then
+    -- A built-in action (totem/commands lists it without a file): the editor calls its request.
+    return require('totem.commands')[action]()
   end
   local c = client.get(bufnr)
   if not c then

@@ -80,6 +80,23 @@ function M.redo()
   undo_redo('totem/redo', 'redo')
 end
 
+--- /compact: the chat's session summarised into a checkpoint now (totem/compact).
+function M.compact()
+  local c = session_client()
+  if not c then
+    return
+  end
+  client.request(c, 'totem/compact', { sessionId = chat.state.session }, function(err, result)
+    if err then
+      client.notify('compact: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    elseif result and result.compacted then
+      client.notify(('compacted: %d messages summarised; the next turn starts from the summary'):format(result.messages))
+    else
+      client.notify('nothing new to compact')
+    end
+  end)
+end
+
 function M.sessions()
   local c = client.get()
   if not c then
@@ -199,7 +216,7 @@ function M.agents()
 end
 
 --- :TotemCommands: the slash commands with their descriptions (totem/commands); the one chosen
---- starts the message input with "/NAME " (/undo runs at once).
+--- starts the message input with "/NAME " (/undo and /compact run at once).
 function M.slash_commands()
   local c = client.get()
   if not c then
@@ -221,8 +238,8 @@ function M.slash_commands()
       if not choice then
         return
       end
-      if choice.name == 'undo' then
-        return M.undo()
+      if choice.name == 'undo' or choice.name == 'compact' then
+        return M[choice.name]()
       end
       chat.prompt(nil, nil, '/' .. choice.name .. ' ')
     end)
