@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import time
 from dataclasses import replace
+from pathlib import Path
 
 from tests.support.model_server import text_reply, tool_reply
 
@@ -88,3 +94,38 @@ def test_an_agent_on_a_missing_model_runs_on_the_conversations_and_says_so(totem
     assert result.code == 0, result.stderr
     assert totem.server.requests[1]["model"] == "test-model"
     assert any("nowhere/huge is not available" in e["message"] for e in result.of("notice") if e.get("agent") == "big")
+
+
+def _running(marker: str) -> list[str]:
+    """The command lines in the process table that hold ``marker`` (the shells and their sleeps)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            except OSError:
+                continue  # ended meanwhile
+            if marker in line:
+                found.append(line)
+    return found
+
+
+def test_ctrl_c_while_sub_agents_run_commands_leaves_no_process(totem):
+    marker = f"sleep 4{os.getpid() % 1000}.5"  # a duration no other process here sleeps
+    server = totem.server
+    server.enqueue(tool_reply([task("general", "wait a"), task("general", "wait b")]))
+    for _ in range(2):
+        server.enqueue(tool_reply([("bash", {"command": marker})]))
+    proc = subprocess.Popen(
+        totem.command("run", "--cwd", str(totem.project), "--config", str(totem.config), "--json", "--yes", "wait"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=totem.env,
+    )
+    deadline = time.monotonic() + 20
+    while _running(marker).count(marker) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _running(marker).count(marker) == 2, "both sub-agents' sleeps run"
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=20)
+    assert proc.returncode == 130, stderr
+    assert json.loads(stdout.splitlines()[-1])["stopReason"] == "aborted"
+    assert _running(marker) == []
