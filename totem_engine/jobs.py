@@ -45,8 +45,8 @@ class JobNotFound(LookupError):
     """No job of that id in the session."""
 
 
-class JobLimit(RuntimeError):
-    """Too many jobs running in the session."""
+class JobRefused(RuntimeError):
+    """A job that may not start: too many run in the session, or the project is closing."""
 
 
 @dataclass
@@ -94,10 +94,10 @@ class Jobs:
 
     async def start(self, session_id: str, command: str, *, limit: int, emit: Emit) -> Job:
         if self._closed:
-            raise RuntimeError("the project is closed: no job can start")
+            raise JobRefused("The project is closing: no job can start.")
         jobs = self._jobs.setdefault(session_id, {})
         if sum(job.state == "running" for job in jobs.values()) >= MAX_RUNNING:
-            raise JobLimit(f"{MAX_RUNNING} jobs are running already: stop one first (job list shows them).")
+            raise JobRefused(f"{MAX_RUNNING} jobs are running already: stop one first (job list shows them).")
         self.listen(session_id, emit)
         process = await spawn(command, self.root)
         job = Job(id=f"job{len(jobs) + 1}", session_id=session_id, command=command, process=process, limit=limit)

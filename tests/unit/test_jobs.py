@@ -134,8 +134,8 @@ async def test_closing_kills_every_job_and_what_it_started(root, ctx, said):
     assert await none_left(root)
     states = [(e.job_id, e.state) for e in said if isinstance(e, ev.Job)]
     assert ("job1", "killed") in states and ("job2", "exited") in states and ("job2", "killed") not in states
-    with pytest.raises(RuntimeError):
-        await jobs.start("s1", "true", limit=100, emit=ctx.publish)
+    with pytest.raises(ToolError, match="closing"):
+        await job(jobs, ctx, action="start", command="true")
 
 
 async def test_kill_session_kills_only_that_sessions_jobs(jobs, ctx, root):
@@ -148,6 +148,16 @@ async def test_kill_session_kills_only_that_sessions_jobs(jobs, ctx, root):
     assert jobs.of("s2")[0].id == "job1"
     with pytest.raises(JobNotFound):
         jobs.get("s2", "job2")
+
+
+async def test_a_session_runs_a_bounded_number_of_jobs(jobs, ctx, monkeypatch):
+    monkeypatch.setattr("totem_engine.jobs.MAX_RUNNING", 2)
+    await job(jobs, ctx, action="start", command="sleep 300")
+    await job(jobs, ctx, action="start", command="true")
+    await job(jobs, ctx, action="wait", id="job2", timeout=20)  # an ended job does not count
+    await job(jobs, ctx, action="start", command="sleep 301")
+    with pytest.raises(ToolError, match="2 jobs are running already"):
+        await job(jobs, ctx, action="start", command="sleep 302")
 
 
 async def test_unknown_ids_and_missing_arguments_are_tool_errors(jobs, ctx):

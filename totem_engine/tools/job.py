@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from totem_engine.jobs import Job, JobLimit, JobNotFound, Jobs
+from totem_engine.jobs import Job, JobNotFound, JobRefused, Jobs
 from totem_engine.tools.base import (
     Action,
     Bounded,
@@ -54,7 +54,7 @@ class JobCall(Action):
         self.jobs.listen(ctx.session_id, ctx.publish)  # its end goes to the latest turn's front end
         try:
             return await self._run(self.jobs, ctx)
-        except (JobNotFound, JobLimit) as exc:
+        except (JobNotFound, JobRefused) as exc:
             raise ToolError(str(exc)) from None
 
     async def _run(self, jobs: Jobs, ctx: ToolContext) -> ToolResult:
