@@ -233,9 +233,10 @@ async def test_an_aborted_turn_kills_its_jobs(tmp_path):
     try:
         front = await aborted_during_wait(scene)
         assert [(e.job_id, e.state) for e in front.of(ev.Job)] == [("job1", "running"), ("job1", "killed")]
-        # The kill is said before the turn ends.
+        # The kill is said after the wait call is closed as interrupted, before the turn ends.
         kinds = [type(e).__name__ for e in front.events]
-        assert kinds.index("Job", kinds.index("Job") + 1) < kinds.index("TurnEnd")
+        killed = kinds.index("Job", kinds.index("Job") + 1)
+        assert front.events[killed - 1].status == "interrupted" and killed < kinds.index("TurnEnd")
         assert await none_left(scene.root)
     finally:
         await scene.close()

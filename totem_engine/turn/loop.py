@@ -262,10 +262,10 @@ class Turn:
         store = self.agent.store
         for writer in self._writers:
             await writer.flush()
-        if stop == "aborted" and self.agent.jobs is not None and not self.agent.config.jobs_survive_abort:
-            await self.agent.jobs.kill_session(self.session_id)
         self._answers.extend(w for w in self._writers if w.kind == "text")
         await self.calls.close_open()
+        if stop == "aborted" and self.agent.jobs is not None and not self.agent.config.jobs_survive_abort:
+            await self.agent.jobs.kill_session(self.session_id)
         self.state.rules = self.calls.policy.session
         await store.update_session(self.session_id, meta=self.state.to_meta())
         if stop != "finished" and reason:
