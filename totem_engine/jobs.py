@@ -133,9 +133,10 @@ class Jobs:
         return job
 
     async def kill_session(self, session_id: str) -> None:
-        """Every job of the session killed (an aborted turn)."""
-        for job in self.of(session_id):
-            await self._end(job, "killed")
+        """Every job of the session killed (an aborted turn), all at once: each may take the grace period."""
+        async with anyio.create_task_group() as group:
+            for job in self.of(session_id):
+                group.start_soon(self._end, job, "killed")
 
     async def aclose(self) -> None:
         """Every job of every session killed; no job starts after it."""
