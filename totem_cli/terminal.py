@@ -57,7 +57,7 @@ class TerminalFrontEnd:
         if event.parent_call_id is not None:
             self._nested(event)
             return
-        if self.answer.step_done and not isinstance(event, (ev.ToolStart, ev.Permission, ev.ToolEnd, ev.Todo)):
+        if self.answer.step_done and not isinstance(event, (ev.ToolStart, ev.Permission, ev.ToolEnd, ev.Todo, ev.Job)):
             self.answer.flush()  # the step and its calls are over
         if isinstance(event, ev.TextDelta):
             self.answer.text(event.text)
@@ -81,6 +81,10 @@ class TerminalFrontEnd:
             prefix = {"ok": "", "error": "error: ", "denied": "", "interrupted": ""}[event.status]
             self._line(f"   {prefix}{event.summary}")
             self.answer.tool_end(event.call_id, event.status, event.summary)
+        elif isinstance(event, ev.Job):
+            self._end_text_line()
+            code = "" if event.exit_code is None else f" (exit code {event.exit_code})"
+            self._line(f"   job {event.job_id} {event.state}{code}: {event.command}")
         elif isinstance(event, ev.StepDiscarded):
             self.answer.discard()
             self._end_text_line()

@@ -65,7 +65,7 @@ class Untrusted:
 
     kind: Literal["kept", "dropped", "tighten", "rules"]
     no_limit: float | None = None
-    order: tuple[str, ...] = ()
+    order: tuple[str | bool, ...] = ()
 
 
 KEPT = Untrusted("kept")
@@ -183,6 +183,8 @@ class Config(_Strict):
     max_steps: Annotated[int, Untrusted("tighten", no_limit=0)] = Field(default=50, ge=0)  # 0 = no cap; 1..9 are raised to MIN_MAX_STEPS
     retry_max_wait: Annotated[float, TIGHTEN] = Field(default=60.0, gt=0)
     max_agents: Annotated[int, TIGHTEN] = Field(default=3, ge=1)  # sub-agents (task calls) running at once
+    # Background jobs (the job tool) left running when the user aborts a turn; False kills them.
+    jobs_survive_abort: Annotated[bool, Untrusted("tighten", order=(True, False))] = False
     # Seconds for a whole provider request, and for its first byte and each gap between chunks.
     request_timeout: Annotated[float, TIGHTEN] = Field(default=1800.0, gt=0)
     stall_timeout: Annotated[float, TIGHTEN] = Field(default=300.0, gt=0)

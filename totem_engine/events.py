@@ -146,6 +146,22 @@ class Todo(Event):
     todos: list[TodoItem]
 
 
+JobState = Literal["running", "exited", "stopped", "killed"]
+
+
+class Job(Event):
+    """A background job (the job tool, jobs.py) started (``running``) or ended: on its own
+    (``exited``), by a stop (``stopped``: the agent's ``stop``, ``totem/jobStop``), or killed with
+    its session (``killed``: an aborted turn, the project closed). ``exit_code``: the shell's,
+    negative for a signal; None while it runs."""
+
+    kind: Literal["job"] = "job"
+    job_id: str
+    command: str
+    state: JobState
+    exit_code: int | None
+
+
 class ContextEstimate(Event):
     """Before a model call: what the request is estimated to occupy of the model's window
     (totem_engine.context; the editor shows it as a ring). ``window`` None: not known."""

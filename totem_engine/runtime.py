@@ -17,6 +17,7 @@ from totem_engine.compaction.now import checkpoint_now
 from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import Config, ConfigError, LoadedConfig
 from totem_engine.frontend import FrontEnd
+from totem_engine.jobs import Jobs
 from totem_engine.turn.fitting import summariser
 from totem_engine.turn.loop import Agent, Turn, TurnOptions
 from totem_engine.permissions import rules_from_config
@@ -91,11 +92,13 @@ class Runtime:
         self._providers: dict[str, Provider] = {}
         self.capabilities = Capabilities(self)
         self._editor_checkers: list | None = None
+        self.jobs = Jobs(self.root)  # the sessions' background jobs; all killed when the runtime closes
         self.agent = Agent(
             root=self.root,
             store=self.store,
             provider_for=self.provider,
-            tools=builtin_tools(),
+            tools=builtin_tools(jobs=self.jobs),
+            jobs=self.jobs,
             workspace=self.workspace,
             snapshots=self.snapshots,
             config=loaded.config,
@@ -224,7 +227,9 @@ class Runtime:
         return await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
 
     async def close_providers(self) -> None:
-        """Close what this runtime owns alone (providers, caches, snapshot index), not a shared store."""
+        """Close what this runtime owns alone (its jobs, killed first; providers, caches, snapshot
+        index), not a shared store."""
+        await self.jobs.aclose()
         for provider in self._providers.values():
             await provider.aclose()
         await self.capabilities.cache.aclose()

@@ -96,6 +96,8 @@ def _stricter(rule: Untrusted, value: Any, earlier: Any) -> Any:
 
 
 def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
     return f'"{value}"' if isinstance(value, str) else f"{value:g}" if isinstance(value, float) else str(value)
 
 

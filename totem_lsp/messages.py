@@ -57,6 +57,11 @@ class SessionRef(Payload):
     session_id: str
 
 
+class JobStopParams(Payload):
+    session_id: str
+    job_id: str
+
+
 class SetModelParams(Payload):
     session_id: str | None = None
     model: str

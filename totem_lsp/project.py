@@ -36,6 +36,7 @@ class Projects:
         # Every runtime opened, closed with the server: one replaced by new settings stays open,
         # as a turn may still be using it.
         self._opened = contextlib.AsyncExitStack()
+        self.opened: list[Runtime] = []  # the same runtimes, for what outlives a rebuild (jobs)
         self.notices: list[str] = []
 
     def roots(self) -> list[Path]:
@@ -69,6 +70,7 @@ class Projects:
             if runtime.trust_notice:
                 self.notices.append(runtime.trust_notice)
             self._runtimes[root] = runtime
+            self.opened.append(runtime)
         return runtime
 
     @property

@@ -21,6 +21,7 @@ AGENTS = "totem/agents"
 AGENT_SAVE = "totem/agentSave"
 AGENT_DELETE = "totem/agentDelete"
 COMMANDS = "totem/commands"
+JOB_STOP = "totem/jobStop"
 
 # Server -> client.
 EVENT = "totem/event"

@@ -335,6 +335,10 @@ def create_server(token: str | None = None) -> TotemServer:
     async def compact(ls: TotemServer, params: Any) -> dict[str, Any]:
         return await ls.service().compact(params)
 
+    @server.feature(protocol.JOB_STOP)
+    async def job_stop(ls: TotemServer, params: Any) -> dict[str, Any]:
+        return await ls.service().job_stop(params)
+
     @server.feature(protocol.COMMANDS)
     async def commands(ls: TotemServer, params: Any) -> list[dict[str, Any]]:
         return await ls.service().commands(params)

@@ -19,6 +19,7 @@ from pygls.lsp.server import LanguageServer
 from totem_engine.agents import AgentDefinition, remove_agent, save_agent
 from totem_engine.commands import ACTIONS
 from totem_engine.config import ConfigError
+from totem_engine.jobs import JobNotFound
 from totem_engine.providers.errors import ProviderError
 from totem_engine.runtime import Runtime, SessionElsewhere
 from totem_engine.store import SessionNotFound
@@ -31,6 +32,7 @@ from totem_lsp.messages import (
     AskParams,
     ChatParams,
     FileOutcome,
+    JobStopParams,
     ProjectRef,
     SessionRef,
     SetModelParams,
@@ -151,6 +153,18 @@ class Service:
             runtime = await self.projects.runtime(Path(session.cwd))
             checkpoint = await runtime.compact(ref.session_id)
         return {"compacted": checkpoint is not None, "messages": checkpoint.messages if checkpoint else 0}
+
+    async def job_stop(self, params: Any) -> dict[str, Any]:
+        """``totem/jobStop``: a background job's process group killed; the job as it ended. Every
+        runtime the server opened is asked: one rebuilt by new settings keeps its jobs."""
+        request = parse(JobStopParams, params)
+        for runtime in self.projects.opened:
+            try:
+                job = await runtime.jobs.stop(request.session_id, request.job_id)
+            except JobNotFound:
+                continue
+            return {"jobId": job.id, "state": job.state, "exitCode": job.exit_code}
+        raise JsonRpcInvalidParams(f"There is no job {request.job_id!r} in session {request.session_id}.")
 
     async def agents(self, params: Any) -> list[dict[str, Any]]:
         """``totem/agents``: the project's agents as ``task`` sees them, with source and file."""

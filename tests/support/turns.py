@@ -18,6 +18,7 @@ from pathlib import Path
 from totem_engine import events as ev
 from totem_engine.config import Config
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
+from totem_engine.jobs import Jobs
 from totem_engine.providers.base import (
     ChatRequest,
     FinishChunk,
@@ -122,9 +123,12 @@ SMALL = CapabilityRecord(native_tools=False, tool_call_format="text", context_wi
 class Scene:
     """A project folder (``root``) with a session, an agent on it and the scripted provider."""
 
-    def __init__(self, tmp_path: Path, *, record: CapabilityRecord | None = None, config: Config | None = None):
+    def __init__(
+        self, tmp_path: Path, *, record: CapabilityRecord | None = None, config: Config | None = None, jobs: bool = False,
+    ):
         self.root = tmp_path / "project"
         self.root.mkdir()
+        self.jobs = Jobs(self.root) if jobs else None  # the job tool and its registry, as a runtime has them
         self.store = Store(tmp_path / "data" / "totem.db")
         self.snapshots = Snapshots(tmp_path / "data", max_bytes=10_000_000, max_age_days=7)
         self.provider = ScriptedProvider()
@@ -133,7 +137,8 @@ class Scene:
             root=self.root,
             store=self.store,
             provider_for=lambda name: self.provider,
-            tools=builtin_tools(),
+            tools=builtin_tools(jobs=self.jobs),
+            jobs=self.jobs,
             workspace=DiskWorkspace(),
             snapshots=self.snapshots,
             capabilities=self.capabilities,
@@ -153,5 +158,7 @@ class Scene:
         return await (await self.turn(text, frontend, **options)).run()
 
     async def close(self) -> None:
+        if self.jobs is not None:
+            await self.jobs.aclose()
         await self.snapshots.close()
         await self.store.close()

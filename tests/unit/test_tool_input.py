@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import pytest
 from pydantic import Field
 
+from totem_engine.jobs import Jobs
 from totem_engine.tools.base import Bounded, ToolError, ToolInput, input_schema, parse_arguments
 from totem_engine.tools.read import DEFAULT_LIMIT, ReadInput
 from totem_engine.tools.registry import builtin_tools
@@ -70,7 +72,7 @@ def test_model_without_required_fields_has_no_required_key():
 
 
 def test_every_builtin_tool_schema_is_json_and_titleless():
-    for tool in builtin_tools().values():
+    for tool in builtin_tools(jobs=Jobs(Path.cwd())).values():
         schema = input_schema(tool.Input)
         json.dumps(schema)  # serialisable
         for node in _walk(schema):

@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -161,6 +162,23 @@ def _is_subcommand(word: str) -> bool:
     return bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9_:-]*", word))
 
 
+def command_permission(command: str, root: Path) -> dict[str, Any]:
+    """What an ``Action`` running ``command`` is asked about: the ``bash`` rules, matched against
+    each simple command of it; what "always" stores; whether it may change the project; the parts
+    that need no asking. The ``job`` tool's ``start`` is asked the same way. A ToolError when
+    the command is empty."""
+    parts = parse(command)
+    if not parts:
+        raise ToolError("The command is empty: give a shell command to run.")
+    return {
+        "permission": "bash",
+        "patterns": command_patterns(parts),
+        "always_pattern": always_pattern(parts),
+        "changes": not is_read_only(command),
+        "safe_patterns": _needs_no_asking(parts, command, root),
+    }
+
+
 # --- running ----------------------------------------------------------------------------------
 
 
@@ -212,29 +230,35 @@ def shell() -> str:
     return "/bin/bash" if Path("/bin/bash").exists() else "/bin/sh"
 
 
-async def run_command(command: str, cwd: Path, timeout: float, limit: int) -> Outcome:
-    """Run ``command`` and collect its merged output; on timeout or cancellation kill its whole group."""
+async def spawn(command: str, cwd: Path) -> Process:
+    """``command`` started under the shell in ``cwd``, in a process group of its own (its pid is
+    the group's id), no input, stdout and stderr merged into one pipe."""
     try:
         # Shielded: a cancel landing mid-spawn would leave a started group nobody kills.
         with anyio.CancelScope(shield=True):
-            process = await anyio.open_process(
+            return await anyio.open_process(
                 [shell(), "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, start_new_session=True,
             )
     except OSError as exc:
         raise ToolError(f"Could not start the shell: {exc}") from None
+
+
+async def run_command(command: str, cwd: Path, timeout: float, limit: int) -> Outcome:
+    """Run ``command`` and collect its merged output; on timeout or cancellation kill its whole group."""
+    process = await spawn(command, cwd)
     collected = HeadTail(limit)
     finished_reading = anyio.Event()
     timed_out = False
     try:
         async with anyio.create_task_group() as group:
             assert process.stdout is not None
-            group.start_soon(_read_into, process.stdout, collected, finished_reading)
+            group.start_soon(read_into, process.stdout, collected.add, finished_reading)
             with anyio.move_on_after(timeout) as deadline:
                 await process.wait()
             if deadline.cancelled_caught:
                 timed_out = True
-                await _kill_group(process)
+                await kill_group(process)
             # A background child may hold the pipe open for ever: take what is there, don't wait for EOF.
             with anyio.move_on_after(DRAIN_SECONDS):
                 await finished_reading.wait()
@@ -242,20 +266,21 @@ async def run_command(command: str, cwd: Path, timeout: float, limit: int) -> Ou
     finally:
         with anyio.CancelScope(shield=True):  # an abort cancels us: the group must still die
             if process.returncode is None:
-                await _kill_group(process)
+                await kill_group(process)
             await process.aclose()
     return Outcome(collected.text(), None if timed_out else process.returncode, timed_out)
 
 
-async def _read_into(stream: ByteReceiveStream, collected: HeadTail, done: anyio.Event) -> None:
+async def read_into(stream: ByteReceiveStream, add: Callable[[str], None], done: anyio.Event) -> None:
+    """The stream decoded as UTF-8 (bad bytes replaced) into ``add``, to its end; then ``done``."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     async for chunk in stream:
-        collected.add(decoder.decode(chunk))
-    collected.add(decoder.decode(b"", final=True))
+        add(decoder.decode(chunk))
+    add(decoder.decode(b"", final=True))
     done.set()
 
 
-async def _kill_group(process: Process) -> None:
+async def kill_group(process: Process) -> None:
     """SIGTERM the process group (the shell leads it); SIGKILL whatever is left after a grace period."""
     _signal_group(process.pid, signal.SIGTERM)
     with anyio.move_on_after(KILL_GRACE):
@@ -360,17 +385,10 @@ class BashTool(Tool):
         )
 
     async def prepare(self, args: BashInput, ctx: ToolContext) -> Action:
-        parts = parse(args.command)
-        if not parts:
-            raise ToolError("The command is empty: give a shell command to run.")
         return BashAction(
             title=args.description or f"$ {args.command}",
-            permission="bash",
-            patterns=command_patterns(parts),
-            always_pattern=always_pattern(parts),
+            **command_permission(args.command, ctx.root),
             notes=list(args.notes),
-            changes=not is_read_only(args.command),
-            safe_patterns=_needs_no_asking(parts, args.command, ctx.root),
             command=args.command,
             timeout=args.timeout or DEFAULT_TIMEOUT,
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from totem_engine.providers.base import ToolSpec
+from totem_engine.jobs import Jobs
 from totem_engine.skills import Skill
 from totem_engine.tools.base import Tool, input_schema
 from totem_engine.tools.ask import AskTool
@@ -17,18 +18,21 @@ from totem_engine.tools.edit import EditTool
 from totem_engine.tools.fetch import FetchTool
 from totem_engine.tools.glob import GlobTool
 from totem_engine.tools.grep import GrepTool
+from totem_engine.tools.job import JobTool
 from totem_engine.tools.patch import PatchTool
 from totem_engine.tools.read import ReadTool
 from totem_engine.tools.skill import SkillTool
 from totem_engine.tools.todo import TodoTool
 from totem_engine.tools.write import WriteTool
 
-def builtin_tools(*, skills: Sequence[Skill] | None = None) -> dict[str, Tool]:
+def builtin_tools(*, skills: Sequence[Skill] | None = None, jobs: Jobs | None = None) -> dict[str, Tool]:
     """``skills``: the session's (skills.discover), the same list the system prompt shows; None:
-    the skill tool discovers them at each call."""
+    the skill tool discovers them at each call. ``jobs``: the runtime's background jobs, which
+    the job tool starts and reads; None: no job tool."""
     tools: list[Tool] = [
         ReadTool(), GlobTool(), GrepTool(), WriteTool(), EditTool(), PatchTool(),
         BashTool(), FetchTool(), TodoTool(), AskTool(), SkillTool(skills),
+        *([JobTool(jobs)] if jobs is not None else []),
     ]
     return {tool.name: tool for tool in tools}
 

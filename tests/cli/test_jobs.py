@@ -1,0 +1,145 @@
+"""Background jobs through the real ``totem run`` (issue 19): a loopback HTTP server started as a
+job, reached by a later ``bash`` call, its log read, stopped; nothing of it left in the process
+table after the run, however the run ends (a job still running, Ctrl-C during a ``wait``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+
+from tests.support.model_server import text_reply, tool_reply
+
+# A dev server of the sample project: a loopback port of its own, written to port.txt and said.
+SERVE = textwrap.dedent("""\
+    import http.server, pathlib
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    port = server.server_address[1]
+    pathlib.Path("port.tmp").write_text(str(port))
+    pathlib.Path("port.tmp").rename("port.txt")
+    print(f"listening on 127.0.0.1:{port}", flush=True)
+    server.serve_forever()
+""")
+
+# What the agent's bash runs to probe it: the port from port.txt (once the server wrote it).
+PROBE = textwrap.dedent("""\
+    import pathlib, time, urllib.request
+    for _ in range(200):
+        if pathlib.Path("port.txt").exists():
+            break
+        time.sleep(0.05)
+    port = pathlib.Path("port.txt").read_text()
+    print(urllib.request.urlopen(f"http://127.0.0.1:{port}/hello.txt", timeout=10).read().decode())
+""")
+
+
+def sample_project(project: Path) -> None:
+    (project / "serve.py").write_text(SERVE)
+    (project / "probe.py").write_text(PROBE)
+    (project / "hello.txt").write_text("hello from the job\n")
+
+
+def running_in(folder: Path) -> list[str]:
+    """The process table's live processes (not zombies) working in ``folder``, as their command lines."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if Path(os.readlink(entry / "cwd")) != folder.resolve():
+                continue
+            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
+    return found
+
+
+def none_left(folder: Path) -> list[str]:
+    """What still runs in ``folder`` after a moment (init reaps orphans asynchronously)."""
+    for _ in range(60):
+        left = running_in(folder)
+        if not left:
+            return []
+        time.sleep(0.05)
+    return left
+
+
+def tool_ends(result, tool: str) -> list[dict]:
+    return [e for e in result.of("toolEnd") if e["tool"] == tool]
+
+
+def test_a_job_serves_on_loopback_bash_reaches_it_output_shows_its_log_stop_ends_it(totem):
+    sample_project(totem.project)
+    totem.server.enqueue(tool_reply([("job", {"action": "start", "command": "python3 serve.py"})]))
+    totem.server.enqueue(tool_reply([("bash", {"command": "python3 probe.py"})]))
+    totem.server.enqueue(tool_reply([("job", {"action": "output", "id": "job1"})]))
+    totem.server.enqueue(tool_reply([("job", {"action": "list"})]))
+    totem.server.enqueue(tool_reply([("job", {"action": "stop", "id": "job1"})]))
+    totem.server.enqueue(text_reply("The server works."))
+    result = totem.agent("start the dev server and check it", extra=("--yes",))
+
+    assert result.code == 0, result.stderr
+    start, output, listed, stop = tool_ends(result, "job")
+    assert start["status"] == "ok" and "Started job1" in start["output"]
+    assert "hello from the job" in tool_ends(result, "bash")[0]["output"]
+    assert "listening on 127.0.0.1:" in output["output"] and '"GET /hello.txt HTTP/1.1" 200' in output["output"]
+    assert "[job1 running]" in output["output"]
+    assert "job1 running" in listed["output"] and "python3 serve.py" in listed["output"]
+    assert "[job1 stopped (code -15)]" in stop["output"]
+    jobs = [(e["jobId"], e["command"], e["state"]) for e in result.of("job")]
+    assert jobs == [("job1", "python3 serve.py", "running"), ("job1", "python3 serve.py", "stopped")]
+    # The start was asked like a bash call, and the user's --yes answered it.
+    permissions = {e["callId"]: e for e in result.of("permission")}
+    assert permissions[start["callId"]]["rule"]["permission"] == "bash"
+    assert permissions[output["callId"]]["rule"] == {"source": "default", "permission": "job", "pattern": "*", "action": "allow"}
+    assert none_left(totem.project) == []
+
+
+def test_a_run_that_ends_with_a_job_still_running_leaves_nothing(totem):
+    sample_project(totem.project)
+    totem.server.enqueue(tool_reply([("job", {"action": "start", "command": "python3 serve.py & sleep 300"})]))
+    totem.server.enqueue(tool_reply([("bash", {"command": "python3 probe.py"})]))
+    totem.server.enqueue(text_reply("Left it running."))
+    result = totem.agent("start the server", extra=("--yes",))
+
+    assert result.code == 0, result.stderr
+    assert "hello from the job" in tool_ends(result, "bash")[0]["output"]
+    kinds = result.kinds()
+    # The job is killed as the run closes the project, after the turn ended, and said so.
+    assert kinds.index("turnEnd") < len(kinds) - 1 and kinds[-1] == "job"
+    assert result.events[-1]["state"] == "killed"
+    assert none_left(totem.project) == []
+
+
+def test_ctrl_c_during_a_jobs_wait_exits_130_with_nothing_left(totem):
+    sample_project(totem.project)
+    totem.server.enqueue(tool_reply([("job", {"action": "start", "command": "python3 serve.py"})]))
+    totem.server.enqueue(tool_reply([("job", {"action": "wait", "id": "job1", "timeout": 600})]))
+    proc = subprocess.Popen(
+        totem.command("run", "--cwd", str(totem.project), "--config", str(totem.config), "--json", "--yes", "serve"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=totem.env,
+    )
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:
+        event = json.loads(line)
+        seen.append(event)
+        if event["kind"] == "toolStart" and event["input"].get("action") == "wait":
+            break
+    assert seen[-1]["kind"] == "toolStart", seen
+    assert any("serve.py" in cmd for cmd in running_in(totem.project))
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    events = seen + [json.loads(line) for line in stdout.splitlines()]
+    assert [e["state"] for e in events if e["kind"] == "job"] == ["running", "killed"]
+    assert events[-1]["kind"] == "turnEnd" and events[-1]["stopReason"] == "aborted"
+    wait = [e for e in events if e["kind"] == "toolEnd"][-1]
+    assert wait["status"] == "interrupted"
+    assert none_left(totem.project) == []
