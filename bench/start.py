@@ -12,7 +12,9 @@ Three figures, each timed side by side in one run, alternating, after one unmeas
 Each process's CPU time (user + system, from ``wait4``) is printed beside its wall time: on a
 shared machine it is the steadier figure. Totem runs as ``python -m totem_cli.main`` with
 PYTHONPATH at the code's directory (this repo, or ``--baseline DIR``, a worktree of an older
-commit run with this venv's dependencies), XDG dirs in a temp dir.
+commit run with this venv's dependencies), XDG dirs in a temp dir. Bytecode is cached as in a
+user's install (PYTHONDONTWRITEBYTECODE is dropped; PYTHONPYCACHEPREFIX puts the .pyc files in
+the temp dir, so neither tree is written to): without it every start compiles the sources.
 
     .venv/bin/python bench/start.py [--runs N] [--baseline DIR]
 """
@@ -108,6 +110,9 @@ def main() -> None:
         base_env = dict(os.environ, XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"),
                         XDG_CACHE_HOME=str(home / "cache"), XDG_STATE_HOME=str(home / "state"))
         base_env.pop("PYTHONPATH", None)
+        # Bytecode as a user's install has it, written under the temp dir (not into either tree).
+        base_env.pop("PYTHONDONTWRITEBYTECODE", None)
+        base_env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         codes = {"this tree": REPO, "baseline": baseline}
         envs = {name: dict(base_env, PYTHONPATH=str(code)) for name, code in codes.items()}
         totem_script = str(Path(sys.executable).with_name("totem"))

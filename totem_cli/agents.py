@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
-import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 EXIT_REFUSED = 1
@@ -102,6 +99,10 @@ def _new(root: Path, args: argparse.Namespace, agents) -> int:
 
 
 def _edit(root: Path, definition) -> int:
+    import shlex
+    import subprocess
+    from dataclasses import replace
+
     from totem_engine.agents import save_agent
 
     if definition.source == "built-in":

@@ -7,7 +7,6 @@ error, 3 ``status`` when the server does not run.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -104,6 +103,8 @@ def _start(args: argparse.Namespace, config, root: Path) -> int:
         return 1
     if not started and state.owner is not None:
         # Started on demand by a run: from now on it is the user's, kept until `totem local stop`.
+        import dataclasses
+
         state = dataclasses.replace(state, owner=None)
         _write_state(root, state)
     verb = "started" if started else "already running"

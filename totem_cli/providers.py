@@ -13,13 +13,9 @@ missing address), 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import getpass
-import json
 import re
 import sys
-import tomllib
 from pathlib import Path
-from urllib.parse import urlsplit
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
@@ -29,7 +25,9 @@ _NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def add_subcommands(sub: argparse._SubParsersAction) -> None:
-    """The ``providers`` and ``auth`` subcommands, added to ``totem``'s subparsers."""
+    """The ``providers`` and ``auth`` subcommands, added to ``totem``'s subparsers. (This module
+    is imported by every ``totem`` start, ``--help`` too: what only a command needs is imported
+    in the command.)"""
     providers = sub.add_parser("providers", help="add a provider from a template, list the templates")
     actions = providers.add_subparsers(dest="action", required=True)
     add = actions.add_parser("add", help="write [providers.NAME] into your user config from a template")
@@ -84,6 +82,9 @@ def add_command(args: argparse.Namespace) -> int:
         return _fail(f'unknown template "{args.template}"; templates: {names}', EXIT_USAGE)
     if not _NAME.fullmatch(args.name):
         return _fail(f'"{args.name}": a provider name is letters, digits, "-" and "_"', EXIT_USAGE)
+    import tomllib
+    from urllib.parse import urlsplit
+
     base_url = args.base_url or template.base_url
     if template.asks_url and not base_url:
         if not sys.stdin.isatty():
@@ -128,6 +129,8 @@ def add_command(args: argparse.Namespace) -> int:
             hint = f" ({template.note})" if template.note else ""
             print(f"API key for {args.name}{hint}; empty to skip.", file=sys.stderr)
             try:
+                import getpass
+
                 key = getpass.getpass("API key: ")
             except (EOFError, KeyboardInterrupt):
                 print(file=sys.stderr)
@@ -155,6 +158,8 @@ def auth_set_command(args: argparse.Namespace) -> int:
         return _fail(f'"{args.provider}": a provider name is letters, digits, "-" and "_"', EXIT_USAGE)
     try:
         if sys.stdin.isatty():
+            import getpass
+
             key = getpass.getpass(f"API key for {args.provider}: ")
         else:
             key = sys.stdin.read()
@@ -268,6 +273,8 @@ _KIND_DEFAULT_PORT = {"ollama": 11434, "litellm": 4000}
 
 def _configured(server, providers: dict) -> bool:
     """True when a configured provider already points at ``server`` (same loopback port)."""
+    from urllib.parse import urlsplit
+
     port = urlsplit(server.address).port
     for settings in providers.values():
         if settings.base_url:
@@ -284,6 +291,8 @@ def _configured(server, providers: dict) -> bool:
 
 def _toml_string(value: str) -> str:
     # A JSON string is a TOML basic string: same quotes and escapes (\", \\, \n, \uXXXX).
+    import json
+
     return json.dumps(value)
 
 

@@ -22,17 +22,10 @@ from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecor
 from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.registry import make_provider
 from totem_engine.snapshots import FileOutcome, Snapshots
-from totem_engine.store import Session, Store
+from totem_engine.store import Session, SessionElsewhere, Store
 from totem_engine.tools import temp_journal
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.tools.workspace import DiskWorkspace, Workspace
-
-
-class SessionElsewhere(LookupError):
-    """A session asked for in another project than its own."""
-
-    def __init__(self, session_id: str, cwd: str, root: Path):
-        super().__init__(f"session {session_id} belongs to the project {cwd}, not {root}; run from there (or --cwd {cwd})")
 
 
 class Capabilities:

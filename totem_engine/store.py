@@ -109,10 +109,18 @@ CREATE TABLE IF NOT EXISTS parts (
 CREATE INDEX IF NOT EXISTS parts_by_session ON parts(session_id);
 """
 
+
 class SessionNotFound(LookupError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"no session {session_id!r}")
         self.session_id = session_id
+
+
+class SessionElsewhere(LookupError):
+    """A session asked for in another project than its own."""
+
+    def __init__(self, session_id: str, cwd: str, root: Path):
+        super().__init__(f"session {session_id} belongs to the project {cwd}, not {root}; run from there (or --cwd {cwd})")
 
 
 class MessageNotFound(LookupError):
