@@ -284,6 +284,37 @@ def translate_transport_error(
 # ---------------------------------------------------------------------------------------------
 
 
+class TlsOnDemand(httpx.AsyncBaseTransport):
+    """httpx's default transport, with the certificates loaded at the first https request.
+
+    Loading the CA bundle costs about 40 ms of every start, which a provider on plain http (a
+    loopback or local model server) never needs. Plain http goes through a transport whose TLS
+    context holds no CA at all, so TLS through it could never verify (it is not used for TLS:
+    https takes the other transport). Proxies from the environment are the client's own mounts,
+    as without this transport.
+    """
+
+    def __init__(self) -> None:
+        self._plain: httpx.AsyncHTTPTransport | None = None
+        self._tls: httpx.AsyncHTTPTransport | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.scheme == "https":
+            if self._tls is None:
+                self._tls = httpx.AsyncHTTPTransport()
+            return await self._tls.handle_async_request(request)
+        if self._plain is None:
+            import ssl
+
+            self._plain = httpx.AsyncHTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+        return await self._plain.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for transport in (self._plain, self._tls):
+            if transport is not None:
+                await transport.aclose()
+
+
 @asynccontextmanager
 async def open_stream(
     client: httpx.AsyncClient,
@@ -461,7 +492,9 @@ class HttpEndpoint:
         self._stream_accept = stream_accept
         self._defaults = dict(defaults or {})
         self._owns_client = client is None
-        self.client = client or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 30.0)))
+        self.client = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 30.0)), transport=TlsOnDemand()
+        )
 
     def __repr__(self) -> str:
         # Never show the key, even in a debugger or a log of provider objects.
