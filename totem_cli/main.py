@@ -33,7 +33,11 @@ class SubcommandParser(argparse.ArgumentParser):
         return parsed, extras
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None) -> argparse.ArgumentParser:
+    """The parser of ``totem COMMAND ...``: the actions of a command that has them (``sessions
+    list``, ``local setup`` ...) are added only for that command, ``command`` (the first
+    argument that is not an option; None for ``totem --help``). Each ArgumentParser costs about
+    0.5 ms (argparse looks its messages up through gettext), a third of ``--help``'s own time."""
     parser = argparse.ArgumentParser(prog="totem", description="A coding agent for your editor and your terminal.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=SubcommandParser)
 
@@ -60,13 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
     from totem_cli.providers import add_local_arguments, add_subcommands
 
     add_local_arguments(models)
-    add_subcommands(sub)  # providers add|templates, auth set|remove
+    add_subcommands(sub, command)  # providers add|templates, auth set|remove
     from totem_cli.local import add_subcommands as add_local_subcommands
 
-    add_local_subcommands(sub)  # local setup|start|stop|status
+    add_local_subcommands(sub, command)  # local setup|start|stop|status
     from totem_cli.agents import add_subcommands as add_agents_subcommands
 
-    add_agents_subcommands(sub)  # agents list|show|new|edit|remove
+    add_agents_subcommands(sub, command)  # agents list|show|new|edit|remove
 
     for name, what in (("undo", "restore the files of the last turn that changed something"), ("redo", "re-apply the last undone turn")):
         history = sub.add_parser(name, help=what)
@@ -77,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     trust.add_argument("dir", nargs="?", type=Path, default=None, help="project root (default: the current directory)")
 
     sessions = sub.add_parser("sessions", help="list, show or export stored sessions")
+    if command == "sessions":
+        _sessions_actions(sessions)
+    return parser
+
+
+def _sessions_actions(sessions: argparse.ArgumentParser) -> None:
     sessions_sub = sessions.add_subparsers(dest="action", required=True)
     listing = sessions_sub.add_parser("list", help="the project's sessions, newest first")
     listing.add_argument("--cwd", type=Path, default=None, help="project root (default: the current directory)")
@@ -88,7 +98,6 @@ def build_parser() -> argparse.ArgumentParser:
     fork = sessions_sub.add_parser("fork", help="a new session holding a copy of this one up to a message")
     fork.add_argument("session_id")
     fork.add_argument("--at", metavar="MESSAGE_ID", help="the last message to copy (default: the last one)")
-    return parser
 
 
 def _steps(value: str) -> int:
@@ -102,7 +111,8 @@ def _steps(value: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(next((a for a in argv if not a.startswith("-")), None)).parse_args(argv)
     if args.command == "lsp":
         # Before anything heavy is imported: the editor waits for initialize.
         from totem_cli.lsp import lsp_command

@@ -24,11 +24,19 @@ EXIT_INTERRUPTED = 130
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 
-def add_subcommands(sub: argparse._SubParsersAction) -> None:
+def add_subcommands(sub: argparse._SubParsersAction, command: str | None) -> None:
     """The ``providers`` and ``auth`` subcommands, added to ``totem``'s subparsers. (This module
     is imported by every ``totem`` start, ``--help`` too: what only a command needs is imported
-    in the command.)"""
+    in the command.) Their actions are added only when ``command`` is theirs (main.build_parser)."""
     providers = sub.add_parser("providers", help="add a provider from a template, list the templates")
+    auth = sub.add_parser("auth", help="store or remove a provider's API key (system keyring or a private file)")
+    if command == "providers":
+        _provider_actions(providers)
+    elif command == "auth":
+        _auth_actions(auth)
+
+
+def _provider_actions(providers: argparse.ArgumentParser) -> None:
     actions = providers.add_subparsers(dest="action", required=True)
     add = actions.add_parser("add", help="write [providers.NAME] into your user config from a template")
     add.add_argument("template", help="a template name (see: totem providers templates)")
@@ -37,7 +45,8 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--no-key", action="store_true", help="do not ask for a key")
     actions.add_parser("templates", help="list the provider templates")
 
-    auth = sub.add_parser("auth", help="store or remove a provider's API key (system keyring or a private file)")
+
+def _auth_actions(auth: argparse.ArgumentParser) -> None:
     auth_actions = auth.add_subparsers(dest="action", required=True)
     put = auth_actions.add_parser("set", help="store a key: typed on a terminal, else read from stdin")
     put.add_argument("provider")
