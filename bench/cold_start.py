@@ -7,7 +7,10 @@ each, and the script prints each median and the ratio of medians totem/bare. The
 1.1. Totem is started as editors start it: the console script ``totem lsp`` next to
 ``sys.executable``, with XDG dirs in a temp dir (so no user config or data is read).
 
-    .venv/bin/python bench/cold_start.py [--runs N]
+    .venv/bin/python bench/cold_start.py [--runs N] [--code DIR]
+
+``--code DIR`` starts the Totem in DIR (a worktree of an older commit, put on PYTHONPATH) through
+the same console script, for a before/after figure on the same machine.
 """
 
 from __future__ import annotations
@@ -103,6 +106,7 @@ def one_run(cmd: list[str], env: dict[str, str], root: Path) -> tuple[float, flo
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="measured runs of each server (default 10)")
+    parser.add_argument("--code", help="start the Totem in this directory (PYTHONPATH)")
     args = parser.parse_args()
 
     totem = Path(sys.executable).with_name("totem")
@@ -120,6 +124,8 @@ def main() -> int:
         for name in ("CONFIG", "DATA", "CACHE", "STATE"):
             env[f"XDG_{name}_HOME"] = str(tmp_path / name.lower())
         env.pop("PYTHONPATH", None)  # what an editor starts: the installed package, nothing else
+        if args.code:
+            env["PYTHONPATH"] = args.code
         servers = {
             "bare": [sys.executable, str(bare_script)],
             "totem": [str(totem), "lsp"],

@@ -18,7 +18,13 @@ Both are also timed from the server's first delta write (its CLOCK_MONOTONIC, re
 server process) to the last delta received, which excludes the turn's set-up. Reads alternate,
 RUNS of each; medians and ratios totem/baseline are printed.
 
-    .venv/bin/python bench/stream_latency.py [--deltas N] [--runs R]
+It also prints the first delta's latency, from the server's write to the reader's receipt, for
+each reader, and what totem adds to it.
+
+    .venv/bin/python bench/stream_latency.py [--deltas N] [--runs R] [--code DIR] [--profile FILE]
+
+``--code DIR`` runs the Totem in DIR (a worktree of an older commit, put first on PYTHONPATH)
+with this venv's dependencies; ``--profile FILE`` runs ``totem lsp`` under cProfile.
 """
 
 from __future__ import annotations
@@ -169,14 +175,16 @@ class ModelServerProcess:
 # ---------------------------------------------------------------------------------------------
 
 
-async def httpx_read(base_url: str, text: str) -> tuple[float, float, int]:
-    """(seconds from request to the last delta read, monotonic time of that read, deltas read)."""
+async def httpx_read(base_url: str, text: str) -> tuple[float, float, int, float]:
+    """(seconds from request to the last delta read, monotonic time of that read, deltas read,
+    monotonic time of the first delta read)."""
     import httpx
 
     body = {"model": "test-model", "stream": True, "messages": [{"role": "user", "content": "go"}]}
     async with httpx.AsyncClient(timeout=TIMEOUT) as client:
         start = time.monotonic()
         parts: list[str] = []
+        first = 0.0
         async with client.stream("POST", f"{base_url}/chat/completions", json=body) as response:
             response.raise_for_status()
             async for line in response.aiter_lines():
@@ -190,9 +198,10 @@ async def httpx_read(base_url: str, text: str) -> tuple[float, float, int]:
                     if content:
                         parts.append(content)
                         last = time.monotonic()
+                        first = first or last
     if "".join(parts) != text:
         raise AssertionError("httpx: the text read differs from the text sent")
-    return last - start, last, len(parts)
+    return last - start, last, len(parts), first
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,7 +212,7 @@ async def httpx_read(base_url: str, text: str) -> tuple[float, float, int]:
 class TotemEditor:
     """``totem lsp`` and a pygls client; collects the text of ``totem/event`` textDeltas."""
 
-    def __init__(self, tmp: Path, base_url: str):
+    def __init__(self, tmp: Path, base_url: str, code: str | None = None, profile: str | None = None):
         from pygls.lsp.client import LanguageClient
 
         self.tmp = tmp
@@ -218,10 +227,14 @@ class TotemEditor:
         for name in ("CONFIG", "DATA", "CACHE", "STATE"):
             self.env[f"XDG_{name}_HOME"] = str(tmp / name.lower())
         self.env.pop("PYTHONPATH", None)
+        self.code, self.profile = code, profile
+        if code:
+            self.env["PYTHONPATH"] = code
         self.client = LanguageClient("stream-latency-bench", "0")
         self.texts: list[str] = []
         self.notifications = 0
         self.last_delta = 0.0
+        self.first_delta = 0.0
         self.stderr = bytearray()
         self._stderr_task: asyncio.Task | None = None
 
@@ -231,6 +244,7 @@ class TotemEditor:
                 self.texts.append(params.text)
                 self.notifications += 1
                 self.last_delta = time.monotonic()
+                self.first_delta = self.first_delta or self.last_delta
 
         @self.client.feature("window/logMessage")
         def on_log(ls, params):
@@ -243,8 +257,12 @@ class TotemEditor:
     async def start(self) -> None:
         from lsprotocol import types
 
-        totem = Path(sys.executable).with_name("totem")
-        await self.client.start_io(str(totem), "lsp", env=self.env, cwd=str(self.project))
+        if self.code or self.profile:  # the same start as the console script's, through python -m
+            profiling = ["-m", "cProfile", "-o", self.profile] if self.profile else []
+            command = [sys.executable, *profiling, "-m", "totem_cli.main", "lsp"]
+        else:
+            command = [str(Path(sys.executable).with_name("totem")), "lsp"]
+        await self.client.start_io(*command, env=self.env, cwd=str(self.project))
         self._stderr_task = asyncio.create_task(self._drain_stderr())  # pygls pipes it; nobody reads it
         await self.client.initialize_async(
             types.InitializeParams(
@@ -263,6 +281,7 @@ class TotemEditor:
     async def chat(self, text: str) -> tuple[float, object]:
         self.texts.clear()
         self.notifications = 0
+        self.first_delta = 0.0
         start = time.monotonic()
         result = await asyncio.wait_for(self.client.protocol.send_request_async("totem/chat", {"text": text}), TIMEOUT)
         return start, result
@@ -285,9 +304,9 @@ class TotemEditor:
             await self.client.stop()
 
 
-async def totem_read(editor: TotemEditor, text: str) -> tuple[float, float, int, int]:
+async def totem_read(editor: TotemEditor, text: str) -> tuple[float, float, int, float]:
     """(seconds from request to response with all text, monotonic time of the last delta,
-    textDelta notifications, the chat response's arrival after the request in seconds)."""
+    textDelta notifications, monotonic time of the first delta)."""
     start, result = await editor.chat("go")
     answered = time.monotonic()
     stop_reason = getattr(result, "stopReason", None)
@@ -301,20 +320,21 @@ async def totem_read(editor: TotemEditor, text: str) -> tuple[float, float, int,
     if joined != text:
         raise AssertionError(f"totem: received {len(joined)} characters of text, sent {len(text)}")
     done = max(answered, editor.last_delta)
-    return done - start, editor.last_delta, editor.notifications, len(text)
+    return done - start, editor.last_delta, editor.notifications, editor.first_delta
 
 
 # ---------------------------------------------------------------------------------------------
 
 
-async def bench(deltas: int, runs: int) -> int:
+async def bench(deltas: int, runs: int, code: str | None, profile: str | None) -> int:
     text = bench_text(deltas)
     server = ModelServerProcess(deltas)
-    rows: dict[str, list[tuple[float, float]]] = {"httpx": [], "totem": []}
+    # Per run: request -> all deltas, first delta sent -> last received, first delta sent -> received.
+    rows: dict[str, list[tuple[float, float, float]]] = {"httpx": [], "totem": []}
     notifications: list[int] = []
     try:
         with tempfile.TemporaryDirectory(prefix="totem-stream-latency-") as tmp:
-            editor = TotemEditor(Path(tmp), server.base_url)
+            editor = TotemEditor(Path(tmp), server.base_url, code, profile)
             try:
                 await editor.start()
                 _, warm = await editor.chat(f"{WARM_UP}, please")  # runtime, store, HTTP client
@@ -323,12 +343,12 @@ async def bench(deltas: int, runs: int) -> int:
                 await httpx_read(server.base_url, text)  # warm-up of the baseline, unmeasured
                 server.next_stream(deltas)
                 for _ in range(runs):
-                    total, last, count = await httpx_read(server.base_url, text)
+                    total, last, count, got_first = await httpx_read(server.base_url, text)
                     first, _ = server.next_stream(deltas)
-                    rows["httpx"].append((total, last - first))
-                    total, last, count, _ = await totem_read(editor, text)
+                    rows["httpx"].append((total, last - first, got_first - first))
+                    total, last, count, got_first = await totem_read(editor, text)
                     first, _ = server.next_stream(deltas)
-                    rows["totem"].append((total, last - first))
+                    rows["totem"].append((total, last - first, got_first - first))
                     notifications.append(count)
             except BaseException:
                 if editor.stderr:
@@ -352,6 +372,8 @@ async def bench(deltas: int, runs: int) -> int:
     print(f"  totem/event textDelta notifications per chat: {notifications} (deltas coalesced every 30 ms)")
     print(f"ratio totem/httpx, request->all deltas (medians): {med('totem', 0) / med('httpx', 0):.2f}")
     print(f"ratio totem/httpx, first delta sent->last received (medians): {med('totem', 1) / med('httpx', 1):.2f}")
+    print(f"first delta, sent -> received: httpx {med('httpx', 2) * 1000:.2f} ms, totem {med('totem', 2) * 1000:.2f} ms;"
+          f" added by totem {(med('totem', 2) - med('httpx', 2)) * 1000:.2f} ms (medians; goal < 5 ms)")
     return 0
 
 
@@ -359,6 +381,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--deltas", type=int, default=20_000, help="text deltas in the stream (default 20000)")
     parser.add_argument("--runs", type=int, default=3, help="measured reads of each kind (default 3)")
+    parser.add_argument("--code", help="run the Totem in this directory (PYTHONPATH), e.g. a worktree of an older commit")
+    parser.add_argument("--profile", help="run totem lsp under cProfile, writing its profile to this file")
     parser.add_argument("--serve", type=int, metavar="N", help=argparse.SUPPRESS)  # the model server subprocess
     args = parser.parse_args()
     if args.serve is not None:
@@ -367,7 +391,7 @@ def main() -> int:
     if not Path(sys.executable).with_name("totem").exists():
         print(f"no console script next to {sys.executable}: install the project into this venv (make install)", file=sys.stderr)
         return 2
-    return asyncio.run(bench(args.deltas, args.runs))
+    return asyncio.run(bench(args.deltas, args.runs, args.code, args.profile))
 
 
 if __name__ == "__main__":

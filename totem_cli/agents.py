@@ -13,19 +13,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
-import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
 
 
-def add_subcommands(sub: argparse._SubParsersAction) -> None:
+def add_subcommands(sub: argparse._SubParsersAction, command: str | None) -> None:
+    """``agents``; its actions only when it is the ``command`` given (main.build_parser)."""
     agents = sub.add_parser("agents", help="list, show, create, edit or remove agent definitions")
     agents.add_argument("--cwd", type=Path, default=None, help="project root (default: the current directory)")
+    if command != "agents":
+        return
     actions = agents.add_subparsers(dest="action", required=True)
     actions.add_parser("list", help="every agent: name, source, description, file")
     for name, what in (("show", "an agent's definition"), ("edit", "open an agent's file in $EDITOR"), ("remove", "delete an agent's file")):
@@ -102,6 +102,10 @@ def _new(root: Path, args: argparse.Namespace, agents) -> int:
 
 
 def _edit(root: Path, definition) -> int:
+    import shlex
+    import subprocess
+    from dataclasses import replace
+
     from totem_engine.agents import save_agent
 
     if definition.source == "built-in":

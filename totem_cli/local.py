@@ -7,16 +7,18 @@ error, 3 ``status`` when the server does not run.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
 EXIT_NOT_RUNNING = 3
 
 
-def add_subcommands(sub: argparse._SubParsersAction) -> None:
+def add_subcommands(sub: argparse._SubParsersAction, command: str | None) -> None:
+    """``local``; its actions only when it is the ``command`` given (main.build_parser)."""
     local = sub.add_parser("local", help="build and run Totem's own local model (llama-server and a small coding model)")
     local.add_argument("--config", type=Path, default=None, help="a config file applied after the user's")
+    if command != "local":
+        return
     actions = local.add_subparsers(dest="action", required=True)
     setup = actions.add_parser("setup", help="build llama-server, install the model and measure its speed (resumable; the build takes minutes)")
     setup.add_argument("--gguf", type=Path, default=None, help="use this GGUF model file instead of downloading the default one")
@@ -104,6 +106,8 @@ def _start(args: argparse.Namespace, config, root: Path) -> int:
         return 1
     if not started and state.owner is not None:
         # Started on demand by a run: from now on it is the user's, kept until `totem local stop`.
+        import dataclasses
+
         state = dataclasses.replace(state, owner=None)
         _write_state(root, state)
     verb = "started" if started else "already running"

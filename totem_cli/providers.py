@@ -13,13 +13,9 @@ missing address), 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import getpass
-import json
 import re
 import sys
-import tomllib
 from pathlib import Path
-from urllib.parse import urlsplit
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
@@ -28,9 +24,19 @@ EXIT_INTERRUPTED = 130
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 
-def add_subcommands(sub: argparse._SubParsersAction) -> None:
-    """The ``providers`` and ``auth`` subcommands, added to ``totem``'s subparsers."""
+def add_subcommands(sub: argparse._SubParsersAction, command: str | None) -> None:
+    """The ``providers`` and ``auth`` subcommands, added to ``totem``'s subparsers. (This module
+    is imported by every ``totem`` start, ``--help`` too: what only a command needs is imported
+    in the command.) Their actions are added only when ``command`` is theirs (main.build_parser)."""
     providers = sub.add_parser("providers", help="add a provider from a template, list the templates")
+    auth = sub.add_parser("auth", help="store or remove a provider's API key (system keyring or a private file)")
+    if command == "providers":
+        _provider_actions(providers)
+    elif command == "auth":
+        _auth_actions(auth)
+
+
+def _provider_actions(providers: argparse.ArgumentParser) -> None:
     actions = providers.add_subparsers(dest="action", required=True)
     add = actions.add_parser("add", help="write [providers.NAME] into your user config from a template")
     add.add_argument("template", help="a template name (see: totem providers templates)")
@@ -39,7 +45,8 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--no-key", action="store_true", help="do not ask for a key")
     actions.add_parser("templates", help="list the provider templates")
 
-    auth = sub.add_parser("auth", help="store or remove a provider's API key (system keyring or a private file)")
+
+def _auth_actions(auth: argparse.ArgumentParser) -> None:
     auth_actions = auth.add_subparsers(dest="action", required=True)
     put = auth_actions.add_parser("set", help="store a key: typed on a terminal, else read from stdin")
     put.add_argument("provider")
@@ -84,6 +91,9 @@ def add_command(args: argparse.Namespace) -> int:
         return _fail(f'unknown template "{args.template}"; templates: {names}', EXIT_USAGE)
     if not _NAME.fullmatch(args.name):
         return _fail(f'"{args.name}": a provider name is letters, digits, "-" and "_"', EXIT_USAGE)
+    import tomllib
+    from urllib.parse import urlsplit
+
     base_url = args.base_url or template.base_url
     if template.asks_url and not base_url:
         if not sys.stdin.isatty():
@@ -128,6 +138,8 @@ def add_command(args: argparse.Namespace) -> int:
             hint = f" ({template.note})" if template.note else ""
             print(f"API key for {args.name}{hint}; empty to skip.", file=sys.stderr)
             try:
+                import getpass
+
                 key = getpass.getpass("API key: ")
             except (EOFError, KeyboardInterrupt):
                 print(file=sys.stderr)
@@ -155,6 +167,8 @@ def auth_set_command(args: argparse.Namespace) -> int:
         return _fail(f'"{args.provider}": a provider name is letters, digits, "-" and "_"', EXIT_USAGE)
     try:
         if sys.stdin.isatty():
+            import getpass
+
             key = getpass.getpass(f"API key for {args.provider}: ")
         else:
             key = sys.stdin.read()
@@ -268,6 +282,8 @@ _KIND_DEFAULT_PORT = {"ollama": 11434, "litellm": 4000}
 
 def _configured(server, providers: dict) -> bool:
     """True when a configured provider already points at ``server`` (same loopback port)."""
+    from urllib.parse import urlsplit
+
     port = urlsplit(server.address).port
     for settings in providers.values():
         if settings.base_url:
@@ -284,6 +300,8 @@ def _configured(server, providers: dict) -> bool:
 
 def _toml_string(value: str) -> str:
     # A JSON string is a TOML basic string: same quotes and escapes (\", \\, \n, \uXXXX).
+    import json
+
     return json.dumps(value)
 
 

@@ -12,7 +12,7 @@ import anyio
 from totem_cli.main import EXIT_CODES, EXIT_USAGE, project_root
 from totem_cli.terminal import TerminalFrontEnd
 from totem_engine.config import MIN_MAX_STEPS, ConfigError
-from totem_engine.local.server import LocalServerError
+from totem_engine.local.errors import LocalServerError
 from totem_engine.opening import open_project
 
 

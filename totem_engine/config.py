@@ -39,6 +39,8 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from totem_engine.config_error import ConfigError
+
 Action = Literal["allow", "ask", "deny"]
 Mode = Literal["build", "plan"]
 ProviderKind = Literal["openai", "ollama", "anthropic", "gemini", "litellm"]
@@ -72,19 +74,6 @@ KEPT = Untrusted("kept")
 DROPPED = Untrusted("dropped")
 RULES = Untrusted("rules")
 TIGHTEN = Untrusted("tighten")
-
-
-class ConfigError(Exception):
-    """A configuration problem, worded for the user.
-
-    The message names the source (file path or label such as "editor settings"), the key path
-    and what was expected; several problems are one per line. ``source`` is that label, or None
-    when the problem is not tied to one source (e.g. an unknown provider in a model spec).
-    """
-
-    def __init__(self, message: str, *, source: str | None = None):
-        super().__init__(message)
-        self.source = source
 
 
 def _split_spec(spec: str) -> tuple[str, str] | None:

@@ -23,7 +23,9 @@ class Event(BaseModel):
     """``parent_call_id`` and ``agent``: set on a sub-agent's events (the ``task`` call that
     started it, and the agent's name); left out of the wire form of the conversation's own."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+    # defer_build: each event's validator and serializer are built when it is first made, so a
+    # run pays only for the kinds it emits (a text turn makes a few of the fourteen).
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, defer_build=True)
 
     session_id: str
     parent_call_id: str | None = None
@@ -78,7 +80,9 @@ class ToolEnd(Event):
 class RuleRef(BaseModel):
     """The rule that decided a permission: where it came from and what it said."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+    # defer_build: each event's validator and serializer are built when it is first made, so a
+    # run pays only for the kinds it emits (a text turn makes a few of the fourteen).
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, defer_build=True)
 
     # default | user | project | editor | file (config layers) | session (an "always" answer)
     # | answer (a one-time answer) | mode (plan mode) | boundary (outside the project)
@@ -97,7 +101,9 @@ class Permission(Event):
 
 
 class Usage(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+    # defer_build: each event's validator and serializer are built when it is first made, so a
+    # run pays only for the kinds it emits (a text turn makes a few of the fourteen).
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -133,7 +139,9 @@ class TurnEnd(Event):
 class TodoItem(BaseModel):
     """One entry of the agent's visible task list."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+    # defer_build: each event's validator and serializer are built when it is first made, so a
+    # run pays only for the kinds it emits (a text turn makes a few of the fourteen).
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, defer_build=True)
 
     content: str
     status: Literal["pending", "in_progress", "completed"]

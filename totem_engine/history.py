@@ -20,25 +20,40 @@ def to_messages(stored: Iterable[StoredMessage], *, provider: str | None = None)
     """
     out: list[Message] = []
     for message in stored:
-        live = [p for p in message.parts if not p.discarded]
+        # One pass over the parts (this runs for every stored message of a session that is fitted).
+        texts: list[str] = []
+        reasoning_texts: list[str] = []
+        contexts: list = []
+        tools: list = []
+        replay, replay_found = None, False
+        for p in message.parts:
+            if p.discarded:
+                continue
+            kind = p.type
+            if kind == "text":
+                texts.append(p.data.get("text", ""))
+            elif kind == "tool":
+                tools.append(p)
+            elif kind == "reasoning":
+                reasoning_texts.append(p.data.get("text", ""))
+            elif kind == "context":
+                contexts.append(p)
+            elif kind == "state" and not replay_found and provider and p.data.get("provider") == provider:
+                replay, replay_found = p.data.get("data"), True
         if message.role == "user":
-            typed = "".join(p.data.get("text", "") for p in live if p.type == "text")
+            typed = "".join(texts)
             # What Totem shows goes before the request, so the request is what the model reads
             # last (as aider orders it): after the files, a small model echoed them.
-            text = "\n\n".join(t for t in [*(p.data["text"] for p in live if p.type == "context"), typed] if t)
+            text = "\n\n".join(t for t in [*(p.data["text"] for p in contexts), typed] if t)
             if text:
                 out.append(Message(role="user", text=text))
             continue
-        text = "".join(p.data.get("text", "") for p in live if p.type == "text")
-        reasoning = "".join(p.data.get("text", "") for p in live if p.type == "reasoning")
-        tools = [p for p in live if p.type == "tool"]
+        text = "".join(texts)
+        reasoning = "".join(reasoning_texts)
         if not text and not tools:
             continue
         calls = tuple(
             ToolCall(id=p.data["callId"], name=p.data["tool"], arguments=p.data.get("arguments", "{}")) for p in tools
-        )
-        replay = next(
-            (p.data.get("data") for p in live if p.type == "state" and provider and p.data.get("provider") == provider), None
         )
         out.append(Message(role="assistant", text=text, reasoning=reasoning, tool_calls=calls, replay=replay))
         for part in tools:

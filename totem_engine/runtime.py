@@ -26,7 +26,7 @@ from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecor
 from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.registry import make_provider
 from totem_engine.snapshots import FileOutcome, Snapshots
-from totem_engine.store import Session, Store
+from totem_engine.store import Session, SessionElsewhere, Store
 from totem_engine.tools import temp_journal
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.tools.workspace import DiskWorkspace, Workspace
@@ -35,13 +35,6 @@ from totem_engine.tools.workspace import DiskWorkspace, Workspace
 # The summariser's window for ``/compact`` when the model's is not known: the context Totem's
 # own local model runs with (config ``local_ctx``'s default).
 COMPACT_WINDOW = 8192
-
-
-class SessionElsewhere(LookupError):
-    """A session asked for in another project than its own."""
-
-    def __init__(self, session_id: str, cwd: str, root: Path):
-        super().__init__(f"session {session_id} belongs to the project {cwd}, not {root}; run from there (or --cwd {cwd})")
 
 
 class Capabilities:

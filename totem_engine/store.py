@@ -109,10 +109,18 @@ CREATE TABLE IF NOT EXISTS parts (
 CREATE INDEX IF NOT EXISTS parts_by_session ON parts(session_id);
 """
 
+
 class SessionNotFound(LookupError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"no session {session_id!r}")
         self.session_id = session_id
+
+
+class SessionElsewhere(LookupError):
+    """A session asked for in another project than its own."""
+
+    def __init__(self, session_id: str, cwd: str, root: Path):
+        super().__init__(f"session {session_id} belongs to the project {cwd}, not {root}; run from there (or --cwd {cwd})")
 
 
 class MessageNotFound(LookupError):
@@ -511,13 +519,14 @@ class Store:
         return message_id
 
     async def add_part(
-        self, message_id: str, type: str, data: dict[str, Any], *, status: str | None = None
+        self, message_id: str, type: str, data: dict[str, Any], *, status: str | None = None, part_id: str | None = None
     ) -> str:
-        """Append a part (next ``seq`` in the message) and return the new ``prt_…`` id.
+        """Append a part (next ``seq`` in the message) and return its ``prt_…`` id: ``part_id``
+        (from ``new_id("prt")``, for a caller that names the part before it is stored) or a new one.
         Raises ``MessageNotFound``, ``ValueError`` for a type outside ``PART_TYPES``."""
         if type not in PART_TYPES:
             raise ValueError(f"unknown part type {type!r}")
-        return await self._db.run(self._add_part, message_id, type, data, status)
+        return await self._db.run(self._add_part, message_id, type, data, status, part_id or new_id("prt"))
 
     def _add_part(
         self,
@@ -526,8 +535,8 @@ class Store:
         type: str,
         data: dict[str, Any],
         status: str | None,
+        part_id: str,
     ) -> str:
-        part_id = new_id("prt")
         now = time.time()
         encoded = _dumps(data)
         with Transaction(conn):

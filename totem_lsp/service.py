@@ -21,8 +21,8 @@ from totem_engine.commands import ACTIONS
 from totem_engine.config import ConfigError
 from totem_engine.jobs import JobNotFound
 from totem_engine.providers.errors import ProviderError
-from totem_engine.runtime import Runtime, SessionElsewhere
-from totem_engine.store import SessionNotFound
+from totem_engine.runtime import Runtime
+from totem_engine.store import SessionElsewhere, SessionNotFound
 from totem_lsp import protocol
 from totem_lsp.chat import Chats, SessionBusy
 from totem_lsp.diagnostics import Diagnostics

@@ -379,6 +379,23 @@ async def test_a_dripping_stream_ends_at_the_request_timeout(server):
     assert 0 < len(texts(seen, TextChunk)) < 10
 
 
+async def test_a_dripping_stream_ends_at_the_request_timeout_beyond_twice_the_stall_timeout(server):
+    # request_timeout (1 s) more than twice the stall timeout (0.2 s): the first reads go
+    # unguarded (providers/http.py, _Bounded), the later ones still end at the request's deadline.
+    reply = text_reply("x" * 20, pieces=20)
+    reply.delay = 0.15
+    server.enqueue(reply)
+    prov = OpenAIProvider("local", server.base_url, KEY, timeout=0.2, request_timeout=1.0)
+    seen: list = []
+    try:
+        with pytest.raises(ProviderTimeout, match=r"within request_timeout \(1 s\)"):
+            async for piece in prov.stream(REQUEST):
+                seen.append(piece)
+    finally:
+        await prov.aclose()
+    assert 0 < len(texts(seen, TextChunk)) < 15
+
+
 async def test_a_steady_stream_under_the_request_timeout_is_whole(server):
     reply = text_reply("abcdef", pieces=3)
     reply.delay = 0.05

@@ -21,9 +21,8 @@ from pathlib import Path
 
 from totem_engine.config import Config, ModelOverride, ProviderConfig
 
+from .errors import LocalServerError
 from .model import DEFAULT_CTX, MODEL_ID, SetupError, installed, local_dir_from
-from .server import LocalServerError, acquire_lease, release_lease
-from .server import start as start_server
 
 PROVIDER_NAME = "local"
 
@@ -54,6 +53,8 @@ class LocalLease:
     def __init__(self, root: Path):
         self.root = root
         if not _open[root]:
+            from .server import acquire_lease
+
             acquire_lease(root)
         _open[root] += 1
         self._held = True
@@ -68,6 +69,8 @@ class LocalLease:
         if _open[self.root]:
             return
         del _open[self.root]
+        from .server import release_lease
+
         try:
             release_lease(self.root)
         except OSError:
@@ -101,6 +104,9 @@ def ensure_local_provider(config: Config, spec: str | None = None) -> tuple[str,
     install = installed(root)
     if install is None:
         return None
+    # Here, not at the top: a run of a hosted model never loads the server's process code.
+    from .server import start as start_server
+
     ctx = getattr(config, "local_ctx", None) or DEFAULT_CTX
     lease = LocalLease(root)
     try:

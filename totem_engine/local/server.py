@@ -28,15 +28,12 @@ from pathlib import Path
 
 import httpx
 
+from .errors import LocalServerError
 from .model import DEFAULT_CTX, InstalledModel, LocalPaths
 
 LOOPBACK = "127.0.0.1"
 READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 10.0
-
-
-class LocalServerError(Exception):
-    """The local server could not be started or reached; worded for the user."""
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
 from typing import Any
@@ -283,6 +284,37 @@ def translate_transport_error(
 # ---------------------------------------------------------------------------------------------
 
 
+class TlsOnDemand(httpx.AsyncBaseTransport):
+    """httpx's default transport, with the certificates loaded at the first https request.
+
+    Loading the CA bundle costs about 40 ms of every start, which a provider on plain http (a
+    loopback or local model server) never needs. Plain http goes through a transport whose TLS
+    context holds no CA at all, so TLS through it could never verify (it is not used for TLS:
+    https takes the other transport). Proxies from the environment are the client's own mounts,
+    as without this transport.
+    """
+
+    def __init__(self) -> None:
+        self._plain: httpx.AsyncHTTPTransport | None = None
+        self._tls: httpx.AsyncHTTPTransport | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.scheme == "https":
+            if self._tls is None:
+                self._tls = httpx.AsyncHTTPTransport()
+            return await self._tls.handle_async_request(request)
+        if self._plain is None:
+            import ssl
+
+            self._plain = httpx.AsyncHTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+        return await self._plain.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for transport in (self._plain, self._tls):
+            if transport is not None:
+                await transport.aclose()
+
+
 @asynccontextmanager
 async def open_stream(
     client: httpx.AsyncClient,
@@ -315,7 +347,7 @@ async def open_stream(
                     raise await error_from_response(response, secrets)
             streaming = True
             if ends is not None:
-                response.stream = _Bounded(response.stream, ends, limit, url, secrets)
+                response.stream = _Bounded(response.stream, ends, limit, client.timeout.read, url, secrets)
             yield response
     except httpx.HTTPError as exc:
         raise translate_transport_error(exc, url, streaming=streaming, secrets=secrets) from None
@@ -336,19 +368,35 @@ def _within(ends: float | None, limit: float | None, url: str, secrets: tuple[st
 
 
 class _Bounded(httpx.AsyncByteStream):
-    """A response body whose reads end at the request's deadline (``open_stream``'s ``limit``)."""
+    """A response body whose reads end at the request's deadline (``open_stream``'s ``limit``).
 
-    def __init__(self, inner: httpx.AsyncByteStream, ends: float, limit: float | None, url: str, secrets: tuple[str | None, ...]):
+    A cancel scope around every read cost about a third of a fast stream's time in Totem (20,000
+    deltas: bench/stream_latency.py), so reads go unguarded while the deadline is more than two
+    read timeouts (``stall``, the client's) away: such a read ends by itself before the deadline,
+    with its bytes or with the client's ReadTimeout. Past that point each read is guarded again.
+    With no read timeout every read is guarded.
+    """
+
+    def __init__(self, inner: httpx.AsyncByteStream, ends: float, limit: float | None, stall: float | None, url: str,
+                 secrets: tuple[str | None, ...]):
         self.inner, self.ends, self.limit, self.url, self.secrets = inner, ends, limit, url, secrets
+        # In time.monotonic(), cheaper to read than anyio.current_time() (which may be another clock).
+        self.guard_from = float("-inf") if stall is None else time.monotonic() + (ends - anyio.current_time()) - 2 * stall
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         chunks = self.inner.__aiter__()
         while True:
-            with _within(self.ends, self.limit, self.url, self.secrets):
+            if time.monotonic() < self.guard_from:
                 try:
                     chunk = await chunks.__anext__()
                 except StopAsyncIteration:
                     return
+            else:
+                with _within(self.ends, self.limit, self.url, self.secrets):
+                    try:
+                        chunk = await chunks.__anext__()
+                    except StopAsyncIteration:
+                        return
             yield chunk
 
     async def aclose(self) -> None:
@@ -444,7 +492,9 @@ class HttpEndpoint:
         self._stream_accept = stream_accept
         self._defaults = dict(defaults or {})
         self._owns_client = client is None
-        self.client = client or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 30.0)))
+        self.client = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 30.0)), transport=TlsOnDemand()
+        )
 
     def __repr__(self) -> str:
         # Never show the key, even in a debugger or a log of provider objects.

@@ -30,6 +30,9 @@ from .streams import closing, partial_suffix
 # A bare call: "{" and the key "name" at the start of a line; and what could still become one.
 _BARE_START = re.compile(r'\{\s*"name"\s*:')
 _BARE_PARTIAL = re.compile(r'\{\s*(?:"(?:n(?:a(?:m(?:e(?:"\s*)?)?)?)?)?)?')
+# The first characters of every markup (TAG_OPEN, FUNC_OPEN, a bare call, FENCE): text without
+# them, with nothing held before it, is given out as it is (most deltas of a stream).
+_MARKUP_START = re.compile(r"[<{`]")
 
 
 class Scanner:
@@ -139,7 +142,14 @@ async def text_tool_calls(
     async with closing(stream) as source:
         async for chunk in source:
             if isinstance(chunk, TextChunk):
-                scanner.text.buf += chunk.text
+                text = scanner.text
+                if not text.buf and text.pending is None and not _MARKUP_START.search(chunk.text):
+                    text.buf = chunk.text
+                    text.give_text(len(chunk.text))
+                    for piece in text.flush():
+                        yield piece
+                    continue
+                text.buf += chunk.text
                 for piece in scanner.scan(final=False):
                     yield piece
             elif isinstance(chunk, ToolCallChunk):

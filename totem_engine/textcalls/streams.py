@@ -23,7 +23,11 @@ async def closing(stream: AsyncIterator[StreamChunk]):
 
 def partial_suffix(text: str, tag: str) -> int:
     """The length of the longest end of ``text`` that is a proper start of ``tag``."""
-    for size in range(min(len(text), len(tag) - 1), 0, -1):
-        if tag.startswith(text[-size:]):
-            return size
+    # Called for every delta of a stream: look only where the tag's first character is (usually
+    # nowhere in the last few characters), longest candidate first.
+    at = text.find(tag[0], max(0, len(text) - len(tag) + 1))
+    while at >= 0:
+        if tag.startswith(text[at:]):
+            return len(text) - at
+        at = text.find(tag[0], at + 1)
     return 0

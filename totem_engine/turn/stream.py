@@ -30,7 +30,7 @@ from totem_engine.providers.base import (
     UsageChunk,
 )
 from totem_engine.textcalls import TextCallStats, text_tool_calls, think_filter
-from totem_engine.store import Store
+from totem_engine.store import Store, new_id
 from totem_engine.turn.repetition import RepetitionDetector
 
 STORE_EVERY = 0.25  # seconds between stored updates of a streaming part
@@ -45,22 +45,32 @@ class StreamedPart:
         self.store, self.message_id, self.kind = store, message_id, kind
         self.part_id: str | None = None
         self.chunks: list[str] = []
+        self.stored = False
         self.dirty = False
 
     @property
     def text(self) -> str:
         return "".join(self.chunks)
 
-    async def add(self, text: str) -> str:
-        self.chunks.append(text)
+    def next_id(self) -> str:
+        """The part's id, made on its first delta before the part is stored: the delta's event
+        goes to the front end first (a store write is a hop to its worker thread, a few ms on a
+        loaded machine, which the first delta's latency would carry)."""
         if self.part_id is None:
-            self.part_id = await self.store.add_part(self.message_id, self.kind, {"text": text})
-        else:
-            self.dirty = True
+            self.part_id = new_id("prt")
         return self.part_id
 
+    async def add(self, text: str) -> None:
+        """``text`` appended; the part stored on its first delta (with ``next_id``'s id)."""
+        self.chunks.append(text)
+        if not self.stored:
+            self.stored = True
+            await self.store.add_part(self.message_id, self.kind, {"text": text}, part_id=self.next_id())
+        else:
+            self.dirty = True
+
     async def flush(self) -> None:
-        if self.part_id is not None and self.dirty:
+        if self.stored and self.dirty:
             self.dirty = False
             await self.store.update_part(self.part_id, data={"text": self.text})
 
@@ -152,12 +162,12 @@ class StepStream:
     async def _forward(self, chunk: StreamChunk, provider: Provider) -> None:
         """One chunk of the stream to the store, the front end or the step's calls."""
         if isinstance(chunk, TextChunk) and chunk.text:
-            part_id = await self.text.add(chunk.text)
-            await self.emit(ev.TextDelta(session_id=self.session_id, part_id=part_id, text=chunk.text))
+            await self.emit(ev.TextDelta(session_id=self.session_id, part_id=self.text.next_id(), text=chunk.text))
+            await self.text.add(chunk.text)
             self._repeat_text.feed(chunk.text)
         elif isinstance(chunk, ReasoningChunk) and chunk.text:
-            part_id = await self.reasoning.add(chunk.text)
-            await self.emit(ev.ReasoningDelta(session_id=self.session_id, part_id=part_id, text=chunk.text))
+            await self.emit(ev.ReasoningDelta(session_id=self.session_id, part_id=self.reasoning.next_id(), text=chunk.text))
+            await self.reasoning.add(chunk.text)
             self._repeat_reasoning.feed(chunk.text)
         elif isinstance(chunk, ToolCallChunk):
             self.calls.append(self.unique_call(chunk.call))
