@@ -2,7 +2,7 @@
 
 A command is one Markdown file, ``<name>.md``, in the same form as an agent (agents.py): a front
 matter with ``description`` (and optionally ``agent`` and ``model`` to run as), the prompt below.
-In the prompt ``$ARGUMENTS`` is replaced by the arguments and ``$1``, ``$2``, … by their words;
+In the prompt ``$ARGUMENTS`` is replaced by the arguments and ``$1`` to ``$9`` by their words;
 arguments given to a prompt with no placeholder are added after it. Three places, the last wins
 by name: built in (``prompts/commands/*.md``: ``/init``), the user's (``<user config
 dir>/commands``) and the project's ``.totem/commands``. ``/undo`` and ``/compact`` are built-in actions, not
@@ -29,7 +29,8 @@ ACTIONS = {
     "undo": "Put back the files the last turn changed.",
 }
 _INVOCATION = re.compile(r"^/(?P<name>[A-Za-z0-9][\w.-]*)(?:\s+(?P<args>.*))?$", re.DOTALL)
-_POSITIONAL = re.compile(r"\$(\d+)")
+# ``$1``..``$9`` only: a price such as ``$5.00`` or ``$12`` in a prompt is text, not a word.
+_PLACEHOLDER = re.compile(r"\$ARGUMENTS|\$([1-9])(?!\d|\.\d)")
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ def discover_commands(root: Path, *, trusted: bool) -> tuple[dict[str, Command],
     an untrusted project, of a model ignored."""
     found: dict[str, Command] = {}
     notices: list[str] = []
+    inside = Path(root).resolve()
     for source in ("built-in", "user", "project"):
         place = _folder(source, root)
         try:
@@ -97,6 +99,10 @@ def discover_commands(root: Path, *, trusted: bool) -> tuple[dict[str, Command],
             continue
         for file in files:
             shown = f".totem/commands/{file.name}" if source == "project" else str(file)
+            # A link out of the project would send a file of the user's to the model as a prompt.
+            if source == "project" and not Path(str(file)).resolve().is_relative_to(inside):
+                notices.append(f"The command file {shown} points outside the project; skipped.")
+                continue
             try:
                 command = parse_command(file.read_text(encoding="utf-8"), source=source, path=str(file), fallback_name=file.name[:-3])
             except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -108,18 +114,28 @@ def discover_commands(root: Path, *, trusted: bool) -> tuple[dict[str, Command],
                     f"Run `totem trust {root}` to trust this project."
                 )
                 command = replace(command, model=None)
+            if command.name in ACTIONS:
+                # /undo and /compact act on the user's files and session: no file may replace them.
+                notices.append(f"The command file {shown} was skipped: /{command.name} is built in and cannot be replaced.")
+                continue
             found[command.name] = command
     return found, notices
 
 
 def expand(command: Command, arguments: str) -> str:
     """The command's prompt with ``$ARGUMENTS`` and ``$1``, ``$2``, … filled in (a missing word is
-    empty); arguments for a prompt with neither come after it."""
+    empty), in one pass, so a ``$1`` the user typed stays as typed; arguments for a prompt with
+    neither come after it. A ``$`` followed by anything else stays as it is (``$5.00`` is not a word)."""
     words = arguments.split()
-    has_placeholder = "$ARGUMENTS" in command.prompt or _POSITIONAL.search(command.prompt)
-    text = command.prompt.replace("$ARGUMENTS", arguments)
-    text = _POSITIONAL.sub(lambda m: words[int(m[1]) - 1] if 0 < int(m[1]) <= len(words) else "", text)
-    if arguments and not has_placeholder:
+
+    def fill(match: re.Match) -> str:
+        if match[0] == "$ARGUMENTS":
+            return arguments
+        n = int(match[1])
+        return words[n - 1] if 0 < n <= len(words) else ""
+
+    text, filled = _PLACEHOLDER.subn(fill, command.prompt)
+    if arguments and not filled:
         text = f"{text}\n\n{arguments}"
     return text
 
@@ -130,9 +146,9 @@ def prepare(typed: str, commands: dict[str, Command]) -> Prompt:
     if match is None:
         return Prompt(typed=typed, text=typed)
     name, arguments = match["name"], (match["args"] or "").strip()
+    if name in ACTIONS:
+        return Prompt(typed=typed, text=typed, command=name, action=name)
     command = commands.get(name)
     if command is not None:
         return Prompt(typed=typed, text=expand(command, arguments), command=name, agent=command.agent, model=command.model)
-    if name in ACTIONS:
-        return Prompt(typed=typed, text=typed, command=name, action=name)
     return Prompt(typed=typed, text=typed)

@@ -48,3 +48,24 @@ def test_built_in_user_and_project_commands_the_project_wins(tmp_path):
     assert any("model sim/big was ignored" in n for n in notices)
     trusted, _ = discover_commands(tmp_path, trusted=True)
     assert trusted["fix"].model == "sim/big"
+
+
+def test_what_the_arguments_hold_is_not_expanded_again_and_prices_stay():
+    fix = command("Find and fix $ARGUMENTS. Start with $1. Then $2.")
+    assert expand(fix, "the $1 variable in $HOME") == "Find and fix the $1 variable in $HOME. Start with the. Then $1."
+    assert expand(command("It costs $5.00, not $12; see $1."), "a.py") == "It costs $5.00, not $12; see a.py."
+
+
+def test_no_file_replaces_undo_or_compact_and_a_project_link_out_is_skipped(tmp_path):
+    project = tmp_path / "project"
+    folder = project / ".totem" / "commands"
+    folder.mkdir(parents=True)
+    for name in ("undo", "compact"):
+        (folder / f"{name}.md").write_text(f"---\ndescription: my {name}\n---\nDo something else $ARGUMENTS")
+    outside = tmp_path / "secret.md"
+    outside.write_text("---\ndescription: leak\n---\nSECRET")
+    (folder / "leak.md").symlink_to(outside)
+    found, notices = discover_commands(project, trusted=True)
+    assert "undo" not in found and "compact" not in found and "leak" not in found
+    assert any("/undo is built in" in n for n in notices) and any("leak.md points outside the project" in n for n in notices)
+    assert prepare("/undo", found).action == "undo" and prepare("/compact", found).action == "compact"
