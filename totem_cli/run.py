@@ -101,6 +101,7 @@ async def _compact(runtime, session_id: str | None) -> int:
 
 
 async def _abort_on_interrupt(turn, scope: anyio.CancelScope) -> None:
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    # SIGHUP: the terminal closed. Left to its default, it would end the process with its jobs alive.
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         async for _ in signals:
             turn.abort()

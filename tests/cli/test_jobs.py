@@ -1,6 +1,6 @@
 """Background jobs through the real ``totem run`` (issue 19): a loopback HTTP server started as a
 job, reached by a later ``bash`` call, its log read, stopped; nothing of it left in the process
-table after the run, however the run ends (a job still running, Ctrl-C during a ``wait``)."""
+table after the run, however the run ends (a job still running, Ctrl-C or a closed terminal during a ``wait``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import subprocess
 import textwrap
 import time
 from pathlib import Path
+
+import pytest
 
 from tests.support.model_server import text_reply, tool_reply
 
@@ -117,7 +119,8 @@ def test_a_run_that_ends_with_a_job_still_running_leaves_nothing(totem):
     assert none_left(totem.project) == []
 
 
-def test_ctrl_c_during_a_jobs_wait_exits_130_with_nothing_left(totem):
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGHUP], ids=["SIGINT", "SIGHUP"])  # Ctrl-C, and the terminal closed
+def test_an_interrupt_during_a_jobs_wait_exits_130_with_nothing_left(totem, sent):
     sample_project(totem.project)
     totem.server.enqueue(tool_reply([("job", {"action": "start", "command": "python3 serve.py"})]))
     totem.server.enqueue(tool_reply([("job", {"action": "wait", "id": "job1", "timeout": 600})]))
@@ -134,7 +137,7 @@ def test_ctrl_c_during_a_jobs_wait_exits_130_with_nothing_left(totem):
             break
     assert seen[-1]["kind"] == "toolStart", seen
     assert any("serve.py" in cmd for cmd in running_in(totem.project))
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sent)
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
     events = seen + [json.loads(line) for line in stdout.splitlines()]
