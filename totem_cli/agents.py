@@ -103,18 +103,24 @@ def _new(root: Path, args: argparse.Namespace, agents) -> int:
 
 def _edit(root: Path, definition) -> int:
     import shlex
+    import shutil
     import subprocess
     from dataclasses import replace
 
     from totem_engine.agents import save_agent
 
+    # The editor is checked before a built-in is copied: a copy replaces the built-in for good.
+    editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "")
+    if not editor or shutil.which(editor[0]) is None:
+        where = f"{editor[0]!r} (from $VISUAL or $EDITOR) is not a command here" if editor else "set $EDITOR to edit"
+        print(f"totem: {where}; the file is {definition.path or 'built in'}", file=sys.stderr)
+        return EXIT_REFUSED
     if definition.source == "built-in":
         path = save_agent(root, replace(definition, source="user-project"))
         print(f"copied the built-in {definition.name} to {path}, which now replaces it", file=sys.stderr)
     else:
         path = Path(definition.path)
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-    if not editor:
-        print(f"totem: set $EDITOR to edit; the file is {path}", file=sys.stderr)
-        return EXIT_REFUSED
-    return subprocess.call([*shlex.split(editor), str(path)])
+    code = subprocess.call([*editor, str(path)])
+    if code != 0:
+        print(f"totem: the editor {editor[0]} exited with {code}; the file is {path}", file=sys.stderr)
+    return code

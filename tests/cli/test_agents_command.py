@@ -44,3 +44,12 @@ def test_new_show_edit_list_and_remove(totem, tmp_path):
     assert agents(totem, "remove", "general").returncode == 1  # built in
     assert agents(totem, "show", "nobody").returncode == 2
     assert agents(totem, "new", "bad name").returncode == 2
+
+
+def test_edit_with_a_missing_editor_says_so_and_copies_nothing(totem):
+    missing = agents(totem, "edit", "explore", env={"EDITOR": "nosuch-editor-xyz --wait", "VISUAL": ""})
+    assert missing.returncode == 1 and "'nosuch-editor-xyz' (from $VISUAL or $EDITOR) is not a command" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    assert "explore\tbuilt-in\t" in agents(totem, "list").stdout  # the built-in was not copied
+    failed = agents(totem, "edit", "general", env={"EDITOR": "false", "VISUAL": ""})
+    assert failed.returncode == 1 and "the editor false exited with 1" in failed.stderr
