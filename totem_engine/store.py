@@ -666,7 +666,7 @@ class Store:
         """A new session holding copies of the messages up to and including ``at_message_id``.
 
         Copies get new ids but the same order, content and timestamps (discarded parts stay
-        discarded); the new session copies title, model, mode, cwd and meta, and records
+        discarded; a checkpoint part's ``covers`` names the copy of the message it covered); the new session copies title, model, mode, cwd and meta, and records
         ``parent_id`` and ``forked_from_message``. Raises ``SessionNotFound``, or
         ``MessageNotFound`` when the message is not in that session.
         """
@@ -709,11 +709,14 @@ class Store:
                 " ORDER BY messages.seq, parts.seq",
                 (session_id, at["seq"]),
             ).fetchall():
+                data = row["data"]
+                if row["type"] == "checkpoint":
+                    data = _covers_copied(data, new_message_ids)
                 conn.execute(
                     "INSERT INTO parts (id, message_id, session_id, seq, type, data, status,"
                     " discarded, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (new_id("prt"), new_message_ids[row["message_id"]], fork.id, row["seq"],
-                     row["type"], row["data"], row["status"], row["discarded"],
+                     row["type"], data, row["status"], row["discarded"],
                      row["created_at"], row["updated_at"]),
                 )
         return fork
@@ -721,3 +724,16 @@ class Store:
     async def close(self) -> None:
         """Close the connection; later calls raise ``RuntimeError``. Safe to call twice."""
         await self._db.close()
+
+
+def _covers_copied(data: str, new_ids: dict[str, str]) -> str:
+    """A compaction checkpoint part (compaction/checkpoints.py) as a fork copies it: the message it
+    ``covers`` named by its copy's id, or a fork would replay the whole history again."""
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return data
+    if isinstance(value, dict) and value.get("covers") in new_ids:
+        value["covers"] = new_ids[value["covers"]]
+        return _dumps(value)
+    return data

@@ -198,6 +198,18 @@ async def test_export_is_json_with_camel_case_keys_and_discarded_parts(store: St
     assert {"messageId", "createdAt", "updatedAt"} <= set(part)
 
 
+async def test_a_fork_keeps_its_checkpoints_covering_its_own_copies(store: Store):
+    session_id, user, assistant = await _session_with_turn(store)
+    mark = await store.add_message(session_id, "assistant", turn_id="checkpoint")
+    await store.add_part(mark, "checkpoint", {"text": "summary", "covers": assistant, "messages": 2})
+
+    fork = await store.fork(session_id, mark)
+    copied = await store.messages(fork.id)
+    [part] = copied[-1].parts
+    assert part.data == {"text": "summary", "covers": copied[1].id, "messages": 2}
+    assert copied[1].id != assistant
+
+
 async def test_fork_copies_history_up_to_the_message_with_new_ids(store: Store):
     session_id, user, assistant = await _session_with_turn(store)
     await store.update_session(session_id, title="Greeting", meta={"k": 1})
