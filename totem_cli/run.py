@@ -95,7 +95,8 @@ async def _compact(runtime, session_id: str | None) -> int:
     if checkpoint is None:
         print("nothing new to compact")
     else:
-        print(f"compacted {checkpoint.messages} messages of session {session_id} into a checkpoint:")
+        count = f"{checkpoint.messages} message{'s' if checkpoint.messages != 1 else ''}"
+        print(f"compacted {count} of session {session_id} into a checkpoint:")
         print(checkpoint.text)
     return 0
 

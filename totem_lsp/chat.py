@@ -182,7 +182,8 @@ async def _act(action: str, session: Session | None, runtime: Runtime) -> ChatRe
     else:
         checkpoint = await runtime.compact(session.id)
         text = (
-            f"Compacted: {checkpoint.messages} messages are summarised; the next turn starts from the summary."
+            f"Compacted: {checkpoint.messages} message{'s are' if checkpoint.messages != 1 else ' is'} summarised;"
+            " the next turn starts from the summary."
             if checkpoint is not None else "Nothing new to compact."
         )
     return ChatResult(session_id=session.id, stop_reason="finished", text=text)
