@@ -17,10 +17,16 @@ from totem_engine.providers.framing import NDJSONDecoder
 SSE_PARSERS = {"openai": openai.parse_stream, "anthropic": anthropic.parse_stream, "gemini": gemini.parse_stream}
 
 
+def refused(error: ProviderError) -> None:
+    """A refused stream: the error says why (the turn shows it to the user)."""
+    assert str(error).strip(), f"{type(error).__name__} with no message"
+
+
 def run_sse(vendor: str, payloads: list[str]) -> None:
     try:
         chunks = collect(SSE_PARSERS[vendor](aiter(payloads)))
-    except ProviderError:
+    except ProviderError as error:
+        refused(error)
         return
     check_answer(chunks)
 
@@ -37,13 +43,15 @@ def run_ndjson(lines: list[str], cuts: list[int]) -> None:
             start = cut
         values += decoder.finish()
         chunks = collect(ollama.parse_stream(aiter(values)))
-    except ProviderError:
+    except ProviderError as error:
+        refused(error)
         return
     check_answer(chunks)
 
 
 def test_every_seed_stream_is_an_answer():
     # The mutations start from good streams: if a seed were refused, they would test nothing.
+    assert all(SEEDS[vendor] for vendor in [*SSE_PARSERS, "ollama"])
     for vendor in SSE_PARSERS:
         for stream in SEEDS[vendor]:
             check_answer(collect(SSE_PARSERS[vendor](aiter(stream))))
