@@ -42,7 +42,7 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager, nullcontext
 from typing import Any
 
 import anyio
@@ -386,17 +386,12 @@ class _Bounded(httpx.AsyncByteStream):
     async def __aiter__(self) -> AsyncIterator[bytes]:
         chunks = self.inner.__aiter__()
         while True:
-            if time.monotonic() < self.guard_from:
+            far = time.monotonic() < self.guard_from
+            with nullcontext() if far else _within(self.ends, self.limit, self.url, self.secrets):
                 try:
                     chunk = await chunks.__anext__()
                 except StopAsyncIteration:
                     return
-            else:
-                with _within(self.ends, self.limit, self.url, self.secrets):
-                    try:
-                        chunk = await chunks.__anext__()
-                    except StopAsyncIteration:
-                        return
             yield chunk
 
     async def aclose(self) -> None:
