@@ -103,6 +103,10 @@ class Service:
     async def models(self) -> list[dict[str, Any]]:
         with _engine_errors():
             runtime = await self.projects.runtime(self.projects.roots()[0])
+        try:
+            default = self.projects.default_model(runtime)
+        except ConfigError:
+            default = None
         found = []
         for name in runtime.config.providers:
             try:
@@ -117,6 +121,7 @@ class Service:
                     "tools": m.tools,
                     "reasoning": m.reasoning,
                     "vision": m.vision,
+                    "default": f"{name}/{m.id}" == default,
                 }
                 for m in listed
             ]

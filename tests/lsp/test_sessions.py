@@ -82,6 +82,9 @@ async def test_models_and_set_model(editor):
     by_id = {m["id"]: m for m in models}
     assert {"sim/test-model", "sim/other-model"} <= set(by_id)
     assert by_id["sim/test-model"]["provider"] == "sim"
+    # The config's model is the one new sessions use: a client names it before the first turn.
+    assert by_id["sim/test-model"]["default"] is True
+    assert by_id["sim/other-model"]["default"] is False
 
     editor.model.enqueue(text_reply("hi"))
     result = await asyncio.wait_for(editor.request("totem/chat", {"text": "hi"}), WAIT)
@@ -102,6 +105,12 @@ async def test_models_and_set_model(editor):
     assert "nowhere" in str(caught.value)
     [listed] = await call(editor, "totem/sessions", None)
     assert listed["model"] == "sim/other-model"  # unchanged
+
+    # Without a session: the model for new sessions, and now the default.
+    await call(editor, "totem/setModel", {"model": "sim/other-model"})
+    by_id = {m["id"]: m for m in await call(editor, "totem/models", None)}
+    assert by_id["sim/other-model"]["default"] is True
+    assert by_id["sim/test-model"]["default"] is False
 
 
 async def test_a_busy_session_refuses_a_second_turn(editor):
