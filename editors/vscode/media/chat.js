@@ -4,7 +4,8 @@
   const $ = (id) => document.getElementById(id);
   const messages = $("messages");
   const input = $("input");
-  let opened = new Set();
+  // Follow the end while the user has not scrolled up (set by the user's own scrolling).
+  let follow = true;
   let commands = []; // the slash commands: {name, description}
   let matches = []; // the completions shown
   let selected = 0;
@@ -14,7 +15,52 @@
     if (!text) return;
     vscode.postMessage({ type: "send", text });
     input.value = "";
+    // The message the user sends is scrolled to, and the chat follows the answer again.
+    follow = true;
   }
+
+  const atEnd = () => messages.scrollHeight - messages.scrollTop - messages.clientHeight < 24;
+  function toEnd() {
+    if (follow) messages.scrollTop = messages.scrollHeight;
+  }
+  messages.addEventListener("scroll", () => {
+    follow = atEnd();
+  });
+  // The permission panel or the todos appearing make the list shorter: keep the end in view.
+  new ResizeObserver(toEnd).observe(messages);
+
+  /** Make `target`'s children those of `source`, touching only what differs: a streamed chunk
+   * appends to the text it extends, so a selection elsewhere (or in the text so far) survives.
+   * A details block keeps the open state the user gave it. */
+  function morph(target, source) {
+    const want = Array.from(source.childNodes);
+    for (let i = 0; i < want.length; i++) {
+      const next = want[i];
+      const have = target.childNodes[i];
+      if (!have) {
+        target.appendChild(next.cloneNode(true));
+      } else if (have.nodeType === Node.TEXT_NODE && next.nodeType === Node.TEXT_NODE) {
+        const old = have.data;
+        if (old === next.data) continue;
+        if (next.data.startsWith(old)) have.appendData(next.data.slice(old.length));
+        else have.data = next.data;
+      } else if (have.nodeType === Node.ELEMENT_NODE && next.nodeType === Node.ELEMENT_NODE && have.nodeName === next.nodeName) {
+        if (have.isEqualNode(next)) continue;
+        for (const attr of Array.from(have.attributes)) {
+          if (!next.hasAttribute(attr.name) && attr.name !== "open") have.removeAttribute(attr.name);
+        }
+        for (const attr of Array.from(next.attributes)) {
+          if (attr.name === "open") continue; // the user's choice, once shown
+          if (have.getAttribute(attr.name) !== attr.value) have.setAttribute(attr.name, attr.value);
+        }
+        morph(have, next);
+      } else {
+        target.replaceChild(next.cloneNode(true), have);
+      }
+    }
+    while (target.childNodes.length > want.length) target.removeChild(target.lastChild);
+  }
+  const template = document.createElement("template");
 
   // Slash commands: a chip puts "/name " in the box; typing "/" and a word lists the commands
   // it starts (Tab, Enter or a click takes the selected one; Escape closes the list).
@@ -108,20 +154,24 @@
       vscode.postMessage({ type: "answer", outcome: button.dataset.outcome, feedback: !!button.dataset.feedback }),
     );
   }
-  messages.addEventListener("toggle", (e) => {
-    const key = e.target.dataset && e.target.dataset.key;
-    if (!key) return;
-    if (e.target.open) opened.add(key);
-    else opened.delete(key);
-  }, true);
+  messages.addEventListener("click", (e) => {
+    const button = e.target.closest && e.target.closest("button");
+    if (!button) return;
+    if (button.classList.contains("copy")) {
+      const code = button.parentElement.querySelector("code");
+      vscode.postMessage({ type: "copy", text: code ? code.textContent : "" });
+      button.textContent = "Copied";
+      setTimeout(() => (button.textContent = "Copy"), 1500);
+    } else if (button.classList.contains("retry")) {
+      follow = true;
+      vscode.postMessage({ type: "send", text: button.dataset.text });
+    }
+  });
 
   function draw(state) {
-    const atBottom = messages.scrollHeight - messages.scrollTop - messages.clientHeight < 40;
-    messages.innerHTML = state.html;
-    for (const details of messages.querySelectorAll("details[data-key]")) {
-      if (opened.has(details.dataset.key)) details.open = true;
-    }
-    if (atBottom) messages.scrollTop = messages.scrollHeight;
+    template.innerHTML = state.html;
+    morph(messages, template.content);
+    toEnd();
     $("todos").innerHTML = state.todos;
     $("title").textContent = state.title;
     $("state").textContent = state.status;
@@ -132,6 +182,21 @@
     if (state.pending && state.pending.kind === "permission") {
       pending.hidden = false;
       $("pending-title").textContent = "Totem wants to: " + state.pending.title;
+      const files = state.pending.files || [];
+      const list = $("pending-files");
+      list.hidden = files.length < 2;
+      $("pending-count").textContent = files.length + " files in this change:";
+      $("pending-list").replaceChildren(
+        ...files.map((f) => {
+          const item = document.createElement("li");
+          item.textContent = f;
+          return item;
+        }),
+      );
+      $("accept").textContent = files.length > 1 ? "Accept all " + files.length + " files" : "Accept";
+      $("always").textContent = state.pending.always ? "Always (" + state.pending.always + ")" : "Always";
+      $("always").title = state.pending.always ? "Allow, and add the session rule " + state.pending.always : "";
+      toEnd();
     } else {
       pending.hidden = true;
     }

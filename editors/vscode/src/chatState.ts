@@ -8,14 +8,36 @@ export type Entry =
   | { type: "user"; text: string; context?: string }
   | { type: "text"; partId: string; step: number; text: string }
   | { type: "reasoning"; partId: string; step: number; text: string }
-  | { type: "tool"; callId: string; tool: string; title: string; status?: string; summary?: string; decision?: string; thread?: AgentThread }
+  | {
+      type: "tool";
+      callId: string;
+      tool: string;
+      title: string;
+      status?: string;
+      summary?: string;
+      decision?: string;
+      thread?: AgentThread;
+      /** What a command printed (bash, job): shown folded under the tool line. */
+      output?: string;
+      /** The user's words with a rejection, as the model got them. */
+      feedback?: string;
+    }
   | { type: "notice"; level: string; message: string }
-  | { type: "error"; errorClass: string; message: string }
+  | { type: "error"; errorClass: string; message: string; hint?: string; retry?: string }
   | { type: "end"; model: string; stopReason: StopReason };
 
-export type TurnState = "idle" | "thinking" | "tool" | "waiting";
+export type TurnState = "idle" | "working" | "thinking" | "answering" | "tool" | "waiting";
 
-export interface PendingAsk { callId: string; title: string; kind: "permission" | "question"; diff?: string }
+export interface PendingAsk {
+  callId: string;
+  title: string;
+  kind: "permission" | "question";
+  diff?: string;
+  /** The files of a change (its Accept means all of them). */
+  files?: string[];
+  /** What "Always" stores, for the button: "bash python3", "edit src/*". */
+  always?: string;
+}
 
 export class ChatState {
   sessionId: string | undefined;
@@ -53,8 +75,9 @@ export class ChatState {
   /** The user sent `text` (about `context`, a label such as "app.py:3-7"); the turn's events follow. */
   beginTurn(text: string, context?: string): void {
     this.entries.push({ type: "user", text, context });
+    if (!this.title) this.title = sessionTitle(text);
     this.busy = true;
-    this.turnState = "thinking";
+    this.turnState = "working";
     this.awaitingSession = this.sessionId === undefined;
     this.turnStartIndex = this.entries.length;
   }
@@ -95,7 +118,7 @@ export class ChatState {
     switch (event.kind) {
       case "turnStart":
         this.busy = true;
-        this.turnState = "thinking";
+        this.turnState = "working";
         this.model = event.model;
         this.step = 1;
         this.turnStartIndex = this.entries.length;
@@ -106,7 +129,7 @@ export class ChatState {
         const last = this.findPart(event.partId);
         if (last && last.type === type) last.text += event.text;
         else this.entries.push({ type, partId: event.partId, step: this.step, text: event.text });
-        this.turnState = "thinking";
+        this.turnState = type === "reasoning" ? "thinking" : "answering";
         return true;
       }
       case "stepEnd":
@@ -135,14 +158,11 @@ export class ChatState {
       }
       case "toolEnd": {
         const tool = this.findTool(event.callId);
-        if (tool) {
-          tool.status = event.status;
-          tool.summary = event.summary;
-        } else {
-          this.entries.push({ type: "tool", callId: event.callId, tool: event.tool, title: event.tool, status: event.status, summary: event.summary });
-        }
+        const shown = { status: event.status, summary: event.summary, ...callResult(event.tool, event.output, (event as any).feedback) };
+        if (tool) Object.assign(tool, shown);
+        else this.entries.push({ type: "tool", callId: event.callId, tool: event.tool, title: event.tool, ...shown });
         if (this.pending?.callId === event.callId) this.pending = undefined;
-        this.turnState = "thinking";
+        this.turnState = "working";
         return true;
       }
       case "todo":
@@ -152,7 +172,13 @@ export class ChatState {
         this.entries.push({ type: "notice", level: event.level, message: event.message });
         return true;
       case "error":
-        this.entries.push({ type: "error", errorClass: event.errorClass, message: event.message });
+        this.entries.push({
+          type: "error",
+          errorClass: event.errorClass,
+          message: event.message,
+          hint: (event as any).hint ?? errorHint(event.errorClass, this.model),
+          retry: this.lastUserText(),
+        });
         return true;
       case "turnEnd":
         this.entries.push({ type: "end", model: event.model, stopReason: event.stopReason });
@@ -178,14 +204,33 @@ export class ChatState {
     this.turnState = pending ? "waiting" : this.busy ? "tool" : "idle";
   }
 
+  /** The last message the user sent (what "Retry" sends again). */
+  lastUserText(): string | undefined {
+    for (let i = this.entries.length - 1; i >= 0; i--) {
+      const e = this.entries[i];
+      if (e.type === "user") return e.text;
+    }
+    return undefined;
+  }
+
   /** Replace the chat with a stored session. */
   load(history: SessionHistory): void {
     this.reset();
     this.sessionId = history.sessionId;
     this.title = sessionTitle(history.title);
     let step = 0;
+    // One footer per turn, as the live chat shows it: a turn is the assistant messages (one a
+    // step) between two user messages.
+    let model: string | undefined;
+    const footer = () => {
+      if (!model) return;
+      this.model = model;
+      this.entries.push({ type: "end", model, stopReason: "finished" });
+      model = undefined;
+    };
     for (const message of history.messages) {
       if (message.role === "user") {
+        footer();
         const text = message.parts
           .filter((p) => p.type === "text" && !p.discarded)
           .map((p) => String(p.data?.typed ?? p.data?.text ?? "")) // typed: a slash command as the user wrote it
@@ -194,7 +239,6 @@ export class ChatState {
         this.entries.push({ type: "user", text: body, context });
         continue;
       }
-      let model: string | undefined;
       for (const part of message.parts) {
         if (part.discarded) continue;
         const data = part.data ?? {};
@@ -217,6 +261,7 @@ export class ChatState {
               status: part.status ?? undefined,
               summary: data.summary,
               thread: storedThread(data.thread),
+              ...callResult(String(data.tool ?? ""), typeof data.output === "string" ? data.output : undefined, data.feedback),
             });
             if (data.tool === "todo" && Array.isArray(data.input?.todos)) this.todos = data.input.todos;
             break;
@@ -228,11 +273,8 @@ export class ChatState {
             break;
         }
       }
-      if (model) {
-        this.model = model;
-        this.entries.push({ type: "end", model, stopReason: "finished" });
-      }
     }
+    footer();
   }
 
   /** All visible text, for tests and for copying: user messages, answers, tool lines. */
@@ -243,9 +285,12 @@ export class ChatState {
       else if (e.type === "text") lines.push(e.text);
       else if (e.type === "tool") {
         lines.push(toolLine(e));
+        if (e.feedback) lines.push(`  feedback: ${e.feedback}`);
+        if (e.output) lines.push(...e.output.split("\n").map((l) => `  │ ${l}`));
         if (e.thread) lines.push(...threadLines(e.thread).map((l) => `  │ ${l}`));
       }
-      else if (e.type === "notice" || e.type === "error") lines.push(e.message);
+      else if (e.type === "notice") lines.push(e.message);
+      else if (e.type === "error") lines.push(e.hint ? `${e.message}\n${e.hint}` : e.message);
       else if (e.type === "end") lines.push(`— ${e.model}`);
     }
     return lines.join("\n");
@@ -290,8 +335,33 @@ export function sessionTitle(title: string): string {
   return text.split("\n")[0].trim();
 }
 
+/** The tools whose output is shown under their line: what a command printed. */
+const SHOWS_OUTPUT = new Set(["bash", "job"]);
+
+/** What a call's result adds to its line: a command's output, a rejection's feedback (the
+ * server's `feedback` when it sends one, else read from the refusal the model got). */
+export function callResult(tool: string, output: string | undefined, feedback?: unknown): { output?: string; feedback?: string } {
+  const result: { output?: string; feedback?: string } = {};
+  if (typeof feedback === "string" && feedback) result.feedback = feedback;
+  else if (output) {
+    const said = /^The user rejected this action\. Their feedback: ([\s\S]*)$/.exec(output);
+    if (said) result.feedback = said[1].trim();
+  }
+  if (output && SHOWS_OUTPUT.has(tool) && !result.feedback && !output.startsWith("The user rejected")) result.output = output;
+  return result;
+}
+
+/** What fixes an error, when the error says: for a refused key, the provider of `model` and
+ * where its key goes (docs/config.md, API keys). */
+export function errorHint(errorClass: string, model: string | undefined): string | undefined {
+  if (errorClass !== "AuthenticationError") return undefined;
+  const provider = model?.split("/")[0];
+  if (!provider) return "Check the provider's api_key in the config, or run `totem auth set NAME`.";
+  return `The provider ${provider} refused the key: set api_key in [providers.${provider}] of the config, or run \`totem auth set ${provider}\`.`;
+}
+
 /** The status bar text: "Totem: sim/test-model · thinking". */
 export function statusText(model: string | undefined, state: TurnState): string {
-  const label = { idle: "idle", thinking: "thinking", tool: "running a tool", waiting: "waiting for you" }[state];
+  const label = { idle: "idle", working: "working", thinking: "thinking", answering: "answering", tool: "running a tool", waiting: "waiting for you" }[state];
   return `${model ?? "default model"} · ${label}`;
 }

@@ -10,6 +10,7 @@ export type ViewMessage =
   | { type: "sessions" }
   | { type: "newChat" }
   | { type: "answer"; outcome: "allow_once" | "allow_always" | "reject_once" | "reject_always"; feedback?: boolean }
+  | { type: "copy"; text: string }
   | { type: "ready" };
 
 export class ChatView implements vscode.WebviewViewProvider {
@@ -76,9 +77,10 @@ export class ChatView implements vscode.WebviewViewProvider {
   <div id="todos"></div>
   <div id="pending" hidden>
     <div id="pending-title"></div>
+    <div id="pending-files" hidden><div id="pending-count"></div><ul id="pending-list"></ul></div>
     <div class="buttons">
-      <button data-outcome="allow_once">Accept</button>
-      <button data-outcome="allow_always" class="secondary">Always</button>
+      <button id="accept" data-outcome="allow_once">Accept</button>
+      <button id="always" data-outcome="allow_always" class="secondary">Always</button>
       <button data-outcome="reject_once" class="secondary">Reject</button>
       <button data-outcome="reject_once" data-feedback="1" class="secondary">Reject with feedback…</button>
     </div>

@@ -133,6 +133,7 @@ export class TotemExtension implements vscode.Disposable {
     const warning = protocolWarning(client.initializeResult);
     if (warning) void vscode.window.showWarningMessage(warning);
     void this.refreshCommands(totem);
+    void this.lookUpDefaultModel(totem);
     return totem;
   }
 
@@ -207,6 +208,21 @@ export class TotemExtension implements vscode.Disposable {
       this.refresh(true);
     } catch (error) {
       this.output.appendLine(`totem/commands failed: ${errorMessage(error)}`);
+    }
+  }
+
+  /** The model new sessions use, for the status bar before the first turn (`default` of totem/models). */
+  private async lookUpDefaultModel(totem: TotemClient): Promise<void> {
+    try {
+      this.models = await totem.models();
+      const found = this.models.find((m) => m.default);
+      if (found && !this.state.sessionId && !this.state.busy && !settings().model) {
+        this.state.model = found.id;
+        if (found.contextWindow) this.state.contextWindow = found.contextWindow;
+        this.refresh(true);
+      }
+    } catch (error) {
+      this.output.appendLine(`totem/models failed: ${errorMessage(error)}`);
     }
   }
 
@@ -349,8 +365,8 @@ export class TotemExtension implements vscode.Disposable {
       const items: Item[] = [
         { label: "$(add) New chat" },
         ...list.map((s) => ({
-          label: sessionTitle(s.title) || "(untitled)",
-          description: s.model,
+          label: (s.sessionId === this.state.sessionId ? "$(check) " : "") + (sessionTitle(s.title) || "(untitled)"),
+          description: s.sessionId === this.state.sessionId ? `${s.model} · current` : s.model,
           detail: new Date(s.updatedAt * 1000).toLocaleString(),
           sessionId: s.sessionId,
         })),
@@ -379,6 +395,7 @@ export class TotemExtension implements vscode.Disposable {
     this.state.reset();
     this.state.model = model;
     this.refresh(true);
+    void this.view.reveal();
   }
 
   /** The agents panel: the agents the `task` tool can start, with their source; the one picked
@@ -410,12 +427,20 @@ export class TotemExtension implements vscode.Disposable {
       const totem = await this.start();
       const models = await totem.models();
       this.models = models;
+      const current = this.state.model;
+      const items = models.map((m) => ({
+        label: (m.id === current ? "$(check) " : "") + m.id,
+        id: m.id,
+        description: [m.id === current ? "current" : "", m.contextWindow ? `${m.contextWindow.toLocaleString("en-US")} tokens` : ""].filter(Boolean).join(" · ") || undefined,
+      }));
+      // The current one first, so Enter keeps it.
+      items.sort((a, b) => Number(b.id === current) - Number(a.id === current));
       const picked = await vscode.window.showQuickPick(
-        models.map((m) => ({ label: m.id, description: m.contextWindow ? `${m.contextWindow.toLocaleString("en-US")} tokens` : undefined })),
+        items,
         { title: "Totem model", placeHolder: this.state.sessionId ? "For this session" : "For new sessions" },
       );
       if (!picked) return;
-      const result = await totem.setModel(picked.label, this.state.sessionId);
+      const result = await totem.setModel(picked.id, this.state.sessionId);
       this.state.model = result.model;
       this.refresh(true);
     } catch (error) {
@@ -441,6 +466,10 @@ export class TotemExtension implements vscode.Disposable {
         return this.sessions();
       case "newChat":
         return this.newChat();
+      case "copy":
+        await vscode.env.clipboard.writeText(m.text);
+        void vscode.window.setStatusBarMessage("Totem: code copied", 2000);
+        return;
       case "answer": {
         let feedback: string | undefined;
         if (m.feedback) {

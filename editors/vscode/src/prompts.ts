@@ -14,6 +14,7 @@ import type {
   TrustAnswer,
   TrustParams,
 } from "./protocol";
+import type { PendingAsk } from "./chatState";
 
 export const PROPOSED_SCHEME = "totem-proposed";
 
@@ -48,7 +49,7 @@ interface Waiting {
 
 /** Hooks the prompts report to, so the chat view and status bar can show what is waiting. */
 export interface PromptHooks {
-  pendingChanged(pending: { callId: string; title: string; kind: "permission" | "question"; diff?: string } | undefined): void;
+  pendingChanged(pending: PendingAsk | undefined): void;
   log(message: string): void;
 }
 
@@ -65,7 +66,7 @@ export class Prompts implements TotemUi, vscode.Disposable {
 
   async permission(params: PermissionParams): Promise<PermissionAnswer> {
     if (params.proposed && params.proposed.length) return this.editPermission(params);
-    this.hooks.pendingChanged({ callId: params.callId, title: params.title, kind: "permission", diff: params.diff });
+    this.hooks.pendingChanged(pendingOf(params));
     try {
       return await this.modalPermission(params);
     } finally {
@@ -74,7 +75,7 @@ export class Prompts implements TotemUi, vscode.Disposable {
   }
 
   private async modalPermission(params: PermissionParams): Promise<PermissionAnswer> {
-    const always = params.alwaysPattern === "*" ? "Allow always" : `Allow always (${params.alwaysPattern})`;
+    const always = `Allow always (${alwaysLabel(params)})`;
     const choices: [string, PermissionOutcome][] = [
       ["Allow once", "allow_once"],
       [always, "allow_always"],
@@ -97,9 +98,10 @@ export class Prompts implements TotemUi, vscode.Disposable {
     const answer = new Promise<PermissionAnswer>((resolve) => {
       this.waiting = { params, resolve, uris };
     });
-    this.hooks.pendingChanged({ callId: params.callId, title: params.title, kind: "permission", diff: params.diff });
+    this.hooks.pendingChanged(pendingOf(params));
     await vscode.commands.executeCommand("setContext", "totem.editPending", true);
-    for (const proposed of params.proposed ?? []) {
+    const all = params.proposed ?? [];
+    for (const [index, proposed] of all.entries()) {
       const fileUri = vscode.Uri.parse(proposed.uri);
       const right = this.content.add(fileUri, proposed.text, "proposed");
       uris.push(right);
@@ -111,7 +113,9 @@ export class Prompts implements TotemUi, vscode.Disposable {
         uris.push(left);
       }
       const name = fileUri.path.split("/").pop();
-      await vscode.commands.executeCommand("vscode.diff", left, right, `${name} ↔ Totem's proposal`, { preview: false });
+      // Each tab says it is one file of the change: Accept on any of them accepts them all.
+      const of = all.length > 1 ? ` (${index + 1} of ${all.length} files)` : "";
+      await vscode.commands.executeCommand("vscode.diff", left, right, `${name} ↔ Totem's proposal${of}`, { preview: false });
     }
     return answer;
   }
@@ -195,12 +199,31 @@ export class Prompts implements TotemUi, vscode.Disposable {
   }
 }
 
-function describeInput(params: PermissionParams): string {
+/** The chat view's panel for a permission: the title, the files of a change, what "Always" adds. */
+export function pendingOf(params: PermissionParams): PendingAsk {
+  const files = params.paths.length && params.permission !== "bash" ? params.paths : undefined;
+  return { callId: params.callId, title: params.title, kind: "permission", diff: params.diff, files, always: alwaysLabel(params) };
+}
+
+/** What "always" stores, for people: "bash python3", "edit *". The server stores one session
+ * rule, `permission` + `alwaysPattern` (docs/protocol.md). */
+export function alwaysLabel(params: PermissionParams): string {
+  return `${params.permission} ${params.alwaysPattern}`;
+}
+
+export function describeInput(params: PermissionParams): string {
   const input = params.input ?? {};
   const lines: string[] = [];
-  if (typeof input.command === "string") lines.push(`$ ${input.command}`);
+  // The command verbatim, quotes and all.
+  if (typeof input.command === "string") lines.push(`Command: ${input.command}`);
   else if (typeof input.url === "string") lines.push(input.url);
-  if (params.paths.length) lines.push(`Files: ${params.paths.join(", ")}`);
+  if (params.permission === "bash") {
+    // For a command, `paths` are the simple commands the rules are matched against.
+    if (params.paths.length) lines.push(`Command patterns: ${params.paths.join(" · ")}`);
+    lines.push(`"Allow always" adds the session rule: ${params.permission} ${params.alwaysPattern} (every command matching it)`);
+  } else if (params.paths.length) {
+    lines.push(`${params.paths.length === 1 ? "File" : `${params.paths.length} files`}: ${params.paths.join(", ")}`);
+  }
   if (params.diff) lines.push(params.diff.length > 2000 ? params.diff.slice(0, 2000) + "\n…" : params.diff);
   if (params.rule) lines.push(`Rule: ${params.rule.permission} ${params.rule.pattern} → ask (${params.rule.source})`);
   return lines.join("\n") || params.title;

@@ -45,6 +45,8 @@ export interface ModelInfo {
   tools: boolean | null;
   reasoning: boolean | null;
   vision: boolean | null;
+  /** The model a new session would use (servers before this field: absent). */
+  default?: boolean;
 }
 
 export interface FileChange { path: string; action: "restored" | "deleted" | "conflict"; reason?: string }
