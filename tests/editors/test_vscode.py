@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.editors.scenario import EDITED, NEW, OLD, ORIGINAL
-from tests.support.model_server import ModelServer, text_reply, tool_reply
+from tests.support.model_server import ModelServer, Reply, text_reply, tool_reply
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("TOTEM_TEST_CACHE") or Path.home() / ".cache" / "totem-test")
@@ -42,6 +42,35 @@ WHERE = "Where is the greeting built?"
 SUB_ANSWER = "The greeting is built in hello() of controllers/api.js."
 PARENT_ANSWER = "Found it: hello() in controllers/api.js builds the greeting."
 FIXED = "Fixed the login bug."
+# Then the rough edges of issue 25, in a new chat.
+LONG_Q = "Explain the project at length"
+FIRST_PARAGRAPH = "First paragraph: the project serves one route, GET /api/hello/."
+LONG_LAST = "That is the whole answer."
+LONG_ANSWER = "\n\n".join(
+    [FIRST_PARAGRAPH]
+    + [f"Paragraph {n}: more about how the handler builds its greeting and answers plain text." for n in range(2, 26)]
+    + [
+        "```python\ndef greet(name):\n    # say hello\n    return 'Hello ' + name\n```",
+        "| route | handler | method | answers | notes about the route | more notes | and more notes | last column |\n"
+        "|---|---|---|---|---|---|---|---|\n"
+        "| /api/hello/ | hello | GET | plain text | the greeting with the name | nothing else to add | really nothing | end |",
+        LONG_LAST,
+    ]
+)
+REASONING = "First I read the route.\nThen I read the handler."
+BASH_Q = "Run the checks"
+BASH_OK = "python3 -c 'print(42)'"
+BASH_FAIL = "python3 -c 'import sys; print(\"boom\"); sys.exit(3)'"
+BASH_ANSWER = "The first check printed 42, the second failed."
+PATCH_Q = "Add two notes"
+TWO_FILES = (
+    "--- /dev/null\n+++ b/notes/alpha.md\n@@ -0,0 +1 @@\n+alpha\n"
+    "--- /dev/null\n+++ b/notes/beta.md\n@@ -0,0 +1 @@\n+beta\n"
+)
+FEEDBACK = "Put both notes in README.md instead."
+PATCH_ANSWER = "Understood: no notes folder."
+AUTH_Q = "Try once more"
+RETRIED = "The key works again."
 
 
 def _totem() -> str:
@@ -165,6 +194,17 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         model.enqueue(text_reply(SUB_ANSWER, pieces=4))
         model.enqueue(text_reply(PARENT_ANSWER, pieces=3))
         model.enqueue(text_reply(FIXED, pieces=2))
+        # The rough edges: a slow long answer, two commands, a two-file patch, a 401 and its retry.
+        slow = text_reply(LONG_ANSWER, reasoning=REASONING, pieces=80)
+        slow.delay = 0.05
+        model.enqueue(slow)
+        model.enqueue(tool_reply([("bash", {"command": BASH_OK})]))
+        model.enqueue(tool_reply([("bash", {"command": BASH_FAIL})]))
+        model.enqueue(text_reply(BASH_ANSWER))
+        model.enqueue(tool_reply([("patch", {"patch": TWO_FILES})]))
+        model.enqueue(text_reply(PATCH_ANSWER))
+        model.enqueue(Reply(status=401, body=json.dumps({"error": {"message": "Incorrect API key provided"}})))
+        model.enqueue(text_reply(RETRIED))
 
         node_bin = str(Path(tools["NODE"]).parent)
         env = dict(
@@ -199,6 +239,7 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         try:
             _wait_http(f"http://127.0.0.1:{port}/healthz", server, log)
             docs_image = DOCS_IMAGE if (os.environ.get("TOTEM_DOCS_SCREENSHOTS") or not DOCS_IMAGE.exists()) else None
+            docs_dir = DOCS_IMAGE.parent if os.environ.get("TOTEM_DOCS_SCREENSHOTS") else None
             if docs_image:
                 docs_image.parent.mkdir(parents=True, exist_ok=True)
             args = {
@@ -213,11 +254,18 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
                 "subAgent": {"question": WHERE, "answer": PARENT_ANSWER},
                 "command": {"args": "the login bug", "answer": FIXED},
                 "agent": "reviewer",
+                "docsDir": str(docs_dir) if docs_dir else None,
+                "rough": {
+                    "long": {"question": LONG_Q, "firstParagraph": FIRST_PARAGRAPH, "last": LONG_LAST},
+                    "bash": {"question": BASH_Q, "answer": BASH_ANSWER},
+                    "patch": {"question": PATCH_Q, "feedback": FEEDBACK, "answer": PATCH_ANSWER},
+                    "auth": {"question": AUTH_Q, "answer": RETRIED},
+                },
             }
             drive = subprocess.run(
                 [tools["NODE"], str(ROOT / "tests" / "editors" / "vscode" / "drive.mjs"), json.dumps(args)],
                 env=dict(env, HOME=os.environ.get("HOME", str(home))),
-                capture_output=True, text=True, timeout=300,
+                capture_output=True, text=True, timeout=480,
             )
             (ARTIFACTS / "vscode-drive.log").write_text(drive.stderr)
             assert drive.returncode == 0, drive.stderr[-3000:]
@@ -275,10 +323,74 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         assert seen["afterChip"] == "/fix "
         assert seen["completions"] and seen["completions"][0].startswith("/fix") and "Fix a bug" in seen["completions"][0], seen["completions"]
         assert seen["afterTab"] == "/fix "
-        assert model.requests[-1]["messages"][-1]["content"].endswith("Find and fix the login bug."), model.requests[-1]["messages"][-1]
+        assert any(str(r["messages"][-1]["content"]).endswith("Find and fix the login bug.") for r in model.requests)
         assert "/fix the login bug" in seen["chatAfterCommand"] and FIXED in seen["chatAfterCommand"]
         # The agents panel lists the project's agent with its source, and opened its file.
         assert any(a.startswith("reviewer, project, Reviews a change") for a in seen["agents"]), seen["agents"]
         assert any(a.startswith("explore, built-in") for a in seen["agents"]), seen["agents"]
         assert "reviewer.md" in seen["agentTab"], seen["agentTab"]
+        _assert_rough_edges(seen, project, model)
         assert model.pending == 0
+
+
+def _assert_rough_edges(seen: dict, project: Path, model: ModelServer) -> None:
+    """What issue 25 asked of the VS Code chat, as the user saw it."""
+    r = seen["rough"]
+    # Before the first turn the status bar names the model, not "default model".
+    assert "sim/test-model · idle" in seen["statusBefore"], seen["statusBefore"]
+    # "New Chat" from the palette revealed the (closed) chat view, empty.
+    assert r["newChatVisible"] and r["newChatEmpty"] and r["newChatTitle"] == "New chat", r
+    # During the turn: the header shows the session's title; "answering" while text streams.
+    assert r["titleDuringTurn"] == LONG_Q
+    assert "answering" in " ".join(r["statesDuringTurn"]), r["statesDuringTurn"]
+    assert not any(s.endswith("· thinking") for s in r["statesDuringTurn"]), r["statesDuringTurn"]
+    # A selection made while the answer streamed survived the chunks that followed.
+    assert r["selected"].strip() == FIRST_PARAGRAPH
+    assert r["grewWhileSelected"], "the answer did not stream while the text was selected"
+    assert r["selectedAfterChunks"] == r["selected"]
+    # After a long answer the end is in view: the chat followed it.
+    assert r["scrolledAfterLong"] > 500 and r["gapAfterLong"] < 24, r
+    # Code blocks: highlighted, with a copy button; a wide table scrolls in its own box.
+    assert r["highlighted"] >= 2 and r["copyLabel"] == "Copied", r
+    assert r["table"]["overflowX"] == "auto" and r["table"]["scrollWidth"] > r["table"]["clientWidth"], r["table"]
+    assert r["messagesOverflow"] <= 1, r["messagesOverflow"]
+    # The reasoning keeps its line breaks.
+    assert r["reasoningBreaks"] >= 1 and "First I read the route.\nThen I read the handler." in r["reasoningText"], r
+    # A message the user sends while scrolled up is scrolled to.
+    assert r["gapAfterSend"] < 24, r["gapAfterSend"]
+    # The bash permission: the command verbatim, its patterns as patterns, what "always" adds.
+    modal = r["bashModal"]
+    assert f"Command: {BASH_OK}" in modal, modal
+    assert "Command patterns: " in modal and "Files:" not in modal, modal
+    assert "adds the session rule: bash python3" in modal, modal
+    assert "Allow always (bash python3)" in r["bashButtons"], r["bashButtons"]
+    assert r["chatAlways"] == "Always (bash python3)", r["chatAlways"]
+    # The commands' output under their lines: folded when it worked, open when it failed.
+    ok, failed = r["outputs"]
+    assert ok["text"].strip() == "42" and ok["open"] is False and ok["visible"] is False, ok
+    assert r["firstOutputVisibleAfterClick"].strip() == "42"
+    assert "boom" in failed["text"] and "[exit code 3]" in failed["text"] and failed["open"] and failed["visible"], failed
+    assert r["gapAfterBash"] < 24, "the chat stopped following after the permission panel"
+    # A two-file change: the panel lists both, Accept says it takes the whole change.
+    assert "2 files in this change" in r["pendingFiles"], r["pendingFiles"]
+    assert "notes/alpha.md" in r["pendingFiles"] and "notes/beta.md" in r["pendingFiles"], r["pendingFiles"]
+    assert r["acceptLabel"] == "Accept all 2 files"
+    assert any("(1 of 2 files)" in t for t in r["diffTabs"]) and any("(2 of 2 files)" in t for t in r["diffTabs"]), r["diffTabs"]
+    assert not (project / "notes").exists()
+    # The rejection's feedback is in the transcript (and reached the model).
+    assert r["feedbackShown"] == [f"Your feedback: {FEEDBACK}"], r["feedbackShown"]
+    assert r["diffTabsAfter"] == 0
+    assert any(FEEDBACK in json.dumps(req["messages"]) for req in model.requests)
+    # A 401: which provider, which key, the command; Retry sent the message again.
+    assert "AuthenticationError" in r["errorText"], r["errorText"]
+    assert "providers.sim" in r["errorText"] and "totem auth set sim" in r["errorText"], r["errorText"]
+    assert r["retryHidden"]
+    # The reopened session renders as the live one: one footer per turn, the same text.
+    assert len(r["liveFooters"]) == r["liveUsers"] == 5, r
+    assert r["reopenedFooters"] == r["liveFooters"], (r["reopenedFooters"], r["liveFooters"])
+    assert r["reopenedUsers"] == r["liveUsers"]
+    assert FEEDBACK in r["reopenedText"] and "42" in r["reopenedText"]
+    # The pickers mark the current session and model.
+    current = [row for row in r["sessionRows"] if "current" in row]
+    assert len(current) == 1 and LONG_Q in current[0], r["sessionRows"]
+    assert "current" in r["modelRows"][0] and "sim/test-model" in r["modelRows"][0], r["modelRows"]

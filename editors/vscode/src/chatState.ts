@@ -222,11 +222,16 @@ export class ChatState {
     // One footer per turn, as the live chat shows it: a turn is the assistant messages (one a
     // step) between two user messages.
     let model: string | undefined;
+    let lastModel: string | undefined;
+    let ended: StopReason | undefined; // a turn that did not finish: its stored end notice
     const footer = () => {
-      if (!model) return;
-      this.model = model;
-      this.entries.push({ type: "end", model, stopReason: "finished" });
+      const shown = model ?? (ended ? lastModel : undefined);
+      if (shown) {
+        this.model = shown;
+        this.entries.push({ type: "end", model: shown, stopReason: ended ?? "finished" });
+      }
       model = undefined;
+      ended = undefined;
     };
     for (const message of history.messages) {
       if (message.role === "user") {
@@ -250,6 +255,7 @@ export class ChatState {
           case "step":
             step = data.step ?? step + 1;
             model = data.model ?? model;
+            lastModel = model;
             if (data.usage) this.contextTokens = (data.usage.inputTokens ?? 0) + (data.usage.outputTokens ?? 0);
             break;
           case "tool":
@@ -267,9 +273,11 @@ export class ChatState {
             break;
           case "error":
             this.entries.push({ type: "error", errorClass: "Error", message: String(data.text ?? data.stopReason ?? "") });
+            ended = (data.stopReason as StopReason) ?? "error";
             break;
           case "notice":
             this.entries.push({ type: "notice", level: "warning", message: String(data.text ?? "") });
+            if (data.stopReason) ended = data.stopReason as StopReason;
             break;
         }
       }

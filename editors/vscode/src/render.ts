@@ -135,7 +135,8 @@ function renderOne(e: Entry, index: number, entries: Entry[]): string {
 
 /** A command's output, folded under its line; open when the call failed (a non-zero exit). */
 function renderOutput(e: Extract<Entry, { type: "tool" }>): string {
-  const failed = e.status !== "ok";
+  // A command that exited non-zero ends "ok" (it ran): its output says `[exit code N]`.
+  const failed = e.status !== "ok" || /^\[exit code -?\d+\]$/m.test(e.output ?? "") || /^timed out/.test(e.summary ?? "");
   const lines = (e.output ?? "").replace(/\n$/, "").split("\n").length;
   const label = e.output ? `Output (${lines} ${lines === 1 ? "line" : "lines"})` : "No output";
   return (

@@ -112,6 +112,176 @@ async function subAgentAndCommands(page, args) {
   step("agent file open");
 }
 
+// The rough edges of issue 25, in a new chat: following the end, a selection that survives
+// streaming, code blocks and tables, a command's output and its permission, a two-file change
+// rejected with feedback, a refused key with its hint and Retry, a reopened session.
+const gap = (m) => m.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight);
+
+async function roughEdges(page, args) {
+  const r = args.rough;
+  seen.rough = {};
+  const out = seen.rough;
+  // "New Chat" from the palette reveals the chat view, even with the side bar closed.
+  await runCommand(page, "View: Close Primary Side Bar");
+  await page.waitForTimeout(500);
+  await runCommand(page, "Totem: New Chat");
+  let frame = await chatFrame(page);
+  await frame.locator("#messages").waitFor({ state: "visible" });
+  out.newChatVisible = await frame.locator("#messages").isVisible();
+  out.newChatEmpty = (await frame.locator("#messages").innerText()).trim() === "";
+  out.newChatTitle = await frame.locator("#title").innerText();
+  step("new chat revealed");
+
+  // A long streamed answer: select its first paragraph while the rest streams.
+  const messages = frame.locator("#messages");
+  const box = frame.locator("#input");
+  await box.fill(r.long.question);
+  await box.press("Enter");
+  const first = frame.locator(".msg.answer p").first();
+  await first.waitFor({ timeout: 60000 });
+  await frame.locator(".msg.answer", { hasText: r.long.firstParagraph }).waitFor();
+  out.titleDuringTurn = await frame.locator("#title").innerText();
+  out.statesDuringTurn = [await frame.locator("#state").innerText()];
+  out.selected = await frame.locator(".msg.answer").first().evaluate((answer, text) => {
+    const p = [...answer.querySelectorAll("p")].find((e) => e.textContent.includes(text));
+    const range = document.createRange();
+    range.selectNodeContents(p);
+    const sel = window.getSelection();
+    sel.removeAllRanges();
+    sel.addRange(range);
+    return sel.toString();
+  }, r.long.firstParagraph);
+  const lengthAtSelect = (await frame.locator(".msg.answer").first().innerText()).length;
+  await page.waitForTimeout(1200);
+  out.statesDuringTurn.push(await frame.locator("#state").innerText());
+  out.selectedAfterChunks = await frame.evaluate(() => window.getSelection().toString());
+  out.grewWhileSelected = (await frame.locator(".msg.answer").first().innerText()).length > lengthAtSelect;
+  await frame.locator(".msg.answer", { hasText: r.long.last }).waitFor({ timeout: 60000 });
+  await frame.locator("#send:not([disabled])").waitFor();
+  await page.waitForTimeout(300);
+  out.gapAfterLong = await gap(messages);
+  out.scrolledAfterLong = await messages.evaluate((el) => el.scrollTop);
+  out.highlighted = await frame.locator(".msg.answer .code .hl-keyword").count();
+  await frame.locator(".msg.answer .code").first().scrollIntoViewIfNeeded();
+  await frame.locator(".msg.answer .code .copy").first().click();
+  out.copyLabel = await frame.locator(".msg.answer .code .copy").first().innerText();
+  out.table = await frame.locator(".table-wrap").first().evaluate((w) => ({ scrollWidth: w.scrollWidth, clientWidth: w.clientWidth, overflowX: getComputedStyle(w).overflowX }));
+  out.messagesOverflow = await messages.evaluate((m) => m.scrollWidth - m.clientWidth);
+  const reasoning = frame.locator("details.reasoning").first();
+  await reasoning.locator("summary").click();
+  out.reasoningText = await reasoning.locator(".body").innerText();
+  out.reasoningBreaks = await reasoning.locator(".body br").count();
+  await page.screenshot({ path: path.join(args.artifacts, "vscode-long-answer.png") });
+  if (args.docsDir) await page.screenshot({ path: path.join(args.docsDir, "vscode-streaming.png") });
+  step("long answer streamed");
+
+  // Scrolled to the top, the user sends a message: it is scrolled to. A command asks first
+  // (a modal and the chat's panel), prints, fails; the chat keeps following.
+  await messages.evaluate((m) => (m.scrollTop = 0));
+  await page.waitForTimeout(200);
+  await box.fill(r.bash.question);
+  await box.press("Enter");
+  await frame.locator(".msg.user", { hasText: r.bash.question }).waitFor();
+  await page.waitForTimeout(300);
+  out.gapAfterSend = await gap(messages);
+  const dialog = page.locator(".monaco-dialog-box");
+  await dialog.waitFor({ state: "visible", timeout: 60000 });
+  out.bashModal = await dialog.innerText();
+  out.bashButtons = await dialog.locator(".monaco-button").allInnerTexts();
+  await frame.locator("#pending:not([hidden])").waitFor();
+  out.chatAlways = await frame.locator("#always").innerText();
+  await page.screenshot({ path: path.join(args.artifacts, "vscode-bash-permission.png") });
+  if (args.docsDir) await page.screenshot({ path: path.join(args.docsDir, "vscode-bash-permission.png") });
+  await dialog.locator(".monaco-button", { hasText: "Allow always" }).first().click();
+  await frame.locator(".msg.answer", { hasText: r.bash.answer }).waitFor({ timeout: 60000 });
+  await frame.locator("#send:not([disabled])").waitFor();
+  await page.waitForTimeout(300);
+  const tools = frame.locator(".tool", { has: frame.locator("details.output") });
+  out.outputs = [];
+  for (let i = 0; i < (await tools.count()); i++) {
+    const t = tools.nth(i);
+    out.outputs.push({
+      line: await t.locator(".tool-title").innerText(),
+      open: await t.locator("details.output").evaluate((d) => d.open),
+      visible: await t.locator("details.output pre").isVisible(),
+      text: await t.locator("details.output pre").evaluate((p) => p.textContent),
+    });
+  }
+  out.gapAfterBash = await gap(messages);
+  await tools.first().locator("details.output summary").click();
+  out.firstOutputVisibleAfterClick = await tools.first().locator("details.output pre").innerText();
+  await page.screenshot({ path: path.join(args.artifacts, "vscode-bash-output.png") });
+  if (args.docsDir) await page.screenshot({ path: path.join(args.docsDir, "vscode-bash-output.png") });
+  step("command output shown");
+
+  // A two-file change: the panel names both files; rejected with feedback from the chat.
+  await box.fill(r.patch.question);
+  await box.press("Enter");
+  await frame.locator("#pending-files:not([hidden])").waitFor({ timeout: 60000 });
+  out.pendingFiles = await frame.locator("#pending-files").innerText();
+  out.acceptLabel = await frame.locator("#accept").innerText();
+  await page.locator(".tabs-container .tab", { hasText: "2 of 2 files" }).first().waitFor({ state: "attached", timeout: 30000 }).catch(() => undefined);
+  out.diffTabs = [];
+  for (const tab of await page.locator(".tabs-container .tab").all()) out.diffTabs.push((await tab.getAttribute("aria-label")) ?? "");
+  await page.screenshot({ path: path.join(args.artifacts, "vscode-two-files.png") });
+  if (args.docsDir) await page.screenshot({ path: path.join(args.docsDir, "vscode-two-files.png") });
+  await frame.locator('#pending button[data-feedback="1"]').click();
+  const feedbackBox = page.locator(".quick-input-widget input");
+  await page.locator(".quick-input-widget", { hasText: "Tell Totem why" }).waitFor({ state: "visible" });
+  await feedbackBox.fill(r.patch.feedback);
+  await page.keyboard.press("Enter");
+  await frame.locator(".msg.answer", { hasText: r.patch.answer }).waitFor({ timeout: 60000 });
+  await frame.locator("#send:not([disabled])").waitFor();
+  out.feedbackShown = await frame.locator(".tool .feedback").allInnerTexts();
+  out.diffTabsAfter = (await page.locator(".tabs-container .tab", { hasText: "Totem's proposal" }).count());
+  step("change rejected with feedback");
+
+  // A refused key: the error says which provider and what fixes it; Retry sends again.
+  await box.fill(r.auth.question);
+  await box.press("Enter");
+  const error = frame.locator(".notice.error").last();
+  await error.locator(".hint").waitFor({ timeout: 60000 });
+  await frame.locator("#send:not([disabled])").waitFor();
+  out.errorText = await error.innerText();
+  await page.screenshot({ path: path.join(args.artifacts, "vscode-auth-error.png") });
+  if (args.docsDir) await page.screenshot({ path: path.join(args.docsDir, "vscode-auth-error.png") });
+  await error.locator("button.retry").click();
+  await frame.locator(".msg.answer", { hasText: r.auth.answer }).waitFor({ timeout: 60000 });
+  await frame.locator("#send:not([disabled])").waitFor();
+  out.retryHidden = (await frame.locator("button.retry").count()) === 0;
+  step("auth error and retry");
+
+  // The live chat, then the same session reopened: the same footers, one per turn.
+  out.liveFooters = await frame.locator(".model").allInnerTexts();
+  out.liveUsers = await frame.locator(".msg.user").count();
+  out.liveText = await messages.innerText();
+  await runCommand(page, "Totem: Sessions");
+  await page.locator(".quick-input-widget", { hasText: "Totem sessions" }).waitFor({ state: "visible" });
+  const rows = page.locator(".quick-input-list .monaco-list-row");
+  await rows.filter({ hasText: r.long.question }).first().waitFor({ state: "visible" });
+  out.sessionRows = [];
+  for (let i = 0; i < (await rows.count()); i++) out.sessionRows.push((await rows.nth(i).getAttribute("aria-label")) ?? "");
+  await rows.filter({ hasText: r.long.question }).first().click();
+  await page.waitForTimeout(1000);
+  frame = await chatFrame(page);
+  await frame.locator(".msg.answer", { hasText: r.auth.answer }).waitFor({ timeout: 30000 });
+  out.reopenedFooters = await frame.locator(".model").allInnerTexts();
+  out.reopenedUsers = await frame.locator(".msg.user").count();
+  out.reopenedText = await frame.locator("#messages").innerText();
+  await page.screenshot({ path: path.join(args.artifacts, "vscode-reopened.png") });
+  step("session reopened");
+
+  // The model picker marks the current model.
+  await runCommand(page, "Totem: Select Model");
+  await page.locator(".quick-input-widget", { hasText: "Totem model" }).waitFor({ state: "visible" });
+  const models = page.locator(".quick-input-list .monaco-list-row");
+  await models.first().waitFor({ state: "visible" });
+  out.modelRows = [];
+  for (let i = 0; i < (await models.count()); i++) out.modelRows.push((await models.nth(i).getAttribute("aria-label")) ?? "");
+  await page.keyboard.press("Escape");
+  step("model picker");
+}
+
 const browser = await chromium.launch({
   executablePath: args.chromium,
   headless: true,
@@ -137,6 +307,8 @@ try {
   // The extension is active when its status bar item shows.
   const status = page.locator(".statusbar-item", { hasText: "Totem:" }).first();
   await status.waitFor({ state: "visible", timeout: 60000 });
+  // Before the first turn it names the model new sessions use (totem/models' default).
+  await page.locator(".statusbar-item", { hasText: "Totem: sim/" }).first().waitFor({ timeout: 30000 }).catch(() => undefined);
   seen.statusBefore = (await status.innerText()).trim();
   step(`extension active: ${seen.statusBefore}`);
 
@@ -214,6 +386,7 @@ try {
   step("screenshots saved");
 
   if (args.subAgent) await subAgentAndCommands(page, args);
+  if (args.rough) await roughEdges(page, args);
   seen.ok = true;
 } catch (error) {
   seen.ok = false;
