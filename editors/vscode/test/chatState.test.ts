@@ -3,8 +3,8 @@
 
 import { describe, it } from "node:test";
 import * as assert from "node:assert/strict";
-import { ChatState, sessionTitle, splitContext, statusText } from "../src/chatState";
-import { escapeHtml, viewModel } from "../src/render";
+import { ChatState, callResult, errorHint, sessionTitle, splitContext, statusText } from "../src/chatState";
+import { cappedOutput, escapeHtml, highlight, viewModel } from "../src/render";
 import { configurationSettings, protocolWarning } from "../src/protocol";
 
 describe("ChatState", () => {
@@ -55,5 +55,48 @@ describe("ChatState", () => {
     assert.deepEqual(configurationSettings(undefined, undefined), { totem: { config: {} } });
     assert.match(protocolWarning({ capabilities: { experimental: { totem: { protocolVersion: 2 } } } })!, /version 2/);
     assert.match(protocolWarning({ capabilities: {} })!, /did not announce/);
+  });
+
+  it("draws a stored session with one footer per turn, whatever its steps", () => {
+    const part = (type: string, data: any, status: string | null = null) => ({ id: `p${Math.random()}`, messageId: "m", seq: 0, type, data, status, discarded: false });
+    const s = new ChatState();
+    s.load({
+      sessionId: "ses_1",
+      title: "Run it",
+      messages: [
+        { role: "user", parts: [part("text", { text: "Run it" })] },
+        { role: "assistant", parts: [part("step", { step: 1, model: "m/a" }), part("tool", { callId: "c1", tool: "bash", title: "$ ls", output: "a.py\n", summary: "exit 0" }, "ok")] },
+        { role: "assistant", parts: [part("step", { step: 2, model: "m/a" }), part("tool", { callId: "c2", tool: "write", title: "Create b", output: "The user rejected this action. Their feedback: not b" }, "denied")] },
+        { role: "assistant", parts: [part("step", { step: 3, model: "m/a" }), part("text", { text: "Done." })] },
+        { role: "user", parts: [part("text", { text: "Again" })] },
+        { role: "assistant", parts: [part("error", { stopReason: "error", text: "bad key" })] },
+      ],
+    });
+    assert.deepEqual(s.entries.filter((e) => e.type === "end"), [
+      { type: "end", model: "m/a", stopReason: "finished" },
+      { type: "end", model: "m/a", stopReason: "error" },
+    ]);
+    assert.match(s.plainText(), /▸ \$ ls → ok: exit 0\n  │ a\.py/);
+    assert.match(s.plainText(), /feedback: not b/);
+  });
+
+  it("reads a call's output and feedback, hints at a refused key", () => {
+    assert.deepEqual(callResult("bash", "42\n"), { output: "42\n" });
+    assert.deepEqual(callResult("read", "1\tx"), {});
+    assert.deepEqual(callResult("bash", "The user rejected this action. Their feedback: no"), { feedback: "no" });
+    assert.deepEqual(callResult("edit", "whatever", "said so"), { feedback: "said so" });
+    assert.match(errorHint("AuthenticationError", "work/gpt")!, /\[providers\.work\].*totem auth set work/);
+    assert.equal(errorHint("ServerError", "work/gpt"), undefined);
+    assert.equal(statusText("m/a", "answering"), "m/a · answering");
+  });
+
+  it("highlights code, caps output", () => {
+    assert.equal(highlight("return 'a' # c", "python"), `<span class="hl-keyword">return</span> <span class="hl-string">&#39;a&#39;</span> <span class="hl-comment"># c</span>`);
+    assert.equal(highlight("<b>", ""), "&lt;b&gt;");
+    const long = Array.from({ length: 100 }, (_, i) => `line ${i}`).join("\n");
+    const capped = cappedOutput(long).split("\n");
+    assert.equal(capped.length, 41);
+    assert.equal(capped[20], "… 60 more lines …");
+    assert.equal(capped[40], "line 99");
   });
 });
