@@ -272,7 +272,12 @@ export class ChatState {
             if (data.tool === "todo" && Array.isArray(data.input?.todos)) this.todos = data.input.todos;
             break;
           case "error":
-            this.entries.push({ type: "error", errorClass: "Error", message: String(data.text ?? data.stopReason ?? "") });
+            this.entries.push({
+              type: "error",
+              errorClass: String(data.errorClass ?? "Error"),
+              message: String(data.text ?? data.stopReason ?? ""),
+              hint: typeof data.hint === "string" ? data.hint : data.errorClass ? errorHint(data.errorClass, lastModel) : undefined,
+            });
             ended = (data.stopReason as StopReason) ?? "error";
             break;
           case "notice":
