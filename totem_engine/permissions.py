@@ -26,6 +26,7 @@ DEFAULTS: dict[str, Action] = {
     "skill": "allow",
     "task": "allow",  # starting an agent changes nothing; its own calls ask like any other
     "job": "allow",  # reading, waiting for, stopping the session's own jobs; starting one is "bash"
+    "terminal": "allow",  # typing into, reading, stopping the session's own terminals; starting one is "bash"
     "edit": "ask",
     "bash": "ask",
     "fetch": "ask",

@@ -18,6 +18,7 @@ from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import Config, ConfigError, LoadedConfig
 from totem_engine.frontend import FrontEnd
 from totem_engine.jobs import Jobs
+from totem_engine.terminals import Terminals
 from totem_engine.turn.fitting import summariser
 from totem_engine.turn.loop import Agent, Turn, TurnOptions
 from totem_engine.permissions import rules_from_config
@@ -86,12 +87,14 @@ class Runtime:
         self.capabilities = Capabilities(self)
         self._editor_checkers: list | None = None
         self.jobs = Jobs(self.root)  # the sessions' background jobs; all killed when the runtime closes
+        self.terminals = Terminals(self.root)  # and their interactive terminals, the same way
         self.agent = Agent(
             root=self.root,
             store=self.store,
             provider_for=self.provider,
-            tools=builtin_tools(jobs=self.jobs),
+            tools=builtin_tools(jobs=self.jobs, terminals=self.terminals),
             jobs=self.jobs,
+            terminals=self.terminals,
             workspace=self.workspace,
             snapshots=self.snapshots,
             config=loaded.config,
@@ -220,9 +223,10 @@ class Runtime:
         return await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
 
     async def close_providers(self) -> None:
-        """Close what this runtime owns alone (its jobs, killed first; providers, caches, snapshot
-        index), not a shared store."""
+        """Close what this runtime owns alone (its jobs and terminals, killed first; providers,
+        caches, snapshot index), not a shared store."""
         await self.jobs.aclose()
+        await self.terminals.aclose()
         for provider in self._providers.values():
             await provider.aclose()
         await self.capabilities.cache.aclose()

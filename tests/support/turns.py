@@ -19,6 +19,7 @@ from totem_engine import events as ev
 from totem_engine.config import Config
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.jobs import Jobs
+from totem_engine.terminals import Terminals
 from totem_engine.providers.base import (
     ChatRequest,
     FinishChunk,
@@ -129,6 +130,7 @@ class Scene:
         self.root = tmp_path / "project"
         self.root.mkdir()
         self.jobs = Jobs(self.root) if jobs else None  # the job tool and its registry, as a runtime has them
+        self.terminals = Terminals(self.root) if jobs else None  # and the terminal tool's
         self.store = Store(tmp_path / "data" / "totem.db")
         self.snapshots = Snapshots(tmp_path / "data", max_bytes=10_000_000, max_age_days=7)
         self.provider = ScriptedProvider()
@@ -137,8 +139,9 @@ class Scene:
             root=self.root,
             store=self.store,
             provider_for=lambda name: self.provider,
-            tools=builtin_tools(jobs=self.jobs),
+            tools=builtin_tools(jobs=self.jobs, terminals=self.terminals),
             jobs=self.jobs,
+            terminals=self.terminals,
             workspace=DiskWorkspace(),
             snapshots=self.snapshots,
             capabilities=self.capabilities,
@@ -160,5 +163,7 @@ class Scene:
     async def close(self) -> None:
         if self.jobs is not None:
             await self.jobs.aclose()
+        if self.terminals is not None:
+            await self.terminals.aclose()
         await self.snapshots.close()
         await self.store.close()

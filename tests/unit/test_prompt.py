@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from totem_engine.jobs import Jobs
+from totem_engine.terminals import Terminals
 from totem_engine.prompt import environment, system_prompt
 from totem_engine.prompt_files import prompt, tool_description
 from totem_engine.tools.registry import builtin_tools, tool_specs
@@ -95,8 +96,8 @@ def test_a_different_day_changes_only_the_date(project: Path):
 
 def test_prompt_files_exist_for_every_builtin_tool():
     folder = resources.files("totem_prompts").joinpath("tools")
-    tools = builtin_tools(jobs=Jobs(Path.cwd()))
-    assert "job" in tools
+    tools = builtin_tools(jobs=Jobs(Path.cwd()), terminals=Terminals(Path.cwd()))
+    assert "job" in tools and "terminal" in tools
     for name, tool in tools.items():
         assert folder.joinpath(f"{name}.txt").is_file(), name
         assert tool.description.strip(), name

@@ -10,6 +10,7 @@ import pytest
 from pydantic import Field
 
 from totem_engine.jobs import Jobs
+from totem_engine.terminals import Terminals
 from totem_engine.tools.base import Bounded, ToolError, ToolInput, input_schema, parse_arguments
 from totem_engine.tools.read import DEFAULT_LIMIT, ReadInput
 from totem_engine.tools.registry import builtin_tools
@@ -72,7 +73,7 @@ def test_model_without_required_fields_has_no_required_key():
 
 
 def test_every_builtin_tool_schema_is_json_and_titleless():
-    for tool in builtin_tools(jobs=Jobs(Path.cwd())).values():
+    for tool in builtin_tools(jobs=Jobs(Path.cwd()), terminals=Terminals(Path.cwd())).values():
         schema = input_schema(tool.Input)
         json.dumps(schema)  # serialisable
         for node in _walk(schema):

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from totem_engine.providers.base import ToolSpec
 from totem_engine.jobs import Jobs
+from totem_engine.terminals import Terminals
 from totem_engine.skills import Skill
 from totem_engine.tools.base import Tool, input_schema
 from totem_engine.tools.ask import AskTool
@@ -22,17 +23,22 @@ from totem_engine.tools.job import JobTool
 from totem_engine.tools.patch import PatchTool
 from totem_engine.tools.read import ReadTool
 from totem_engine.tools.skill import SkillTool
+from totem_engine.tools.terminal import TerminalTool
 from totem_engine.tools.todo import TodoTool
 from totem_engine.tools.write import WriteTool
 
-def builtin_tools(*, skills: Sequence[Skill] | None = None, jobs: Jobs | None = None) -> dict[str, Tool]:
+def builtin_tools(
+    *, skills: Sequence[Skill] | None = None, jobs: Jobs | None = None, terminals: Terminals | None = None
+) -> dict[str, Tool]:
     """``skills``: the session's (skills.discover), the same list the system prompt shows; None:
     the skill tool discovers them at each call. ``jobs``: the runtime's background jobs, which
-    the job tool starts and reads; None: no job tool."""
+    the job tool starts and reads; None: no job tool. ``terminals``: likewise for the terminal
+    tool."""
     tools: list[Tool] = [
         ReadTool(), GlobTool(), GrepTool(), WriteTool(), EditTool(), PatchTool(),
         BashTool(), FetchTool(), TodoTool(), AskTool(), SkillTool(skills),
         *([JobTool(jobs)] if jobs is not None else []),
+        *([TerminalTool(terminals)] if terminals is not None else []),
     ]
     return {tool.name: tool for tool in tools}
 

@@ -28,6 +28,7 @@ from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import MIN_MAX_STEPS, Config
 from totem_engine.frontend import FrontEnd
 from totem_engine.jobs import Jobs
+from totem_engine.terminals import Terminals
 from totem_engine.prompt import system_prompt
 from totem_engine.providers.base import ChatRequest, Provider, ToolCall, ToolSpec, arguments_object
 from totem_engine.providers.capabilities import CapabilityRecord, after_step, detect_prose_edit
@@ -112,6 +113,7 @@ class Agent:
         trusted: bool = False,
         delegates: bool = True,
         jobs: Jobs | None = None,
+        terminals: Terminals | None = None,
     ):
         self.root = root.resolve()
         self.store = store
@@ -125,6 +127,7 @@ class Agent:
         self.trusted = trusted  # the project's agent files may widen (agents.restrict)
         self.delegates = delegates  # its turns get the task tool (a sub-agent's never do)
         self.jobs = jobs  # the runtime's background jobs: an aborted turn kills its session's
+        self.terminals = terminals  # and its terminals
         self.notices: list[str] = []  # for the user, said at the start of the next turn
         self._said: set[str] = set()  # the agent files' notices already said
 
@@ -144,7 +147,7 @@ class Agent:
         return Agent(
             root=self.root, store=store, provider_for=self.provider_for, tools=tools, workspace=self.workspace,
             snapshots=self.snapshots, capabilities=self.capabilities, config=self.config, rules=rules,
-            trusted=self.trusted, delegates=False, jobs=self.jobs,
+            trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals,
         )
 
     def checkers(self, *, totaljs: bool) -> list[Checker]:
@@ -264,8 +267,10 @@ class Turn:
             await writer.flush()
         self._answers.extend(w for w in self._writers if w.kind == "text")
         await self.calls.close_open()
-        if stop == "aborted" and self.agent.jobs is not None and not self.agent.config.jobs_survive_abort:
-            await self.agent.jobs.kill_session(self.session_id)
+        if stop == "aborted" and not self.agent.config.jobs_survive_abort:
+            for processes in (self.agent.jobs, self.agent.terminals):
+                if processes is not None:
+                    await processes.kill_session(self.session_id)
         self.state.rules = self.calls.policy.session
         await store.update_session(self.session_id, meta=self.state.to_meta())
         if stop != "finished" and reason:

@@ -1,0 +1,242 @@
+"""Interactive terminals: programs that want a terminal (a REPL, ``npm init``, a y/n prompt, a
+curses program), run on a pseudo-terminal (the terminal tool, tools/terminal.py).
+
+A terminal is a shell command started in the project root on the standard library's ``pty``,
+in a session and process group of its own with the pty as its controlling terminal, so job
+control, ``/dev/tty`` and Ctrl-C reach the program as they would in a real terminal. What it
+writes is fed, as it comes, to a ``pyte`` screen (a VT100/xterm emulator): the agent reads the
+screen the program drew, not the escape sequences that drew it. macOS and Linux only: Windows
+has no ``pty`` (its ConPTY needs native code, which seed 001 rules out).
+
+Terminals live like background jobs (jobs.py): by session, owned by the runtime, killed with
+their whole process group when the session's turn is aborted (unless ``jobs_survive_abort``)
+and when the runtime closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+from anyio.abc import Process
+
+from totem_engine.tools.bash import kill_group, shell
+
+if TYPE_CHECKING:  # imported when the first terminal opens: most runs open none
+    import pyte
+
+MAX_OPEN = 5  # terminals open at once in one session
+COLUMNS, LINES = 100, 30  # the screen a program sees (TIOCGWINSZ) and the agent reads
+QUIET = 0.3  # seconds without output after which a screen counts as drawn
+DEFAULT_WAIT = 5.0  # seconds a read waits at most for the program to go quiet
+
+# The child makes the pty its controlling terminal before the shell starts: Popen's
+# start_new_session gives a new session but no terminal, and preexec_fn is unsafe with threads.
+_TAKE_TERMINAL = (
+    "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); os.execvp(sys.argv[1], sys.argv[1:])"
+)
+
+# Keys by name, as the model writes them in ``keys``: <Enter>, <C-c>, <Up>, ...
+NAMED_KEYS = {
+    "enter": "\r", "return": "\r", "tab": "\t", "esc": "\x1b", "escape": "\x1b", "space": " ",
+    "backspace": "\x7f", "delete": "\x1b[3~", "up": "\x1b[A", "down": "\x1b[B", "right": "\x1b[C",
+    "left": "\x1b[D", "home": "\x1b[H", "end": "\x1b[F", "pageup": "\x1b[5~", "pagedown": "\x1b[6~",
+}
+_KEY = re.compile(r"<([A-Za-z]+|[Cc]-[A-Za-z@\[\\\]^_])>")
+
+
+class TerminalNotFound(LookupError):
+    """No terminal of that id in the session."""
+
+
+class TerminalRefused(RuntimeError):
+    """A terminal that may not open: no pty here, too many open, or the project is closing."""
+
+
+def keystrokes(keys: str) -> str:
+    """``keys`` as the bytes a terminal sends: ``<Enter>``, ``<Tab>``, ``<Up>``, ``<C-c>`` (any
+    ``<C-x>``) and the other names of ``NAMED_KEYS`` become their codes; a newline is Enter (a
+    terminal sends a carriage return); every other character is typed as it is. An unknown
+    ``<name>`` is typed literally."""
+
+    def code(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name[:2].lower() == "c-":
+            return chr(ord(name[2].upper()) & 0x1F)
+        return NAMED_KEYS.get(name.lower(), match.group(0))
+
+    return _KEY.sub(code, keys.replace("\r\n", "\r").replace("\n", "\r"))
+
+
+@dataclass
+class Terminal:
+    id: str
+    session_id: str
+    command: str
+    process: Process
+    master: int  # the pty's controller side, non-blocking; -1 once closed
+    screen: pyte.Screen
+    stream: pyte.Stream
+    started_at: float = field(default_factory=time.monotonic)
+    last_output: float = field(default_factory=time.monotonic)
+    ended: anyio.Event = field(default_factory=anyio.Event)  # the pty is at its end: the program is gone
+    decoder: codecs.IncrementalDecoder = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace"))
+
+    @property
+    def running(self) -> bool:
+        return self.process.returncode is None
+
+    def feed(self, data: bytes) -> None:
+        self.last_output = time.monotonic()
+        self.stream.feed(self.decoder.decode(data))
+
+    async def type(self, keys: str) -> None:
+        """``keys`` (see ``keystrokes``) written to the program's input; a full input buffer waits
+        for the program to read."""
+        data = keystrokes(keys).encode()
+        self.last_output = time.monotonic()  # the answer to these keys is what a settle waits for
+        while data and self.master >= 0:
+            try:
+                data = data[os.write(self.master, data):]
+            except BlockingIOError:
+                await anyio.sleep(0.01)
+
+    def answer(self, text: str) -> None:
+        """A terminal's own answer to a query the program sent (a cursor position report): a few
+        bytes, written at once, dropped if the program reads nothing."""
+        if self.master >= 0:
+            try:
+                os.write(self.master, text.encode())
+            except OSError:
+                pass
+
+    def text(self) -> str:
+        """The screen as text: its lines without trailing blanks, and no empty lines at its end."""
+        lines = [line.rstrip() for line in self.screen.display]
+        while lines and not lines[-1]:
+            lines.pop()
+        return "\n".join(lines)
+
+    async def settle(self, timeout: float) -> None:
+        """Until the program has been quiet for ``QUIET`` seconds, has ended, or ``timeout`` passed."""
+        deadline = time.monotonic() + timeout
+        while not self.ended.is_set() and time.monotonic() < deadline:
+            quiet_for = time.monotonic() - self.last_output
+            if quiet_for >= QUIET:
+                return
+            with anyio.move_on_after(min(QUIET - quiet_for, deadline - time.monotonic())):
+                await self.ended.wait()
+
+
+class Terminals:
+    """The terminals of every session of one runtime, by session."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._terminals: dict[str, dict[str, Terminal]] = {}
+        self._closed = False
+
+    async def start(self, session_id: str, command: str) -> Terminal:
+        if sys.platform == "win32":
+            raise TerminalRefused("The terminal needs a pseudo-terminal (pty), which only macOS and Linux have.")
+        if self._closed:
+            raise TerminalRefused("The project is closing: no terminal can start.")
+        terminals = self._terminals.setdefault(session_id, {})
+        if sum(t.running for t in terminals.values()) >= MAX_OPEN:
+            raise TerminalRefused(f"{MAX_OPEN} terminals are open already: stop one first (terminal list shows them).")
+        import fcntl
+        import struct
+        import termios
+
+        import pyte
+
+        master, child = os.openpty()
+        fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
+        os.set_blocking(master, False)
+        env = {**os.environ, "TERM": "xterm", "COLUMNS": str(COLUMNS), "LINES": str(LINES)}
+        try:
+            with anyio.CancelScope(shield=True):  # a cancel mid-spawn would leave a group nobody kills
+                process = await anyio.open_process(
+                    [sys.executable, "-c", _TAKE_TERMINAL, shell(), "-c", command], cwd=self.root,
+                    stdin=child, stdout=child, stderr=child, start_new_session=True, env=env,
+                )
+        except OSError as exc:
+            os.close(master)
+            raise TerminalRefused(f"Could not start the shell: {exc}") from None
+        finally:
+            os.close(child)  # the child holds its own copy: the pty ends when the program does
+        screen = pyte.Screen(COLUMNS, LINES)
+        terminal = Terminal(
+            id=f"term{len(terminals) + 1}", session_id=session_id, command=command, process=process,
+            master=master, screen=screen, stream=pyte.Stream(screen),
+        )
+        # What the program asks of its terminal (a cursor position report, the device
+        # attributes) is answered as a terminal would, so a curses program does not hang on it.
+        screen.write_process_input = terminal.answer
+        terminals[terminal.id] = terminal
+        asyncio.get_running_loop().add_reader(master, self._read, terminal)
+        return terminal
+
+    def of(self, session_id: str) -> list[Terminal]:
+        return list(self._terminals.get(session_id, {}).values())
+
+    def get(self, session_id: str, terminal_id: str) -> Terminal:
+        terminal = self._terminals.get(session_id, {}).get(terminal_id)
+        if terminal is None:
+            known = ", ".join(self._terminals.get(session_id, {})) or "none"
+            raise TerminalNotFound(f"There is no terminal {terminal_id!r} in this session (its terminals: {known}).")
+        return terminal
+
+    async def stop(self, session_id: str, terminal_id: str) -> Terminal:
+        """Its group killed (SIGTERM, then SIGKILL after a grace period) and its pty closed."""
+        terminal = self.get(session_id, terminal_id)
+        await self._end(terminal)
+        return terminal
+
+    async def kill_session(self, session_id: str) -> None:
+        async with anyio.create_task_group() as group:
+            for terminal in self.of(session_id):
+                group.start_soon(self._end, terminal)
+
+    async def aclose(self) -> None:
+        """Every terminal of every session killed; none opens after it."""
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            for session_id in list(self._terminals):
+                await self.kill_session(session_id)
+
+    def _read(self, terminal: Terminal) -> None:
+        try:
+            data = os.read(terminal.master, 65536)
+        except BlockingIOError:
+            return
+        except OSError:  # EIO: every holder of the terminal's other side is gone
+            data = b""
+        if data:
+            terminal.feed(data)
+        else:
+            self._close_pty(terminal)
+
+    def _close_pty(self, terminal: Terminal) -> None:
+        if terminal.master < 0:
+            return
+        asyncio.get_running_loop().remove_reader(terminal.master)
+        os.close(terminal.master)
+        terminal.master = -1
+        terminal.ended.set()
+
+    async def _end(self, terminal: Terminal) -> None:
+        with anyio.CancelScope(shield=True):  # an abort landing here must not leave the group alive
+            await kill_group(terminal.process)
+            with anyio.move_on_after(0.25):  # what the program wrote as it ended
+                await terminal.ended.wait()
+            self._close_pty(terminal)
+            await terminal.process.aclose()
