@@ -51,9 +51,11 @@ LONG_ANSWER = "\n\n".join(
     + [f"Paragraph {n}: more about how the handler builds its greeting and answers plain text." for n in range(2, 26)]
     + [
         "```python\ndef greet(name):\n    # say hello\n    return 'Hello ' + name\n```",
-        "| route | handler | method | answers | notes about the route | more notes | and more notes | last column |\n"
-        "|---|---|---|---|---|---|---|---|\n"
-        "| /api/hello/ | hello | GET | plain text | the greeting with the name | nothing else to add | really nothing | end |",
+        (
+            "| route | handler | method | answers | notes about the route | more notes | and more notes | last column |\n"
+            "|---|---|---|---|---|---|---|---|\n"
+            "| /api/hello/ | hello | GET | plain text | the greeting with the name | nothing else to add | really nothing | end |"
+        ),
         LONG_LAST,
     ]
 )
