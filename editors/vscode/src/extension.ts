@@ -171,7 +171,11 @@ export class TotemExtension implements vscode.Disposable {
       this.prompts.turnEnded(event.sessionId);
       if (!this.state.title && event.sessionId === this.state.sessionId) void this.lookUpTitle(event.sessionId);
     }
-    if (event.kind === "turnStart") void this.lookUpContextWindow(event.model);
+    if (event.kind === "turnStart") {
+      void this.lookUpContextWindow(event.model);
+      // A turn started elsewhere (the "Ask Totem to fix" action): its title, during the turn.
+      if (!this.state.title && event.sessionId === this.state.sessionId) void this.lookUpTitle(event.sessionId);
+    }
     if (event.kind === "toolEnd" && event.changed?.length) void this.saveChanged(event.changed);
     if (changed) this.refresh(event.kind !== "textDelta" && event.kind !== "reasoningDelta");
   }
