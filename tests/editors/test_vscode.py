@@ -353,7 +353,7 @@ def _assert_rough_edges(seen: dict, project: Path, model: ModelServer) -> None:
     # After a long answer the end is in view: the chat followed it.
     assert r["scrolledAfterLong"] > 500 and r["gapAfterLong"] < 24, r
     # Code blocks: highlighted, with a copy button; a wide table scrolls in its own box.
-    assert r["highlighted"] >= 2 and r["copyLabel"] == "Copied", r
+    assert r["highlighted"] >= 2 and r["copyLabel"] == "Copied" and r["copied"], r
     assert r["table"]["overflowX"] == "auto" and r["table"]["scrollWidth"] > r["table"]["clientWidth"], r["table"]
     assert r["messagesOverflow"] <= 1, r["messagesOverflow"]
     # The reasoning keeps its line breaks.
@@ -363,7 +363,7 @@ def _assert_rough_edges(seen: dict, project: Path, model: ModelServer) -> None:
     # The bash permission: the command verbatim, its patterns as patterns, what "always" adds.
     modal = r["bashModal"]
     assert f"Command: {BASH_OK}" in modal, modal
-    assert "Command patterns: " in modal and "Files:" not in modal, modal
+    assert "Command patterns (as the rules see them): python3 -c print(42)" in modal and "Files:" not in modal, modal
     assert "adds the session rule: bash python3" in modal, modal
     assert "Allow always (bash python3)" in r["bashButtons"], r["bashButtons"]
     assert r["chatAlways"] == "Always (bash python3)", r["chatAlways"]
@@ -387,6 +387,7 @@ def _assert_rough_edges(seen: dict, project: Path, model: ModelServer) -> None:
     assert "AuthenticationError" in r["errorText"], r["errorText"]
     assert "providers.sim" in r["errorText"] and "totem auth set sim" in r["errorText"], r["errorText"]
     assert r["retryHidden"]
+    assert r["gapAfterError"] < 24 and r["gapAfterRetry"] < 24, (r["gapAfterError"], r["gapAfterRetry"])
     # The reopened session renders as the live one: one footer per turn, the same text.
     assert len(r["liveFooters"]) == r["liveUsers"] == 5, r
     assert r["reopenedFooters"] == r["liveFooters"], (r["reopenedFooters"], r["liveFooters"])

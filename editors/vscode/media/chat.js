@@ -169,6 +169,8 @@
   });
 
   function draw(state) {
+    // Before the messages: it shows or hides their Retry button, and the end must be measured after.
+    document.body.dataset.busy = state.busy ? "1" : "0";
     template.innerHTML = state.html;
     morph(messages, template.content);
     toEnd();
@@ -200,7 +202,6 @@
     } else {
       pending.hidden = true;
     }
-    document.body.dataset.busy = state.busy ? "1" : "0";
     if (JSON.stringify(state.commands) !== JSON.stringify(commands)) {
       commands = state.commands || [];
       drawCommands();

@@ -219,7 +219,7 @@ export function describeInput(params: PermissionParams): string {
   else if (typeof input.url === "string") lines.push(input.url);
   if (params.permission === "bash") {
     // For a command, `paths` are the simple commands the rules are matched against.
-    if (params.paths.length) lines.push(`Command patterns: ${params.paths.join(" · ")}`);
+    if (params.paths.length) lines.push(`Command patterns (as the rules see them): ${params.paths.join(" · ")}`);
     lines.push(`"Allow always" adds the session rule: ${params.permission} ${params.alwaysPattern} (every command matching it)`);
   } else if (params.paths.length) {
     lines.push(`${params.paths.length === 1 ? "File" : `${params.paths.length} files`}: ${params.paths.join(", ")}`);

@@ -165,14 +165,20 @@ async function roughEdges(page, args) {
   await frame.locator(".msg.answer .code").first().scrollIntoViewIfNeeded();
   await frame.locator(".msg.answer .code .copy").first().click();
   out.copyLabel = await frame.locator(".msg.answer .code .copy").first().innerText();
+  out.copied = await page
+    .locator(".statusbar-item", { hasText: "code copied" })
+    .first()
+    .waitFor({ state: "visible", timeout: 5000 })
+    .then(() => true, () => false);
+  await page.screenshot({ path: path.join(args.artifacts, "vscode-long-answer.png") });
+  if (args.docsDir) await page.screenshot({ path: path.join(args.docsDir, "vscode-streaming.png") });
+
   out.table = await frame.locator(".table-wrap").first().evaluate((w) => ({ scrollWidth: w.scrollWidth, clientWidth: w.clientWidth, overflowX: getComputedStyle(w).overflowX }));
   out.messagesOverflow = await messages.evaluate((m) => m.scrollWidth - m.clientWidth);
   const reasoning = frame.locator("details.reasoning").first();
   await reasoning.locator("summary").click();
   out.reasoningText = await reasoning.locator(".body").innerText();
   out.reasoningBreaks = await reasoning.locator(".body br").count();
-  await page.screenshot({ path: path.join(args.artifacts, "vscode-long-answer.png") });
-  if (args.docsDir) await page.screenshot({ path: path.join(args.docsDir, "vscode-streaming.png") });
   step("long answer streamed");
 
   // Scrolled to the top, the user sends a message: it is scrolled to. A command asks first
@@ -243,12 +249,16 @@ async function roughEdges(page, args) {
   await error.locator(".hint").waitFor({ timeout: 60000 });
   await frame.locator("#send:not([disabled])").waitFor();
   out.errorText = await error.innerText();
+  await page.waitForTimeout(300);
+  out.gapAfterError = await gap(messages);
   await page.screenshot({ path: path.join(args.artifacts, "vscode-auth-error.png") });
   if (args.docsDir) await page.screenshot({ path: path.join(args.docsDir, "vscode-auth-error.png") });
   await error.locator("button.retry").click();
   await frame.locator(".msg.answer", { hasText: r.auth.answer }).waitFor({ timeout: 60000 });
   await frame.locator("#send:not([disabled])").waitFor();
   out.retryHidden = (await frame.locator("button.retry").count()) === 0;
+  await page.waitForTimeout(300);
+  out.gapAfterRetry = await gap(messages);
   step("auth error and retry");
 
   // The live chat, then the same session reopened: the same footers, one per turn.
