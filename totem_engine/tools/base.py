@@ -137,6 +137,10 @@ async def _nowhere(event: Any) -> None:
     return None
 
 
+def _undecided(action: "Action") -> str:
+    return "ask"
+
+
 @dataclass
 class ToolContext:
     """What a call needs from its run.
@@ -144,7 +148,9 @@ class ToolContext:
     ``question(text, options)`` asks the user through the front end (None: nobody could be
     asked); ``publish(event)`` sends an engine event (e.g. the todo list) to the front end;
     ``output_budget`` is the most characters one result may hold (a share of the model's window);
-    ``whole_files``: the model writes whole files (a small model, tools/write.py checks that it did).
+    ``whole_files``: the model writes whole files (a small model, tools/write.py checks that it did);
+    ``decide(action)``: what the run's permission rules say of an action, without asking ("allow",
+    "ask" or "deny"), for a tool that runs others' actions itself (run_script's reads).
     """
 
     root: Path
@@ -157,6 +163,7 @@ class ToolContext:
     output_budget: int = 50_000
     question: Callable[[str, list[str]], Awaitable[str | None]] = _nobody_to_ask
     publish: Callable[[Any], Awaitable[None]] = _nowhere
+    decide: Callable[["Action"], str] = _undecided
 
 
 @dataclass

@@ -143,6 +143,9 @@ class ToolCalls:
             output_budget=output_budget(self.turn.record),
             question=question,
             publish=self._publish,
+            decide=lambda action: self.policy.decide(
+                action.permission, action.patterns, changes=action.changes, safe=action.safe_patterns
+            ).action,
         )
 
     async def _publish(self, event: ev.Event) -> None:
