@@ -147,3 +147,43 @@ async def test_a_rejected_change_set_writes_nothing(scene):
     end, front = await run(scene, "import totem\ntotem.write('calc.py', 'broken\\n')\n", outcome="reject_once")
     assert end.status == "denied" and len(front.asked) == 1
     assert contents(scene.root) == before
+
+
+async def test_run_sees_the_staged_edits_asks_like_bash_and_the_script_goes_on(scene):
+    (scene.root / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    end, front = await run(scene, """
+        import totem
+        totem.edit("calc.py", "return a + b", "return a * b")
+        broken = totem.tests()
+        print("broken:", broken["exit_code"])
+        totem.edit("calc.py", "return a * b", "return a + b")
+        fixed = totem.run("python3 -m pytest -q -p no:cacheprovider test_calc.py")
+        print("fixed:", fixed["exit_code"], "1 passed" in fixed["output"])
+    """)
+    assert end.status == "ok", end.output
+    assert "broken: 1" in end.output and "fixed: 0 True" in end.output
+    assert end.output.count("[Written before a command: Changes: edited calc.py]") == 2
+    assert "[Commands run: python3 -m pytest" in end.output and end.output.endswith("[No changes]")
+    # Asked: the staged edit before each command, then the command.
+    assert [a.permission for a in front.asked] == ["edit", "bash", "edit", "bash"]
+    assert (scene.root / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+
+
+async def test_a_refused_command_raises_in_the_script_and_a_failure_says_what_stays(scene):
+    end, front = await run(scene, """
+        import totem
+        try:
+            totem.run("touch made.txt")
+        except totem.TotemError as error:
+            print("refused:", error)
+    """, outcome="reject_once")
+    assert end.status == "ok" and "refused: Running `touch made.txt` was not allowed; nothing ran." in end.output
+    assert not (scene.root / "made.txt").exists() and [a.permission for a in front.asked] == ["bash"]
+    end, _ = await run(scene, """
+        import totem
+        totem.write("calc.py", "x = 1\\n")
+        totem.run("true")
+        raise RuntimeError("late")
+    """)
+    assert end.status == "error"
+    assert "what was written before its commands stays (Changes: edited calc.py; undo takes it back)" in end.output

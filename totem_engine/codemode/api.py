@@ -7,10 +7,18 @@ as the tool's call would be, without asking: a read that would ask (a secret fil
 and the model can still read it with the read tool. Writes, edits and deletes only stage; the
 change set is asked about once, when the script has ended (tools/run_script.py).
 
+``run(command)`` and ``tests()`` are ``bash`` calls of the script's: asked like one, run on the
+project, in the project's own process group handling and caps. There is no sandbox overlay
+yet, so a command sees the real project: the changes staged before it are first asked about
+and written as one change set (snapshotted, so undo takes them back), and what the command
+itself changes is not staged. That part of a script is not transactional (docs/decisions.md).
+
 Methods and their results (JSON values): ``files(pattern) -> [path]``; ``read(path, offset,
 limit) -> text``; ``search(pattern, path, include) -> grep's answer``; ``glob(pattern) ->
 glob's answer``; ``write(path, content)``, ``edit(path, old, new, replace_all)``,
-``delete(path) -> what was staged``. A failure is an ``ApiError`` with the tool's message.
+``delete(path) -> what was staged``; ``run(command, timeout) -> {"output", "exit_code"}``;
+``tests() -> the same, for the project's test command``. A failure is an ``ApiError`` with the
+tool's message.
 """
 
 from __future__ import annotations
@@ -21,9 +29,11 @@ from typing import Any
 import anyio
 from pydantic import ValidationError
 
+from totem_engine.codemode.changes import change_set
 from totem_engine.codemode.runner import ApiError
 from totem_engine.codemode.staging import StagedWorkspace
 from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput
+from totem_engine.tools.bash import BashInput, BashTool
 from totem_engine.tools.edit import EditInput, EditTool, decode
 from totem_engine.tools.glob import GlobInput, GlobTool, matching_files
 from totem_engine.tools.grep import GrepInput, GrepTool
@@ -31,6 +41,7 @@ from totem_engine.tools.paths import refuse_totem_file, relative, resolve_in_pro
 from totem_engine.tools.read import ReadInput, ReadTool
 from totem_engine.tools.walk import glob_matcher
 from totem_engine.tools.write import WriteInput, WriteTool
+from totem_engine.verify import find_test_command
 
 
 class ScriptApi:
@@ -41,12 +52,14 @@ class ScriptApi:
         # No read ledger: the change set is checked against the project as a whole when it is
         # applied (each file must still be as the script first saw it).
         self.ctx = dataclasses.replace(ctx, workspace=self.staged, reads=None)
-        self.read_paths: list[str] = []
+        self.project = ctx  # the real project: what run() and the written change sets go through
+        self.commands: list[str] = []  # what run() and tests() ran
+        self.written: list[str] = []  # what was written before a command, one line a change set
 
     async def __call__(self, method: str, params: dict[str, Any]) -> Any:
         handler = getattr(self, f"_{method}", None)
         if handler is None or not isinstance(params, dict):
-            raise ApiError(f"totem has no function {method!r}: files, read, search, glob, write, edit, delete.")
+            raise ApiError(f"totem has no function {method!r}: files, read, search, glob, write, edit, delete, run, tests.")
         try:
             return await handler(**params)
         except TypeError as exc:  # a wrong or missing argument
@@ -58,7 +71,7 @@ class ScriptApi:
         except OSError as exc:
             raise ApiError(f"{exc.strerror or exc} ({exc.filename or ''})") from None
 
-    async def _run(self, tool: Tool, args: ToolInput, *, reads: bool) -> str:
+    async def _through(self, tool: Tool, args: ToolInput, *, reads: bool) -> str:
         action = await tool.prepare(args, self.ctx)
         if reads:
             self._may_read(action)
@@ -97,21 +110,20 @@ class ScriptApi:
         text, _ = decode(await self.staged.read_bytes(target), rel)
         lines = text.splitlines(keepends=True)
         start = max(offset, 1) - 1
-        self.read_paths.append(rel)
         return "".join(lines[start : start + limit] if limit > 0 else lines[start:])
 
     async def _search(self, pattern: str, path: str = ".", include: str = "") -> str:
-        return await self._run(GrepTool(), GrepInput(pattern=pattern, path=path, include=include or None), reads=True)
+        return await self._through(GrepTool(), GrepInput(pattern=pattern, path=path, include=include or None), reads=True)
 
     async def _glob(self, pattern: str) -> str:
-        return await self._run(GlobTool(), GlobInput(pattern=pattern), reads=True)
+        return await self._through(GlobTool(), GlobInput(pattern=pattern), reads=True)
 
     async def _write(self, path: str, content: str) -> str:
-        return await self._run(WriteTool(), WriteInput(path=path, content=content), reads=False)
+        return await self._through(WriteTool(), WriteInput(path=path, content=content), reads=False)
 
     async def _edit(self, path: str, old: str, new: str, replace_all: bool = False) -> str:
         args = EditInput(path=path, old_string=old, new_string=new, replace_all=replace_all)
-        return await self._run(EditTool(), args, reads=False)
+        return await self._through(EditTool(), args, reads=False)
 
     async def _delete(self, path: str) -> str:
         target = resolve_in_project(self.ctx.root, path)
@@ -124,3 +136,31 @@ class ScriptApi:
             raise ToolError(f"{rel} is a folder: delete its files one by one.")
         await self.staged.delete(target)
         return f"Deleted {rel}."
+
+    async def _run(self, command: str, timeout: int = 0) -> dict[str, Any]:
+        await self._write_staged()
+        action = await BashTool().prepare(BashInput(command=command, timeout=timeout or None), self.project)
+        if not await self.project.permit(action):
+            raise ToolError(f"Running `{command}` was not allowed; nothing ran.")
+        result = await self.project.commit(action)
+        self.commands.append(command)
+        return {"output": result.output, "exit_code": result.metadata.get("exit_code")}
+
+    async def _tests(self, timeout: int = 0) -> dict[str, Any]:
+        files = await self._files()
+        command = await find_test_command(self.project.test_command, files)
+        if command is None:
+            raise ToolError("This project has no test command: set test_command in the config, or run() one.")
+        return await self._run(command, timeout)
+
+    async def _write_staged(self) -> None:
+        """What the script staged so far, asked about and written as one change set, so that a
+        command sees it; the stage is empty after it."""
+        action = change_set(self.project.root, self.staged.changes(), printed="")
+        if not action.files:
+            return
+        if not await self.project.permit(action):
+            raise ToolError("Writing the script's changes so far was not allowed, so the command did not run.")
+        result = await self.project.commit(action)
+        self.written.append(result.summary)
+        self.staged.clear()

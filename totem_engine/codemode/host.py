@@ -3,8 +3,8 @@ host.py SCRATCH PROJECT``), never imported by Totem. Standard library only.
 
 At start, fd 0 and fd 1 are the API pipe (Totem's answers in, the script's requests out, one
 JSON object a line); they are moved aside, so the script's own ``print`` goes to fd 2 with its
-errors, and ``import totem`` gives it the API (``_call`` sends one request and waits for its
-answer). Then an audit hook (PEP 578) refuses what the script may not do on its own: open a
+errors, and ``import totem`` gives it the API (``call`` sends one request and waits for its
+answer; a command of ``run`` is started by Totem, not here). Then an audit hook (PEP 578) refuses what the script may not do on its own: open a
 file outside its scratch folder and the Python installation (the project too, unless PROJECT
 is given: ``agent_mode``, read only), write anywhere but the scratch folder, open a socket,
 start a process, load native code with ctypes. A hook is not a sandbox (decisions.md says what
@@ -107,7 +107,16 @@ def api(requests, answers) -> types.ModuleType:
         """Stage the deletion of a file."""
         return call("delete", path=path)
 
-    for function in (files, read, search, glob, write, edit, delete):
+    def run(command: str, timeout: int = 0) -> dict:
+        """Run a shell command in the project, asked like bash: {"output": ..., "exit_code": ...}.
+        The changes staged so far are written first (asked as one change), so it sees them."""
+        return call("run", command=command, timeout=timeout)
+
+    def tests(timeout: int = 0) -> dict:
+        """Run the project's tests (its test command), as run() does."""
+        return call("tests", timeout=timeout)
+
+    for function in (files, read, search, glob, write, edit, delete, run, tests):
         setattr(module, function.__name__, function)
     return module
 

@@ -83,6 +83,11 @@ class StagedWorkspace:
     async def unsaved(self) -> list[Path]:
         return await self.base.unsaved()
 
+    def clear(self) -> None:
+        """Forget the stage (it was written to the project)."""
+        self._staged.clear()
+        self._before.clear()
+
     def changes(self) -> list[StagedChange]:
         """What the script changed, in the order it first touched each file; a file put back as
         it was (or created then deleted) is no change."""

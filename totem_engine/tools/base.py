@@ -141,6 +141,14 @@ def _undecided(action: "Action") -> str:
     return "ask"
 
 
+async def _not_permitted(action: "Action") -> bool:
+    return False
+
+
+async def _uncommitted(action: "Action") -> "ToolResult":
+    raise ToolError("This call cannot change the project on its own.")
+
+
 @dataclass
 class ToolContext:
     """What a call needs from its run.
@@ -149,8 +157,12 @@ class ToolContext:
     asked); ``publish(event)`` sends an engine event (e.g. the todo list) to the front end;
     ``output_budget`` is the most characters one result may hold (a share of the model's window);
     ``whole_files``: the model writes whole files (a small model, tools/write.py checks that it did);
-    ``decide(action)``: what the run's permission rules say of an action, without asking ("allow",
-    "ask" or "deny"), for a tool that runs others' actions itself (run_script's reads).
+    For a tool that runs other tools' actions itself (run_script's API): ``decide(action)`` says
+    what the run's permission rules say of one without asking ("allow", "ask" or "deny");
+    ``permit(action)`` asks as the turn asks for a call (rules, then the user; a ``permission``
+    event of this call each time) and says whether it may run; ``commit(action)`` applies a
+    permitted one as the turn applies a call (snapshot for undo, formatter, checks).
+    ``test_command``: the config's (None: find it, verify.py; "": none).
     """
 
     root: Path
@@ -164,6 +176,9 @@ class ToolContext:
     question: Callable[[str, list[str]], Awaitable[str | None]] = _nobody_to_ask
     publish: Callable[[Any], Awaitable[None]] = _nowhere
     decide: Callable[["Action"], str] = _undecided
+    permit: Callable[["Action"], Awaitable[bool]] = _not_permitted
+    commit: Callable[["Action"], Awaitable["ToolResult"]] = _uncommitted
+    test_command: str | None = None
 
 
 @dataclass

@@ -12,28 +12,23 @@ returns what it printed, with its traceback.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from totem_engine.codemode.api import ScriptApi
+from totem_engine.codemode.changes import change_set
 from totem_engine.codemode.runner import run_script
 from totem_engine.tools.base import (
     Action,
     Bounded,
-    ProposedFile,
     Tool,
     ToolContext,
     ToolError,
     ToolInput,
-    ToolResult,
     short,
 )
 from totem_engine.tools.bash import MAX_OUTPUT
-from totem_engine.tools.diff import unified_diff
-from totem_engine.tools.patch import FileChange, PatchAction, common_glob
-from totem_engine.tools.paths import relative
 
 DEFAULT_TIMEOUT = 60  # seconds
 MAX_TIMEOUT = 600
@@ -44,26 +39,6 @@ class RunScriptInput(ToolInput):
     timeout: Annotated[int | None, Bounded(default=DEFAULT_TIMEOUT, maximum=MAX_TIMEOUT)] = Field(
         None, description=f"Seconds it may run (default {DEFAULT_TIMEOUT}, at most {MAX_TIMEOUT})."
     )
-
-
-@dataclass
-class ScriptAction(PatchAction):
-    printed: str = ""
-
-    async def apply(self, ctx: ToolContext) -> ToolResult:
-        if not self.changes:
-            return ToolResult(output=f"{self.printed}\n[No changes]".lstrip("\n"), summary="no changes")
-        result = await super().apply(ctx)
-        said = "; ".join(change.report for change in self.changes)
-        result.output = f"{self.printed}\n[Changes: {said}]".lstrip("\n")
-        result.summary = f"Changes: {said}"
-        return result
-
-
-def _verb(change: FileChange) -> str:
-    if change.before is None:
-        return f"created {change.rel}"
-    return f"deleted {change.rel}" if change.data is None else f"edited {change.rel}"
 
 
 class RunScriptTool(Tool):
@@ -83,34 +58,18 @@ class RunScriptTool(Tool):
         run = await run_script(args.script, api, timeout=timeout, limit=min(ctx.output_budget, MAX_OUTPUT))
         printed = run.output.rstrip("\n")
         if run.exit_code is None:
-            raise ToolError(
-                f"{printed}\n[The script ran past its time limit of {timeout} s and was killed; the project is unchanged.]".lstrip("\n")
-            )
+            raise ToolError(f"{printed}\n[The script ran past its time limit of {timeout} s and was killed; {_left(api)}]".lstrip("\n"))
         if run.exit_code != 0:
-            raise ToolError(f"{printed}\n[The script failed (exit code {run.exit_code}); the project is unchanged.]".lstrip("\n"))
-        changes = []
-        for staged in api.staged.changes():
-            rel = relative(ctx.root, staged.path)
-            change = FileChange(rel=rel, target=staged.path, before=staged.before, data=staged.after, report="")
-            change.report = _verb(change)
-            changes.append(change)
+            raise ToolError(f"{printed}\n[The script failed (exit code {run.exit_code}); {_left(api)}]".lstrip("\n"))
         notes = "".join(f"\n[{note}]" for note in args.notes)
-        if not changes:
-            # Its reads were each checked against the rules as they ran: nothing is left to ask.
-            return ScriptAction(title="Run a script", permission="read", patterns=[], always_pattern="*", printed=printed + notes)
-        proposed = [ProposedFile(path=c.rel, new_text=_text(c.data), old_text=_text(c.before)) for c in changes]
-        rels = [c.rel for c in changes]
-        return ScriptAction(
-            title=f"Run a script: {', '.join(c.report for c in changes)}",
-            permission="edit",
-            patterns=rels,
-            always_pattern=common_glob(rels),
-            diff="".join(unified_diff(p.path, p.old_text, p.new_text) for p in proposed),
-            files=proposed,
-            changes=changes,
-            printed=printed + notes,
-        )
+        ran = "".join(f"\n[Written before a command: {said}]" for said in api.written)
+        ran += f"\n[Commands run: {'; '.join(api.commands)}]" if api.commands else ""
+        return change_set(ctx.root, api.staged.changes(), printed=printed + ran + notes)
 
 
-def _text(data: bytes | None) -> str | None:
-    return None if data is None else data.decode("utf-8", errors="replace")
+
+def _left(api: ScriptApi) -> str:
+    """What a failed script leaves: nothing, or what was written before its commands."""
+    if not api.written:
+        return "the project is unchanged."
+    return f"what was written before its commands stays ({'; '.join(api.written)}; undo takes it back), nothing else changed."
