@@ -10,6 +10,7 @@ import pytest
 
 from tests.support.turns import RecordingFrontEnd, Scene, answer, calls
 from totem_engine import events as ev
+from totem_engine.config import Config
 
 
 @pytest.fixture
@@ -187,3 +188,23 @@ async def test_a_refused_command_raises_in_the_script_and_a_failure_says_what_st
     """)
     assert end.status == "error"
     assert "what was written before its commands stays (Changes: edited calc.py; undo takes it back)" in end.output
+
+
+async def test_agent_mode_lets_a_script_import_the_project_but_never_write_it(tmp_path):
+    scene = Scene(tmp_path, config=Config(agent_mode=True))
+    (scene.root / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    try:
+        end, _ = await run(scene, """
+            import calc
+            print(calc.add(40, 2))
+            open(calc.__file__, "a").write("# changed")
+        """)
+        assert end.output.startswith("Error: 42\n") and "PermissionError: A script may not write" in end.output
+        assert (scene.root / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    finally:
+        await scene.close()
+
+
+async def test_without_agent_mode_the_project_is_not_importable(scene):
+    end, _ = await run(scene, "import calc\n")
+    assert "ModuleNotFoundError: No module named 'calc'" in end.output

@@ -162,7 +162,8 @@ class ToolContext:
     ``permit(action)`` asks as the turn asks for a call (rules, then the user; a ``permission``
     event of this call each time) and says whether it may run; ``commit(action)`` applies a
     permitted one as the turn applies a call (snapshot for undo, formatter, checks).
-    ``test_command``: the config's (None: find it, verify.py; "": none).
+    ``test_command``: the config's (None: find it, verify.py; "": none); ``agent_mode``: the
+    config's (a script may import the project's own modules).
     """
 
     root: Path
@@ -179,6 +180,7 @@ class ToolContext:
     permit: Callable[["Action"], Awaitable[bool]] = _not_permitted
     commit: Callable[["Action"], Awaitable["ToolResult"]] = _uncommitted
     test_command: str | None = None
+    agent_mode: bool = False
 
 
 @dataclass

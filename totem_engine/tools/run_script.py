@@ -55,7 +55,9 @@ class RunScriptTool(Tool):
     async def prepare(self, args: RunScriptInput, ctx: ToolContext) -> Action:
         api = ScriptApi(ctx)
         timeout = args.timeout or DEFAULT_TIMEOUT
-        run = await run_script(args.script, api, timeout=timeout, limit=min(ctx.output_budget, MAX_OUTPUT))
+        run = await run_script(
+            args.script, api, timeout=timeout, limit=min(ctx.output_budget, MAX_OUTPUT), project=ctx.root if ctx.agent_mode else None
+        )
         printed = run.output.rstrip("\n")
         if run.exit_code is None:
             raise ToolError(f"{printed}\n[The script ran past its time limit of {timeout} s and was killed; {_left(api)}]".lstrip("\n"))

@@ -155,6 +155,7 @@ class ToolCalls:
             permit=permit,
             commit=commit,
             test_command=self.agent.config.test_command,
+            agent_mode=self.agent.config.agent_mode,
         )
         return ctx
 
