@@ -174,6 +174,8 @@ class Config(_Strict):
     max_agents: Annotated[int, TIGHTEN] = Field(default=3, ge=1)  # sub-agents (task calls) running at once
     # Background jobs (the job tool) left running when the user aborts a turn; False kills them.
     jobs_survive_abort: Annotated[bool, Untrusted("tighten", order=(True, False))] = False
+    # run_script's scripts may import the project's own modules (and so read the project).
+    agent_mode: Annotated[bool, Untrusted("tighten", order=(True, False))] = False
     # Seconds for a whole provider request, and for its first byte and each gap between chunks.
     request_timeout: Annotated[float, TIGHTEN] = Field(default=1800.0, gt=0)
     stall_timeout: Annotated[float, TIGHTEN] = Field(default=300.0, gt=0)

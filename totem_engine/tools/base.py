@@ -137,6 +137,18 @@ async def _nowhere(event: Any) -> None:
     return None
 
 
+def _undecided(action: "Action") -> str:
+    return "ask"
+
+
+async def _not_permitted(action: "Action") -> bool:
+    return False
+
+
+async def _uncommitted(action: "Action") -> "ToolResult":
+    raise ToolError("This call cannot change the project on its own.")
+
+
 @dataclass
 class ToolContext:
     """What a call needs from its run.
@@ -144,7 +156,14 @@ class ToolContext:
     ``question(text, options)`` asks the user through the front end (None: nobody could be
     asked); ``publish(event)`` sends an engine event (e.g. the todo list) to the front end;
     ``output_budget`` is the most characters one result may hold (a share of the model's window);
-    ``whole_files``: the model writes whole files (a small model, tools/write.py checks that it did).
+    ``whole_files``: the model writes whole files (a small model, tools/write.py checks that it did);
+    For a tool that runs other tools' actions itself (run_script's API): ``decide(action)`` says
+    what the run's permission rules say of one without asking ("allow", "ask" or "deny");
+    ``permit(action)`` asks as the turn asks for a call (rules, then the user; a ``permission``
+    event of this call each time) and says whether it may run; ``commit(action)`` applies a
+    permitted one as the turn applies a call (snapshot for undo, formatter, checks).
+    ``test_command``: the config's (None: find it, verify.py; "": none); ``agent_mode``: the
+    config's (a script may import the project's own modules).
     """
 
     root: Path
@@ -157,6 +176,11 @@ class ToolContext:
     output_budget: int = 50_000
     question: Callable[[str, list[str]], Awaitable[str | None]] = _nobody_to_ask
     publish: Callable[[Any], Awaitable[None]] = _nowhere
+    decide: Callable[["Action"], str] = _undecided
+    permit: Callable[["Action"], Awaitable[bool]] = _not_permitted
+    commit: Callable[["Action"], Awaitable["ToolResult"]] = _uncommitted
+    test_command: str | None = None
+    agent_mode: bool = False
 
 
 @dataclass

@@ -128,14 +128,14 @@ class PatchTool(Tool):
             title=f"Patch {', '.join(rels)}",
             permission="edit",
             patterns=rels,
-            always_pattern=_common_glob(rels),
+            always_pattern=common_glob(rels),
             diff="".join(unified_diff(p.path, p.old_text, p.new_text) for p in proposed),
             files=proposed,
             changes=changes,
         )
 
 
-def _common_glob(rels: list[str]) -> str:
+def common_glob(rels: list[str]) -> str:
     """What "allow always" stores: the files of the deepest folder holding them all (``src/*``)."""
     folders = [folder_glob(rel).removesuffix("*").rstrip("/").split("/") for rel in rels]
     common = []

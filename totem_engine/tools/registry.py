@@ -22,6 +22,7 @@ from totem_engine.tools.grep import GrepTool
 from totem_engine.tools.job import JobTool
 from totem_engine.tools.patch import PatchTool
 from totem_engine.tools.read import ReadTool
+from totem_engine.tools.run_script import RunScriptTool
 from totem_engine.tools.skill import SkillTool
 from totem_engine.tools.terminal import TerminalTool
 from totem_engine.tools.todo import TodoTool
@@ -36,7 +37,7 @@ def builtin_tools(
     tool."""
     tools: list[Tool] = [
         ReadTool(), GlobTool(), GrepTool(), WriteTool(), EditTool(), PatchTool(),
-        BashTool(), FetchTool(), TodoTool(), AskTool(), SkillTool(skills),
+        BashTool(), FetchTool(), TodoTool(), AskTool(), SkillTool(skills), RunScriptTool(),
         *([JobTool(jobs)] if jobs is not None else []),
         *([TerminalTool(terminals)] if terminals is not None else []),
     ]

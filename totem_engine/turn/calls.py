@@ -127,12 +127,20 @@ class ToolCalls:
             if not record.done:
                 await self._close_call(record, "interrupted", "interrupted", "Interrupted before it finished.")
 
-    def _context(self, call: ToolCall) -> ToolContext:
+    def _context(self, record: _Call, flagged: list[str]) -> ToolContext:
+        call = record.call
+
         async def question(text: str, options: list[str]) -> str | None:
             request = QuestionRequest(session_id=self.session_id, call_id=call.id, question=text, options=options)
             return await self.turn.frontend.question(request)
 
-        return ToolContext(
+        async def permit(action: Action) -> bool:
+            return await self._permit_and_say(record, action)
+
+        async def commit(action: Action) -> ToolResult:
+            return await self._apply(action, ctx, flagged)
+
+        ctx = ToolContext(
             root=self.agent.root,
             workspace=self.agent.workspace,
             session_id=self.session_id,
@@ -143,7 +151,13 @@ class ToolCalls:
             output_budget=output_budget(self.turn.record),
             question=question,
             publish=self._publish,
+            decide=lambda action: self._decide(action).action,
+            permit=permit,
+            commit=commit,
+            test_command=self.agent.config.test_command,
+            agent_mode=self.agent.config.agent_mode,
         )
+        return ctx
 
     async def _publish(self, event: ev.Event) -> None:
         """A tool's own event (the todo list), remembered by the session when it is state."""
@@ -177,7 +191,7 @@ class ToolCalls:
             await self._start(record, _plain_title(record))
             known = ", ".join(sorted(self.turn.tools))
             return _error(f"There is no tool named {call.name!r}. Available tools: {known}."), "error", record.input
-        ctx = self._context(call)
+        ctx = self._context(record, flagged)
         try:
             args = parse_arguments(tool.Input, call.arguments)
         except ToolError as exc:
@@ -198,16 +212,9 @@ class ToolCalls:
             await self._start(record, _plain_title(record))
             return _error(str(exc)), "error", record.input
         await self._start(record, action.title)
-        decision = self.policy.decide(action.permission, action.patterns, changes=action.changes, safe=action.safe_patterns)
+        decision = self._decide(action)
         allowed, rule, reply = await self._permit(record, action, decision)
-        await self.emit(
-            ev.Permission(
-                session_id=self.session_id,
-                call_id=call.id,
-                decision="allow" if allowed else ("deny" if decision.action == "deny" else "reject"),
-                rule=rule,
-            )
-        )
+        await self._say_permission(record, allowed, decision, rule)
         await self.agent.store.update_part(record.part_id, data=self._part_data(record, action.title, rule=rule))
         if not allowed:
             record.end_turn = reply.end_turn if reply else None
@@ -292,6 +299,20 @@ class ToolCalls:
         except OSError:
             return None
         return await run_checks(self.turn.checkers, self.agent.root, rel, text)
+
+    def _decide(self, action: Action) -> Decision:
+        return self.policy.decide(action.permission, action.patterns, changes=action.changes, safe=action.safe_patterns)
+
+    async def _say_permission(self, record: _Call, allowed: bool, decision: Decision, rule: ev.RuleRef) -> None:
+        decided = "allow" if allowed else ("deny" if decision.action == "deny" else "reject")
+        await self.emit(ev.Permission(session_id=self.session_id, call_id=record.call.id, decision=decided, rule=rule))
+
+    async def _permit_and_say(self, record: _Call, action: Action) -> bool:
+        """A call's own action asked about within it (run_script's commands): rules, then the user."""
+        decision = self._decide(action)
+        allowed, rule, _ = await self._permit(record, action, decision)
+        await self._say_permission(record, allowed, decision, rule)
+        return allowed
 
     async def _permit(
         self, record: _Call, action: Action, decision: Decision

@@ -1,0 +1,65 @@
+"""A script's change set as one action: its staged files, asked about and written as a patch is.
+
+``change_set`` turns what a script staged (staging.py) into a ``ScriptAction``: permission
+``edit`` with every changed path as a pattern, the whole diff, and ``PatchAction``'s all or
+nothing write (each file first checked to be as the script first saw it). The turn snapshots,
+formats and checks it like any edit. With nothing staged it is a read: nothing left to ask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from totem_engine.codemode.staging import StagedChange
+from totem_engine.tools.base import ProposedFile, ToolContext, ToolResult
+from totem_engine.tools.diff import unified_diff
+from totem_engine.tools.patch import FileChange, PatchAction, common_glob
+from totem_engine.tools.paths import relative
+
+
+@dataclass
+class ScriptAction(PatchAction):
+    printed: str = ""  # what the script printed, the start of the result
+
+    async def apply(self, ctx: ToolContext) -> ToolResult:
+        if not self.changes:
+            return ToolResult(output=f"{self.printed}\n[No changes]".lstrip("\n"), summary="no changes")
+        result = await super().apply(ctx)
+        said = "; ".join(change.report for change in self.changes)
+        result.output = f"{self.printed}\n[Changes: {said}]".lstrip("\n")
+        result.summary = f"Changes: {said}"
+        return result
+
+
+def change_set(root: Path, staged: list[StagedChange], *, printed: str) -> ScriptAction:
+    changes = []
+    for item in staged:
+        change = FileChange(rel=relative(root, item.path), target=item.path, before=item.before, data=item.after, report="")
+        change.report = _verb(change)
+        changes.append(change)
+    if not changes:
+        # Each read of the script was checked against the rules as it ran.
+        return ScriptAction(title="Run a script", permission="read", patterns=[], always_pattern="*", printed=printed)
+    proposed = [ProposedFile(path=c.rel, new_text=_text(c.data), old_text=_text(c.before)) for c in changes]
+    rels = [c.rel for c in changes]
+    return ScriptAction(
+        title=f"Run a script: {', '.join(c.report for c in changes)}",
+        permission="edit",
+        patterns=rels,
+        always_pattern=common_glob(rels),
+        diff="".join(unified_diff(p.path, p.old_text, p.new_text) for p in proposed),
+        files=proposed,
+        changes=changes,
+        printed=printed,
+    )
+
+
+def _verb(change: FileChange) -> str:
+    if change.before is None:
+        return f"created {change.rel}"
+    return f"deleted {change.rel}" if change.data is None else f"edited {change.rel}"
+
+
+def _text(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8", errors="replace")
