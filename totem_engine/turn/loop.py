@@ -28,6 +28,7 @@ from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import MIN_MAX_STEPS, Config
 from totem_engine.frontend import FrontEnd
 from totem_engine.jobs import Jobs
+from totem_engine.mcp.servers import McpServers, notice_sayer
 from totem_engine.terminals import Terminals
 from totem_engine.prompt import system_prompt
 from totem_engine.providers.base import ChatRequest, Provider, ToolCall, ToolSpec, arguments_object
@@ -114,6 +115,7 @@ class Agent:
         delegates: bool = True,
         jobs: Jobs | None = None,
         terminals: Terminals | None = None,
+        mcp: McpServers | None = None,
     ):
         self.root = root.resolve()
         self.store = store
@@ -128,6 +130,7 @@ class Agent:
         self.delegates = delegates  # its turns get the task tool (a sub-agent's never do)
         self.jobs = jobs  # the runtime's background jobs: an aborted turn kills its session's
         self.terminals = terminals  # and its terminals
+        self.mcp = mcp  # the runtime's MCP servers, whose tools its turns offer (a sub-agent's: None, seed 000)
         self.notices: list[str] = []  # for the user, said at the start of the next turn
         self._said: set[str] = set()  # the agent files' notices already said
 
@@ -141,13 +144,16 @@ class Agent:
                 self.notices.append(notice)
         return found
 
-    def nested(self, *, store: Store, tools: dict[str, Tool], rules: list[ev.RuleRef]) -> "Agent":
+    def nested(
+        self, *, store: Store, tools: dict[str, Tool], rules: list[ev.RuleRef], mcp: McpServers | None = None
+    ) -> "Agent":
         """The project as a sub-agent works in it: its own ``store`` (its thread), ``tools`` and
-        ``rules``; the same files, snapshots, providers and config; no task tool."""
+        ``rules``; the same files, snapshots, providers and config; no task tool, and no MCP
+        server's tools unless ``mcp`` is given (a sub-agent gets none, seed 000)."""
         return Agent(
             root=self.root, store=store, provider_for=self.provider_for, tools=tools, workspace=self.workspace,
             snapshots=self.snapshots, capabilities=self.capabilities, config=self.config, rules=rules,
-            trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals,
+            trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals, mcp=mcp,
         )
 
     def checkers(self, *, totaljs: bool) -> list[Checker]:
@@ -191,6 +197,8 @@ class Turn:
         self.checkers: list[Checker] = []
         self.skills: list[Skill] = []
         self.tools: dict[str, Tool] = dict(agent.tools)
+        self._own_tools: dict[str, Tool] = {}  # the turn's tools before the surface and the servers' (_offer_tools)
+        self._mcp_prepared = False  # the runtime's MCP servers were started for this turn (released at its end)
         self.record = CapabilityRecord()  # the model's, known at the first step and learned from each
         self.specs: tuple[ToolSpec, ...] = ()
         self.temperature: float | None = None
@@ -267,6 +275,8 @@ class Turn:
             await writer.flush()
         self._answers.extend(w for w in self._writers if w.kind == "text")
         await self.calls.close_open()
+        if self._mcp_prepared and self.agent.mcp is not None:
+            self.agent.mcp.release()
         if stop == "aborted" and not self.agent.config.jobs_survive_abort:
             for processes in (self.agent.jobs, self.agent.terminals):
                 if processes is not None:
@@ -290,9 +300,13 @@ class Turn:
         settings = self.agent.config.providers.get(provider_name)
         self.temperature = settings.temperature if settings is not None else None
         self.record = await self.agent.capabilities.record(provider_name, model_id)
-        self.tools, brief = surface(self.tools, self.record.context_window, self.record.tier)
-        self.specs = tool_specs(self.tools, brief=brief)
-        if is_small(self.record.context_window, self.record.tier):
+        self._own_tools = self.tools
+        small = is_small(self.record.context_window, self.record.tier)
+        if self.agent.mcp is not None and not small:  # a small surface has no room for them yet
+            self._mcp_prepared = True
+            await self.agent.mcp.prepare(self, self.calls.policy, notice_sayer(self.emit, self.session_id))
+        self._offer_tools()
+        if small:
             self.policy = SmallModelPolicy(self)
         skills = self.skills if "skill" in self.tools else ()
         base_prompt = system_prompt(
@@ -321,6 +335,13 @@ class Turn:
             if not await self.policy.afresh(stop, changed=changed):
                 return stop, reason
 
+    def _offer_tools(self) -> None:
+        """The step's tools and their specs: the turn's own and what the MCP servers offer now (a
+        server that died or was switched off offers nothing), kept to the model's surface."""
+        served = self.agent.mcp.tools(set(self._own_tools)) if self._mcp_prepared and self.agent.mcp is not None else {}
+        self.tools, brief = surface({**self._own_tools, **served}, self.record.context_window, self.record.tier)
+        self.specs = tool_specs(self.tools, brief=brief)
+
     def start_afresh(self, *, temperature: float, seed: int) -> None:
         """The turn's state back to its start for another attempt at the request (the policy's
         ``afresh``, which has put the files back and discarded the attempt), sampled this time:
@@ -343,6 +364,8 @@ class Turn:
                 await self.notice(decision.notice)
             self._step_count += 1
             step = self._step_count
+            if step > 1:
+                self._offer_tools()
             fitted = await fitter.fit(await self.agent.store.messages(self.session_id), self.state)
             self._used_call_ids |= fitter.history.call_ids
             message_id = await self.agent.store.add_message(
