@@ -15,9 +15,14 @@ import pytest
 from tests.support.mcp_standin import png
 from totem_engine.config_error import ConfigError
 from totem_engine.images import caption, image_size
-from totem_engine.mcp.naming import join_tools, joined_name, sanitized, VALID
+from totem_engine.mcp.naming import VALID, join_tools, joined_name, sanitized
 from totem_engine.mcp.results import read_result
-from totem_engine.mcp.specs import is_loopback, load_specs, project_mcp_path, user_mcp_path
+from totem_engine.mcp.specs import (
+    is_loopback,
+    load_specs,
+    project_mcp_path,
+    user_mcp_path,
+)
 
 
 def write(path: Path, data: object) -> None:

@@ -25,7 +25,12 @@ import anyio
 from totem_engine import events as ev
 from totem_engine.config import Config, ConfigError
 from totem_engine.mcp.naming import join_tools
-from totem_engine.mcp.specs import ServerSpec, load_specs, project_mcp_path
+from totem_engine.mcp.specs import (
+    ServerSpec,
+    load_specs,
+    project_mcp_path,
+    user_mcp_path,
+)
 
 if TYPE_CHECKING:
     from totem_engine.mcp.connection import ServerConnection
@@ -52,6 +57,7 @@ class McpServers:
         self._in_use = 0  # turns running with these servers
         self._idle: asyncio.Task | None = None
         self._closed = False
+        self._read_at: tuple = ()  # the files' stamps when the specs were read (_stamps)
 
     async def prepare(self, host: StartHost, policy: Policy, say: Say) -> None:
         """Before a turn's first step: the specs read again, and each allowed server that is not
@@ -115,10 +121,29 @@ class McpServers:
         with anyio.CancelScope(shield=True):
             await self._stop_all("the run ended")
 
+    async def step(self) -> None:
+        """Before a step after the first: a server whose entry was switched off, changed or
+        removed since is stopped, so its tools are not offered (the files are read again only
+        when one of them changed)."""
+        if self.connections and self._stamps() != self._read_at:
+            await self._refresh()
+
+    def _stamps(self) -> tuple:
+        """When each mcp.json was last changed (None: there is none)."""
+        stamps = []
+        for path in (user_mcp_path(), project_mcp_path(self.root)):
+            try:
+                info = path.stat()
+                stamps.append((info.st_mtime_ns, info.st_size))
+            except OSError:
+                stamps.append(None)
+        return tuple(stamps)
+
     async def _refresh(self) -> bool:
         """The specs as the files say now; a running server whose spec changed or went away is
         stopped. False when the files could not be read (said)."""
         try:
+            self._read_at = self._stamps()
             self.specs = await anyio.to_thread.run_sync(load_specs, self.root)
         except ConfigError as exc:
             await self._tell("warning", f"No MCP server was started: {exc}")

@@ -364,7 +364,8 @@ class Turn:
                 await self.notice(decision.notice)
             self._step_count += 1
             step = self._step_count
-            if step > 1:
+            if step > 1 and self._mcp_prepared and self.agent.mcp is not None:
+                await self.agent.mcp.step()
                 self._offer_tools()
             fitted = await fitter.fit(await self.agent.store.messages(self.session_id), self.state)
             self._used_call_ids |= fitter.history.call_ids
