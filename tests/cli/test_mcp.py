@@ -177,3 +177,24 @@ def test_an_untrusted_projects_servers_are_not_started_and_totem_says_so(totem):
     assert not any("__" in name for name in offered(totem.server.requests[0]))
     notice = next(e for e in result.of("notice") if "not trusted" in e["message"])
     assert "(echo)" in notice["message"] and "totem trust" in notice["message"]
+
+
+def test_mcp_list_shows_each_server_whether_it_started_and_its_tools(totem, user_mcp):
+    entries = real_entries(totem.project)
+    user_mcp({"time": entries["time"], "off": {**standin(), "enabled": False}, "echo": standin("--noisy")})
+    write_mcp_json(totem.project / ".totem" / "mcp.json", {"mine": standin()})
+    result = totem.run("mcp", "list", "--cwd", str(totem.project), "--yes")
+
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    servers = {line.split("\t")[0]: line.split("\t")[1] for line in lines if not line.startswith("  ")}
+    assert servers == {
+        "time": "started", "off": "off (enabled: false)", "echo": "started", "mine": "not started: the project is not trusted",
+    }
+    time_at = lines.index(next(line for line in lines if line.startswith("time\t")))
+    assert lines[time_at + 1 : time_at + 3] == [
+        "  time__convert_time\tConvert time between timezones", "  time__get_current_time\tGet current time in a specific timezone",
+    ]
+    assert "  echo__echo\tEcho the text back." in lines
+    assert "not trusted" in result.stderr
+    assert none_left(totem.project) == []

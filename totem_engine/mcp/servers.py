@@ -52,6 +52,9 @@ class McpServers:
         self.trusted = trusted
         self.specs: dict[str, ServerSpec] = {}
         self.connections: dict[str, ServerConnection] = {}
+        # What became of each declared server at the latest prepare, for `totem mcp list`:
+        # "started", "off", "not started: why", "did not start: why", "exited: why", "stopped: why".
+        self.status: dict[str, str] = {}
         self._said: set[str] = set()  # notices said once per runtime (untrusted, clashes)
         self._say: Say | None = None  # the notices of the latest turn's front end
         self._in_use = 0  # turns running with these servers
@@ -70,9 +73,11 @@ class McpServers:
         if not await self._refresh():
             return
         wanted = [spec for spec in self.specs.values() if spec.enabled and spec.name not in self.connections]
+        self.status = {name: "started" if name in self.connections else "off (enabled: false)" for name in self.specs}
         if not self.trusted:
             left = [spec.name for spec in wanted if spec.source == "project"]
             wanted = [spec for spec in wanted if spec.source != "project"]
+            self.status.update((name, "not started: the project is not trusted") for name in left)
             if left:
                 await self._once("warning", (
                     f"The MCP servers of {project_mcp_path(self.root)} ({', '.join(left)}) were not started: the project is"
@@ -83,6 +88,7 @@ class McpServers:
         from totem_engine.mcp.start import ask_start
 
         calls = [await ask_start(spec, host, policy=policy, config=self.config, root=self.root) for spec in wanted]
+        self.status.update((call.spec.name, f"not started: {call.refusal}") for call in calls if not call.allowed)
         async with anyio.create_task_group() as group:
             for call in calls:
                 if call.allowed:
@@ -161,6 +167,7 @@ class McpServers:
         try:
             await connection.start(self.config.mcp_start_timeout)
         except StartFailed as exc:
+            self.status[spec.name] = f"did not start: {exc}"
             await call.end("error", f"did not start: {exc}", f"MCP server {spec.name} did not start: {exc}")
             await self._tell("warning", f"MCP server {spec.name} did not start: {exc}. Its tools are not offered.")
             return
@@ -170,6 +177,7 @@ class McpServers:
                 await call.end("interrupted", "interrupted", f"MCP server {spec.name}: the start was interrupted.")
             raise
         self.connections[spec.name] = connection
+        self.status[spec.name] = "started"
         count = len(connection.tools)
         summary = f"started, {count} tool{'s' if count != 1 else ''}" + (f", {len(connection.prompts)} prompts" if connection.prompts else "")
         await call.end("ok", summary, f"MCP server {spec.name} ({connection.server_name or spec.name}) {summary}.")
@@ -179,6 +187,7 @@ class McpServers:
         if self.connections.get(connection.spec.name) is connection:
             del self.connections[connection.spec.name]
         why = connection.process.describe_exit() if connection.process is not None else "closed the connection"
+        self.status[connection.spec.name] = f"exited: {why}"
         await self._tell("warning", f"MCP server {connection.spec.name} {why}. Its tools are gone.")
 
     async def _stop(self, name: str, why: str) -> None:
@@ -186,6 +195,7 @@ class McpServers:
         if connection is None:
             return
         await connection.stop()
+        self.status[name] = f"stopped: {why}"
         await self._tell("info", f"MCP server {name} stopped: {why}.")
 
     async def _stop_all(self, why: str) -> None:

@@ -49,6 +49,7 @@ class StartCall:
     call_id: str
     spec: ServerSpec
     allowed: bool = False
+    refusal: str = ""  # why it was not allowed, for the user
 
     async def end(self, status: ev.ToolStatus, summary: str, output: str) -> None:
         await self.host.emit(ev.ToolEnd(
@@ -74,7 +75,8 @@ async def ask_start(spec: ServerSpec, host: StartHost, *, policy: Policy, config
     decision = "allow" if call.allowed else ("deny" if rule.action == "deny" and rule.source != "answer" else "reject")
     await host.emit(ev.Permission(session_id=host.session_id, call_id=call.call_id, decision=decision, rule=rule))
     if not call.allowed:
-        await call.end("denied", "not started", f"MCP server {spec.name} was not started: {reason or _why(rule)}.")
+        call.refusal = reason or _why(rule)
+        await call.end("denied", "not started", f"MCP server {spec.name} was not started: {call.refusal}.")
     return call
 
 
