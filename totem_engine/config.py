@@ -225,6 +225,9 @@ class Config(_Strict):
     mcp_call_timeout: Annotated[float, TIGHTEN] = Field(default=300.0, gt=0)
     mcp_idle_stop: Annotated[float, Untrusted("tighten", no_limit=0)] = Field(default=600.0, ge=0)
     mcp_allow: Annotated[list[str], DROPPED] = Field(default_factory=list)
+    # Share of the model's window past which the MCP tools' schemas are offered by name and one
+    # line, with one tool that gives a chosen tool's schema (mcp/deferred.py); smaller defers sooner.
+    mcp_schema_share: Annotated[float, TIGHTEN] = Field(default=0.1, gt=0, le=1)
 
     _notes: list[str] = PrivateAttr(default_factory=list)
 

@@ -28,6 +28,7 @@ from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import MIN_MAX_STEPS, Config
 from totem_engine.frontend import FrontEnd
 from totem_engine.jobs import Jobs
+from totem_engine.mcp.deferred import fit_schemas
 from totem_engine.mcp.servers import McpServers, notice_sayer
 from totem_engine.terminals import Terminals
 from totem_engine.prompt import system_prompt
@@ -302,7 +303,7 @@ class Turn:
         self.record = await self.agent.capabilities.record(provider_name, model_id)
         self._own_tools = self.tools
         small = is_small(self.record.context_window, self.record.tier)
-        if self.agent.mcp is not None and not small:  # a small surface has no room for them yet
+        if self.agent.mcp is not None:
             self._mcp_prepared = True
             await self.agent.mcp.prepare(self, self.calls.policy, notice_sayer(self.emit, self.session_id))
         self._offer_tools()
@@ -337,8 +338,11 @@ class Turn:
 
     def _offer_tools(self) -> None:
         """The step's tools and their specs: the turn's own and what the MCP servers offer now (a
-        server that died or was switched off offers nothing), kept to the model's surface."""
+        server that died or was switched off offers nothing; by name and one line when their
+        schemas would cost too much of the window, mcp/deferred.py), kept to the model's surface."""
         served = self.agent.mcp.tools(set(self._own_tools)) if self._mcp_prepared and self.agent.mcp is not None else {}
+        window, tier = self.record.context_window, self.record.tier
+        served = fit_schemas(served, window=window, share=self.agent.config.mcp_schema_share, small=is_small(window, tier))
         self.tools, brief = surface({**self._own_tools, **served}, self.record.context_window, self.record.tier)
         self.specs = tool_specs(self.tools, brief=brief)
 
