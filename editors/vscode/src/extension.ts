@@ -126,6 +126,9 @@ export class TotemExtension implements vscode.Disposable {
     const totem = new TotemClient(client, this.prompts);
     totem.listen();
     totem.onEvent((event) => this.onEvent(event));
+    client.onDidChangeState((change) => {
+      if (change.newState === State.Stopped && this.state.jobs.serverStopped()) this.refresh(true);
+    });
     this.client = client;
     this.totem = totem;
     this.output.appendLine(`Starting ${command} lsp`);

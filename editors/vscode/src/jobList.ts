@@ -52,6 +52,14 @@ export class JobList {
     return this.jobs.length !== before;
   }
 
+  /** The server stopped (restart, crash): it kills every job on its way out, and their last
+   * events may not have come. */
+  serverStopped(): boolean {
+    const running = this.running();
+    for (const job of running) Object.assign(job, { state: "killed", stopping: false });
+    return running.length > 0;
+  }
+
   /** A new turn: the ended jobs have been seen, only the running ones stay. */
   dropEnded(): void {
     this.jobs = this.jobs.filter((j) => j.state === "running");

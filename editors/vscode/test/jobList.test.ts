@@ -89,6 +89,16 @@ describe("JobList", () => {
     assert.equal(s.jobs.setStopping("ses_1", "job9", true), undefined);
   });
 
+  it("takes the running jobs for killed when the server stops", () => {
+    const s = chatWithSession();
+    s.apply(job("ses_1", "job1", "running"));
+    s.apply(job("ses_1", "job2", "exited", 0));
+    s.jobs.setStopping("ses_1", "job1", true);
+    assert.equal(s.jobs.serverStopped(), true);
+    assert.deepEqual(s.jobs.jobs.map((j) => [j.state, j.exitCode, !!j.stopping]), [["killed", null, false], ["exited", 0, false]]);
+    assert.equal(s.jobs.serverStopped(), false);
+  });
+
   it("escapes the command and draws nothing without jobs", () => {
     const s = chatWithSession();
     assert.equal(viewModel(s, "idle").jobs, "");
