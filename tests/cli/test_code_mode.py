@@ -73,6 +73,7 @@ def test_in_code_mode_one_script_edits_two_files_runs_the_tests_and_applies_as_o
     assert said.startswith("The script printed:\n") and "exit 0" in said, said
     assert "```python\nimport totem\ntotem.edit(" in second["messages"][-2]["content"]
     assert "tools" not in second
+    assert end["summary"] == "Changes: edited calc.py; created NOTES.md"
     assert result.of("turnEnd")[-1]["stopReason"] == "finished"
 
 
