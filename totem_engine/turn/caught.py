@@ -17,7 +17,13 @@ from pathlib import Path
 
 import anyio
 
-from totem_engine.providers.base import FinishChunk, StreamChunk, TextChunk, ToolCall, ToolCallChunk
+from totem_engine.providers.base import (
+    FinishChunk,
+    StreamChunk,
+    TextChunk,
+    ToolCall,
+    ToolCallChunk,
+)
 from totem_engine.providers.capabilities import detect_prose_edit
 from totem_engine.textcalls import text_tool_calls
 from totem_engine.turn.host import PolicyHost
