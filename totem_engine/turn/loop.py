@@ -12,6 +12,7 @@ of model is the turn's ``policy`` (policy.py, small.py).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -30,6 +31,7 @@ from totem_engine.frontend import FrontEnd
 from totem_engine.jobs import Jobs
 from totem_engine.terminals import Terminals
 from totem_engine.prompt import system_prompt
+from totem_engine.prompt_files import prompt
 from totem_engine.providers.base import ChatRequest, Provider, ToolCall, ToolSpec, arguments_object
 from totem_engine.providers.capabilities import CapabilityRecord, after_step, detect_prose_edit
 from totem_engine.providers.errors import ContextOverflowError, ProviderError
@@ -42,12 +44,15 @@ from totem_engine.store import Session, Store, new_id
 from totem_engine.tools.base import Tool
 from totem_engine.tools.registry import is_small, surface, tool_specs
 from totem_engine.tools.skill import SkillTool
+from totem_engine.tools.freshness import mark_seen_in
 from totem_engine.tools.task import TaskTool
 from totem_engine.tools.workspace import Workspace
 from totem_engine.turn.calls import ToolCalls
 from totem_engine.turn.fitting import Fitter
 from totem_engine.turn.guards import ReasoningRetry, RoundLimit, least_reasoning
-from totem_engine.turn.policy import DefaultPolicy, TurnPolicy
+from totem_engine.turn.caught import CatchingPolicy
+from totem_engine.turn.policy import TurnPolicy
+from totem_engine.turn.scripts import SCRIPT_TOOLS, ScriptPolicy, wants_scripts
 from totem_engine.turn.small import SmallModelPolicy
 from totem_engine.turn.stream import StepStream, StreamedPart, flush_while_streaming
 from totem_engine.turn.subagent import SubAgents
@@ -195,8 +200,9 @@ class Turn:
         self.specs: tuple[ToolSpec, ...] = ()
         self.temperature: float | None = None
         self.seed: int | None = None  # a fresh attempt's (start_afresh)
+        self._brief = False  # the tools are described in one sentence each (registry.surface)
         self.user_message = ""  # the stored request's message id
-        self.policy: TurnPolicy = DefaultPolicy()  # what differs by the kind of model (policy.py)
+        self.policy: TurnPolicy = CatchingPolicy(self)  # what differs by the kind of model (policy.py)
         self._scope = anyio.CancelScope()
         self._aborted = False
         self._writers: list[StreamedPart] = []  # the parts of the step streaming now
@@ -290,9 +296,12 @@ class Turn:
         settings = self.agent.config.providers.get(provider_name)
         self.temperature = settings.temperature if settings is not None else None
         self.record = await self.agent.capabilities.record(provider_name, model_id)
-        self.tools, brief = surface(self.tools, self.record.context_window, self.record.tier)
-        self.specs = tool_specs(self.tools, brief=brief)
-        if is_small(self.record.context_window, self.record.tier):
+        self.tools, self._brief = surface(self.tools, self.record.context_window, self.record.tier)
+        self.specs = tool_specs(self.tools, brief=self._brief)
+        small = is_small(self.record.context_window, self.record.tier)
+        if wants_scripts(self.agent.config.code_mode, self.record, small=small):
+            self.use_scripts()
+        elif small:
             self.policy = SmallModelPolicy(self)
         skills = self.skills if "skill" in self.tools else ()
         base_prompt = system_prompt(
@@ -420,7 +429,7 @@ class Turn:
                 calls = []
             self._answers.append(text)
             self._writers = []
-            await self._learn(provider.name, request.model, calls, text.text, stream.text_calls)
+            await self._learn(calls, text.text, stream.text_calls)
             await store.add_part(
                 message_id, "step", {"step": step, "model": self.answered_by, "usage": stream.usage.model_dump(by_alias=True)}
             )
@@ -444,9 +453,49 @@ class Turn:
         await self.emit(ev.Notice(session_id=self.session_id, level="info", message=notice))
 
     def text_calls_wanted(self) -> bool:
-        """Calls are taught and read as text: the model has no reliable native calls (by its record,
-        or as learned during this turn)."""
+        """Calls are taught and read as text: the model writes scripts (code mode), or has no
+        reliable native calls (by its record, or as learned during this turn)."""
+        if self.policy.scripts:
+            return True
         return bool(self.specs) and not (self.record.native_tools and self.record.tool_call_format == "native")
+
+    def use_scripts(self, *, learn: bool = False) -> None:
+        """The rest of the request in code mode (turn/scripts.py), ``run_script`` and ``write``
+        among the tools even where the model's surface left them out. ``learn``: a script that
+        changes files shows code mode works for this model (the record keeps it)."""
+        self.policy = ScriptPolicy(self, small=is_small(self.record.context_window, self.record.tier), learn=learn)
+        missing = {name: tool for name, tool in self.agent.tools.items() if name in SCRIPT_TOOLS and name not in self.tools}
+        if missing:
+            self.tools.update(missing)
+            self.specs = tool_specs(self.tools, brief=self._brief)
+
+    async def caught_in_prose(self, message_id: str, files: list[ToolCall]) -> None:
+        """The model described the change in its answer instead of making it (seed 003, caught in
+        the act): code mode for the rest of the request. The whole files its answer held
+        (``files``) are applied as its calls, asked, snapshotted and checked like any write; a
+        file it never read counts as read, since the answer gives all of it (one it read before
+        a change since stays stale, so the change is not lost). With none applied, it is asked
+        for a script."""
+        self.use_scripts(learn=True)
+        if files:
+            for call in files:
+                rel = json.loads(call.arguments)["path"]
+                path = self.agent.root / rel
+                if rel not in self.state.reads.seen and await anyio.Path(path).is_file():
+                    mark_seen_in(self.state.reads, rel, await self.agent.workspace.read_bytes(path))
+            round_ = await self.calls.run([self.unique_call(call) for call in files], message_id)
+            if round_.changed:
+                await self.notice(f"The model wrote the whole file in its answer; Totem applied {', '.join(round_.changed)}.")
+                return
+        store = self.agent.store
+        message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
+        text = prompt("code_mode_switch.txt").replace("{request}", self.text)
+        await store.add_part(message, "context", {"text": text, "nudge": True})
+        await self.notice("The model described the change instead of making it; Totem asks it for a script.")
+
+    async def remember(self, record: CapabilityRecord) -> None:
+        self.record = record
+        await self.agent.capabilities.remember(self.model.split("/", 1)[0], self.model.split("/", 1)[1], record)
 
     def _request(self, model_id: str, base_prompt: str, history: list) -> ChatRequest:
         """The step's request, as the policy shapes it (its output cap, its history). A model that
@@ -464,7 +513,7 @@ class Turn:
         teach = self.policy.tool_prompt(self.specs)
         return ChatRequest(system=f"{base_prompt}\n\n{teach}" if self.specs else base_prompt, **common)
 
-    async def _learn(self, provider_name: str, model_id: str, calls: list[ToolCall], text: str, stats: TextCallStats) -> None:
+    async def _learn(self, calls: list[ToolCall], text: str, stats: TextCallStats) -> None:
         """Update what the model is known to do from what it just did (seed 003 evidence)."""
         malformed = stats.malformed + sum(1 for call in calls if arguments_object(call.arguments) is None)
         learned = after_step(
@@ -477,8 +526,7 @@ class Turn:
             good_rounds=self.calls.good_rounds,
         )
         if learned is not self.record:
-            self.record = learned
-            await self.agent.capabilities.remember(provider_name, model_id, learned)
+            await self.remember(learned)
 
     async def _discard(self, message_id: str, step: int, failure: ProviderError, attempt: int) -> None:
         """Drop a failed try's parts (marked, kept in the store), tell the front end, wait."""
