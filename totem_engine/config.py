@@ -218,6 +218,16 @@ class Config(_Strict):
     # leaves those tests failing (turn/small.py ``afresh``); 0: never.
     fresh_attempts: Annotated[int, DROPPED] = Field(default=3, ge=0)
 
+    # MCP servers (docs/config.md "MCP servers", totem_engine/mcp/): seconds a server has to start
+    # and answer the handshake; seconds one tool call may take; seconds without a turn after which
+    # the language server stops the servers (0: only at shutdown); and the command lines or URLs
+    # (as the start question shows them) that start without asking, even under --yes for a server
+    # that is not on this machine. A project must not choose what starts without asking.
+    mcp_start_timeout: Annotated[float, TIGHTEN] = Field(default=20.0, gt=0)
+    mcp_call_timeout: Annotated[float, TIGHTEN] = Field(default=300.0, gt=0)
+    mcp_idle_stop: Annotated[float, Untrusted("tighten", no_limit=0)] = Field(default=600.0, ge=0)
+    mcp_allow: Annotated[list[str], DROPPED] = Field(default_factory=list)
+
     _notes: list[str] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="after")

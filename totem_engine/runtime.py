@@ -18,6 +18,7 @@ from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import Config, ConfigError, LoadedConfig
 from totem_engine.frontend import FrontEnd
 from totem_engine.jobs import Jobs
+from totem_engine.mcp.servers import McpServers
 from totem_engine.terminals import Terminals
 from totem_engine.turn.fitting import summariser
 from totem_engine.turn.loop import Agent, Turn, TurnOptions
@@ -88,6 +89,7 @@ class Runtime:
         self._editor_checkers: list | None = None
         self.jobs = Jobs(self.root)  # the sessions' background jobs; all killed when the runtime closes
         self.terminals = Terminals(self.root)  # and their interactive terminals, the same way
+        self.mcp = McpServers(self.root, loaded.config, trusted=trusted)  # started by turns, stopped when it closes
         self.agent = Agent(
             root=self.root,
             store=self.store,
@@ -95,6 +97,7 @@ class Runtime:
             tools=builtin_tools(jobs=self.jobs, terminals=self.terminals),
             jobs=self.jobs,
             terminals=self.terminals,
+            mcp=self.mcp,
             workspace=self.workspace,
             snapshots=self.snapshots,
             config=loaded.config,
@@ -189,7 +192,10 @@ class Runtime:
             if definition is None:
                 raise ConfigError(f"there is no agent named {as_agent!r} (totem agents list)")
             tools = {n: t for n, t in agent.tools.items() if definition.tools is None or n in definition.tools}
-            agent = agent.nested(store=self.store, tools=tools, rules=[*agent.rules, *definition.rules()])
+            agent = agent.nested(
+                store=self.store, tools=tools, rules=[*agent.rules, *definition.rules()],
+                mcp=self.mcp if definition.tools is None else None,  # an agent that lists its tools lists no server's
+            )
             agent.notices, self.agent.notices = self.agent.notices, []
             steps = definition.max_steps if max_steps is None and definition.max_steps is not None else options.max_steps
             options = replace(options, persona=definition.prompt, max_steps=steps)
@@ -223,8 +229,9 @@ class Runtime:
         return await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
 
     async def close_providers(self) -> None:
-        """Close what this runtime owns alone (its jobs and terminals, killed first; providers,
-        caches, snapshot index), not a shared store."""
+        """Close what this runtime owns alone (its MCP servers, jobs and terminals, stopped first;
+        providers, caches, snapshot index), not a shared store."""
+        await self.mcp.aclose()
         await self.jobs.aclose()
         await self.terminals.aclose()
         for provider in self._providers.values():

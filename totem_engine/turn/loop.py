@@ -29,6 +29,7 @@ from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import MIN_MAX_STEPS, Config
 from totem_engine.frontend import FrontEnd
 from totem_engine.jobs import Jobs
+from totem_engine.mcp.servers import McpServers, notice_sayer
 from totem_engine.terminals import Terminals
 from totem_engine.prompt import system_prompt
 from totem_engine.prompt_files import prompt
@@ -119,6 +120,7 @@ class Agent:
         delegates: bool = True,
         jobs: Jobs | None = None,
         terminals: Terminals | None = None,
+        mcp: McpServers | None = None,
     ):
         self.root = root.resolve()
         self.store = store
@@ -133,6 +135,7 @@ class Agent:
         self.delegates = delegates  # its turns get the task tool (a sub-agent's never do)
         self.jobs = jobs  # the runtime's background jobs: an aborted turn kills its session's
         self.terminals = terminals  # and its terminals
+        self.mcp = mcp  # the runtime's MCP servers, whose tools its turns offer (a sub-agent's: None, seed 000)
         self.notices: list[str] = []  # for the user, said at the start of the next turn
         self._said: set[str] = set()  # the agent files' notices already said
 
@@ -146,13 +149,16 @@ class Agent:
                 self.notices.append(notice)
         return found
 
-    def nested(self, *, store: Store, tools: dict[str, Tool], rules: list[ev.RuleRef]) -> "Agent":
+    def nested(
+        self, *, store: Store, tools: dict[str, Tool], rules: list[ev.RuleRef], mcp: McpServers | None = None
+    ) -> "Agent":
         """The project as a sub-agent works in it: its own ``store`` (its thread), ``tools`` and
-        ``rules``; the same files, snapshots, providers and config; no task tool."""
+        ``rules``; the same files, snapshots, providers and config; no task tool, and no MCP
+        server's tools unless ``mcp`` is given (a sub-agent gets none, seed 000)."""
         return Agent(
             root=self.root, store=store, provider_for=self.provider_for, tools=tools, workspace=self.workspace,
             snapshots=self.snapshots, capabilities=self.capabilities, config=self.config, rules=rules,
-            trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals,
+            trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals, mcp=mcp,
         )
 
     def checkers(self, *, totaljs: bool) -> list[Checker]:
@@ -196,11 +202,12 @@ class Turn:
         self.checkers: list[Checker] = []
         self.skills: list[Skill] = []
         self.tools: dict[str, Tool] = dict(agent.tools)
+        self._own_tools: dict[str, Tool] = {}  # the turn's tools before the surface and the servers' (_offer_tools)
+        self._mcp_prepared = False  # the runtime's MCP servers were started for this turn (released at its end)
         self.record = CapabilityRecord()  # the model's, known at the first step and learned from each
         self.specs: tuple[ToolSpec, ...] = ()
         self.temperature: float | None = None
         self.seed: int | None = None  # a fresh attempt's (start_afresh)
-        self._brief = False  # the tools are described in one sentence each (registry.surface)
         self.user_message = ""  # the stored request's message id
         self.policy: TurnPolicy = CatchingPolicy(self)  # what differs by the kind of model (policy.py)
         self._scope = anyio.CancelScope()
@@ -273,6 +280,8 @@ class Turn:
             await writer.flush()
         self._answers.extend(w for w in self._writers if w.kind == "text")
         await self.calls.close_open()
+        if self._mcp_prepared and self.agent.mcp is not None:
+            self.agent.mcp.release()
         if stop == "aborted" and not self.agent.config.jobs_survive_abort:
             for processes in (self.agent.jobs, self.agent.terminals):
                 if processes is not None:
@@ -296,12 +305,16 @@ class Turn:
         settings = self.agent.config.providers.get(provider_name)
         self.temperature = settings.temperature if settings is not None else None
         self.record = await self.agent.capabilities.record(provider_name, model_id)
-        self.tools, self._brief = surface(self.tools, self.record.context_window, self.record.tier)
-        self.specs = tool_specs(self.tools, brief=self._brief)
+        self._own_tools = self.tools
         small = is_small(self.record.context_window, self.record.tier)
+        if self.agent.mcp is not None and not small:  # a small surface has no room for them yet
+            self._mcp_prepared = True
+            await self.agent.mcp.prepare(self, self.calls.policy, notice_sayer(self.emit, self.session_id))
         if wants_scripts(self.agent.config.code_mode, self.record, small=small):
             self.use_scripts()
-        elif small:
+        else:
+            self._offer_tools()
+        if small and not self.policy.scripts:
             self.policy = SmallModelPolicy(self)
         skills = self.skills if "skill" in self.tools else ()
         base_prompt = system_prompt(
@@ -330,6 +343,15 @@ class Turn:
             if not await self.policy.afresh(stop, changed=changed):
                 return stop, reason
 
+    def _offer_tools(self) -> None:
+        """The step's tools and their specs: the turn's own and what the MCP servers offer now (a
+        server that died or was switched off offers nothing), kept to the model's surface."""
+        served = self.agent.mcp.tools(set(self._own_tools)) if self._mcp_prepared and self.agent.mcp is not None else {}
+        self.tools, brief = surface({**self._own_tools, **served}, self.record.context_window, self.record.tier)
+        if self.policy.scripts:  # what script and file blocks are read as, whatever the surface
+            self.tools.update({name: tool for name, tool in self._own_tools.items() if name in SCRIPT_TOOLS})
+        self.specs = tool_specs(self.tools, brief=brief)
+
     def start_afresh(self, *, temperature: float, seed: int) -> None:
         """The turn's state back to its start for another attempt at the request (the policy's
         ``afresh``, which has put the files back and discarded the attempt), sampled this time:
@@ -352,6 +374,9 @@ class Turn:
                 await self.notice(decision.notice)
             self._step_count += 1
             step = self._step_count
+            if step > 1 and self._mcp_prepared and self.agent.mcp is not None:
+                await self.agent.mcp.step()
+                self._offer_tools()
             fitted = await fitter.fit(await self.agent.store.messages(self.session_id), self.state)
             self._used_call_ids |= fitter.history.call_ids
             message_id = await self.agent.store.add_message(
@@ -461,13 +486,10 @@ class Turn:
 
     def use_scripts(self, *, learn: bool = False) -> None:
         """The rest of the request in code mode (turn/scripts.py), ``run_script`` and ``write``
-        among the tools even where the model's surface left them out. ``learn``: a script that
+        among the tools even where the model's surface leaves them out. ``learn``: a script that
         changes files shows code mode works for this model (the record keeps it)."""
         self.policy = ScriptPolicy(self, small=is_small(self.record.context_window, self.record.tier), learn=learn)
-        missing = {name: tool for name, tool in self.agent.tools.items() if name in SCRIPT_TOOLS and name not in self.tools}
-        if missing:
-            self.tools.update(missing)
-            self.specs = tool_specs(self.tools, brief=self._brief)
+        self._offer_tools()
 
     async def caught_in_prose(self, message_id: str, files: list[ToolCall]) -> None:
         """The model described the change in its answer instead of making it (seed 003, caught in
