@@ -27,9 +27,11 @@ from totem_engine.providers.base import Provider
 from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecord, record_for, with_evidence
 from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.registry import make_provider
+from totem_engine.session_state import SessionState
 from totem_engine.snapshots import FileOutcome, Snapshots
 from totem_engine.store import Session, SessionElsewhere, Store
 from totem_engine.tools import temp_journal
+from totem_engine.tools.freshness import mark_restored
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.tools.workspace import DiskWorkspace, Workspace
 
@@ -222,11 +224,29 @@ class Runtime:
     async def undo(self, session_id: str) -> list[FileOutcome]:
         """Restore the files of the session's last turn that changed something (not while it runs)."""
         await self.project_session(session_id)
-        return await self.snapshots.undo(self.workspace, session_id=session_id, root=self.root)
+        outcomes = await self.snapshots.undo(self.workspace, session_id=session_id, root=self.root)
+        await self._remember_restored(session_id, outcomes)
+        return outcomes
 
     async def redo(self, session_id: str) -> list[FileOutcome]:
         await self.project_session(session_id)
-        return await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
+        outcomes = await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
+        await self._remember_restored(session_id, outcomes)
+        return outcomes
+
+    async def _remember_restored(self, session_id: str, outcomes: list[FileOutcome]) -> None:
+        """What undo or redo left in each file becomes what the session knows of it (so the
+        agent's next change of it is not stale), and the next turn tells the model (loop.py)."""
+        moved = [o for o in outcomes if o.action != "conflict"]
+        if not moved:
+            return
+        session = await self.store.get_session(session_id)
+        state = SessionState.from_meta(session.meta)
+        for outcome in moved:
+            data = None if outcome.action == "deleted" else await self.workspace.read_bytes(self.root / outcome.path)
+            mark_restored(state.reads, outcome.path, data)
+            state.restored[outcome.path] = outcome.action
+        await self.store.update_session(session_id, meta=state.to_meta())
 
     async def close_providers(self) -> None:
         """Close what this runtime owns alone (its MCP servers, jobs and terminals, stopped first;

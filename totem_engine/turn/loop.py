@@ -36,6 +36,7 @@ from totem_engine.prompt_files import prompt
 from totem_engine.providers.base import ChatRequest, Provider, ToolCall, ToolSpec, arguments_object
 from totem_engine.providers.capabilities import CapabilityRecord, after_step, detect_prose_edit
 from totem_engine.providers.errors import ContextOverflowError, ProviderError
+from totem_engine.providers.hints import hint_for
 from totem_engine.textcalls import TextCallStats
 from totem_engine.retry import retry_delay, should_retry
 from totem_engine.session_state import SessionState
@@ -236,26 +237,44 @@ class Turn:
         self.user_message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
         shown = {"typed": self.typed} if self.typed is not None and self.typed != self.text else {}
         await store.add_part(self.user_message, "text", {"text": self.text, **shown})
+        await self._say_restored()
         await self.emit(ev.TurnStart(session_id=self.session_id, turn_id=self.turn_id, model=self.model))
         while self.agent.notices:
             await self.notice(self.agent.notices.pop(0))
 
         stop: ev.StopReason = "finished"
         reason: str | None = None
+        failure: ev.Error | None = None
         with self._scope:
             try:
                 stop, reason = await self._steps()
             except ProviderError as exc:
                 stop, reason = "error", exc.message
-                await self.emit(ev.Error(session_id=self.session_id, error_class=type(exc).__name__, message=exc.message))
+                provider_name = self.model.split("/", 1)[0]
+                hint = hint_for(exc, provider_name, self.agent.config.providers.get(provider_name))
+                failure = ev.Error(session_id=self.session_id, error_class=type(exc).__name__, message=exc.message, hint=hint)
+                await self.emit(failure)
             except Exception as exc:  # a bug must end the turn visibly, not take the front end down
                 log.exception("turn failed")
                 stop, reason = "error", f"{type(exc).__name__}: {exc}"
-                await self.emit(ev.Error(session_id=self.session_id, error_class="InternalError", message=reason))
+                failure = ev.Error(session_id=self.session_id, error_class="InternalError", message=reason)
+                await self.emit(failure)
         if self._aborted:
             stop, reason = "aborted", "Stopped by the user."
         with anyio.CancelScope(shield=True):
-            return await self._finish(stop, reason)
+            return await self._finish(stop, reason, failure if stop == "error" else None)
+
+    async def _say_restored(self) -> None:
+        """The files Totem's undo or redo changed since the last turn, told to the model beside
+        the request (a ``context`` part: the model reads it, the chat does not show it), so it
+        reads them again rather than trust what it saw before."""
+        if not self.state.restored:
+            return
+        files = ", ".join(path if action == "restored" else f"{path} ({action})" for path, action in sorted(self.state.restored.items()))
+        await self.agent.store.add_part(
+            self.user_message, "context", {"text": prompt("restored_files.txt").format(files=files), "restored": sorted(self.state.restored)}
+        )
+        self.state.restored = {}
 
     async def _setup(self) -> None:
         """What this session works with: Total.js or not (decided when the session starts and kept,
@@ -274,7 +293,9 @@ class Turn:
             agents = await anyio.to_thread.run_sync(self.agent.agents)
             self.tools["task"] = TaskTool(SubAgents(self), agents, limit=self.agent.config.max_agents)
 
-    async def _finish(self, stop: ev.StopReason, reason: str | None) -> TurnResult:
+    async def _finish(self, stop: ev.StopReason, reason: str | None, failure: ev.Error | None = None) -> TurnResult:
+        """``failure``: the turn's ``error`` event, stored with its class and hint so a reopened
+        session shows what the live one did."""
         store = self.agent.store
         for writer in self._writers:
             await writer.flush()
@@ -290,7 +311,8 @@ class Turn:
         await store.update_session(self.session_id, meta=self.state.to_meta())
         if stop != "finished" and reason:
             message = await store.add_message(self.session_id, "assistant", turn_id=self.turn_id)
-            await store.add_part(message, "error" if stop == "error" else "notice", {"stopReason": stop, "text": reason})
+            said = {"errorClass": failure.error_class, "hint": failure.hint} if failure is not None else {}
+            await store.add_part(message, "error" if stop == "error" else "notice", {"stopReason": stop, "text": reason, **said})
             if stop != "error":
                 await self.emit(ev.Notice(session_id=self.session_id, level="warning", message=reason))
         text = "\n\n".join(part.text for part in self._answers if part.text)
