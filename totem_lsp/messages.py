@@ -118,9 +118,17 @@ class ClientAnswer(Payload):
     model_config = ConfigDict(strict=True)
 
 
+class AcceptedFile(ClientAnswer):
+    """One file of a reviewed change: the whole text the user accepts for it."""
+
+    uri: str
+    text: str
+
+
 class PermissionAnswer(ClientAnswer):
     outcome: Literal["allow_once", "allow_always", "reject_once", "reject_always"]
     feedback: str | None = None
+    accepted: list[AcceptedFile] | None = None
 
 
 class QuestionAnswer(ClientAnswer):
