@@ -6,10 +6,12 @@ they never assemble the engine's parts themselves.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from totem_engine.agents import Agents
+from totem_engine.branches import FilesNotAtTurnStart, Tree
 from totem_engine.commands import Command, Prompt, discover_commands
 from totem_engine.commands import prepare as prepare_prompt
 from totem_engine.compaction.checkpoints import Checkpoint
@@ -26,9 +28,11 @@ from totem_engine.providers.base import Provider
 from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecord, record_for, with_evidence
 from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.registry import make_provider
+from totem_engine.session_state import SessionState
 from totem_engine.snapshots import FileOutcome, Snapshots
-from totem_engine.store import Session, SessionElsewhere, Store
+from totem_engine.store import Session, SessionElsewhere, Store, new_id
 from totem_engine.tools import temp_journal
+from totem_engine.tools.freshness import mark_seen_in
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.tools.workspace import DiskWorkspace, Workspace
 
@@ -60,6 +64,15 @@ class Capabilities:
 
     async def remember(self, provider_name: str, model_id: str, record: CapabilityRecord) -> None:
         await self.cache.put_record(provider_name, model_id, record)
+
+
+@dataclass(frozen=True)
+class Rewound:
+    """What a rewind did (or, as a dry run, would do): the ids of the messages it set aside, in
+    order, and what became of each file (none without files)."""
+
+    messages: list[str]
+    files: list[FileOutcome] = field(default_factory=list)
 
 
 class Runtime:
@@ -221,6 +234,49 @@ class Runtime:
     async def redo(self, session_id: str) -> list[FileOutcome]:
         await self.project_session(session_id)
         return await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
+
+    async def rewind(
+        self, session_id: str, message_id: str, *, files: bool = False,
+        overwrite: Callable[[str], bool] = lambda path: False, dry_run: bool = False,
+    ) -> Rewound:
+        """The conversation continues from before ``message_id`` (which must be in it as it
+        stands): it and every later message are set aside, marked rewound, never deleted. With
+        ``files``, the files go back to their state at that point (the start of its turn,
+        ``FilesNotAtTurnStart`` otherwise) through the snapshots: a file the user changed since is a
+        conflict and left alone unless ``overwrite(path)`` (snapshots.rewind). ``dry_run``: what
+        would happen, nothing done. Not while a turn of the session runs."""
+        session = await self.project_session(session_id)
+        tree = Tree(*await self.store.tree(session_id))
+        message = tree.active(message_id)
+        if files and not tree.starts_turn(message):
+            raise FilesNotAtTurnStart(message_id)
+        rewound = Rewound(messages=tree.set_aside(message))
+        if files:
+            since = list(dict.fromkeys(m.turn_id for m in tree.since(message)))
+            outcomes = await self.snapshots.rewind(
+                self.workspace, session_id=session_id, since=since, root=self.root, turn_id=new_id("rwd"),
+                overwrite=overwrite, dry_run=dry_run,
+            )
+            rewound = replace(rewound, files=outcomes)
+        if dry_run:
+            return rewound
+        await self.store.move_head(session_id, message.parent_id, rewound=rewound.messages)
+        if rewound.files:
+            await self._seen_as_restored(session, rewound.files)
+        return rewound
+
+    async def _seen_as_restored(self, session: Session, outcomes: list[FileOutcome]) -> None:
+        """The agent's view of the files a rewind put back is their restored content: the
+        conversation is back at the point where it saw them so (its freshness check follows)."""
+        state = SessionState.from_meta(session.meta)
+        for outcome in outcomes:
+            if outcome.path not in state.reads.seen or outcome.action == "conflict":
+                continue
+            if outcome.action == "deleted":
+                del state.reads.seen[outcome.path]
+            else:
+                mark_seen_in(state.reads, outcome.path, await self.workspace.read_bytes(self.root / outcome.path))
+        await self.store.update_session(session.id, meta=state.to_meta())
 
     async def close_providers(self) -> None:
         """Close what this runtime owns alone (its jobs and terminals, killed first; providers,

@@ -57,6 +57,20 @@ class SessionRef(Payload):
     session_id: str
 
 
+class SessionParams(Payload):
+    session_id: str
+    all: bool = False
+
+
+class RewindParams(Payload):
+    session_id: str
+    message_id: str
+    files: bool = False
+    force: bool = False
+    overwrite: list[str] = []
+    dry_run: bool = False
+
+
 class JobStopParams(Payload):
     session_id: str
     job_id: str

@@ -22,6 +22,7 @@ AGENT_SAVE = "totem/agentSave"
 AGENT_DELETE = "totem/agentDelete"
 COMMANDS = "totem/commands"
 JOB_STOP = "totem/jobStop"
+REWIND = "totem/rewind"
 
 # Server -> client.
 EVENT = "totem/event"

@@ -339,6 +339,10 @@ def create_server(token: str | None = None) -> TotemServer:
     async def job_stop(ls: TotemServer, params: Any) -> dict[str, Any]:
         return await ls.service().job_stop(params)
 
+    @server.feature(protocol.REWIND)
+    async def rewind(ls: TotemServer, params: Any) -> dict[str, Any]:
+        return await ls.service().rewind(params)
+
     @server.feature(protocol.COMMANDS)
     async def commands(ls: TotemServer, params: Any) -> list[dict[str, Any]]:
         return await ls.service().commands(params)
