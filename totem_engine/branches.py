@@ -32,6 +32,10 @@ class FilesNotAtTurnStart(ValueError):
         )
 
 
+class NothingToRetry(ValueError):
+    """``totem/retry`` on a conversation whose last turn did not fail, or failed too often."""
+
+
 class Tree:
     """Every message of a session (``Store.tree``, in seq order) and its head, with the lookups
     the runtime needs."""
@@ -47,6 +51,10 @@ class Tree:
         if found is None:
             raise MessageNotFound(message_id)
         return found
+
+    def path(self) -> list[StoredMessage]:
+        """The conversation as it stands, in order."""
+        return [m for m in self.messages if m.id in self._path]
 
     def on_path(self, message_id: str) -> bool:
         return message_id in self._path
@@ -103,3 +111,24 @@ class Tree:
                 inside.add(message.id)
                 newest = message  # messages are in seq order, so the last one found is the newest
         return newest
+
+    def failed_turn(self) -> tuple[StoredMessage, StoredMessage, int] | None:
+        """The conversation's last turn, when it failed (its last message holds an ``error``
+        part): its request, the first of its messages a retry sets aside (the step that failed
+        and what came after it; the steps that completed stay), and which retry in a row it was
+        (0: it was no retry). None when the last turn did not fail."""
+        path = self.path()
+        error = next((p for p in path[-1].parts if p.type == "error" and not p.discarded), None) if path else None
+        if error is None:
+            return None
+        turn = [m for m in path if m.turn_id == path[-1].turn_id]
+        request = self.request_of(turn[0])
+        answer = [m for m in turn if m.id != request.id]
+        completed = [i for i, m in enumerate(answer) if any(p.type == "step" and not p.discarded for p in m.parts)]
+        cut = answer[completed[-1] + 1] if completed else answer[0]
+        return request, cut, int(error.data.get("retry") or 0)
+
+
+def request_text(request: StoredMessage) -> str:
+    """What the model received as the request (a command's expansion, not what was typed)."""
+    return "".join(p.data.get("text", "") for p in request.parts if p.type == "text" and not p.discarded)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from totem_engine.agents import Agents
-from totem_engine.branches import FilesNotAtTurnStart, Tree
+from totem_engine.branches import FilesNotAtTurnStart, NothingToRetry, NotInConversation, Tree, request_text
 from totem_engine.commands import Command, Prompt, discover_commands
 from totem_engine.commands import prepare as prepare_prompt
 from totem_engine.compaction.checkpoints import Checkpoint
@@ -22,7 +22,8 @@ from totem_engine.frontend import FrontEnd
 from totem_engine.jobs import Jobs
 from totem_engine.terminals import Terminals
 from totem_engine.turn.fitting import summariser
-from totem_engine.turn.loop import Agent, Turn, TurnOptions
+from totem_engine.retry import MAX_TURN_RETRIES
+from totem_engine.turn.loop import Agent, Again, Turn, TurnOptions
 from totem_engine.permissions import rules_from_config
 from totem_engine.providers.base import Provider
 from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecord, record_for, with_evidence
@@ -184,12 +185,12 @@ class Runtime:
 
     def turn(
         self, text: str, frontend: FrontEnd, *, session: Session, model: str, mode: str | None = None, max_steps: int | None = None,
-        typed: str | None = None, as_agent: str | None = None,
+        typed: str | None = None, as_agent: str | None = None, again: Again | None = None,
     ) -> Turn:
         """A turn of ``session``, as just read or created (the turn does not read it again).
         ``typed``: what the user typed when ``text`` is a command's expansion; ``as_agent``: run as
         that agent (its prompt, tools, rules and step limit; a command's ``agent``), ConfigError
-        when there is none."""
+        when there is none; ``again``: the turn answers a stored request again (``regenerate``, ``retry``)."""
         options = TurnOptions(
             mode=mode or self.config.mode,
             max_steps=self.config.max_steps if max_steps is None else max_steps,
@@ -206,7 +207,70 @@ class Runtime:
             agent.notices, self.agent.notices = self.agent.notices, []
             steps = definition.max_steps if max_steps is None and definition.max_steps is not None else options.max_steps
             options = replace(options, persona=definition.prompt, max_steps=steps)
-        return agent.turn(text, frontend, session_id=session.id, model=model, options=options, session=session, typed=typed)
+        return agent.turn(
+            text, frontend, session_id=session.id, model=model, options=options, session=session, typed=typed, again=again
+        )
+
+    async def regenerate(
+        self, session_id: str, message_id: str, frontend: FrontEnd, *, model: str | None = None, mode: str | None = None
+    ) -> Turn:
+        """A new variant of the answer that ``message_id`` is part of (or of the request it is):
+        the conversation follows its request again, and the turn answers it; the earlier answer
+        stays, a variant to switch back to (``switch_variant``). Files are left as they are."""
+        session = await self.project_session(session_id)
+        tree = Tree(*await self.store.tree(session_id))
+        request = tree.request_of(tree.active(message_id))
+        await self.store.move_head(session_id, request.id)
+        return self.turn(
+            request_text(request), frontend, session=session, model=self.resolve_model(model or session.model), mode=mode,
+            again=Again(request.id),
+        )
+
+    async def retry(self, session_id: str, frontend: FrontEnd, *, model: str | None = None, mode: str | None = None) -> Turn:
+        """The conversation's last turn, which failed, taken up again: the step that failed (and
+        what came after it) set aside, the steps that completed kept, and a turn answering the
+        same request from there. ``NothingToRetry`` when the last turn did not fail, or failed
+        again after ``MAX_TURN_RETRIES`` retries in a row."""
+        session = await self.project_session(session_id)
+        tree = Tree(*await self.store.tree(session_id))
+        failed = tree.failed_turn()
+        if failed is None:
+            raise NothingToRetry("the session's last turn did not fail: there is nothing to retry")
+        request, cut, retried = failed
+        if retried >= MAX_TURN_RETRIES:
+            raise NothingToRetry(
+                f"the turn failed again after {retried} retries; send the request again, or try another model"
+            )
+        await self.store.move_head(session_id, cut.parent_id, rewound=tree.set_aside(cut))
+        return self.turn(
+            request_text(request), frontend, session=session, model=self.resolve_model(model or session.model), mode=mode,
+            again=Again(request.id, retry=retried + 1),
+        )
+
+    async def switch_variant(self, session_id: str, message_id: str, index: int) -> tuple[str, int]:
+        """The conversation follows answer ``index`` (0: the oldest) of the request that
+        ``message_id`` is or answers, from its newest message on; (the request's id, how many
+        answers it has). ``NotInConversation`` when the request is not in the conversation;
+        ``IndexError`` for an index it has no answer for."""
+        await self.project_session(session_id)
+        tree = Tree(*await self.store.tree(session_id))
+        request = tree.request_of(tree.get(message_id))
+        if not tree.on_path(request.id):
+            raise NotInConversation(request.id)
+        variants = tree.variants(request)
+        if not 0 <= index < len(variants):
+            raise IndexError(f"the request {request.id} has {len(variants)} answer(s); there is no variant {index}")
+        await self.store.move_head(session_id, tree.newest_in(variants[index]).id)
+        return request.id, len(variants)
+
+    async def fork(self, session_id: str, message_id: str | None = None) -> Session:
+        """A new session of this project holding the conversation up to ``message_id`` (default:
+        as it stands), on whichever branch the message is (``Store.fork``)."""
+        session = await self.project_session(session_id)
+        at = message_id or session.head
+        if at is None:
+            raise NotInConversation("(none: the session has no message)")
+        return await self.store.fork(session_id, at)
 
     async def compact(self, session_id: str) -> Checkpoint | None:
         """``/compact``: the session so far summarised into a checkpoint now, by the model that

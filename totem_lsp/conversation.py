@@ -1,5 +1,6 @@
-"""The conversation's own methods: ``totem/session`` (its messages, branches marked) and
-``totem/rewind`` (docs/protocol.md). Turns that answer again (retry, regenerate) are chat.py's.
+"""The conversation's own methods: ``totem/session`` (its messages, branches marked),
+``totem/rewind``, ``totem/variant`` and ``totem/fork`` (docs/protocol.md). Turns that answer
+again (retry, regenerate) are chat.py's.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Any
 
 from totem_engine.branches import Tree
 from totem_engine.store import Store, StoredMessage
-from totem_lsp.messages import FileOutcome, RewindParams, SessionParams
+from totem_lsp.messages import FileOutcome, ForkParams, RewindParams, SessionParams, VariantParams
 from totem_lsp.project import Projects
 
 
@@ -59,3 +60,19 @@ async def rewind(projects: Projects, params: RewindParams) -> dict[str, Any]:
         "rewound": done.messages,
         "files": [FileOutcome(path=o.path, action=o.action, reason=o.reason).wire() for o in done.files],
     }
+
+
+async def variant(projects: Projects, params: VariantParams) -> dict[str, Any]:
+    """``totem/variant``: the conversation follows another answer of a request."""
+    session = await projects.store.get_session(params.session_id)
+    runtime = await projects.runtime(Path(session.cwd))
+    request, count = await runtime.switch_variant(params.session_id, params.message_id, params.index)
+    return {"request": request, "index": params.index, "count": count}
+
+
+async def fork(projects: Projects, params: ForkParams) -> dict[str, Any]:
+    """``totem/fork``: a new session from a message (default: the conversation as it stands)."""
+    session = await projects.store.get_session(params.session_id)
+    runtime = await projects.runtime(Path(session.cwd))
+    forked = await runtime.fork(params.session_id, params.message_id)
+    return {"sessionId": forked.id}

@@ -47,6 +47,28 @@ class ChatParams(Payload):
     work_done_token: str | int | None = None
 
 
+class RetryParams(Payload):
+    session_id: str
+    mode: Literal["build", "plan"] | None = None
+    model: str | None = None
+    work_done_token: str | int | None = None
+
+
+class RegenerateParams(RetryParams):
+    message_id: str
+
+
+class VariantParams(Payload):
+    session_id: str
+    message_id: str
+    index: int
+
+
+class ForkParams(Payload):
+    session_id: str
+    message_id: str | None = None
+
+
 class ChatResult(Payload):
     session_id: str
     stop_reason: str

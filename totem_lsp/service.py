@@ -17,7 +17,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from totem_engine.agents import AgentDefinition, remove_agent, save_agent
-from totem_engine.branches import FilesNotAtTurnStart, NotInConversation
+from totem_engine.branches import FilesNotAtTurnStart, NothingToRetry, NotInConversation
 from totem_engine.commands import ACTIONS
 from totem_engine.config import ConfigError
 from totem_engine.jobs import JobNotFound
@@ -34,11 +34,15 @@ from totem_lsp.messages import (
     ChatParams,
     FileOutcome,
     JobStopParams,
+    ForkParams,
     ProjectRef,
+    RegenerateParams,
+    RetryParams,
     RewindParams,
     SessionParams,
     SessionRef,
     SetModelParams,
+    VariantParams,
     plain,
 )
 from totem_lsp.project import Projects
@@ -102,6 +106,27 @@ class Service:
         self._not_busy(request.session_id, "rewind")
         with _engine_errors():
             return await conversation.rewind(self.projects, request)
+
+    async def retry(self, params: Any) -> dict[str, Any]:
+        request = parse(RetryParams, params)
+        with _engine_errors():
+            return (await self.chats.retry(request)).wire()
+
+    async def regenerate(self, params: Any) -> dict[str, Any]:
+        request = parse(RegenerateParams, params)
+        with _engine_errors():
+            return (await self.chats.regenerate(request)).wire()
+
+    async def variant(self, params: Any) -> dict[str, Any]:
+        request = parse(VariantParams, params)
+        self._not_busy(request.session_id, "switching variants")
+        with _engine_errors():
+            return await conversation.variant(self.projects, request)
+
+    async def fork(self, params: Any) -> dict[str, Any]:
+        request = parse(ForkParams, params)
+        with _engine_errors():
+            return await conversation.fork(self.projects, request)
 
     def _not_busy(self, session_id: str, what: str) -> None:
         if self.chats.busy(session_id):
@@ -246,5 +271,7 @@ def _engine_errors() -> Iterator[None]:
         yield
     except ConfigError as exc:
         raise ConfigProblem(str(exc)) from None
-    except (SessionNotFound, SessionElsewhere, MessageNotFound, NotInConversation, FilesNotAtTurnStart) as exc:
+    except (
+        SessionNotFound, SessionElsewhere, MessageNotFound, NotInConversation, FilesNotAtTurnStart, NothingToRetry, IndexError,
+    ) as exc:
         raise JsonRpcInvalidParams(str(exc)) from None

@@ -145,3 +145,25 @@ async def test_a_database_of_schema_1_becomes_one_line_per_session(tmp_path):
         assert await texts(store, "s") == ["0", "1", "2"]
         await say(store, "s", "user", "3", "t")
         assert await texts(store, "s") == ["0", "1", "2", "3"]
+
+
+async def test_a_failed_turn_is_cut_after_its_last_completed_step(store):
+    session = await store.create_session(cwd="/p", model="m")
+    request = await say(store, session.id, "user", "q", "t1")
+    done = await store.add_message(session.id, "assistant", turn_id="t1", step=1)
+    await store.add_part(done, "step", {"step": 1})
+    failed = await store.add_message(session.id, "assistant", turn_id="t1", step=2)
+    await store.add_part(failed, "text", {"text": "half an answ"})
+    error = await store.add_message(session.id, "assistant", turn_id="t1")
+    await store.add_part(error, "error", {"stopReason": "error", "text": "refused", "retry": 2})
+    tree = Tree(*await store.tree(session.id))
+
+    found_request, cut, retried = tree.failed_turn()
+
+    assert (found_request.id, cut.id, retried) == (request, failed, 2)
+    assert tree.set_aside(cut) == [failed, error]
+
+
+async def test_a_turn_that_ended_well_is_no_failure(store):
+    session_id, _ = await conversation(store)
+    assert Tree(*await store.tree(session_id)).failed_turn() is None
