@@ -75,6 +75,7 @@ class PolicyHost(Protocol):
     turn_id: str
     model: str
     user_message: str  # the id of the request's stored message
+    answering_again: bool  # the request was stored by an earlier turn (a regenerated answer, a retry)
     state: SessionState
     checkers: list[Checker]
     record: CapabilityRecord

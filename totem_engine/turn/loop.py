@@ -38,7 +38,7 @@ from totem_engine.providers.capabilities import CapabilityRecord, after_step, de
 from totem_engine.providers.errors import ContextOverflowError, ProviderError
 from totem_engine.providers.hints import hint_for
 from totem_engine.textcalls import TextCallStats
-from totem_engine.retry import retry_delay, should_retry
+from totem_engine.retry import MAX_TURN_RETRIES, retry_delay, should_retry, turn_retry_delay
 from totem_engine.session_state import SessionState
 from totem_engine.skills import Skill, discover
 from totem_engine.snapshots import Snapshots
@@ -84,6 +84,17 @@ class TurnOptions:
     retry_max_wait: float = 60.0
     reasoning: str | None = None
     persona: str | None = None  # a sub-agent's prompt, in place of base.txt (prompt.system_prompt)
+
+
+@dataclass(frozen=True)
+class Again:
+    """A turn that answers a stored request again rather than a new one: ``request`` is its
+    message id (the conversation already follows it, runtime.py); ``retry``: which retry of a
+    failed turn this is (0: a regenerated answer), stored with the turn's error so the next
+    retry knows, and waited for as retry.py says."""
+
+    request: str
+    retry: int = 0
 
 
 @dataclass(frozen=True)
@@ -169,13 +180,15 @@ class Agent:
 
     def turn(
         self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions, session: Session | None = None,
-        turn_id: str | None = None, typed: str | None = None,
+        turn_id: str | None = None, typed: str | None = None, again: Again | None = None,
     ) -> "Turn":
         """``session``: the session as the front end just read it, so the turn does not read it again;
         ``turn_id``: a sub-agent's is its conversation's turn, so its changes are undone with it;
-        ``typed``: what the user typed when ``text`` is its expansion (a slash command)."""
+        ``typed``: what the user typed when ``text`` is its expansion (a slash command);
+        ``again``: the turn answers a stored request again (``text`` is its text) instead of storing one."""
         return Turn(
-            self, text, frontend, session_id=session_id, model=model, options=options, session=session, turn_id=turn_id, typed=typed
+            self, text, frontend, session_id=session_id, model=model, options=options, session=session, turn_id=turn_id, typed=typed,
+            again=again,
         )
 
 
@@ -186,9 +199,10 @@ class Turn:
 
     def __init__(
         self, agent: Agent, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions,
-        session: Session | None = None, turn_id: str | None = None, typed: str | None = None,
+        session: Session | None = None, turn_id: str | None = None, typed: str | None = None, again: Again | None = None,
     ):
         self.agent = agent
+        self.again = again
         self.text = text
         self.typed = typed  # a slash command as typed; ``text`` is what the model receives
         self.frontend = frontend
@@ -219,6 +233,10 @@ class Turn:
         self._step_count = 0  # steps so far, over every attempt
         self.calls = ToolCalls(self, session_rules=[])  # the attempt's rounds; run gives it the session's rules
 
+    @property
+    def answering_again(self) -> bool:
+        return self.again is not None
+
     def abort(self) -> None:
         self._aborted = True
         self._scope.cancel()
@@ -234,9 +252,12 @@ class Turn:
         self.state = SessionState.from_meta(session.meta)
         await self._setup()
         self.calls = ToolCalls(self, session_rules=self.state.rules)
-        self.user_message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
-        shown = {"typed": self.typed} if self.typed is not None and self.typed != self.text else {}
-        await store.add_part(self.user_message, "text", {"text": self.text, **shown})
+        if self.again is not None:
+            self.user_message = self.again.request
+        else:
+            self.user_message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
+            shown = {"typed": self.typed} if self.typed is not None and self.typed != self.text else {}
+            await store.add_part(self.user_message, "text", {"text": self.text, **shown})
         await self._say_restored()
         await self.emit(ev.TurnStart(session_id=self.session_id, turn_id=self.turn_id, model=self.model))
         while self.agent.notices:
@@ -247,6 +268,10 @@ class Turn:
         failure: ev.Error | None = None
         with self._scope:
             try:
+                if self.again is not None and self.again.retry > 1:
+                    wait = turn_retry_delay(self.again.retry, self.options.retry_max_wait)
+                    await self.notice(f"Retrying the turn (retry {self.again.retry} of {MAX_TURN_RETRIES}) in {wait:.1f} s.")
+                    await anyio.sleep(wait)
                 stop, reason = await self._steps()
             except ProviderError as exc:
                 stop, reason = "error", exc.message
@@ -312,6 +337,8 @@ class Turn:
         if stop != "finished" and reason:
             message = await store.add_message(self.session_id, "assistant", turn_id=self.turn_id)
             said = {"errorClass": failure.error_class, "hint": failure.hint} if failure is not None else {}
+            if stop == "error" and self.again is not None and self.again.retry:
+                said["retry"] = self.again.retry
             await store.add_part(message, "error" if stop == "error" else "notice", {"stopReason": stop, "text": reason, **said})
             if stop != "error":
                 await self.emit(ev.Notice(session_id=self.session_id, level="warning", message=reason))
