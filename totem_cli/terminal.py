@@ -95,6 +95,8 @@ class TerminalFrontEnd:
         elif isinstance(event, ev.Error):
             self._end_text_line()
             self._line(f"error: {event.message}")
+            if event.hint:
+                self._line(f"  {event.hint}")
         elif isinstance(event, ev.TurnEnd):
             self.answer.flush()  # an aborted or failed step: what it said so far
             self._end_text_line()

@@ -174,6 +174,8 @@ class Config(_Strict):
     max_agents: Annotated[int, TIGHTEN] = Field(default=3, ge=1)  # sub-agents (task calls) running at once
     # Background jobs (the job tool) left running when the user aborts a turn; False kills them.
     jobs_survive_abort: Annotated[bool, Untrusted("tighten", order=(True, False))] = False
+    # Code mode as a turn's shape (turn/scripts.py): "auto" by the model's record and evidence.
+    code_mode: Annotated[Literal["auto", "always", "never"], KEPT] = "auto"
     # run_script's scripts may import the project's own modules (and so read the project).
     agent_mode: Annotated[bool, Untrusted("tighten", order=(True, False))] = False
     # Seconds for a whole provider request, and for its first byte and each gap between chunks.

@@ -5,6 +5,7 @@ The engine sends its events and asks its questions here; it never imports a fron
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -44,12 +45,15 @@ class PermissionReply:
     (no terminal, no reply in time), so the model is not told the user rejected it.
     ``end_turn``: nobody can be asked during this turn at all (no terminal and no ``--yes``), so
     the turn ends at this rejection with this message (stop reason ``guard``) instead of the
-    model trying again to be rejected again."""
+    model trying again to be rejected again. ``accepted``: with an allow, the change as the user
+    reviewed it, project-relative path -> the whole text they accept for that file (some hunks
+    taken, some left, or edited; turn/review.py); a proposed file not in it is taken as proposed."""
 
     outcome: Outcome
     feedback: str | None = None
     reason: str | None = None
     end_turn: str | None = None
+    accepted: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
