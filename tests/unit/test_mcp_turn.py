@@ -206,3 +206,13 @@ async def test_a_small_model_gets_the_servers_tools_by_name_and_one_line_and_cal
     assert '"required"' not in first.system  # no server schema until the model asks for one
     assert [e.output for e in front.of(ev.ToolEnd) if e.tool == "echo__echo"] == ["echo: small"]
     assert none_left(scene.root) == []
+
+
+async def test_an_image_result_reaches_the_model_as_its_caption(scene):
+    write_mcp_json(project_mcp_path(scene.root), {"cam": standin("--image")})
+    scene.provider.enqueue(calls(("cam__picture", {})), answer("A grey picture."))
+    await scene.run("show me the picture", RecordingFrontEnd())
+
+    result = [m.text for m in scene.provider.requests[1].messages if m.role == "tool"][-1]
+    assert result.startswith("Here it is.\n[image: cam__picture result, 640x480 PNG, ")
+    assert "base64" not in result and len(result) < 200
