@@ -232,3 +232,41 @@ def test_a_4096_token_window_gets_the_real_servers_tools_by_name_and_fetches_a_s
     assert json.loads(tool_messages(third)[-1]["content"])["timezone"] == "UTC"
     assert tools == {t["function"]["name"]: t["function"] for t in third["tools"]}  # the same specs every step
     assert none_left(totem.project) == []
+
+
+def test_on_a_terminal_the_start_and_each_call_are_asked_and_always_is_kept_for_the_project(totem, user_mcp):
+    import os
+    import pty
+
+    user_mcp({"time": real_entries(totem.project)["time"]})
+
+    def run_on_a_terminal(answers: str) -> tuple[int, str]:
+        controller, terminal = pty.openpty()
+        os.write(controller, answers.encode())  # typed ahead: each question reads one line
+        proc = subprocess.Popen(
+            totem.command("run", "--cwd", str(totem.project), "--config", str(totem.config), "what time is it?"),
+            stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=totem.env,
+        )
+        os.close(terminal)
+        try:
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            os.close(controller)
+        return proc.returncode, stderr
+
+    totem.server.enqueue(tool_reply([("time__get_current_time", {"timezone": "UTC"})]))
+    totem.server.enqueue(text_reply("Late."))
+    code, stderr = run_on_a_terminal("a\ny\n")
+    assert code == 0, stderr
+    assert "Allow Start MCP server time: " in stderr and "[a] always (mcp-start time)" in stderr
+    assert "Allow time__get_current_time(timezone=UTC)? [y] once, [a] always (mcp time__get_current_time)" in stderr
+    assert '"timezone": "UTC"' in tool_messages(totem.server.requests[1])[-1]["content"]
+
+    # The next run of the project starts it without asking; the call still asks (and is refused).
+    totem.server.enqueue(tool_reply([("time__get_current_time", {"timezone": "UTC"})]))
+    totem.server.enqueue(text_reply("No clock."))
+    code, stderr = run_on_a_terminal("n\n")
+    assert code == 0, stderr
+    assert "Allow Start MCP server" not in stderr and "Allow time__get_current_time" in stderr
+    assert tool_messages(totem.server.requests[3])[-1]["content"] == "The user rejected this action."
+    assert none_left(totem.project) == []
