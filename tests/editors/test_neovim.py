@@ -266,13 +266,22 @@ def test_todo_question_and_reject_with_feedback(neovim, project, model):
     assert nv.lua("return _G.asked") == ["Totem asks: Which colour?", ["red", "blue", "Other…"]]
     chat = "\n".join(nv.lua(CHAT_LINES))
     assert "**Todo**\n- [~] Add a route\n- [ ] Write a test" in chat, chat
-    assert "▶ Create notes.txt\n    ⊘ denied: " in chat, chat
+    # The feedback stands under the refused call (issue 25, item 5).
+    assert "▶ Create notes.txt\n    ⊘ denied: rejected\n    Your feedback: Not now, thanks" in chat, chat
     assert "Understood, no notes file." in chat
     assert "todo 0/2: Add a route" in nv.lua("return vim.wo[vim.fn.bufwinid(require('totem.chat').buf())].winbar")
     assert not (project / "notes.txt").exists()
     tool_results = [m["content"] for m in model.requests[-1]["messages"] if m.get("role") == "tool"]
     assert any("blue" in r for r in tool_results), tool_results
     assert any("Not now, thanks" in r for r in tool_results), tool_results
+
+    # Reopened: the same transcript, the todo list and the feedback included.
+    live = nv.lua(CHAT_LINES)
+    nv.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
+    nv.command("TotemNew")
+    nv.command("TotemSessions")
+    nv.wait(lambda: nv.lua(CHAT_LINES) != [""], "the session shown again")
+    assert nv.lua(CHAT_LINES) == live, "\n".join(nv.lua(CHAT_LINES)) + "\n----- live:\n" + "\n".join(live)
 
 
 # Each line of the chat as the window shows it: what treesitter's Markdown highlighting conceals
@@ -339,10 +348,89 @@ def test_markdown_in_the_chat_paths_verbatim_headings_below_the_speakers_multi_l
     assert "And what is [_re] for?" in shown, shown
 
 
+def finish_turn_allowing(nv, what: str) -> None:
+    """Waits for the end of the turn, allowing once each call that asks."""
+    def done():
+        if nv.lua("return require('totem.permission').current ~= nil"):
+            nv.input("a")
+            return False
+        return not nv.lua("return require('totem.chat').state.busy")
+    nv.wait(done, what)
+
+
+FOLD_AT = ("local row = ... " + "local win = vim.fn.bufwinid(require('totem.chat').buf())"
+           " return vim.api.nvim_win_call(win, function() return { vim.fn.foldclosed(row), vim.fn.foldtextresult(row) } end)")
+
+
+def test_command_output_folded_failures_open_and_a_refused_key_with_its_fix_and_retry(neovim, project, model):
+    """Issue 25, items 3 and 10: what a command printed, under its line (folded when it worked,
+    open when it failed, capped); a 401 says which provider and what fixes it, and `r` sends the
+    message again."""
+    nv = neovim
+    model.enqueue(tool_reply([("bash", {"command": "seq 1 60"})]))
+    model.enqueue(tool_reply([("bash", {"command": "echo boom; exit 3"})]))
+    model.enqueue(text_reply("The second one failed."))
+    nv.wait(lambda: nv.lua("local c = vim.lsp.get_clients({ bufnr = 0, name = 'totem' })[1] return c and c.initialized"),
+            "the totem client")
+    nv.command("TotemAsk Run the two commands")
+    finish_turn_allowing(nv, "the end of the commands' turn")
+    lines = nv.lua(CHAT_LINES)
+    chat = "\n".join(lines)
+
+    # The first: 60 lines, shown as its first and last 20, in a closed fold under its result.
+    ok = lines.index("▶ $ seq 1 60")
+    assert lines[ok + 1] == "    ✓ exit 0", chat
+    output = lines[ok + 2: ok + 2 + 41]
+    assert output[:2] == ["    │ 1", "    │ 2"] and output[19] == "    │ 20", chat
+    assert output[20] == "    │ … 20 more lines …" and output[21] == "    │ 41" and output[40] == "    │ 60", chat
+    assert not lines[ok + 2 + 41].startswith("    │"), chat
+    closed, text = nv.lua(FOLD_AT, ok + 3)
+    assert closed == ok + 3 and text == "    │ Output (41 lines)", (closed, text)
+    # The second exited 3: its output is open.
+    failed = lines.index("▶ $ echo boom; exit 3")
+    assert lines[failed + 1: failed + 4] == ["    ✓ exit 3", "    │ boom", "    │ [exit code 3]"], chat
+    assert nv.lua(FOLD_AT, failed + 3)[0] == -1
+    assert "The second one failed." in lines
+
+    # A refused key: the provider's message, what fixes it, and `r` to send the message again.
+    model.enqueue(Reply(status=401, body='{"error": {"message": "Incorrect API key provided"}}'))
+    nv.command("TotemAsk Try once more")
+    nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy") and "(error)" in "\n".join(nv.lua(CHAT_LINES)),
+            "the failed turn")
+    lines = nv.lua(CHAT_LINES)
+    error = lines.index("**Error** (AuthenticationError): Incorrect API key provided")
+    fix = lines[error + 1]
+    assert fix.startswith("**Fix:** The provider sim refused the key") and "`totem auth set sim`" in fix, fix
+    assert "[providers.sim]" in fix, fix
+    assert lines[error + 2] == "*`r` in the chat sends the message again.*"
+    assert lines[error + 4] == "*— sim/test-model* (error)", lines
+    shown = nv.lua(VISIBLE_CHAT)
+    assert any("set api_key in [providers.sim]" in line for line in shown), shown  # the brackets stay
+    save_artifact("neovim-auth-error.txt", nv.capture() or "\n".join(lines))
+
+    model.enqueue(text_reply("Now it works."))
+    nv.lua(WINDOW_OF_CHAT + " vim.api.nvim_set_current_win(win)")
+    nv.input("r")
+    nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy") and "Now it works." in nv.lua(CHAT_LINES),
+            "the retried turn")
+    assert model.requests[-1]["messages"][-1]["content"].endswith("Try once more")
+    assert "\n".join(nv.lua(CHAT_LINES)).count("## You\nTry once more") == 2
+
+    # Reopened, the session shows what the live chat did: the output, its folds, the hint.
+    live = nv.lua(CHAT_LINES)
+    nv.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
+    nv.command("TotemNew")
+    nv.command("TotemSessions")
+    nv.wait(lambda: nv.lua(CHAT_LINES) == live, "the session shown again as it was")
+    assert nv.lua(FOLD_AT, ok + 3)[0] == ok + 3 and nv.lua(FOLD_AT, failed + 3)[0] == -1
+
+
+WINDOW_OF_CHAT = "local win = vim.fn.bufwinid(require('totem.chat').buf())"
+
+
 SUB_ANSWER = "The greeting is built in hello() of controllers/api.js."
 PARENT_ANSWER = "Found it: hello() in controllers/api.js builds the greeting."
 BLOCK = "  │ "
-WINDOW_OF_CHAT = "local win = vim.fn.bufwinid(require('totem.chat').buf())"
 
 
 def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, project, model, tmp_path):
