@@ -391,6 +391,7 @@ def test_command_output_folded_failures_open_and_a_refused_key_with_its_fix_and_
     assert lines[failed + 1: failed + 4] == ["    ✓ exit 3", "    │ boom", "    │ [exit code 3]"], chat
     assert nv.lua(FOLD_AT, failed + 3)[0] == -1
     assert "The second one failed." in lines
+    save_artifact("neovim-output.txt", nv.capture() or chat)
 
     # A refused key: the provider's message, what fixes it, and `r` to send the message again.
     model.enqueue(Reply(status=401, body='{"error": {"message": "Incorrect API key provided"}}'))

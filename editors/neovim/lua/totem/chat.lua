@@ -67,13 +67,16 @@ end
 --- added after it, win over it: Totem's own lines after their marker (a tool call and its
 --- result, a note, a todo item) and, in the answer, a word that is a path or a file name (it
 --- holds a `/` or a `.` before a letter) stay plain text. Markdown elsewhere, and a path in
---- backticks, is left to the markdown syntax. With treesitter highlighting (CommonMark) they
---- are not needed and not used.
+--- backticks, is left to the markdown syntax. They are for a Neovim without the markdown
+--- parser: with it, the chat is highlighted by treesitter (markdown.lua), whose queries keep
+--- the same lines verbatim.
 local VERBATIM = [[
   syntax match totemAgentLine /^  │ .*$/
   syntax match totemToolLine /^▶ .*$/
   syntax match totemToolResult /^    [✓✗⊘…·] .*$/
-  syntax match totemNoteText /\%(^\*\*\%(Note\|Error\):\*\* \)\@<=.*$/
+  syntax match totemToolOutput /^    │ .*$/
+  syntax match totemFeedback /^    Your feedback: .*$/
+  syntax match totemNoteText /\%(^\*\*\%(Note\|Error\|Fix\):\*\* \)\@<=.*$/
   syntax match totemNoteText /\%(^\*\*Error\*\* ([^)]*): \)\@<=.*$/
   syntax match totemTodoText /\%(^- \[[ x~]\] \)\@<=.*$/
   syntax match totemPath /\%(^\|[[:space:](\["']\)\@<=[[:alnum:]_.~\/*-]*\%(\/\|\.\a\)[[:alnum:]_.~\/*-]*/
