@@ -115,8 +115,14 @@ class TerminalFrontEnd:
             self._line(f"   [{event.agent}] ! {event.message}")
 
     async def permission(self, request: PermissionRequest) -> PermissionReply:
-        if self.assume_yes:
+        if self.assume_yes and not request.needs_person:
             return PermissionReply("allow_once")
+        if not self.interactive and request.needs_person:
+            return PermissionReply(
+                "reject_once",
+                reason="it reaches outside this machine, which takes a person's answer (--yes does not give it;"
+                " mcp_allow in the user config does)",
+            )
         if not self.interactive:
             # Nobody will be there for the next ask either: the turn ends here, with how to allow.
             return PermissionReply(

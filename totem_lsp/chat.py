@@ -1,4 +1,5 @@
-"""Chat turns over LSP: ``totem/chat``, ``totem/abort``, ``totem.server.ask``.
+"""Chat turns over LSP: ``totem/chat``, ``totem/abort``, ``totem.server.ask``, and the turns that
+answer a stored request again, ``totem/retry`` and ``totem/regenerate``.
 
 A turn runs on the server's event loop; its events go out as ``totem/event`` notifications
 (stream.py), its questions as requests to the editor (permission.py). One turn per session at a
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from totem_engine.store import Session
 from totem_engine.tools.paths import relative
 from totem_lsp import protocol
 from totem_lsp.diagnostics import Diagnostics
-from totem_lsp.messages import AskParams, ChatContext, ChatParams, ChatResult
+from totem_lsp.messages import AskParams, ChatContext, ChatParams, ChatResult, RegenerateParams, RetryParams
 from totem_lsp.permission import declared
 from totem_lsp.project import Projects
 from totem_lsp.stream import EventStream
@@ -82,6 +84,7 @@ class Chats:
         self.diagnostics = diagnostics
         self.stream = EventStream(lambda event: server.protocol.notify(protocol.EVENT, event))
         self.turns: dict[str, Turn] = {}
+        self.starting: set[str] = set()  # sessions whose turn is being built (retry, regenerate)
         self.progress: dict[str | int, str] = {}  # workDoneToken -> session of the turn it reports
 
     def cancel_progress(self, token: str | int) -> None:
@@ -122,10 +125,42 @@ class Chats:
                     await asyncio.sleep(0.01)
 
     def busy(self, session_id: str) -> bool:
-        return session_id in self.turns
+        return session_id in self.turns or session_id in self.starting
+
+    async def regenerate(self, params: RegenerateParams) -> ChatResult:
+        """``totem/regenerate``: a new variant of an answer, as a turn; answers when it ends."""
+        def build(runtime: Runtime, frontend: LspFrontEnd) -> Awaitable[Turn]:
+            return runtime.regenerate(params.session_id, params.message_id, frontend, model=params.model, mode=params.mode)
+
+        return await self._again(params.session_id, build, params.work_done_token)
+
+    async def retry(self, params: RetryParams) -> ChatResult:
+        """``totem/retry``: the session's failed last turn taken up again; answers when it ends."""
+        def build(runtime: Runtime, frontend: LspFrontEnd) -> Awaitable[Turn]:
+            return runtime.retry(params.session_id, frontend, model=params.model, mode=params.mode)
+
+        return await self._again(params.session_id, build, params.work_done_token)
+
+    async def _again(
+        self, session_id: str, build: Callable[[Runtime, LspFrontEnd], Awaitable[Turn]], token: str | int | None
+    ) -> ChatResult:
+        if self.busy(session_id):
+            raise SessionBusy(f"Session {session_id} is busy: a turn is still running. Abort it or wait for it to end.")
+        self.starting.add(session_id)  # from here on another request for it is busy, across the awaits
+        try:
+            session = await self.projects.store.get_session(session_id)
+            runtime = await self.projects.runtime(Path(session.cwd).resolve())
+            turn = await build(runtime, LspFrontEnd(self, runtime, token))
+            self.turns[session_id] = turn
+        finally:
+            self.starting.discard(session_id)
+        if token is not None:
+            self.progress[token] = session_id
+        result = await self._run(_Started(session_id, turn))
+        return ChatResult(session_id=result.session_id, stop_reason=result.stop_reason, text=result.text)
 
     async def _start(self, params: ChatParams) -> _Started | ChatResult:
-        if params.session_id in self.turns:
+        if params.session_id is not None and self.busy(params.session_id):
             # Before the session is read: a turn ending meanwhile would leave its state unread.
             raise SessionBusy(f"Session {params.session_id} is busy: a turn is still running. Abort it or wait for it to end.")
         session = await self.projects.store.get_session(params.session_id) if params.session_id else None
@@ -145,7 +180,7 @@ class Chats:
             session = await runtime.new_session(model=model, mode=mode, text=params.text)
         text = await with_context(params.model_copy(update={"text": prepared.text}), root, self.projects)
         # No await between this check and the registration below: two chats cannot both pass it.
-        if session.id in self.turns:
+        if self.busy(session.id):
             raise SessionBusy(f"Session {session.id} is busy: a turn is still running. Abort it or wait for it to end.")
         turn = runtime.turn(
             text, LspFrontEnd(self, runtime, params.work_done_token), session=session, model=model, mode=mode,

@@ -47,6 +47,28 @@ class ChatParams(Payload):
     work_done_token: str | int | None = None
 
 
+class RetryParams(Payload):
+    session_id: str
+    mode: Literal["build", "plan"] | None = None
+    model: str | None = None
+    work_done_token: str | int | None = None
+
+
+class RegenerateParams(RetryParams):
+    message_id: str
+
+
+class VariantParams(Payload):
+    session_id: str
+    message_id: str
+    index: int
+
+
+class ForkParams(Payload):
+    session_id: str
+    message_id: str | None = None
+
+
 class ChatResult(Payload):
     session_id: str
     stop_reason: str
@@ -55,6 +77,20 @@ class ChatResult(Payload):
 
 class SessionRef(Payload):
     session_id: str
+
+
+class SessionParams(Payload):
+    session_id: str
+    all: bool = False
+
+
+class RewindParams(Payload):
+    session_id: str
+    message_id: str
+    files: bool = False
+    force: bool = False
+    overwrite: list[str] = []
+    dry_run: bool = False
 
 
 class JobStopParams(Payload):
@@ -118,9 +154,17 @@ class ClientAnswer(Payload):
     model_config = ConfigDict(strict=True)
 
 
+class AcceptedFile(ClientAnswer):
+    """One file of a reviewed change: the whole text the user accepts for it."""
+
+    uri: str
+    text: str
+
+
 class PermissionAnswer(ClientAnswer):
     outcome: Literal["allow_once", "allow_always", "reject_once", "reject_always"]
     feedback: str | None = None
+    accepted: list[AcceptedFile] | None = None
 
 
 class QuestionAnswer(ClientAnswer):

@@ -22,6 +22,11 @@ AGENT_SAVE = "totem/agentSave"
 AGENT_DELETE = "totem/agentDelete"
 COMMANDS = "totem/commands"
 JOB_STOP = "totem/jobStop"
+REWIND = "totem/rewind"
+RETRY = "totem/retry"
+REGENERATE = "totem/regenerate"
+VARIANT = "totem/variant"
+FORK = "totem/fork"
 
 # Server -> client.
 EVENT = "totem/event"

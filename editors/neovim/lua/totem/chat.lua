@@ -22,7 +22,7 @@ M.state = {
   part = nil, -- {kind, id} of the part being streamed
   last = nil, -- kind of the last block written: user, text, reasoning, tool, note, sign
   last_message = nil, -- {text, context, bufnr} of the message last sent from this chat
-  retry = nil, -- that message, when its turn failed: what `r` sends again
+  retry = nil, -- when the session's last turn failed: {cut = extmark where it starts, message?}
   step_mark = nil, -- extmark where the current step's output starts
   calls = {}, -- callId -> extmark on its tool line
   todos = nil,
@@ -285,6 +285,7 @@ function M.update_winbar()
       bar = bar .. ': ' .. current
     end
   end
+  bar = bar .. require('totem.jobs').winbar()
   bar = bar:gsub('%%', '%%%%')
   for _, win in ipairs(windows()) do
     vim.wo[win].winbar = bar
@@ -441,25 +442,25 @@ function render.notice(buf, e)
   append_lines(buf, { ('**%s:** %s'):format(e.level == 'error' and 'Error' or 'Note', one_line(e.message)) })
 end
 
-local RETRY = '*`r` in the chat sends the message again.*'
+local RETRY = '*`r` in the chat tries again.*'
 
 --- An error: the provider's message, what fixes it (the server's `hint`: which provider, which
---- config key or `totem auth set NAME`), and, when the chat has the message, how to send it again.
+--- config key or `totem auth set NAME`), and that `r` tries again (totem/retry). The failed turn
+--- is remembered from where its failed step began: a retry sets that step aside, so the chat
+--- cuts back to there.
 function render.error(buf, e)
+  local from = state.step_mark and vim.api.nvim_buf_get_extmark_by_id(buf, ns, state.step_mark, {})[1]
   open_block(buf, 'note', true)
-  local retry = e.retry
-  if retry == nil then
-    -- Live: the message this chat sent is the one that failed.
-    state.retry = state.last_message
-    retry = state.retry ~= nil
-  end
+  from = from or last_row(buf)
+  state.retry = {
+    cut = vim.api.nvim_buf_set_extmark(buf, ns, from, 0, { right_gravity = false }),
+    message = e.message_sent or state.last_message,
+  }
   local lines = { ('**Error** (%s): %s'):format(e.errorClass or '?', one_line(e.message)) }
   if type(e.hint) == 'string' and e.hint ~= '' then
     table.insert(lines, '**Fix:** ' .. one_line(e.hint))
   end
-  if retry then
-    table.insert(lines, RETRY)
-  end
+  table.insert(lines, RETRY)
   append_lines(buf, lines)
 end
 
@@ -675,14 +676,46 @@ function M.prompt(context, bufnr, default)
   })
 end
 
---- Sends again the message whose turn failed (the `r` under an error).
+--- Tries the session's failed last turn again (the `r` under an error): totem/retry sets its
+--- failed step aside and answers the same request from there, so the chat drops what it showed
+--- of that step and of the error and shows the new answer in its place. When the server will
+--- not retry (retried three times; an older server), the message is sent again.
 function M.retry()
   local again = state.retry
-  if not again then
-    client.notify('nothing to send again: the last turn did not fail', vim.log.levels.WARN)
+  local c = state.client_id and vim.lsp.get_client_by_id(state.client_id)
+  if not again or not c or not state.session then
+    client.notify('nothing to try again: the last turn did not fail', vim.log.levels.WARN)
     return
   end
-  M.send(again.text, again.context, again.bufnr)
+  if state.busy or state.pending then
+    client.notify('a turn is still running (:TotemAbort stops it)', vim.log.levels.WARN)
+    return
+  end
+  state.retry = nil
+  edit(function(buf)
+    local row = vim.api.nvim_buf_get_extmark_by_id(buf, ns, again.cut, {})[1]
+    if row then
+      vim.api.nvim_buf_set_lines(buf, row, -1, false, {})
+    end
+    vim.api.nvim_buf_del_extmark(buf, ns, again.cut)
+    state.last = 'user' -- the answer goes on under the request's "## Totem"
+    state.part, state.step_mark = nil, nil
+  end)
+  state.busy = true
+  M.update_winbar()
+  state.request_id = client.request(c, 'totem/retry', { sessionId = state.session }, function(err)
+    state.request_id = nil
+    state.busy = false
+    M.update_winbar()
+    if err then
+      local message = again.message
+      if message then
+        M.send(message.text, message.context, message.bufnr)
+      else
+        client.notify('retry: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      end
+    end
+  end)
 end
 
 function M.abort()
@@ -795,7 +828,7 @@ function M.show_session(session, client_id, model)
             elseif part.type == 'tool' then
               show_call(buf, part)
             elseif part.type == 'error' then
-              render.error(buf, { errorClass = data.errorClass, message = data.text, hint = data.hint, retry = last_text ~= nil })
+              render.error(buf, { errorClass = data.errorClass, message = data.text, hint = data.hint, message_sent = last_text and { text = last_text } })
               turn.ended = data.stopReason or 'error'
             elseif part.type == 'notice' then
               render.notice(buf, { level = 'info', message = data.text })
@@ -806,7 +839,9 @@ function M.show_session(session, client_id, model)
       end
     end
     footer()
-    state.retry = turn and turn.ended == 'error' and last_text and { text = last_text } or nil
+    if not (turn and turn.ended == 'error') then
+      state.retry = nil -- only the session's last turn can be tried again
+    end
   end)
   M.update_winbar()
 end
