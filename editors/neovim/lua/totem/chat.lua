@@ -166,14 +166,6 @@ local function is_empty(buf)
   return vim.api.nvim_buf_line_count(buf) == 1 and vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == ''
 end
 
---- Appends raw text at the end (continuing the last line; "\n" starts new lines).
-local function append_text(buf, text)
-  local row = last_row(buf)
-  local line = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
-  -- An insert, not a replacement: marks on the line stay where they are.
-  vim.api.nvim_buf_set_text(buf, row, #line, row, #line, vim.split(text, '\n', { plain = true }))
-end
-
 --- Appends whole lines after the last one (replacing it when it is empty).
 local function append_lines(buf, lines)
   local row = last_row(buf)
