@@ -222,8 +222,8 @@ class Runtime:
         request = tree.request_of(tree.active(message_id))
         await self.store.move_head(session_id, request.id)
         return self.turn(
-            request_text(request), frontend, session=session, model=self.resolve_model(model or session.model), mode=mode,
-            again=Again(request.id),
+            request_text(request), frontend, session=session, model=self.resolve_model(model or session.model),
+            mode=mode or session.mode, again=Again(request.id),
         )
 
     async def retry(self, session_id: str, frontend: FrontEnd, *, model: str | None = None, mode: str | None = None) -> Turn:
@@ -243,8 +243,8 @@ class Runtime:
             )
         await self.store.move_head(session_id, cut.parent_id, rewound=tree.set_aside(cut))
         return self.turn(
-            request_text(request), frontend, session=session, model=self.resolve_model(model or session.model), mode=mode,
-            again=Again(request.id, retry=retried + 1),
+            request_text(request), frontend, session=session, model=self.resolve_model(model or session.model),
+            mode=mode or session.mode, again=Again(request.id, retry=retried + 1),
         )
 
     async def switch_variant(self, session_id: str, message_id: str, index: int) -> tuple[str, int]:

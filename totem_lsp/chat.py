@@ -170,14 +170,16 @@ class Chats:
         for notice in self.projects.notices:
             self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=notice))
         self.projects.notices.clear()
-        mode = params.mode or runtime.config.mode
+        # The session's mode, stored with it (totem/setMode); the chat's own overrides this turn only.
+        session_mode = session.mode if session else (self.projects.mode or runtime.config.mode)
+        mode = params.mode or session_mode
         prepared = runtime.prepare(params.text)  # a slash command expanded (commands.py)
         if prepared.action is not None:
             return await _act(prepared.action, session, runtime)
         model = runtime.resolve_model(params.model or prepared.model or (session.model if session else self.projects.model))
         if session is None:
             # Titled by what the user typed, not by the context block sent with it.
-            session = await runtime.new_session(model=model, mode=mode, text=params.text)
+            session = await runtime.new_session(model=model, mode=session_mode, text=params.text)
         text = await with_context(params.model_copy(update={"text": prepared.text}), root, self.projects)
         # No await between this check and the registration below: two chats cannot both pass it.
         if self.busy(session.id):

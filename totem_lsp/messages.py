@@ -103,6 +103,11 @@ class SetModelParams(Payload):
     model: str
 
 
+class SetModeParams(Payload):
+    session_id: str | None = None
+    mode: Literal["build", "plan"]
+
+
 class AskDiagnostic(Payload):
     """The LSP ``Diagnostic`` a code action hands back to ``totem.server.ask``: what the prompt
     reads of it, typed, so a malformed one is invalid params rather than a crash."""

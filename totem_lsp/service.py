@@ -42,6 +42,7 @@ from totem_lsp.messages import (
     SessionParams,
     SessionRef,
     SetModelParams,
+    SetModeParams,
     VariantParams,
     plain,
 )
@@ -90,6 +91,7 @@ class Service:
                 "sessionId": s.id,
                 "title": s.title or "",
                 "model": s.model,
+                "mode": s.mode,
                 "createdAt": s.created_at,
                 "updatedAt": s.updated_at,
             }
@@ -169,6 +171,16 @@ class Service:
             else:
                 self.projects.model = model
         return {"model": model}
+
+    async def set_mode(self, params: Any) -> dict[str, str]:
+        """``totem/setMode``: the session's mode from its next turn on (or new sessions')."""
+        request = parse(SetModeParams, params)
+        with _engine_errors():
+            if request.session_id:
+                await self.projects.store.update_session(request.session_id, mode=request.mode)
+            else:
+                self.projects.mode = request.mode
+        return {"mode": request.mode}
 
     async def undo(self, params: Any, *, redo: bool = False) -> dict[str, Any]:
         ref = parse(SessionRef, params)
