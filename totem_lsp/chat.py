@@ -21,13 +21,20 @@ from pygls.lsp.server import LanguageServer
 
 from totem_engine import events as ev
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
-from totem_engine.turn.loop import Turn, TurnResult
 from totem_engine.runtime import Runtime
 from totem_engine.store import Session
 from totem_engine.tools.paths import relative
+from totem_engine.turn.loop import Turn, TurnResult
 from totem_lsp import protocol
 from totem_lsp.diagnostics import Diagnostics
-from totem_lsp.messages import AskParams, ChatContext, ChatParams, ChatResult, RegenerateParams, RetryParams
+from totem_lsp.messages import (
+    AskParams,
+    ChatContext,
+    ChatParams,
+    ChatResult,
+    RegenerateParams,
+    RetryParams,
+)
 from totem_lsp.permission import declared
 from totem_lsp.project import Projects
 from totem_lsp.stream import EventStream
