@@ -28,6 +28,7 @@ RETRY = "totem/retry"
 REGENERATE = "totem/regenerate"
 VARIANT = "totem/variant"
 FORK = "totem/fork"
+COMPLETE = "totem/complete"
 
 # Server -> client.
 EVENT = "totem/event"

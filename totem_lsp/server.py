@@ -363,6 +363,10 @@ def create_server(token: str | None = None) -> TotemServer:
     async def fork(ls: TotemServer, params: Any) -> dict[str, Any]:
         return await ls.service().fork(params)
 
+    @server.feature(protocol.COMPLETE)
+    async def complete(ls: TotemServer, params: Any) -> dict[str, Any]:
+        return await ls.service().complete(params)
+
     @server.feature(protocol.COMMANDS)
     async def commands(ls: TotemServer, params: Any) -> list[dict[str, Any]]:
         return await ls.service().commands(params)

@@ -26,12 +26,14 @@ from totem_engine.runtime import Runtime
 from totem_engine.store import MessageNotFound, SessionElsewhere, SessionNotFound
 from totem_lsp import conversation, protocol
 from totem_lsp.chat import Chats, SessionBusy
+from totem_lsp.complete import complete, open_documents
 from totem_lsp.diagnostics import Diagnostics
 from totem_lsp.messages import (
     AgentDeleteParams,
     AgentSaveParams,
     AskParams,
     ChatParams,
+    CompleteParams,
     FileOutcome,
     ForkParams,
     JobStopParams,
@@ -258,6 +260,17 @@ class Service:
             for name, what in sorted(ACTIONS.items()) if name not in found
         ]
         return listed
+
+    async def complete(self, params: Any) -> dict[str, Any]:
+        """``totem/complete``: mentions and slash commands for the word before the cursor."""
+        request = parse(CompleteParams, params)
+        with _engine_errors():
+            if request.session_id:
+                runtime = await self.projects.runtime(Path((await self.projects.store.get_session(request.session_id)).cwd))
+            else:
+                runtime = await self._runtime(request.uri)
+            documents = open_documents(list(self.server.workspace.text_documents))
+            return await complete(request.text, request.position, runtime, documents)
 
     async def _runtime(self, uri: str | None) -> Runtime:
         return await self.projects.runtime(self.projects.root_for(uri))
