@@ -21,7 +21,8 @@ class PermissionRequest:
 
     ``rule`` is the rule that asked (None when a default did); ``always_pattern`` is what an
     "allow always" answer stores; ``diff`` is the unified diff of the whole change and
-    ``proposed`` the whole new text of each changed file.
+    ``proposed`` the whole new text of each changed file. ``needs_person``: only a person may
+    answer it, not ``--yes`` (starting an MCP server whose URL leaves this machine).
     """
 
     session_id: str
@@ -35,6 +36,7 @@ class PermissionRequest:
     paths: list[str]
     diff: str | None = None
     proposed: list[ProposedFile] = field(default_factory=list)
+    needs_person: bool = False
 
 
 @dataclass(frozen=True)

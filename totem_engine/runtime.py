@@ -21,6 +21,7 @@ from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import Config, ConfigError, LoadedConfig
 from totem_engine.frontend import FrontEnd
 from totem_engine.jobs import Jobs
+from totem_engine.mcp.servers import McpServers
 from totem_engine.terminals import Terminals
 from totem_engine.turn.fitting import summariser
 from totem_engine.retry import MAX_TURN_RETRIES
@@ -34,7 +35,7 @@ from totem_engine.session_state import SessionState
 from totem_engine.snapshots import FileOutcome, Snapshots
 from totem_engine.store import Session, SessionElsewhere, Store, new_id
 from totem_engine.tools import temp_journal
-from totem_engine.tools.freshness import mark_seen_in
+from totem_engine.tools.freshness import mark_restored, mark_seen_in
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.tools.workspace import DiskWorkspace, Workspace
 
@@ -103,6 +104,7 @@ class Runtime:
         self._editor_checkers: list | None = None
         self.jobs = Jobs(self.root)  # the sessions' background jobs; all killed when the runtime closes
         self.terminals = Terminals(self.root)  # and their interactive terminals, the same way
+        self.mcp = McpServers(self.root, loaded.config, trusted=trusted)  # started by turns, stopped when it closes
         self.agent = Agent(
             root=self.root,
             store=self.store,
@@ -110,6 +112,7 @@ class Runtime:
             tools=builtin_tools(jobs=self.jobs, terminals=self.terminals),
             jobs=self.jobs,
             terminals=self.terminals,
+            mcp=self.mcp,
             workspace=self.workspace,
             snapshots=self.snapshots,
             config=loaded.config,
@@ -206,7 +209,10 @@ class Runtime:
             if definition is None:
                 raise ConfigError(f"there is no agent named {as_agent!r} (totem agents list)")
             tools = {n: t for n, t in agent.tools.items() if definition.tools is None or n in definition.tools}
-            agent = agent.nested(store=self.store, tools=tools, rules=[*agent.rules, *definition.rules()])
+            agent = agent.nested(
+                store=self.store, tools=tools, rules=[*agent.rules, *definition.rules()],
+                mcp=self.mcp if definition.tools is None else None,  # an agent that lists its tools lists no server's
+            )
             agent.notices, self.agent.notices = self.agent.notices, []
             steps = definition.max_steps if max_steps is None and definition.max_steps is not None else options.max_steps
             options = replace(options, persona=definition.prompt, max_steps=steps)
@@ -297,11 +303,29 @@ class Runtime:
     async def undo(self, session_id: str) -> list[FileOutcome]:
         """Restore the files of the session's last turn that changed something (not while it runs)."""
         await self.project_session(session_id)
-        return await self.snapshots.undo(self.workspace, session_id=session_id, root=self.root)
+        outcomes = await self.snapshots.undo(self.workspace, session_id=session_id, root=self.root)
+        await self._remember_restored(session_id, outcomes)
+        return outcomes
 
     async def redo(self, session_id: str) -> list[FileOutcome]:
         await self.project_session(session_id)
-        return await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
+        outcomes = await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
+        await self._remember_restored(session_id, outcomes)
+        return outcomes
+
+    async def _remember_restored(self, session_id: str, outcomes: list[FileOutcome]) -> None:
+        """What undo or redo left in each file becomes what the session knows of it (so the
+        agent's next change of it is not stale), and the next turn tells the model (loop.py)."""
+        moved = [o for o in outcomes if o.action != "conflict"]
+        if not moved:
+            return
+        session = await self.store.get_session(session_id)
+        state = SessionState.from_meta(session.meta)
+        for outcome in moved:
+            data = None if outcome.action == "deleted" else await self.workspace.read_bytes(self.root / outcome.path)
+            mark_restored(state.reads, outcome.path, data)
+            state.restored[outcome.path] = outcome.action
+        await self.store.update_session(session_id, meta=state.to_meta())
 
     async def rewind(
         self, session_id: str, message_id: str, *, files: bool = False,
@@ -347,8 +371,9 @@ class Runtime:
         await self.store.update_session(session.id, meta=state.to_meta())
 
     async def close_providers(self) -> None:
-        """Close what this runtime owns alone (its jobs and terminals, killed first; providers,
-        caches, snapshot index), not a shared store."""
+        """Close what this runtime owns alone (its MCP servers, jobs and terminals, stopped first;
+        providers, caches, snapshot index), not a shared store."""
+        await self.mcp.aclose()
         await self.jobs.aclose()
         await self.terminals.aclose()
         for provider in self._providers.values():

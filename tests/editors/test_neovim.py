@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import socket
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.editors.neovim import Neovim, nvim_binary
 from tests.editors.scenario import EDITED, NEW, OLD, ORIGINAL
+from tests.lsp.test_chat import processes_with
 from tests.support.model_server import (
     ModelServer,
     Reply,
@@ -387,3 +391,94 @@ def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, proj
     closed = nv.lua("local row = ... " + WINDOW_OF_CHAT + " return vim.api.nvim_win_call(win, function()"
                     " return vim.fn.foldclosed(row) end)", lines.index(BLOCK + SUB_ANSWER) + 1)
     assert closed == lines.index(BLOCK + SUB_ANSWER), closed
+
+
+JOBS_LIST = "return vim.api.nvim_buf_get_lines(require('totem.jobs').buf(), 0, -1, false)"
+WINBAR = "return vim.wo[vim.fn.bufwinid(require('totem.chat').buf())].winbar"
+
+
+def http_status(url: str) -> int:
+    """The status of a GET on loopback; 0 when nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.status
+    except OSError:
+        return 0
+
+
+def test_jobs_shown_in_the_chat_listed_and_stopped(neovim, project, model):
+    """Issue 19: jobs the agent started are named in the chat's window bar and listed by
+    :TotemJobs; `x` in the list and :TotemJobStop ID stop one (totem/jobStop) and nothing of it
+    is left; stopping the server kills the last one."""
+    nv = neovim
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = f"python3 -m http.server {port} --bind 127.0.0.1"
+    marker = random.randint(10**5, 10**6)  # unique, so no other run's process is taken for ours
+    # The last one's command is longer than the window bar shows of it.
+    sleep_a, sleep_b = f"sleep 51.{marker}", f"sleep 52.{marker}0000000000"
+    for command in (server, sleep_a, sleep_b):
+        model.enqueue(tool_reply([("job", {"action": "start", "command": command})]))
+    model.enqueue(text_reply("Three jobs run in the background."))
+    nv.wait(lambda: nv.lua("local c = vim.lsp.get_clients({ bufnr = 0, name = 'totem' })[1] return c and c.initialized"),
+            "the totem client")
+    nv.lua("_G.notified = {} vim.notify = function(msg) table.insert(_G.notified, msg) end")
+
+    nv.command("TotemAsk Start the dev server and two sleeps")
+    # Started like bash: asked first. "A" on the first sleep allows the second.
+    for command, key in ((server, "a"), (sleep_a, "A")):
+        nv.wait(lambda c=command: nv.lua("local p = require('totem.permission').current"
+                                         " return p and p.params.title:find(..., 1, true) ~= nil", c),
+                f"the permission window for {command}")
+        nv.input(key)
+        nv.wait(lambda: not nv.lua("return require('totem.permission').current"), "the permission window closed")
+    nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy"), "the end of the turn")
+    assert "Three jobs run in the background." in "\n".join(nv.lua(CHAT_LINES))
+
+    winbar = nv.lua(WINBAR)
+    assert winbar.endswith("  ·  3 jobs running: job1 job2 job3"), winbar
+    assert nv.wait(lambda: http_status(f"http://127.0.0.1:{port}/") == 200, "the job's server answering")
+    assert processes_with(server) and processes_with(sleep_a) and processes_with(sleep_b)
+
+    nv.command("TotemJobs")
+    assert nv.lua("return vim.api.nvim_get_current_buf()") == nv.lua("return require('totem.jobs').buf()")
+    rows = nv.lua(JOBS_LIST)
+    assert rows[0].startswith("Totem jobs  (x: stop the job under the cursor")
+    assert rows[2:] == [
+        f"job1   running                  {server}",
+        f"job2   running                  {sleep_a}",
+        f"job3   running                  {sleep_b}",
+    ], rows
+    save_artifact("neovim-jobs.txt", nv.capture() or "\n".join([winbar, *rows]))
+
+    # `x` on the first row stops job1: its server is gone, and the row says how it ended.
+    assert nv.lua("return vim.api.nvim_win_get_cursor(0)[1]") == 3
+    nv.input("x")
+    nv.wait(lambda: f"job1   stopped (exit code -15)  {server}" in nv.lua(JOBS_LIST), "job1 stopped in the list")
+    nv.wait(lambda: not processes_with(server), "no process of job1 left")
+    assert http_status(f"http://127.0.0.1:{port}/") == 0
+    nv.wait(lambda: "Totem: job1 `" + server + "` · stopped · exit code -15" in nv.lua("return _G.notified"), "the stop said")
+
+    # :TotemJobStop ID, completed from the running jobs.
+    assert nv.lua("return vim.fn.getcompletion('TotemJobStop ', 'cmdline')") == ["job2", "job3"]
+    nv.command("TotemJobStop job2")
+    nv.wait(lambda: f"job2   stopped (exit code -15)  {sleep_a}" in nv.lua(JOBS_LIST), "job2 stopped in the list")
+    assert not processes_with(sleep_a)
+    assert nv.lua(JOBS_LIST)[2] == f"job3   running                  {sleep_b}"  # running ones first
+    winbar = nv.lua(WINBAR)
+    assert winbar.endswith(f"  ·  job3 running: sleep 52.{marker}00000000…"), winbar
+    nv.command("TotemJobStop job9")
+    assert "Totem: no job job9 (:TotemJobs lists them)" in nv.lua("return _G.notified")
+
+    # The server stopped (as when Neovim quits): it kills the job still running.
+    nv.lua("for _, c in ipairs(vim.lsp.get_clients({ name = 'totem' })) do c:stop() end")
+    nv.wait(lambda: not processes_with(sleep_b), "job3 killed with the server", timeout=20)
+    nv.wait(lambda: nv.lua("return #vim.lsp.get_clients({ name = 'totem' })") == 0, "the client gone")
+    nv.command("TotemJobs")
+    rows = nv.lua(JOBS_LIST)[2:]
+    assert rows[:2] == [f"job1   stopped (exit code -15)  {server}", f"job2   stopped (exit code -15)  {sleep_a}"], rows
+    # Its end event may or may not have come before the connection closed: killed either way.
+    assert rows[2].startswith("job3   killed") and rows[2].endswith(sleep_b) and len(rows) == 3, rows
+    assert "running" not in nv.lua(WINBAR)
+    assert model.pending == 0

@@ -386,6 +386,7 @@ class ToolCalls:
                 ev.ToolEnd(
                     session_id=self.session_id, call_id=record.call.id, tool=record.call.name,
                     status=status, summary=summary, output=output, changed=changed or [], checks=checks or {},
+                    feedback=record.data.get("feedback"),
                 )
             )
 
@@ -429,7 +430,9 @@ def _refusal(rule: ev.RuleRef, reply: PermissionReply | None) -> ToolResult:
     if reply.reason:
         return ToolResult(output=f"Not run: {reply.reason}.", summary="not allowed", is_error=True)
     text = "The user rejected this action." + (f" Their feedback: {reply.feedback}" if reply.feedback else "")
-    return ToolResult(output=text, summary="rejected", is_error=True)
+    # The feedback kept beside the output in the stored part, so a reopened session shows it.
+    kept = {"feedback": reply.feedback} if reply.feedback else {}
+    return ToolResult(output=text, summary="rejected", is_error=True, part=kept)
 
 
 def _shown_input(arguments: str) -> dict:

@@ -86,6 +86,14 @@ class PolicyHost(Protocol):
 
     def text_calls_wanted(self) -> bool: ...
 
+    async def caught_in_prose(self, message_id: str, files: list[ToolCall]) -> None:
+        """The model described the change in its answer (message ``message_id``) instead of
+        making it: the rest of the request in code mode, ``files`` (the ``write`` calls of the
+        whole files the answer held) applied."""
+
+    async def remember(self, record: CapabilityRecord) -> None:
+        """``record`` is the model's from now on, kept for its later sessions."""
+
     def unique_call(self, call: ToolCall) -> ToolCall: ...
 
     async def emit(self, event: ev.Event) -> None: ...

@@ -73,6 +73,7 @@ class SmallModelPolicy:
 
     short_prompt = True
     whole_files = True
+    scripts = False
 
     def __init__(self, turn: PolicyHost):
         self.turn = turn

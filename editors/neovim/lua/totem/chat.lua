@@ -265,6 +265,7 @@ function M.update_winbar()
       bar = bar .. ': ' .. current
     end
   end
+  bar = bar .. require('totem.jobs').winbar()
   bar = bar:gsub('%%', '%%%%')
   for _, win in ipairs(windows()) do
     vim.wo[win].winbar = bar

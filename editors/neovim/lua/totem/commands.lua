@@ -265,6 +265,18 @@ function M.setup(options)
   cmd('TotemCommands', M.slash_commands, { desc = 'Pick a Totem slash command' })
   cmd('TotemAgents', M.agents, { desc = 'Pick a Totem agent and edit its file' })
   cmd('TotemModel', M.model, { nargs = '?', desc = 'Pick the Totem model' })
+  cmd('TotemJobs', function()
+    require('totem.jobs').open()
+  end, { desc = "List Totem's background jobs (x stops one)" })
+  cmd('TotemJobStop', function(opts)
+    require('totem.jobs').stop_command(opts)
+  end, {
+    nargs = '?',
+    complete = function(lead)
+      return require('totem.jobs').complete(lead)
+    end,
+    desc = 'Stop a Totem background job',
+  })
 
   local keys = options.keymaps
   if keys then
