@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from totem_engine.agents import Agents
+from totem_engine.attachments import Attachment
 from totem_engine.branches import FilesNotAtTurnStart, NothingToRetry, NotInConversation, Tree, request_text
 from totem_engine.commands import Command, Prompt, discover_commands
 from totem_engine.commands import prepare as prepare_prompt
@@ -189,11 +190,13 @@ class Runtime:
     def turn(
         self, text: str, frontend: FrontEnd, *, session: Session, model: str, mode: str | None = None, max_steps: int | None = None,
         typed: str | None = None, as_agent: str | None = None, again: Again | None = None,
+        attached: list[Attachment] | None = None,
     ) -> Turn:
         """A turn of ``session``, as just read or created (the turn does not read it again).
         ``typed``: what the user typed when ``text`` is a command's expansion; ``as_agent``: run as
         that agent (its prompt, tools, rules and step limit; a command's ``agent``), ConfigError
-        when there is none; ``again``: the turn answers a stored request again (``regenerate``, ``retry``)."""
+        when there is none; ``again``: the turn answers a stored request again (``regenerate``, ``retry``);
+        ``attached``: the context blocks ``text`` begins with (attachments.py)."""
         options = TurnOptions(
             mode=mode or self.config.mode,
             max_steps=self.config.max_steps if max_steps is None else max_steps,
@@ -214,7 +217,8 @@ class Runtime:
             steps = definition.max_steps if max_steps is None and definition.max_steps is not None else options.max_steps
             options = replace(options, persona=definition.prompt, max_steps=steps)
         return agent.turn(
-            text, frontend, session_id=session.id, model=model, options=options, session=session, typed=typed, again=again
+            text, frontend, session_id=session.id, model=model, options=options, session=session, typed=typed, again=again,
+            attached=attached,
         )
 
     async def regenerate(
@@ -228,8 +232,8 @@ class Runtime:
         request = tree.request_of(tree.active(message_id))
         await self.store.move_head(session_id, request.id)
         return self.turn(
-            request_text(request), frontend, session=session, model=self.resolve_model(model or session.model), mode=mode,
-            again=Again(request.id),
+            request_text(request), frontend, session=session, model=self.resolve_model(model or session.model),
+            mode=mode or session.mode, again=Again(request.id),
         )
 
     async def retry(self, session_id: str, frontend: FrontEnd, *, model: str | None = None, mode: str | None = None) -> Turn:
@@ -249,8 +253,8 @@ class Runtime:
             )
         await self.store.move_head(session_id, cut.parent_id, rewound=tree.set_aside(cut))
         return self.turn(
-            request_text(request), frontend, session=session, model=self.resolve_model(model or session.model), mode=mode,
-            again=Again(request.id, retry=retried + 1),
+            request_text(request), frontend, session=session, model=self.resolve_model(model or session.model),
+            mode=mode or session.mode, again=Again(request.id, retry=retried + 1),
         )
 
     async def switch_variant(self, session_id: str, message_id: str, index: int) -> tuple[str, int]:

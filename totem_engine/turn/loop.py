@@ -23,6 +23,7 @@ import anyio
 
 from totem_engine import events as ev
 from totem_engine.agents import Agents, discover_agents
+from totem_engine.attachments import Attachment
 from totem_engine.checks.base import Checker
 from totem_engine.checks.registry import checkers_from_config
 from totem_engine.checks.totaljs import is_totaljs_project
@@ -45,6 +46,7 @@ from totem_engine.skills import Skill, discover
 from totem_engine.snapshots import Snapshots
 from totem_engine.store import Session, Store, new_id
 from totem_engine.tools.base import Tool
+from totem_engine.tools.freshness import mark_seen_in
 from totem_engine.tools.registry import is_small, surface, tool_specs
 from totem_engine.tools.skill import SkillTool
 from totem_engine.tools.freshness import mark_seen_in
@@ -182,14 +184,16 @@ class Agent:
     def turn(
         self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions, session: Session | None = None,
         turn_id: str | None = None, typed: str | None = None, again: Again | None = None,
+        attached: list[Attachment] | None = None,
     ) -> "Turn":
         """``session``: the session as the front end just read it, so the turn does not read it again;
         ``turn_id``: a sub-agent's is its conversation's turn, so its changes are undone with it;
         ``typed``: what the user typed when ``text`` is its expansion (a slash command);
-        ``again``: the turn answers a stored request again (``text`` is its text) instead of storing one."""
+        ``again``: the turn answers a stored request again (``text`` is its text) instead of storing one;
+        ``attached``: the context blocks ``text`` begins with (attachments.py), stored with the request."""
         return Turn(
             self, text, frontend, session_id=session_id, model=model, options=options, session=session, turn_id=turn_id, typed=typed,
-            again=again,
+            again=again, attached=attached,
         )
 
 
@@ -201,9 +205,11 @@ class Turn:
     def __init__(
         self, agent: Agent, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions,
         session: Session | None = None, turn_id: str | None = None, typed: str | None = None, again: Again | None = None,
+        attached: list[Attachment] | None = None,
     ):
         self.agent = agent
         self.again = again
+        self.attached = attached or []
         self.text = text
         self.typed = typed  # a slash command as typed; ``text`` is what the model receives
         self.frontend = frontend
@@ -258,7 +264,12 @@ class Turn:
         else:
             self.user_message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
             shown = {"typed": self.typed} if self.typed is not None and self.typed != self.text else {}
+            if self.attached:
+                shown["attachments"] = [a.wire() for a in self.attached]
             await store.add_part(self.user_message, "text", {"text": self.text, **shown})
+            for attachment in self.attached:  # a whole file shown with the request counts as read
+                if attachment.seen is not None:
+                    mark_seen_in(self.state.reads, attachment.path, attachment.seen)
         await self._say_restored()
         await self.emit(ev.TurnStart(session_id=self.session_id, turn_id=self.turn_id, model=self.model))
         while self.agent.notices:
