@@ -138,6 +138,8 @@ class SnapshotsConfig(_Strict):
 
     max_bytes: int = Field(default=500 * 1024 * 1024, gt=0)
     max_age_days: float = Field(default=30.0, gt=0)
+    # A file a command changed that is larger than this is recorded as not restorable.
+    max_file_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
 
 
 class CheckConfig(_Strict):

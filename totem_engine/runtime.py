@@ -17,6 +17,7 @@ from totem_engine.compaction.now import checkpoint_now
 from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import Config, ConfigError, LoadedConfig
 from totem_engine.frontend import FrontEnd
+from totem_engine.command_changes import CommandChanges
 from totem_engine.jobs import Jobs
 from totem_engine.terminals import Terminals
 from totem_engine.turn.fitting import summariser
@@ -86,8 +87,10 @@ class Runtime:
         self._providers: dict[str, Provider] = {}
         self.capabilities = Capabilities(self)
         self._editor_checkers: list | None = None
-        self.jobs = Jobs(self.root)  # the sessions' background jobs; all killed when the runtime closes
-        self.terminals = Terminals(self.root)  # and their interactive terminals, the same way
+        # Where commands run and what they change, kept for undo (command_changes.py).
+        self.command_changes = CommandChanges(self.root, max_file_bytes=settings.max_file_bytes)
+        self.jobs = Jobs(self.root, self.command_changes)  # the sessions' background jobs; all killed when the runtime closes
+        self.terminals = Terminals(self.root, self.command_changes)  # and their interactive terminals, the same way
         self.agent = Agent(
             root=self.root,
             store=self.store,
@@ -95,6 +98,7 @@ class Runtime:
             tools=builtin_tools(jobs=self.jobs, terminals=self.terminals),
             jobs=self.jobs,
             terminals=self.terminals,
+            commands=self.command_changes,
             workspace=self.workspace,
             snapshots=self.snapshots,
             config=loaded.config,
@@ -227,6 +231,7 @@ class Runtime:
         caches, snapshot index), not a shared store."""
         await self.jobs.aclose()
         await self.terminals.aclose()
+        await self.command_changes.aclose()
         for provider in self._providers.values():
             await provider.aclose()
         await self.capabilities.cache.aclose()

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import Process
 
+from totem_engine.command_changes import CommandChanges, CommandScope, FileChange
 from totem_engine.tools.bash import kill_group, shell
 
 if TYPE_CHECKING:  # imported when the first terminal opens: most runs open none
@@ -89,6 +90,7 @@ class Terminal:
     last_output: float = field(default_factory=time.monotonic)
     ended: anyio.Event = field(default_factory=anyio.Event)  # the pty is at its end: the program is gone
     decoder: codecs.IncrementalDecoder = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace"))
+    scope: CommandScope | None = None  # where it runs, and what it changed (command_changes.py)
 
     @property
     def running(self) -> bool:
@@ -139,12 +141,13 @@ class Terminal:
 class Terminals:
     """The terminals of every session of one runtime, by session."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, commands: CommandChanges | None = None):
         self.root = root
+        self.commands = commands  # None: terminals run as they are and nothing they change is kept
         self._terminals: dict[str, dict[str, Terminal]] = {}
         self._closed = False
 
-    async def start(self, session_id: str, command: str) -> Terminal:
+    async def start(self, session_id: str, command: str, *, may_change: bool = True) -> Terminal:
         if sys.platform == "win32":
             raise TerminalRefused("The terminal needs a pseudo-terminal (pty), which only macOS and Linux have.")
         if self._closed:
@@ -158,6 +161,10 @@ class Terminals:
 
         import pyte
 
+        scope = None
+        if self.commands is not None:
+            scope = await self.commands.scope(session_id, command=command, may_change=may_change, long_lived=True)
+        argv = scope.argv([shell(), "-c", command]) if scope else [shell(), "-c", command]
         master, child = os.openpty()
         fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
         os.set_blocking(master, False)
@@ -165,7 +172,7 @@ class Terminals:
         try:
             with anyio.CancelScope(shield=True):  # a cancel mid-spawn would leave a group nobody kills
                 process = await anyio.open_process(
-                    [sys.executable, "-c", _TAKE_TERMINAL, shell(), "-c", command], cwd=self.root,
+                    [sys.executable, "-c", _TAKE_TERMINAL, *argv], cwd=self.root,
                     stdin=child, stdout=child, stderr=child, start_new_session=True, env=env,
                 )
         except OSError as exc:
@@ -176,7 +183,7 @@ class Terminals:
         screen = pyte.Screen(COLUMNS, LINES)
         terminal = Terminal(
             id=f"term{len(terminals) + 1}", session_id=session_id, command=command, process=process,
-            master=master, screen=screen, stream=pyte.Stream(screen),
+            master=master, screen=screen, stream=pyte.Stream(screen), scope=scope,
         )
         # What the program asks of its terminal (a cursor position report, the device
         # attributes) is answered as a terminal would, so a curses program does not hang on it.
@@ -194,6 +201,13 @@ class Terminals:
             known = ", ".join(self._terminals.get(session_id, {})) or "none"
             raise TerminalNotFound(f"There is no terminal {terminal_id!r} in this session (its terminals: {known}).")
         return terminal
+
+    async def take_in(self, terminal: Terminal) -> list[FileChange]:
+        """What the terminal's program changed since it started or was last read."""
+        if terminal.scope is None:
+            return []
+        with anyio.CancelScope(shield=True):
+            return await terminal.scope.take_in()
 
     async def stop(self, session_id: str, terminal_id: str) -> Terminal:
         """Its group killed (SIGTERM, then SIGKILL after a grace period) and its pty closed."""

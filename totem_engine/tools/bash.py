@@ -230,23 +230,31 @@ def shell() -> str:
     return "/bin/bash" if Path("/bin/bash").exists() else "/bin/sh"
 
 
-async def spawn(command: str, cwd: Path) -> Process:
+Wrap = Callable[[list[str]], list[str]]
+
+
+def as_is(argv: list[str]) -> list[str]:
+    return argv
+
+
+async def spawn(command: str, cwd: Path, wrap: Wrap = as_is) -> Process:
     """``command`` started under the shell in ``cwd``, in a process group of its own (its pid is
-    the group's id), no input, stdout and stderr merged into one pipe."""
+    the group's id), no input, stdout and stderr merged into one pipe. ``wrap``: how the shell's
+    argv is launched (a command scope's ``argv``: the sandbox)."""
     try:
         # Shielded: a cancel landing mid-spawn would leave a started group nobody kills.
         with anyio.CancelScope(shield=True):
             return await anyio.open_process(
-                [shell(), "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                wrap([shell(), "-c", command]), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, start_new_session=True,
             )
     except OSError as exc:
         raise ToolError(f"Could not start the shell: {exc}") from None
 
 
-async def run_command(command: str, cwd: Path, timeout: float, limit: int) -> Outcome:
+async def run_command(command: str, cwd: Path, timeout: float, limit: int, wrap: Wrap = as_is) -> Outcome:
     """Run ``command`` and collect its merged output; on timeout or cancellation kill its whole group."""
-    process = await spawn(command, cwd)
+    process = await spawn(command, cwd, wrap)
     collected = HeadTail(limit)
     finished_reading = anyio.Event()
     timed_out = False
@@ -317,8 +325,18 @@ class BashAction(Action):
 
     async def apply(self, ctx: ToolContext) -> ToolResult:
         limit = min(ctx.output_budget, MAX_OUTPUT)
-        outcome = await run_command(self.command, ctx.root, self.timeout, limit)
+        # Before it runs: what the command cannot see (after it, a file it changed on disk differs
+        # from the editor's buffer until the round shows it there).
         note = await unsaved_note(ctx.workspace, ctx.root, ctx.root.resolve())
+        if ctx.commands is None:
+            outcome = await run_command(self.command, ctx.root, self.timeout, limit)
+        else:
+            scope = await ctx.commands.scope(ctx.session_id, command=self.command, may_change=self.changes)
+            try:
+                outcome = await run_command(self.command, ctx.root, self.timeout, limit, scope.argv)
+            finally:
+                with anyio.CancelScope(shield=True):  # what it did before an abort is kept too
+                    ctx.taken.extend(await scope.close())
         return _result(outcome, self.timeout, [*self.notes, *([note] if note else [])])
 
 
@@ -389,6 +407,7 @@ class BashTool(Tool):
             title=args.description or f"$ {args.command}",
             **command_permission(args.command, ctx.root),
             notes=list(args.notes),
+            runs_commands=True,
             command=args.command,
             timeout=args.timeout or DEFAULT_TIMEOUT,
         )

@@ -9,8 +9,10 @@ the round as a ``Round`` value (round.py).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 
 import anyio
@@ -19,6 +21,7 @@ from totem_engine import events as ev
 from totem_engine.checks.base import CheckResult
 from totem_engine.checks.formatter import format_file
 from totem_engine.checks.registry import run_checks
+from totem_engine.command_changes import FileChange, describe
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.permissions import Decision, Policy
 from totem_engine.providers.base import ToolCall, arguments_object
@@ -33,6 +36,7 @@ from totem_engine.tools.base import (
     parse_arguments,
 )
 from totem_engine.tools.freshness import mark_seen
+from totem_engine.tools.workspace import Workspace
 from totem_engine.turn.guards import Guards, Novelty, call_key
 from totem_engine.turn.host import RoundHost
 from totem_engine.turn.round import CallOutcome, Round
@@ -156,6 +160,7 @@ class ToolCalls:
             commit=commit,
             test_command=self.agent.config.test_command,
             agent_mode=self.agent.config.agent_mode,
+            commands=self.agent.commands,
         )
         return ctx
 
@@ -229,6 +234,8 @@ class ToolCalls:
 
     async def _apply(self, action: Action, ctx: ToolContext, flagged: list[str]) -> ToolResult:
         """Apply an allowed action; a change to files is snapshotted first, so undo can restore it."""
+        if action.runs_commands:
+            return await self._with_findings(await self._run_commands(action, ctx), flagged)
         if not action.files:
             return await action.apply(ctx)
         snapshots, where = self.agent.snapshots, dict(session_id=self.session_id, turn_id=self.turn.turn_id, root=self.agent.root)
@@ -246,6 +253,24 @@ class ToolCalls:
             with anyio.CancelScope(shield=True):  # what apply did must be recorded, even on abort
                 await snapshots.after_change(self.agent.workspace, paths=paths, **where)
         return await self._with_findings(result, flagged)
+
+    async def _run_commands(self, action: Action, ctx: ToolContext) -> ToolResult:
+        """Run an action that runs commands; what they changed (``ctx.taken``, command_changes.py)
+        joins the turn's change set, even when the call is cut short, and the result names it."""
+        ctx.taken = []
+        try:
+            result = await action.apply(ctx)
+        finally:
+            with anyio.CancelScope(shield=True):
+                if ctx.taken:
+                    await self.agent.snapshots.record_command_changes(
+                        session_id=self.session_id, turn_id=self.turn.turn_id, changes=ctx.taken,
+                    )
+                    await _show_in_editor(self.agent.workspace, self.agent.root, ctx.taken)
+        for line in describe(ctx.taken):
+            result.output += f"\n[{line}]"
+        result.changed += [c.path for c in ctx.taken if c.path and not c.unrestorable and c.path not in result.changed]
+        return result
 
     async def _format(self, action: Action, ctx: ToolContext, result: ToolResult) -> None:
         """Run the project's formatter on each written file. Its rewrite joins the call's change set
@@ -390,6 +415,20 @@ class ToolCalls:
             record.data["rule"] = rule.model_dump(by_alias=True)
         return dict(record.data)
 
+
+
+async def _show_in_editor(workspace: Workspace, root: Path, changes: list[FileChange]) -> None:
+    """A file the command changed on disk that the editor shows as it was before (an open
+    buffer without unsaved changes) shows the new content, so the agent and the user read what
+    the disk holds. Best effort: a buffer the editor will not change stays as it is."""
+    for change in changes:
+        if change.unrestorable or change.before is None or change.after is None:
+            continue
+        path = root / change.path
+        with contextlib.suppress(ToolError, OSError, ValueError):
+            shown = await workspace.read_bytes(path)
+            if shown == change.before:
+                await workspace.write_bytes(path, change.after)
 
 
 def _lines(rel: str, checked: CheckResult) -> tuple[list[str], list[str]]:
