@@ -26,7 +26,8 @@ import anyio
 from anyio.abc import Process
 
 from totem_engine import events as ev
-from totem_engine.command_changes import CommandChanges, CommandScope, FileChange
+from totem_engine.command_changes import CommandChanges, CommandScope
+from totem_engine.file_changes import FileChange
 from totem_engine.tools.bash import (
     DRAIN_SECONDS,
     HeadTail,

@@ -15,9 +15,9 @@ from totem_engine.commands import prepare as prepare_prompt
 from totem_engine.compaction.checkpoints import Checkpoint
 from totem_engine.compaction.now import checkpoint_now
 from totem_engine.checks.totaljs import is_totaljs_project
-from totem_engine.config import Config, ConfigError, LoadedConfig
+from totem_engine.config import Config, ConfigError, LoadedConfig, user_config_path
 from totem_engine.frontend import FrontEnd
-from totem_engine.command_changes import CommandChanges
+from totem_engine.command_changes import CommandChanges, SandboxSettings
 from totem_engine.jobs import Jobs
 from totem_engine.terminals import Terminals
 from totem_engine.turn.fitting import summariser
@@ -88,9 +88,14 @@ class Runtime:
         self.capabilities = Capabilities(self)
         self._editor_checkers: list | None = None
         # Where commands run and what they change, kept for undo (command_changes.py).
-        self.command_changes = CommandChanges(self.root, max_file_bytes=settings.max_file_bytes)
+        self.command_changes = CommandChanges(
+            self.root, max_file_bytes=settings.max_file_bytes, sandbox=sandbox_settings(loaded.config, self.store.path.parent),
+        )
         self.jobs = Jobs(self.root, self.command_changes)  # the sessions' background jobs; all killed when the runtime closes
         self.terminals = Terminals(self.root, self.command_changes)  # and their interactive terminals, the same way
+        self.command_changes.busy = lambda session_id: any(j.state == "running" for j in self.jobs.of(session_id)) or any(
+            t.running for t in self.terminals.of(session_id)
+        )
         self.agent = Agent(
             root=self.root,
             store=self.store,
@@ -240,6 +245,16 @@ class Runtime:
     async def aclose(self) -> None:
         await self.close_providers()
         await self.store.close()
+
+
+def sandbox_settings(config: Config, data_dir: Path) -> SandboxSettings:
+    """The config's sandbox keys; Totem's data folder (``data_dir``: sessions, snapshots, keys)
+    and config folder hidden from commands."""
+    return SandboxSettings(
+        mode=config.sandbox, network=config.sandbox_network,
+        writable=tuple(Path(p).expanduser().resolve() for p in config.sandbox_writable),
+        hidden=(data_dir.resolve(), user_config_path().parent.resolve()),
+    )
 
 
 def session_title(text: str) -> str:

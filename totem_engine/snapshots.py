@@ -53,7 +53,7 @@ from totem_engine.tools.paths import relative
 from totem_engine.tools.workspace import DiskWorkspace, Workspace, write_atomically
 
 if TYPE_CHECKING:
-    from totem_engine.command_changes import FileChange
+    from totem_engine.file_changes import FileChange
 
 __all__ = ["FileOutcome", "Snapshots"]
 

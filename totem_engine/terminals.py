@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import Process
 
-from totem_engine.command_changes import CommandChanges, CommandScope, FileChange
+from totem_engine.command_changes import CommandChanges, CommandScope
+from totem_engine.file_changes import FileChange
 from totem_engine.tools.bash import kill_group, shell
 
 if TYPE_CHECKING:  # imported when the first terminal opens: most runs open none
@@ -37,6 +38,9 @@ if TYPE_CHECKING:  # imported when the first terminal opens: most runs open none
 MAX_OPEN = 5  # terminals open at once in one session
 COLUMNS, LINES = 100, 30  # the screen a program sees (TIOCGWINSZ) and the agent reads
 QUIET = 0.3  # seconds without output after which a screen counts as drawn
+# Before its first output a program may still be starting (a sandbox, an interpreter): a start
+# counts as drawn only after this long without any output.
+QUIET_AT_START = 2.0
 DEFAULT_WAIT = 5.0  # seconds a read waits at most for the program to go quiet
 
 # The child makes the pty its controlling terminal before the shell starts: Popen's
@@ -88,6 +92,7 @@ class Terminal:
     stream: pyte.Stream
     started_at: float = field(default_factory=time.monotonic)
     last_output: float = field(default_factory=time.monotonic)
+    printed: bool = False  # it wrote something
     ended: anyio.Event = field(default_factory=anyio.Event)  # the pty is at its end: the program is gone
     decoder: codecs.IncrementalDecoder = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace"))
     scope: CommandScope | None = None  # where it runs, and what it changed (command_changes.py)
@@ -97,6 +102,7 @@ class Terminal:
         return self.process.returncode is None
 
     def feed(self, data: bytes) -> None:
+        self.printed = True
         self.last_output = time.monotonic()
         self.stream.feed(self.decoder.decode(data))
 
@@ -128,13 +134,15 @@ class Terminal:
         return "\n".join(lines)
 
     async def settle(self, timeout: float) -> None:
-        """Until the program has been quiet for ``QUIET`` seconds, has ended, or ``timeout`` passed."""
+        """Until the program has been quiet for ``QUIET`` seconds (``QUIET_AT_START`` before it
+        printed anything), has ended, or ``timeout`` passed."""
         deadline = time.monotonic() + timeout
         while not self.ended.is_set() and time.monotonic() < deadline:
+            quiet = QUIET if self.printed else QUIET_AT_START
             quiet_for = time.monotonic() - self.last_output
-            if quiet_for >= QUIET:
+            if quiet_for >= quiet:
                 return
-            with anyio.move_on_after(min(QUIET - quiet_for, deadline - time.monotonic())):
+            with anyio.move_on_after(min(QUIET, quiet - quiet_for, deadline - time.monotonic())):
                 await self.ended.wait()
 
 

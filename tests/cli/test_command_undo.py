@@ -27,8 +27,9 @@ def repository(project: Path) -> None:
 
 
 def unsandboxed(totem, tables: str = "") -> None:
-    """The test config, and ``tables`` after it."""
-    totem.config.write_text(totem.config.read_text() + tables)
+    """The test config with the sandbox off (these tests are about the capture without it), and
+    ``tables`` after it."""
+    totem.config.write_text('sandbox = "never"\n' + totem.config.read_text() + tables)
 
 
 def run_bash(totem, command: str):

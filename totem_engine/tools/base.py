@@ -24,7 +24,8 @@ from totem_engine.prompt_files import tool_description
 from totem_engine.providers.base import ArgumentsError, decode_arguments
 
 if TYPE_CHECKING:
-    from totem_engine.command_changes import CommandChanges, FileChange
+    from totem_engine.command_changes import CommandChanges
+    from totem_engine.file_changes import FileChange
     from totem_engine.tools.workspace import Workspace
 
 
@@ -247,6 +248,8 @@ class Action(ABC):
     safe_patterns: frozenset[str] | None = None
     # It runs commands (bash, job, terminal): what they change is taken in (ToolContext.taken).
     runs_commands: bool = False
+    # Other permissions whose rules it must also pass (a command outside the sandbox: "bash").
+    requires: tuple[str, ...] = ()
 
     @abstractmethod
     async def apply(self, ctx: ToolContext) -> ToolResult: ...

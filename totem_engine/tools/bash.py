@@ -21,6 +21,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 from pydantic import Field
 
+from totem_engine.command_changes import SandboxRequired
 from totem_engine.tools.workspace import unsaved_note
 from totem_engine.tools.base import (
     Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short, whole_lines_head, with_note,
@@ -73,6 +74,10 @@ class BashInput(ToolInput):
         None, description=f"Seconds before the command is killed (default {DEFAULT_TIMEOUT}, at most {MAX_TIMEOUT})."
     )
     description: str | None = Field(None, description="What the command does, in five to ten words, for the user.")
+    outside_sandbox: bool | None = Field(
+        None, description="true: run outside the sandbox, which the user is asked to allow. Only for a command that "
+        "must write outside the project or reach the network and failed in the sandbox.",
+    )
 
 
 # --- which commands only read ----------------------------------------------------------------
@@ -160,6 +165,23 @@ def _without_assignments(words: tuple[str, ...]) -> tuple[str, ...]:
 def _is_subcommand(word: str) -> bool:
     """A word like ``test`` or ``run``: not an option, not a path, not a file name."""
     return bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9_:-]*", word))
+
+
+async def escapes(ctx: ToolContext, wanted: bool | None) -> bool:
+    """Whether a command runs outside the sandbox: the model asked (``outside_sandbox``) and the
+    session has a sandbox to leave."""
+    if not wanted or ctx.commands is None:
+        return False
+    try:
+        return await ctx.commands.sandboxed(ctx.session_id)
+    except SandboxRequired:
+        return False  # no sandbox works here: the command itself is refused
+
+
+def outside_sandbox(permission: dict[str, Any]) -> dict[str, Any]:
+    """``command_permission`` of a command run outside the sandbox: asked as ``sandbox-escape``
+    (default ask, never the read-only exemption), the ``bash`` rules still applying."""
+    return {**permission, "permission": "sandbox-escape", "requires": ("bash",), "changes": True, "safe_patterns": None}
 
 
 def command_permission(command: str, root: Path) -> dict[str, Any]:
@@ -322,6 +344,7 @@ def _group_alive(pgid: int) -> bool:
 class BashAction(Action):
     command: str = ""
     timeout: int = DEFAULT_TIMEOUT
+    escape: bool = False  # outside the sandbox, as the user allowed
 
     async def apply(self, ctx: ToolContext) -> ToolResult:
         limit = min(ctx.output_budget, MAX_OUTPUT)
@@ -331,7 +354,7 @@ class BashAction(Action):
         if ctx.commands is None:
             outcome = await run_command(self.command, ctx.root, self.timeout, limit)
         else:
-            scope = await ctx.commands.scope(ctx.session_id, command=self.command, may_change=self.changes)
+            scope = await ctx.commands.scope(ctx.session_id, command=self.command, may_change=self.changes, escape=self.escape)
             try:
                 outcome = await run_command(self.command, ctx.root, self.timeout, limit, scope.argv)
             finally:
@@ -403,9 +426,13 @@ class BashTool(Tool):
         )
 
     async def prepare(self, args: BashInput, ctx: ToolContext) -> Action:
+        permission = command_permission(args.command, ctx.root)
+        escape = await escapes(ctx, args.outside_sandbox)
+        title = args.description or f"$ {args.command}"
         return BashAction(
-            title=args.description or f"$ {args.command}",
-            **command_permission(args.command, ctx.root),
+            title=f"{title} (outside the sandbox)" if escape else title,
+            **(outside_sandbox(permission) if escape else permission),
+            escape=escape,
             notes=list(args.notes),
             runs_commands=True,
             command=args.command,

@@ -21,9 +21,10 @@ from totem_engine import events as ev
 from totem_engine.checks.base import CheckResult
 from totem_engine.checks.formatter import format_file
 from totem_engine.checks.registry import run_checks
-from totem_engine.command_changes import FileChange, describe
+from totem_engine.file_changes import FileChange, describe
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
-from totem_engine.permissions import Decision, Policy
+from totem_engine.command_changes import SandboxRequired
+from totem_engine.permissions import Decision, Policy, strictest
 from totem_engine.providers.base import ToolCall, arguments_object
 from totem_engine.providers.capabilities import output_budget
 from totem_engine.tools.base import (
@@ -160,7 +161,7 @@ class ToolCalls:
             commit=commit,
             test_command=self.agent.config.test_command,
             agent_mode=self.agent.config.agent_mode,
-            commands=self.agent.commands,
+            commands=self.agent.command_changes,
         )
         return ctx
 
@@ -260,6 +261,8 @@ class ToolCalls:
         ctx.taken = []
         try:
             result = await action.apply(ctx)
+        except SandboxRequired as exc:
+            raise ToolError(str(exc)) from None
         finally:
             with anyio.CancelScope(shield=True):
                 if ctx.taken:
@@ -269,6 +272,10 @@ class ToolCalls:
                     await _show_in_editor(self.agent.workspace, self.agent.root, ctx.taken)
         for line in describe(ctx.taken):
             result.output += f"\n[{line}]"
+        notice = self.agent.command_changes.notice(self.session_id) if self.agent.command_changes else None
+        if notice:  # said once per session: the sandbox (auto) does not work here
+            result.output += f"\n[{notice}]"
+            await self.emit(ev.Notice(session_id=self.session_id, level="warning", message=notice))
         result.changed += [c.path for c in ctx.taken if c.path and not c.unrestorable and c.path not in result.changed]
         return result
 
@@ -326,7 +333,14 @@ class ToolCalls:
         return await run_checks(self.turn.checkers, self.agent.root, rel, text)
 
     def _decide(self, action: Action) -> Decision:
-        return self.policy.decide(action.permission, action.patterns, changes=action.changes, safe=action.safe_patterns)
+        """The rules of the action's permission, and of those it also needs (``requires``: a
+        command run outside the sandbox is asked as ``sandbox-escape`` and still meets the ``bash``
+        rules): the strictest decides."""
+        decided = [
+            self.policy.decide(permission, action.patterns, changes=action.changes, safe=action.safe_patterns)
+            for permission in (action.permission, *action.requires)
+        ]
+        return strictest(decided)
 
     async def _say_permission(self, record: _Call, allowed: bool, decision: Decision, rule: ev.RuleRef) -> None:
         decided = "allow" if allowed else ("deny" if decision.action == "deny" else "reject")
