@@ -6,10 +6,13 @@ committed), then measures, alternating, `--runs` times after one warm-up:
 - `git status`: plain `git status --porcelain` on the tree, the figure the capture stands against;
 - capture: what Totem adds around a command that changes one file without the sandbox
   (command_changes.py: the tree captured before, the file changed, captured again and compared,
-  the changed file's bytes read), the change itself not timed.
+  the changed file's bytes read), the change itself not timed;
+- and, where the sandbox works, a `bash -c 'echo … >> file'` run plain and run as a sandboxed
+  `bash` is (the session's namespace joined, bwrap with the project overlaid, the overlay taken
+  into the project): the overhead is the difference of their medians.
 
-It prints both medians and the ratio capture/git status for each size. Nothing is asserted but
-that the capture found the one changed file.
+It prints the medians, the ratio capture/git status and the overlay's overhead for each size.
+Nothing is asserted but that each found the one changed file.
 
     .venv/bin/python bench/command_snapshots.py [--sizes 10,100000] [--runs R]
 """
@@ -26,7 +29,7 @@ from pathlib import Path
 
 import anyio
 
-from totem_engine.command_changes import CommandChanges
+from totem_engine.command_changes import CommandChanges, SandboxSettings
 
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 
@@ -60,7 +63,41 @@ async def capture(changes: CommandChanges, target: Path, n: int) -> float:
     return (middle - start) + (end - resumed)
 
 
-async def measure(files: int, runs: int) -> tuple[float, float]:
+async def run(argv: list[str], root: Path) -> None:
+    await anyio.run_process(argv, cwd=root, check=True)
+
+
+async def overlay_overhead(root: Path, runs: int) -> float | None:
+    """Median seconds a sandboxed one-file command takes more than the same command plain; None
+    where the sandbox does not work."""
+    changes = CommandChanges(root, max_file_bytes=10 * 1024 * 1024, sandbox=SandboxSettings(mode="auto"))
+    if not await changes.sandboxed("bench"):
+        return None
+    argv = ["/bin/bash", "-c", "echo x >> d0000/f01.txt"]
+
+    async def sandboxed() -> float:
+        start = time.perf_counter()
+        scope = await changes.scope("bench", command=argv[-1], may_change=True)
+        await run(scope.argv(argv), root)
+        taken = await scope.close()
+        assert [c.path for c in taken] == ["d0000/f01.txt"], taken
+        return time.perf_counter() - start
+
+    async def plain() -> float:
+        start = time.perf_counter()
+        await run(argv, root)
+        return time.perf_counter() - start
+
+    await sandboxed()  # warm-up: the session's namespace holder started
+    inside, outside = [], []
+    for _ in range(runs):
+        inside.append(await sandboxed())
+        outside.append(await plain())
+    await changes.aclose()
+    return statistics.median(inside) - statistics.median(outside)
+
+
+async def measure(files: int, runs: int) -> tuple[float, float, float | None]:
     with tempfile.TemporaryDirectory(prefix="totem-bench-", ignore_cleanup_errors=True) as folder:
         root = Path(folder)
         build(root, files)
@@ -73,7 +110,7 @@ async def measure(files: int, runs: int) -> tuple[float, float]:
             status.append(git_status(root))
             captured.append(await capture(changes, target, n))
         await changes.aclose()
-        return statistics.median(status), statistics.median(captured)
+        return statistics.median(status), statistics.median(captured), await overlay_overhead(root, runs)
 
 
 async def main() -> None:
@@ -82,9 +119,10 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     for files in (int(size) for size in args.sizes.split(",")):
-        status, captured = await measure(files, args.runs)
+        status, captured, overlay = await measure(files, args.runs)
+        shown = "no sandbox here" if overlay is None else f"{overlay * 1000:.1f} ms"
         print(f"{files:>7} files: git status {status * 1000:7.1f} ms   capture {captured * 1000:7.1f} ms"
-              f"   capture/git status {captured / status:.2f}")
+              f"   capture/git status {captured / status:.2f}   overlay overhead {shown}")
 
 
 if __name__ == "__main__":
