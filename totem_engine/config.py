@@ -183,6 +183,8 @@ class Config(_Strict):
     sandbox_network: Annotated[bool, Untrusted("tighten", order=(True, False))] = False
     # Folders a sandboxed command may write besides the project (tool caches: "~/.npm", "~/.cache/pip").
     sandbox_writable: Annotated[list[str], DROPPED] = Field(default_factory=list)
+    # Code mode as a turn's shape (turn/scripts.py): "auto" by the model's record and evidence.
+    code_mode: Annotated[Literal["auto", "always", "never"], KEPT] = "auto"
     # run_script's scripts may import the project's own modules (and so read the project).
     agent_mode: Annotated[bool, Untrusted("tighten", order=(True, False))] = False
     # Seconds for a whole provider request, and for its first byte and each gap between chunks.
@@ -224,6 +226,16 @@ class Config(_Strict):
     # How many more times a small model's turn may start over from the request when its change
     # leaves those tests failing (turn/small.py ``afresh``); 0: never.
     fresh_attempts: Annotated[int, DROPPED] = Field(default=3, ge=0)
+
+    # MCP servers (docs/config.md "MCP servers", totem_engine/mcp/): seconds a server has to start
+    # and answer the handshake; seconds one tool call may take; seconds without a turn after which
+    # the language server stops the servers (0: only at shutdown); and the command lines or URLs
+    # (as the start question shows them) that start without asking, even under --yes for a server
+    # that is not on this machine. A project must not choose what starts without asking.
+    mcp_start_timeout: Annotated[float, TIGHTEN] = Field(default=20.0, gt=0)
+    mcp_call_timeout: Annotated[float, TIGHTEN] = Field(default=300.0, gt=0)
+    mcp_idle_stop: Annotated[float, Untrusted("tighten", no_limit=0)] = Field(default=600.0, ge=0)
+    mcp_allow: Annotated[list[str], DROPPED] = Field(default_factory=list)
 
     _notes: list[str] = PrivateAttr(default_factory=list)
 

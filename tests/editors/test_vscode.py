@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.editors.scenario import EDITED, NEW, OLD, ORIGINAL
+from tests.lsp.test_chat import processes_with
 from tests.support.model_server import ModelServer, Reply, text_reply, tool_reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,6 +74,9 @@ FEEDBACK = "Put both notes in README.md instead."
 PATCH_ANSWER = "Understood: no notes folder."
 AUTH_Q = "Try once more"
 RETRIED = "The key works again."
+# Then a background job in a new chat (issue 19): a loopback HTTP server, stopped from the list.
+JOB_Q = "Start the dev server"
+JOB_ANSWER = "The server runs in the background."
 
 
 def _totem() -> str:
@@ -207,6 +211,10 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         model.enqueue(text_reply(PATCH_ANSWER))
         model.enqueue(Reply(status=401, body=json.dumps({"error": {"message": "Incorrect API key provided"}})))
         model.enqueue(text_reply(RETRIED))
+        job_port = _free_port()
+        job_command = f"python3 -m http.server {job_port} --bind 127.0.0.1"
+        model.enqueue(tool_reply([("job", {"action": "start", "command": job_command})]))
+        model.enqueue(text_reply(JOB_ANSWER))
 
         node_bin = str(Path(tools["NODE"]).parent)
         env = dict(
@@ -263,6 +271,7 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
                     "patch": {"question": PATCH_Q, "feedback": FEEDBACK, "answer": PATCH_ANSWER},
                     "auth": {"question": AUTH_Q, "answer": RETRIED},
                 },
+                "job": {"question": JOB_Q, "answer": JOB_ANSWER, "command": job_command, "url": f"http://127.0.0.1:{job_port}/"},
             }
             drive = subprocess.run(
                 [tools["NODE"], str(ROOT / "tests" / "editors" / "vscode" / "drive.mjs"), json.dumps(args)],
@@ -274,6 +283,8 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
             seen = json.loads(drive.stdout.strip().splitlines()[-1])
             (ARTIFACTS / "vscode-seen.json").write_text(json.dumps(seen, indent=2))
             assert seen["ok"], f"{seen.get('error')}\nsteps: {seen['steps']}\nsee {ARTIFACTS}/vscode-failure.png"
+            # Stopped from the list while VS Code still runs: nothing of the job is left.
+            assert not processes_with(job_command)
         finally:
             _kill_group(server)
 
@@ -332,7 +343,21 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         assert any(a.startswith("explore, built-in") for a in seen["agents"]), seen["agents"]
         assert "reviewer.md" in seen["agentTab"], seen["agentTab"]
         _assert_rough_edges(seen, project, model)
+        _assert_background_job(seen, job_command)
         assert model.pending == 0
+
+
+def _assert_background_job(seen: dict, command: str) -> None:
+    """Issue 19: the chat view lists a job the model started; its Stop ends it."""
+    job = seen["job"]
+    assert f"Command: {command}" in job["modal"], job["modal"]  # started like bash: asked first
+    assert job["running"] == {"id": "job1", "command": command, "state": "running", "exit": 0, "button": "Stop"}, job
+    assert job["status"] == 200 and job["processesWhileRunning"] >= 1, job
+    assert job["title"] == ["Jobs (1 running)", "Jobs"], job["title"]
+    assert job["stopped"] == {"state": "stopped", "exit": "exit code -15", "button": "Dismiss"}, job
+    assert job["processesAfterStop"] == 0 and job["statusAfterStop"] == 0, job
+    assert job["jobsAfterDismiss"] == {"rows": 0, "shown": False}, job
+    assert (ARTIFACTS / "vscode-jobs.png").stat().st_size > 10_000
 
 
 def _assert_rough_edges(seen: dict, project: Path, model: ModelServer) -> None:

@@ -9,7 +9,11 @@ import anyio
 import pytest
 
 from totem_engine import command_changes
-from totem_engine.command_changes import CommandChanges, SandboxRequired, SandboxSettings
+from totem_engine.command_changes import (
+    CommandChanges,
+    SandboxRequired,
+    SandboxSettings,
+)
 
 
 def changes(tmp_path: Path, mode: str) -> CommandChanges:

@@ -7,9 +7,9 @@ ids) once per version of it. The key is the stored message object: the store giv
 message back as the same object and a changed one (a part added, updated or discarded, an image
 turned into its caption) as a new one, so the cache keeps the longest prefix of the list whose
 objects are the ones it converted and converts again from the first that differs (a discarded
-step, a fresh attempt, a rewind, a regenerated variant). A conversation's branch is its own
-session (a fork is a new session), and a ``DerivedHistory`` is made for one session and one
-provider (whose replay state goes back): the Fitter of a turn holds one.
+step, a fresh attempt, a rewind, a regenerated variant: ``Store.messages`` is the conversation's
+path, and a message not on it is simply not in the list). A ``DerivedHistory`` is made for one
+session and one provider (whose replay state goes back): the Fitter of a turn holds one.
 
 What it answers in time independent of the session's length (besides the list copy): the latest
 checkpoint and where the messages after it start, the tokens of those messages (prefix sums),

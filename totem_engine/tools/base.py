@@ -280,6 +280,11 @@ class Tool(ABC):
     def description(self) -> str:
         return tool_description(self.name)
 
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of its input that the model sees: its ``Input``'s (``input_schema``);
+        an MCP server's tool gives the server's own."""
+        return input_schema(self.Input)
+
     @abstractmethod
     async def prepare(self, args: ToolInput, ctx: ToolContext) -> Action: ...
 

@@ -61,6 +61,7 @@
     while (target.childNodes.length > want.length) target.removeChild(target.lastChild);
   }
   const template = document.createElement("template");
+  const jobsTemplate = document.createElement("template");
 
   // Slash commands: a chip puts "/name " in the box; typing "/" and a word lists the commands
   // it starts (Tab, Enter or a click takes the selected one; Escape closes the list).
@@ -168,12 +169,23 @@
     }
   });
 
+  // The job list: Stop sends totem/jobStop (through the extension), Dismiss drops an ended job.
+  $("jobs").addEventListener("click", (e) => {
+    const button = e.target.closest && e.target.closest("button");
+    if (!button || button.disabled) return;
+    const type = button.classList.contains("job-stop") ? "jobStop" : button.classList.contains("job-dismiss") ? "jobDismiss" : null;
+    if (type) vscode.postMessage({ type, sessionId: button.dataset.session, jobId: button.dataset.job });
+  });
+
   function draw(state) {
     // Before the messages: it shows or hides their Retry button, and the end must be measured after.
     document.body.dataset.busy = state.busy ? "1" : "0";
     template.innerHTML = state.html;
     morph(messages, template.content);
     toEnd();
+    // Morphed, not replaced: a redraw while streaming must not swallow a click on Stop.
+    jobsTemplate.innerHTML = state.jobs || "";
+    morph($("jobs"), jobsTemplate.content);
     $("todos").innerHTML = state.todos;
     $("title").textContent = state.title;
     $("state").textContent = state.status;

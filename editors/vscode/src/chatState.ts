@@ -2,6 +2,7 @@
 // No `vscode` here: the Node tests feed it the events of a real `totem lsp`.
 
 import { AgentThread, applyNested, newThread, storedThread, threadLines } from "./agentThread";
+import { JobList } from "./jobList";
 import type { SessionHistory, StopReason, Todo, TotemEvent } from "./protocol";
 
 export type Entry =
@@ -54,6 +55,8 @@ export class ChatState {
   contextWindow: number | undefined;
   /** A permission or question waiting for the user. */
   pending: PendingAsk | undefined;
+  /** The background jobs of this window's sessions (kept across New Chat: they still run). */
+  readonly jobs = new JobList();
   /** Set by `beginTurn` until the turn's session is known. */
   private awaitingSession = false;
   private step = 1;
@@ -70,6 +73,7 @@ export class ChatState {
     this.contextTokens = undefined;
     this.pending = undefined;
     this.awaitingSession = false;
+    this.jobs.dropEnded();
   }
 
   /** The user sent `text` (about `context`, a label such as "app.py:3-7"); the turn's events follow. */
@@ -80,6 +84,7 @@ export class ChatState {
     this.turnState = "working";
     this.awaitingSession = this.sessionId === undefined;
     this.turnStartIndex = this.entries.length;
+    this.jobs.dropEnded();
   }
 
   /** The `totem/chat` request failed before the turn started (busy session, config error). */
@@ -92,8 +97,10 @@ export class ChatState {
 
   /** Apply one event; returns whether the view changed. Events of other sessions are ignored,
    * except a `turnStart` while this chat is idle (a turn started elsewhere, e.g. by the
-   * "Ask Totem to fix" code action): the chat then follows that session. */
+   * "Ask Totem to fix" code action): the chat then follows that session. A `job` event of
+   * any session, a sub-agent's too, goes to the job list. */
   apply(event: TotemEvent): boolean {
+    if (event.kind === "job") return this.jobs.apply(event);
     if (event.sessionId !== this.sessionId) {
       if (event.kind !== "turnStart") return false;
       if (this.awaitingSession) {

@@ -11,6 +11,7 @@ export type ViewMessage =
   | { type: "newChat" }
   | { type: "answer"; outcome: "allow_once" | "allow_always" | "reject_once" | "reject_always"; feedback?: boolean }
   | { type: "copy"; text: string }
+  | { type: "jobStop" | "jobDismiss"; sessionId: string; jobId: string }
   | { type: "ready" };
 
 export class ChatView implements vscode.WebviewViewProvider {
@@ -74,6 +75,7 @@ export class ChatView implements vscode.WebviewViewProvider {
     </span>
   </div>
   <div id="messages" aria-live="polite"></div>
+  <div id="jobs" aria-label="Background jobs"></div>
   <div id="todos"></div>
   <div id="pending" hidden>
     <div id="pending-title"></div>

@@ -126,6 +126,9 @@ export class TotemExtension implements vscode.Disposable {
     const totem = new TotemClient(client, this.prompts);
     totem.listen();
     totem.onEvent((event) => this.onEvent(event));
+    client.onDidChangeState((change) => {
+      if (change.newState === State.Stopped && this.state.jobs.serverStopped()) this.refresh(true);
+    });
     this.client = client;
     this.totem = totem;
     this.output.appendLine(`Starting ${command} lsp`);
@@ -452,6 +455,22 @@ export class TotemExtension implements vscode.Disposable {
     }
   }
 
+  /** Stop a background job (`totem/jobStop`): its button is disabled until the server answers,
+   * once the job's whole process group has ended. */
+  async stopJob(sessionId: string, jobId: string): Promise<void> {
+    const job = this.state.jobs.setStopping(sessionId, jobId, true);
+    if (!job || job.state !== "running") return;
+    this.refresh(true);
+    try {
+      const result = await (await this.start()).jobStop(sessionId, jobId);
+      this.state.jobs.stopped(sessionId, result);
+    } catch (error) {
+      this.state.jobs.setStopping(sessionId, jobId, false);
+      this.showError(`Totem: could not stop ${jobId}`, error);
+    }
+    this.refresh(true);
+  }
+
   answerEdit(outcome: "allow_once" | "allow_always" | "reject_once" | "reject_always", feedback?: string): void {
     if (!this.prompts.answerEdit(outcome, feedback)) void vscode.window.setStatusBarMessage("Totem: no edit is waiting", 3000);
   }
@@ -470,6 +489,11 @@ export class TotemExtension implements vscode.Disposable {
         return this.sessions();
       case "newChat":
         return this.newChat();
+      case "jobStop":
+        return this.stopJob(m.sessionId, m.jobId);
+      case "jobDismiss":
+        if (this.state.jobs.dismiss(m.sessionId, m.jobId)) this.refresh(true);
+        return;
       case "copy":
         await vscode.env.clipboard.writeText(m.text);
         void vscode.window.setStatusBarMessage("Totem: code copied", 2000);

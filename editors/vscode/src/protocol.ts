@@ -96,7 +96,12 @@ export type TotemEvent = Nested & (
   | { sessionId: string; kind: "error"; errorClass: string; message: string }
   | { sessionId: string; kind: "turnEnd"; turnId: string; stopReason: StopReason; text: string; model: string }
   | { sessionId: string; kind: "context"; [key: string]: any }
+  | ({ sessionId: string; kind: "job" } & JobStatus & { command: string })
 );
+
+/** How a background job stands (docs/events.md `job`; the result of `totem/jobStop`). */
+export type JobState = "running" | "exited" | "stopped" | "killed";
+export interface JobStatus { jobId: string; state: JobState; exitCode: number | null }
 
 /** One of `totem/agents`: an agent the `task` tool can start, and the file it is read from. */
 export interface AgentInfo {
@@ -261,6 +266,11 @@ export class TotemClient {
 
   compact(sessionId: string): Promise<{ compacted: boolean; messages: number }> {
     return this.connection.sendRequest<{ compacted: boolean; messages: number }>("totem/compact", { sessionId });
+  }
+
+  /** Stops a background job of the session; answers once it has ended (docs/protocol.md). */
+  jobStop(sessionId: string, jobId: string): Promise<JobStatus> {
+    return this.connection.sendRequest<JobStatus>("totem/jobStop", { sessionId, jobId });
   }
 
   dispose(): void {

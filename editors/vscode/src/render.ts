@@ -4,6 +4,7 @@
 import MarkdownIt from "markdown-it";
 import { AgentThread, threadLabel } from "./agentThread";
 import { ChatState, Entry, toolLine } from "./chatState";
+import { Job, jobLine } from "./jobList";
 import type { CommandInfo } from "./protocol";
 
 const md = setUp(new MarkdownIt({ html: false, linkify: true, breaks: false }));
@@ -179,6 +180,33 @@ export function renderTodos(state: ChatState): string {
   return `<ul class="todos">${items}</ul>`;
 }
 
+/** The job list above the todos: a row per job, Stop on a running one, Dismiss on an ended one.
+ * A job of another session than the chat's says so (its Stop still works). */
+export function renderJobs(state: ChatState): string {
+  if (!state.jobs.jobs.length) return "";
+  const row = (job: Job) => {
+    const keys = `data-session="${escapeHtml(job.sessionId)}" data-job="${escapeHtml(job.jobId)}"`;
+    const other = job.sessionId !== state.sessionId;
+    const button =
+      job.state === "running"
+        ? `<button class="job-stop secondary" ${keys}${job.stopping ? " disabled" : ""} title="Stop ${escapeHtml(job.jobId)} (its whole process group)">Stop</button>`
+        : `<button class="job-dismiss secondary" ${keys} title="Remove it from the list">Dismiss</button>`;
+    return (
+      `<li class="job ${escapeHtml(job.state)}" ${keys} title="${escapeHtml(jobLine(job))}">` +
+      `<span class="job-id">${escapeHtml(job.jobId)}</span>` +
+      `<code class="job-command">${escapeHtml(job.command)}</code>` +
+      `<span class="job-state">${job.stopping ? "stopping…" : escapeHtml(job.state)}</span>` +
+      (job.exitCode === null ? "" : `<span class="job-exit">exit code ${job.exitCode}</span>`) +
+      (other ? `<span class="job-session">another chat</span>` : "") +
+      button +
+      `</li>`
+    );
+  };
+  const running = state.jobs.running().length;
+  const label = running ? `Jobs (${running} running)` : "Jobs";
+  return `<div class="jobs-title">${label}</div><ul class="jobs">${state.jobs.jobs.map(row).join("")}</ul>`;
+}
+
 export function contextEstimate(state: ChatState): string {
   if (state.contextTokens === undefined) return "";
   const tokens = state.contextTokens.toLocaleString("en-US");
@@ -193,6 +221,8 @@ export function contextEstimate(state: ChatState): string {
 export interface ViewModel {
   html: string;
   todos: string;
+  /** The background jobs (renderJobs); empty when there are none. */
+  jobs: string;
   busy: boolean;
   title: string;
   status: string;
@@ -206,6 +236,7 @@ export function viewModel(state: ChatState, status: string, commands: CommandInf
   return {
     html: state.entries.map((e, i, all) => renderEntry(e, i, all)).join("\n"),
     todos: renderTodos(state),
+    jobs: renderJobs(state),
     busy: state.busy,
     title: state.title || (state.sessionId ? "Session" : "New chat"),
     status,

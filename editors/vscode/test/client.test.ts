@@ -2,6 +2,7 @@
 
 import { after, before, describe, it } from "node:test";
 import * as assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -171,6 +172,38 @@ describe("TotemClient against totem lsp", () => {
   it("rejects a busy session and reports a config error as an error", async () => {
     await assert.rejects(server.totem.chat({ text: "x", sessionId: "ses_nope" }), (e: any) => e.code === -32602);
     await assert.rejects(server.totem.chat({ text: "x", model: "zz/q" }), (e: any) => e.code === -32003);
+  });
+
+  it("lists a job the turn left running and stops it with totem/jobStop", async () => {
+    // A unique duration, so no other run's `sleep` is taken for this one.
+    const command = `sleep 47.${Math.floor(Math.random() * 1e6)}`;
+    const running = () => execFileSync("ps", ["-eo", "args"], { encoding: "utf8" }).split("\n").some((l) => l.trim() === command);
+    server.model.enqueue(toolReply([["job", { action: "start", command }]]));
+    server.model.enqueue(textReply("It runs in the background."));
+    server.ui.permissionAnswers.push({ outcome: "allow_once" });
+    const jobs = new ChatState();
+    jobs.beginTurn("Start it");
+    const listener = server.totem.onEvent((e) => jobs.apply(e));
+    const result = await server.totem.chat({ text: "Start it" });
+    assert.equal(result.stopReason, "finished");
+    assert.equal(server.ui.permissions[server.ui.permissions.length - 1].permission, "bash");
+    assert.deepEqual(jobs.jobs.jobs.map((j) => [j.sessionId, j.jobId, j.command, j.state, j.exitCode]), [[result.sessionId, "job1", command, "running", null]]);
+    assert.ok(running(), "the job's process runs");
+    assert.match(viewModel(jobs, "idle").jobs, /class="job-stop secondary" data-session="[^"]+" data-job="job1"/);
+
+    const stopped = await server.totem.jobStop(result.sessionId, "job1");
+    assert.deepEqual(stopped, { jobId: "job1", state: "stopped", exitCode: -15 });
+    jobs.jobs.stopped(result.sessionId, stopped);
+    assert.equal(running(), false, "no process of the job is left");
+    // The job event says the same, after the answer or before it.
+    const deadline = Date.now() + 10000;
+    while (!events.some((e) => e.kind === "job" && e.sessionId === result.sessionId && e.state === "stopped") && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    listener.dispose();
+    assert.deepEqual(jobs.jobs.jobs.map((j) => [j.state, j.exitCode]), [["stopped", -15]]);
+    assert.match(viewModel(jobs, "idle").jobs, /<span class="job-state">stopped<\/span><span class="job-exit">exit code -15<\/span><button class="job-dismiss/);
+    await assert.rejects(server.totem.jobStop(result.sessionId, "job9"), (e: any) => e.code === -32602 && /no job 'job9'/.test(e.message));
   });
 
   it("aborts a running turn", async () => {

@@ -6,6 +6,7 @@
 //   node drive.mjs '{"url": ..., "file": "controllers/api.js", "question": ..., "answer": ..., "finding": ...,
 //                    "chromium": "/usr/bin/chromium", "artifacts": DIR, "docsImage": PATH}'
 
+import { execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -128,7 +129,10 @@ async function roughEdges(page, args) {
   let frame = await chatFrame(page);
   await frame.locator("#messages").waitFor({ state: "visible" });
   out.newChatVisible = await frame.locator("#messages").isVisible();
-  out.newChatEmpty = (await frame.locator("#messages").innerText()).trim() === "";
+  // The view may still show the chat it had until the reset reaches it: wait for it, bounded.
+  out.newChatEmpty = await frame
+    .waitForFunction(() => document.querySelector("#messages").innerText.trim() === "", null, { timeout: 5000 })
+    .then(() => true, () => false);
   out.newChatTitle = await frame.locator("#title").innerText();
   step("new chat revealed");
 
@@ -292,6 +296,66 @@ async function roughEdges(page, args) {
   step("model picker");
 }
 
+// A background job in a new chat: the model starts a loopback HTTP server as a job, the list
+// shows it running (and it answers), Stop ends it (no process left), the list says `stopped`
+// with its exit code, Dismiss removes it.
+// This script's own arguments hold the command too: not counted.
+const processes = (command) =>
+  execFileSync("ps", ["-eo", "args"], { encoding: "utf8" }).split("\n").filter((l) => l.includes(command) && !l.includes("drive.mjs")).length;
+const answers = (url) => fetch(url).then((r) => r.status, () => 0);
+
+async function backgroundJob(page, args) {
+  const j = args.job;
+  const out = (seen.job = {});
+  await runCommand(page, "Totem: New Chat");
+  const frame = await chatFrame(page);
+  const box = frame.locator("#input");
+  await box.fill(j.question);
+  await box.press("Enter");
+  const dialog = page.locator(".monaco-dialog-box");
+  await dialog.waitFor({ state: "visible", timeout: 60000 });
+  out.modal = await dialog.innerText();
+  await dialog.locator(".monaco-button", { hasText: "Allow once" }).first().click();
+  await frame.locator(".msg.answer", { hasText: j.answer }).waitFor({ timeout: 60000 });
+  await frame.locator("#send:not([disabled])").waitFor();
+  const row = frame.locator("#jobs .job").first();
+  await frame.locator("#jobs .job.running").first().waitFor();
+  out.title = await frame.locator("#jobs .jobs-title").innerText();
+  out.running = {
+    id: await row.locator(".job-id").innerText(),
+    command: await row.locator(".job-command").innerText(),
+    state: await row.locator(".job-state").innerText(),
+    exit: await row.locator(".job-exit").count(),
+    button: await row.locator("button").innerText(),
+  };
+  // The server the job started answers, and its process is in the process table.
+  const deadline = Date.now() + 15000;
+  while ((out.status = await answers(j.url)) !== 200 && Date.now() < deadline) await page.waitForTimeout(200);
+  out.processesWhileRunning = processes(j.command);
+  await page.screenshot({ path: path.join(args.artifacts, "vscode-jobs.png") });
+  if (args.docsDir) await page.screenshot({ path: path.join(args.docsDir, "vscode-jobs.png") });
+  step("job running");
+
+  await row.locator("button.job-stop").click();
+  await frame.locator("#jobs .job.stopped").first().waitFor({ timeout: 30000 });
+  await frame.locator("#jobs .job-dismiss").first().waitFor();
+  out.stopped = {
+    state: await row.locator(".job-state").innerText(),
+    exit: await row.locator(".job-exit").innerText(),
+    button: await row.locator("button").innerText(),
+  };
+  out.title = [out.title, await frame.locator("#jobs .jobs-title").innerText()];
+  // The group is killed before totem/jobStop answers; the event may come a moment earlier.
+  const gone = Date.now() + 10000;
+  while ((out.processesAfterStop = processes(j.command)) > 0 && Date.now() < gone) await page.waitForTimeout(200);
+  out.statusAfterStop = await answers(j.url);
+  await page.screenshot({ path: path.join(args.artifacts, "vscode-job-stopped.png") });
+  await row.locator("button.job-dismiss").click();
+  await frame.locator("#jobs .job").first().waitFor({ state: "detached" });
+  out.jobsAfterDismiss = await frame.locator("#jobs").evaluate((el) => ({ rows: el.querySelectorAll(".job").length, shown: getComputedStyle(el).display !== "none" }));
+  step("job stopped and dismissed");
+}
+
 const browser = await chromium.launch({
   executablePath: args.chromium,
   headless: true,
@@ -397,6 +461,7 @@ try {
 
   if (args.subAgent) await subAgentAndCommands(page, args);
   if (args.rough) await roughEdges(page, args);
+  if (args.job) await backgroundJob(page, args);
   seen.ok = true;
 } catch (error) {
   seen.ok = false;

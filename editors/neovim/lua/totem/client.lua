@@ -117,6 +117,10 @@ function M.lsp_config(options)
     on_init = on_init,
     handlers = {
       ['totem/event'] = function(_, params, ctx)
+        -- A job's events come also between turns and for sessions the chat no longer shows.
+        if type(params) == 'table' and params.kind == 'job' then
+          return require('totem.jobs').on_event(params, ctx.client_id)
+        end
         require('totem.chat').on_event(params, ctx.client_id)
       end,
       ['totem/permission'] = function(_, params, ctx)

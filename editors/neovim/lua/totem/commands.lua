@@ -127,7 +127,7 @@ function M.sessions()
           client.notify('session: ' .. (err2.message or ''), vim.log.levels.ERROR)
           return
         end
-        chat.show_session(session, c.id)
+        chat.show_session(session, c.id, choice.model)
         chat.open(true)
       end)
     end)
@@ -261,10 +261,25 @@ function M.setup(options)
   end, { desc = 'Stop the running Totem turn' })
   cmd('TotemUndo', M.undo, { desc = "Undo the files of the session's last turn" })
   cmd('TotemRedo', M.redo, { desc = 'Redo the last undone turn' })
+  cmd('TotemRetry', function()
+    chat.retry()
+  end, { desc = "Try the session's failed last turn again" })
   cmd('TotemSessions', M.sessions, { desc = 'Pick a Totem session' })
   cmd('TotemCommands', M.slash_commands, { desc = 'Pick a Totem slash command' })
   cmd('TotemAgents', M.agents, { desc = 'Pick a Totem agent and edit its file' })
   cmd('TotemModel', M.model, { nargs = '?', desc = 'Pick the Totem model' })
+  cmd('TotemJobs', function()
+    require('totem.jobs').open()
+  end, { desc = "List Totem's background jobs (x stops one)" })
+  cmd('TotemJobStop', function(opts)
+    require('totem.jobs').stop_command(opts)
+  end, {
+    nargs = '?',
+    complete = function(lead)
+      return require('totem.jobs').complete(lead)
+    end,
+    desc = 'Stop a Totem background job',
+  })
 
   local keys = options.keymaps
   if keys then
