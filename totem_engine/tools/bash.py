@@ -74,10 +74,8 @@ class BashInput(ToolInput):
         None, description=f"Seconds before the command is killed (default {DEFAULT_TIMEOUT}, at most {MAX_TIMEOUT})."
     )
     description: str | None = Field(None, description="What the command does, in five to ten words, for the user.")
-    outside_sandbox: bool | None = Field(
-        None, description="true: run outside the sandbox, which the user is asked to allow. Only for a command that "
-        "must write outside the project or reach the network and failed in the sandbox.",
-    )
+    # Short: every model pays for it in every request, a 4K-window one too.
+    outside_sandbox: bool | None = Field(None, description="true: outside the sandbox (asked), after it failed there.")
 
 
 # --- which commands only read ----------------------------------------------------------------
