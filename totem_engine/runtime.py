@@ -22,7 +22,7 @@ from totem_engine.terminals import Terminals
 from totem_engine.turn.fitting import summariser
 from totem_engine.turn.loop import Agent, Turn, TurnOptions
 from totem_engine.permissions import rules_from_config
-from totem_engine.providers.base import Provider
+from totem_engine.providers.base import Image, Provider
 from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecord, record_for, with_evidence
 from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.registry import make_provider
@@ -171,12 +171,12 @@ class Runtime:
 
     def turn(
         self, text: str, frontend: FrontEnd, *, session: Session, model: str, mode: str | None = None, max_steps: int | None = None,
-        typed: str | None = None, as_agent: str | None = None,
+        typed: str | None = None, as_agent: str | None = None, attachments: tuple[Image, ...] = (),
     ) -> Turn:
         """A turn of ``session``, as just read or created (the turn does not read it again).
         ``typed``: what the user typed when ``text`` is a command's expansion; ``as_agent``: run as
         that agent (its prompt, tools, rules and step limit; a command's ``agent``), ConfigError
-        when there is none."""
+        when there is none; ``attachments``: images the user attached (attachments.py)."""
         options = TurnOptions(
             mode=mode or self.config.mode,
             max_steps=self.config.max_steps if max_steps is None else max_steps,
@@ -193,7 +193,9 @@ class Runtime:
             agent.notices, self.agent.notices = self.agent.notices, []
             steps = definition.max_steps if max_steps is None and definition.max_steps is not None else options.max_steps
             options = replace(options, persona=definition.prompt, max_steps=steps)
-        return agent.turn(text, frontend, session_id=session.id, model=model, options=options, session=session, typed=typed)
+        return agent.turn(
+            text, frontend, session_id=session.id, model=model, options=options, session=session, typed=typed, attachments=attachments
+        )
 
     async def compact(self, session_id: str) -> Checkpoint | None:
         """``/compact``: the session so far summarised into a checkpoint now, by the model that

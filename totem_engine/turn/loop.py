@@ -22,6 +22,7 @@ import anyio
 
 from totem_engine import events as ev
 from totem_engine.agents import Agents, discover_agents
+from totem_engine.attachments import FRESH, IMAGE_PART, part_data
 from totem_engine.checks.base import Checker
 from totem_engine.checks.registry import checkers_from_config
 from totem_engine.checks.totaljs import is_totaljs_project
@@ -30,7 +31,7 @@ from totem_engine.frontend import FrontEnd
 from totem_engine.jobs import Jobs
 from totem_engine.terminals import Terminals
 from totem_engine.prompt import system_prompt
-from totem_engine.providers.base import ChatRequest, Provider, ToolCall, ToolSpec, arguments_object
+from totem_engine.providers.base import ChatRequest, Image, Provider, ToolCall, ToolSpec, arguments_object
 from totem_engine.providers.capabilities import CapabilityRecord, after_step, detect_prose_edit
 from totem_engine.providers.errors import ContextOverflowError, ProviderError
 from totem_engine.textcalls import TextCallStats
@@ -157,13 +158,15 @@ class Agent:
 
     def turn(
         self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions, session: Session | None = None,
-        turn_id: str | None = None, typed: str | None = None,
+        turn_id: str | None = None, typed: str | None = None, attachments: tuple[Image, ...] = (),
     ) -> "Turn":
         """``session``: the session as the front end just read it, so the turn does not read it again;
         ``turn_id``: a sub-agent's is its conversation's turn, so its changes are undone with it;
-        ``typed``: what the user typed when ``text`` is its expansion (a slash command)."""
+        ``typed``: what the user typed when ``text`` is its expansion (a slash command);
+        ``attachments``: images the user attached to ``text`` (attachments.py)."""
         return Turn(
-            self, text, frontend, session_id=session_id, model=model, options=options, session=session, turn_id=turn_id, typed=typed
+            self, text, frontend, session_id=session_id, model=model, options=options, session=session, turn_id=turn_id, typed=typed,
+            attachments=attachments,
         )
 
 
@@ -174,11 +177,12 @@ class Turn:
 
     def __init__(
         self, agent: Agent, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions,
-        session: Session | None = None, turn_id: str | None = None, typed: str | None = None,
+        session: Session | None = None, turn_id: str | None = None, typed: str | None = None, attachments: tuple[Image, ...] = (),
     ):
         self.agent = agent
         self.text = text
         self.typed = typed  # a slash command as typed; ``text`` is what the model receives
+        self.attachments = attachments  # stored with the request as image parts
         self.frontend = frontend
         self.session_id = session_id
         self._session = session
@@ -223,6 +227,8 @@ class Turn:
         self.user_message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
         shown = {"typed": self.typed} if self.typed is not None and self.typed != self.text else {}
         await store.add_part(self.user_message, "text", {"text": self.text, **shown})
+        for image in self.attachments:
+            await store.add_part(self.user_message, IMAGE_PART, part_data(image), status=FRESH)
         await self.emit(ev.TurnStart(session_id=self.session_id, turn_id=self.turn_id, model=self.model))
         while self.agent.notices:
             await self.notice(self.agent.notices.pop(0))
@@ -314,6 +320,7 @@ class Turn:
             session_id=self.session_id,
             turn_id=self.turn_id,
             emit=self.emit,
+            vision=self.record.vision,
         )
         rounds = RoundLimit(effective_max_steps(self.options.max_steps))
         while True:
@@ -355,6 +362,7 @@ class Turn:
                 fitter.overflowed_at(fitted.estimate)
                 fitted = await fitter.fit(await self.agent.store.messages(self.session_id), self.state, force=True)
                 outcome = await self._step(provider, fitted.request, step, message_id)
+            await fitter.images_sent()  # the next request is no longer their first
             self.state.calibration.update(fitted.raw_input, outcome.usage.input_tokens)
             if outcome.guard:
                 return "guard", outcome.guard, changed
