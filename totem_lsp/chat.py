@@ -24,6 +24,7 @@ from totem_engine.runtime import Runtime
 from totem_engine.store import Session
 from totem_engine.tools.paths import relative
 from totem_lsp import protocol
+from totem_lsp.attachments import images_of
 from totem_lsp.diagnostics import Diagnostics
 from totem_lsp.messages import AskParams, ChatContext, ChatParams, ChatResult
 from totem_lsp.permission import declared
@@ -129,6 +130,7 @@ class Chats:
             # Before the session is read: a turn ending meanwhile would leave its state unread.
             raise SessionBusy(f"Session {params.session_id} is busy: a turn is still running. Abort it or wait for it to end.")
         session = await self.projects.store.get_session(params.session_id) if params.session_id else None
+        images = await images_of(params.attachments)  # a bad one refuses the request before a session is made
         # A session continues in its own project, whatever document the request came from.
         root = Path(session.cwd).resolve() if session else self.projects.root_for(params.context.uri if params.context else None)
         runtime = await self.projects.runtime(root)
@@ -149,7 +151,7 @@ class Chats:
             raise SessionBusy(f"Session {session.id} is busy: a turn is still running. Abort it or wait for it to end.")
         turn = runtime.turn(
             text, LspFrontEnd(self, runtime, params.work_done_token), session=session, model=model, mode=mode,
-            typed=params.text if prepared.command else None, as_agent=prepared.agent,
+            typed=params.text if prepared.command else None, as_agent=prepared.agent, attachments=images,
         )
         self.turns[session.id] = turn
         if params.work_done_token is not None:

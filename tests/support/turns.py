@@ -149,12 +149,14 @@ class Scene:
         )
         self.session_id = ""
 
-    async def turn(self, text: str, frontend: RecordingFrontEnd | None = None, **options) -> Turn:
+    async def turn(self, text: str, frontend: RecordingFrontEnd | None = None, *, attachments: tuple = (), **options) -> Turn:
+        """``attachments``: images the user attached (``totem_engine.attachments``)."""
         if not self.session_id:
             self.session_id = (await self.store.create_session(cwd=str(self.root), model="scripted/m")).id
         options.setdefault("retry_max_wait", 0.0)
         return self.agent.turn(
-            text, frontend or RecordingFrontEnd(), session_id=self.session_id, model="scripted/m", options=TurnOptions(**options)
+            text, frontend or RecordingFrontEnd(), session_id=self.session_id, model="scripted/m", options=TurnOptions(**options),
+            attachments=attachments,
         )
 
     async def run(self, text: str, frontend: RecordingFrontEnd | None = None, **options) -> TurnResult:
