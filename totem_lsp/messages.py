@@ -48,7 +48,7 @@ class ChatAttachment(Payload):
     name: str | None = None
 
     @model_validator(mode="after")
-    def _one_source(self) -> "ChatAttachment":
+    def _one_source(self) -> ChatAttachment:
         if (self.data is None) == (self.uri is None):
             raise ValueError("give either data (base64) or uri, not both and not neither")
         return self

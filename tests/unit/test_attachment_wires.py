@@ -51,7 +51,7 @@ def request(model: str = "m") -> ChatRequest:
 
 def test_openai_user_images_are_content_parts_and_tool_images_follow_as_a_user_message():
     body = openai.build_body(request())
-    system, user, assistant, first, second, images, question = body["messages"]
+    _, user, _, first, second, images, question = body["messages"]
     assert user == {
         "role": "user",
         "content": [
@@ -96,7 +96,7 @@ async def test_openai_images_pass_the_simulator():
 
 def test_anthropic_images_are_blocks_in_the_user_message_and_inside_tool_result():
     messages = anthropic.build_messages(conversation())
-    user, assistant, results = messages
+    user, _, results = messages
     assert user["content"] == [
         {"type": "text", "text": f"What is wrong?\n\n{SCREEN.caption}"},
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": SCREEN.data}},
@@ -200,7 +200,7 @@ async def test_ollama_turn_an_image_read_reaches_the_tool_message_once(tmp_path)
     [tool] = [m for m in second["messages"] if m["role"] == "tool"]
     assert tool["images"] == [b64(gif(10, 10))] and tool["content"].endswith(LOGO.caption)
     assert all("images" not in m for m in third["messages"])
-    assert [m for m in third["messages"] if m["role"] == "tool"][0]["content"] == tool["content"]
+    assert next(m for m in third["messages"] if m["role"] == "tool")["content"] == tool["content"]
     await scene.close()
 
 
