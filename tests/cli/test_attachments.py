@@ -66,6 +66,10 @@ def test_a_png_read_reaches_a_vision_model_once_then_only_its_caption(totem):
 
     stored = [p for m in totem.export(end["sessionId"])["messages"] for p in m["parts"] if p["type"] == "image"]
     assert [(p["status"], p["data"]["callId"], p["data"]["width"]) for p in stored] == [("captioned", "call_1", 320)]
+    shown = totem.run("sessions", "show", end["sessionId"])
+    assert shown.code == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[lines.index("→ Read logo.png [ok]") + 2] == f"   {CAPTION}"
 
 
 def test_a_model_that_does_not_see_images_gets_the_caption_only(totem):
