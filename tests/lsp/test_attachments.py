@@ -1,6 +1,7 @@
-"""``totem/chat`` attachments over the real language server: an attached image reaches the
-OpenAI-compatible and the Anthropic simulators in their wire's form in the turn's first request,
-and later requests carry its caption; an image the read tool returns follows the same rule."""
+"""``totem/chat`` attachments over the real language server: an attached image reaches each
+vendor's simulator (OpenAI-compatible, Anthropic, Gemini, Ollama) in its wire's form in the turn's
+first request, and later requests carry its caption; an image the read tool returns follows the
+same rule; a model that does not see images gets the caption only."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pygls.exceptions import JsonRpcException
 
 from tests.lsp.conftest import start_editor
 from tests.support import anthropic_server as anth
+from tests.support import gemini_server as gem
+from tests.support import ollama_server as oll
 from tests.support.images import b64, gif, png
 from tests.support.model_server import text_reply, tool_reply
 
@@ -139,5 +142,49 @@ async def test_attached_and_read_images_reach_the_anthropic_simulator_as_image_b
             assert image_blocks(third) == []
             assert "[image: logo.png, 64x32 PNG, 1 KB]" in json.dumps(third) and SHOT_CAPTION in json.dumps(third)
             assert model.requests == []
+        finally:
+            await editor.client.shutdown_session()
+
+
+async def test_an_attached_image_reaches_the_gemini_simulator_inline_once(tmp_path, model):
+    with gem.GeminiServer(api_key="g-key") as gemini:
+        extra = f'[providers.gemini]\nkind = "gemini"\nbase_url = "{gemini.base_url}"\napi_key = "g-key"\n'
+        editor = await start_editor(tmp_path, model, totem=EVENTS, extra_config=extra)
+        try:
+            gemini.enqueue(gem.text_reply("A cut-off button."), gem.text_reply("Yes."))
+            attachment = {"type": "image", "mimeType": "image/png", "data": b64(SHOT), "name": "shot.png"}
+            result = await editor.request("totem/chat", {"text": "What is wrong?", "model": "gemini/gemini-2.5-flash", "attachments": [attachment]})
+            assert result.stopReason == "finished", editor.of("error")
+            await editor.request("totem/chat", {"text": "Sure?", "sessionId": result.sessionId})
+            first, second = gemini.requests
+            assert first["contents"][0] == {
+                "role": "user",
+                "parts": [{"text": f"What is wrong?\n\n{SHOT_CAPTION}"}, {"inlineData": {"mimeType": "image/png", "data": b64(SHOT)}}],
+            }
+            assert second["contents"][0] == {"role": "user", "parts": [{"text": f"What is wrong?\n\n{SHOT_CAPTION}"}]}
+            assert "inlineData" not in json.dumps(second)
+        finally:
+            await editor.client.shutdown_session()
+
+
+async def test_an_attached_image_reaches_the_ollama_simulator_once_for_a_model_that_sees(tmp_path, model):
+    with oll.OllamaServer() as ollama:
+        ollama.add_model("llava", capabilities=["completion", "tools", "vision"])
+        extra = f'[providers.ollama]\nkind = "ollama"\nbase_url = "{ollama.base_url}"\n'
+        editor = await start_editor(tmp_path, model, totem=EVENTS, extra_config=extra)
+        try:
+            ollama.enqueue(oll.text_reply("A cut-off button.", model="llava"), oll.text_reply("Yes.", model="llava"))
+            ollama.enqueue(oll.text_reply("I see no image.", model="test-model"))
+            attachment = {"type": "image", "mimeType": "image/png", "data": b64(SHOT), "name": "shot.png"}
+            result = await editor.request("totem/chat", {"text": "What is wrong?", "model": "ollama/llava", "attachments": [attachment]})
+            assert result.stopReason == "finished", editor.of("error")
+            await editor.request("totem/chat", {"text": "Sure?", "sessionId": result.sessionId})
+            # A model whose /api/show lists no "vision" capability gets the caption only.
+            blind = await editor.request("totem/chat", {"text": "And you?", "model": "ollama/test-model", "attachments": [attachment]})
+            assert blind.stopReason == "finished", editor.of("error")
+            first, second, third = ollama.requests
+            assert first["messages"][1] == {"role": "user", "content": f"What is wrong?\n\n{SHOT_CAPTION}", "images": [b64(SHOT)]}
+            assert second["messages"][1] == {"role": "user", "content": f"What is wrong?\n\n{SHOT_CAPTION}"}
+            assert third["messages"][1] == {"role": "user", "content": f"And you?\n\n{SHOT_CAPTION}"}
         finally:
             await editor.client.shutdown_session()

@@ -181,9 +181,8 @@ def check_images(body: dict, model: SimModel) -> str | None:
         for image in images:
             if isinstance(image, str) and image.startswith("data:"):
                 return "illegal base64 data at input byte 4"
-            problems = [image_problem(image, mime) for mime in SIGNATURES]
-            if all(problems):
-                return f"messages[{n}].images: {problems[0] if 'base64' in (problems[0] or '') else 'not a PNG, JPEG, GIF or WebP image'}"
+            if all(image_problem(image, mime) for mime in SIGNATURES):
+                return f"messages[{n}].images: not base64 of a PNG, JPEG, GIF or WebP image"
     return None
 
 
