@@ -1,4 +1,5 @@
-"""Local tasks: how many small coding tasks Totem's local model gets done, and how fast, beside aider.
+"""Local tasks: how many small coding tasks Totem's local model gets done, and how fast, beside aider,
+through each of Totem's two routes for a model that cannot call tools (whole-file blocks, code mode).
 
 Each task is a folder of ``bench/local_tasks/``: ``task.toml`` (``prompt``, what a user would
 ask; ``check``, a shell command; ``files``, the files aider is given), ``project/`` (a tiny
@@ -9,11 +10,13 @@ after the tool has run, within the timeout.
 
 Both tools talk to the same llama-server (Totem's local model, ``local/qwen2.5-coder-1.5b``),
 which the script starts through ``totem_engine.local`` when none runs (and stops at the end when
-it started it and no other Totem process uses it). For each task, Totem then aider, each in a
-fresh copy of ``project/``:
+it started it and no other Totem process uses it). For each task, each tool in a fresh copy of
+``project/``:
 
-- Totem: ``totem run --yes --cwd COPY --model local/qwen2.5-coder-1.5b PROMPT``, the console
-  script next to ``sys.executable``;
+- ``totem``: ``totem run --yes --json --cwd COPY --model local/qwen2.5-coder-1.5b PROMPT``, the
+  console script next to ``sys.executable``, on the local model's default route;
+- ``totem-script``: the same with a config saying ``code_mode = "always"`` (code mode: one
+  ``import totem`` script per answer);
 - aider (PyPI ``aider-chat``, installed on first use into its own venv under
   ``~/.cache/totem-bench/aider-venv``): whole-file edits, no git, no network (see
   ``aider_command``), the model's window given in a metadata file; it sends temperature 0 (its
@@ -22,11 +25,14 @@ fresh copy of ``project/``:
 Tools and checks run with the bench's Python first on PATH (its venv has pytest; its pytest
 plugins are switched off). Each run is
 timed from spawn to exit; a run still going at the timeout has its process group killed and
-fails. The script prints a row per run, then each tool's successes and median seconds per task
-(over every task it ran) and the ratios totem/aider. Logs (the command, its output, the check's
-output) and ``results.json`` go to a results directory printed at the end.
+fails. Requests are counted from each tool's own output: Totem's ``stepEnd`` and
+``stepDiscarded`` events (one model request each), aider's ``Tokens:`` lines (one per request).
+The script prints a row per run, then each tool's successes, median seconds and median requests
+per task (over every task it ran) and the ratios of each Totem route to aider and of code mode to
+the default route. Logs (the command, its output, the check's output) and ``results.json`` go to
+a results directory printed at the end.
 
-    .venv/bin/python bench/local_tasks.py [--tasks a,b] [--only totem|aider] [--timeout S] [--keep]
+    .venv/bin/python bench/local_tasks.py [--tasks a,b] [--only totem|totem-script|aider] [--timeout S] [--keep]
     .venv/bin/python bench/local_tasks.py --verify    # each check fails untouched, passes solved
 
 A task whose check passes on the untouched project is refused (not run, not counted).
@@ -56,7 +62,8 @@ MODEL_SPEC = "local/qwen2.5-coder-1.5b"
 TOTEM = Path(sys.executable).parent / "totem"
 AIDER_VENV = Path.home() / ".cache" / "totem-bench" / "aider-venv"
 AIDER_PACKAGE = "aider-chat==0.86.2"
-TOOLS = ("totem", "aider")
+TOOLS = ("totem", "totem-script", "aider")
+CODE_MODE_CONFIG = 'code_mode = "always"\n'  # the totem-script route's --config
 DEFAULT_TIMEOUT = 180.0
 CHECK_TIMEOUT = 60.0
 KILL_GRACE = 10.0
@@ -95,6 +102,7 @@ class Result:
     ok: bool
     seconds: float
     status: str
+    requests: int  # model requests the run made (see ``count_requests``)
 
 
 # -- tasks and checks ------------------------------------------------------------------------
@@ -242,8 +250,25 @@ def write_aider_metadata(path: Path, server: Server) -> Path:
     return path
 
 
-def totem_command(task: Task, copy: Path) -> list[str]:
-    return [str(TOTEM), "run", "--yes", "--cwd", str(copy), "--model", MODEL_SPEC, task.prompt]
+def totem_command(task: Task, copy: Path, config: Path | None = None) -> list[str]:
+    """``config``: a config file applied over the user's (the code-mode route's)."""
+    extra = ["--config", str(config)] if config is not None else []
+    return [str(TOTEM), "run", "--yes", "--json", "--cwd", str(copy), "--model", MODEL_SPEC, *extra, task.prompt]
+
+
+def count_requests(tool: str, log: Path) -> int:
+    """The model requests a run made, read from its log: Totem's JSON events ``stepEnd`` (a
+    request answered) and ``stepDiscarded`` (one failed or dropped), aider's ``Tokens: N sent``
+    line after each request."""
+    count = 0
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        if tool == "aider":
+            count += line.startswith("Tokens:")
+            continue
+        if line.startswith("{"):
+            with contextlib.suppress(ValueError):
+                count += json.loads(line).get("kind") in ("stepEnd", "stepDiscarded")
+    return count
 
 
 def aider_command(aider: Aider, task: Task, server: Server) -> list[str]:
@@ -297,33 +322,45 @@ def run_one(task: Task, tool: str, server: Server, aider: Aider | None, results:
     """One tool on one task in a fresh copy: timed, then checked."""
     copy = fresh_copy(task, results / f"{task.name}.{tool}")
     log = results / f"{task.name}.{tool}.log"
-    if tool == "totem":
-        cmd, env = totem_command(task, copy), bench_env()
-    else:
+    if tool == "aider":
         cmd, env = aider_command(aider, task, server), aider_env()
+    else:
+        config = results / "code-mode.toml" if tool == "totem-script" else None
+        cmd, env = totem_command(task, copy, config), bench_env()
     seconds, status = run_tool(cmd, copy, env, log, args.timeout)
     ok = status != "timeout" and check_passes(task, copy, log)
     if not args.keep:
         shutil.rmtree(copy)
-    return Result(task.name, tool, ok, round(seconds, 1), status)
+    return Result(task.name, tool, ok, round(seconds, 1), status, count_requests(tool, log))
 
 
 def print_row(result: Result) -> None:
-    print(f"{result.task:<18} {result.tool:<6} {'ok' if result.ok else 'FAIL':<5} {result.seconds:7.1f} s  {result.status}", flush=True)
+    print(
+        f"{result.task:<18} {result.tool:<12} {'ok' if result.ok else 'FAIL':<5} {result.seconds:7.1f} s"
+        f"  {result.requests:3d} req  {result.status}",
+        flush=True,
+    )
 
 
 def summarise(results: list[Result], tools: list[str]) -> None:
     stats = {}
-    print(f"\n{'tool':<8} {'success':<10} median s/task")
+    print(f"\n{'tool':<12} {'success':<10} {'median s/task':<14} median requests/task")
     for tool in tools:
         mine = [r for r in results if r.tool == tool]
-        successes, median = sum(r.ok for r in mine), statistics.median(r.seconds for r in mine)
-        stats[tool] = (successes, median)
-        print(f"{tool:<8} {f'{successes}/{len(mine)}':<10} {median:.1f}")
-    if len(tools) == 2:
-        (t_ok, t_med), (a_ok, a_med) = stats["totem"], stats["aider"]
-        success = f"{t_ok / a_ok:.2f}" if a_ok else "n/a (aider: 0)"
-        print(f"totem/aider: success {success}, median time {t_med / a_med:.2f}")
+        successes = sum(r.ok for r in mine)
+        seconds, requests = statistics.median(r.seconds for r in mine), statistics.median(r.requests for r in mine)
+        stats[tool] = (successes, seconds, requests)
+        print(f"{tool:<12} {f'{successes}/{len(mine)}':<10} {seconds:<14.1f} {requests:.1f}")
+    for mine, other in (("totem", "aider"), ("totem-script", "aider"), ("totem-script", "totem")):
+        if mine in stats and other in stats:
+            print(f"{mine}/{other}: {_ratios(stats[mine], stats[other])}")
+
+
+def _ratios(mine: tuple[int, float, float], other: tuple[int, float, float]) -> str:
+    (ok, seconds, requests), (other_ok, other_seconds, other_requests) = mine, other
+    success = f"{ok / other_ok:.2f}" if other_ok else "n/a (0 successes)"
+    per_request = f"{requests / other_requests:.2f}" if other_requests else "n/a"
+    return f"success {success}, median time {seconds / other_seconds:.2f}, median requests {per_request}"
 
 
 def parse_args() -> argparse.Namespace:
@@ -347,6 +384,7 @@ def main() -> int:
     tools = [args.only] if args.only else list(TOOLS)
     aider_script = ensure_aider() if "aider" in tools else None
     results_dir = Path(tempfile.mkdtemp(prefix=f"totem-local-bench-{time.strftime('%Y%m%d-%H%M%S')}-"))
+    (results_dir / "code-mode.toml").write_text(CODE_MODE_CONFIG, encoding="utf-8")
     results: list[Result] = []
     with local_server() as server:
         aider = None

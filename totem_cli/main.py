@@ -1,4 +1,4 @@
-"""The ``totem`` command: ``run``, ``models``, ``sessions``.
+"""The ``totem`` command: ``run``, ``models``, ``sessions``, ``mcp`` ...
 
 Exit codes of ``totem run``: 0 finished, 1 error, 2 usage or config error, 3 ended by the step
 limit or a guard, 130 aborted (Ctrl-C).
@@ -75,6 +75,9 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
     from totem_cli.agents import add_subcommands as add_agents_subcommands
 
     add_agents_subcommands(sub, command)  # agents list|show|new|edit|remove
+    from totem_cli.mcp import add_subcommands as add_mcp_subcommands
+
+    add_mcp_subcommands(sub, command)  # mcp list
 
     for name, what in (("undo", "restore the files of the last turn that changed something"), ("redo", "re-apply the last undone turn")):
         history = sub.add_parser(name, help=what)
@@ -141,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
             from totem_cli.agents import run as agents_run
 
             return agents_run(args)
+        if args.command == "mcp":
+            from totem_cli.mcp import run as mcp_run
+
+            return anyio.run(mcp_run, args)
         if args.command == "run":
             from totem_cli.run import run_command
 

@@ -53,7 +53,7 @@ async def run_command(args: argparse.Namespace) -> int:
         session = await runtime.open_session(args.session, model=model, mode=mode, text=prompt)
         turn = runtime.turn(
             prepared.text, frontend, session=session, model=model, mode=mode, max_steps=args.max_steps,
-            typed=prompt if prepared.command else None, as_agent=prepared.agent, attachments=images,
+            typed=prompt if prepared.command else None, as_agent=prepared.agent, images=images,
         )
         async with anyio.create_task_group() as group:
             group.start_soon(_abort_on_interrupt, turn, group.cancel_scope)
@@ -65,9 +65,9 @@ async def run_command(args: argparse.Namespace) -> int:
 
 
 def attached_images(files: list[Path]) -> tuple:
-    """``--attach FILE`` as images (totem_engine/attachments.py), read before the project is opened;
+    """``--attach FILE`` as images (totem_engine/images.py), read before the project is opened;
     ConfigError (exit 2) for a file that cannot be read or is not an image the wires take."""
-    from totem_engine.attachments import (
+    from totem_engine.images import (
         MAX_IMAGE_BYTES,
         AttachmentError,
         image_from_bytes,

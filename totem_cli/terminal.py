@@ -95,6 +95,8 @@ class TerminalFrontEnd:
         elif isinstance(event, ev.Error):
             self._end_text_line()
             self._line(f"error: {event.message}")
+            if event.hint:
+                self._line(f"  {event.hint}")
         elif isinstance(event, ev.TurnEnd):
             self.answer.flush()  # an aborted or failed step: what it said so far
             self._end_text_line()
@@ -113,8 +115,14 @@ class TerminalFrontEnd:
             self._line(f"   [{event.agent}] ! {event.message}")
 
     async def permission(self, request: PermissionRequest) -> PermissionReply:
-        if self.assume_yes:
+        if self.assume_yes and not request.needs_person:
             return PermissionReply("allow_once")
+        if not self.interactive and request.needs_person:
+            return PermissionReply(
+                "reject_once",
+                reason="it reaches outside this machine, which takes a person's answer (--yes does not give it;"
+                " mcp_allow in the user config does)",
+            )
         if not self.interactive:
             # Nobody will be there for the next ask either: the turn ends here, with how to allow.
             return PermissionReply(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from totem_engine.attachments import IMAGE_PART, image_of
+from totem_engine.images import IMAGE_PART, image_of
 from totem_engine.store import Session, StoredMessage
 
 

@@ -177,6 +177,8 @@ class Config(_Strict):
     max_agents: Annotated[int, TIGHTEN] = Field(default=3, ge=1)  # sub-agents (task calls) running at once
     # Background jobs (the job tool) left running when the user aborts a turn; False kills them.
     jobs_survive_abort: Annotated[bool, Untrusted("tighten", order=(True, False))] = False
+    # Code mode as a turn's shape (turn/scripts.py): "auto" by the model's record and evidence.
+    code_mode: Annotated[Literal["auto", "always", "never"], KEPT] = "auto"
     # run_script's scripts may import the project's own modules (and so read the project).
     agent_mode: Annotated[bool, Untrusted("tighten", order=(True, False))] = False
     # Seconds for a whole provider request, and for its first byte and each gap between chunks.
@@ -218,6 +220,19 @@ class Config(_Strict):
     # How many more times a small model's turn may start over from the request when its change
     # leaves those tests failing (turn/small.py ``afresh``); 0: never.
     fresh_attempts: Annotated[int, DROPPED] = Field(default=3, ge=0)
+
+    # MCP servers (docs/config.md "MCP servers", totem_engine/mcp/): seconds a server has to start
+    # and answer the handshake; seconds one tool call may take; seconds without a turn after which
+    # the language server stops the servers (0: only at shutdown); and the command lines or URLs
+    # (as the start question shows them) that start without asking, even under --yes for a server
+    # that is not on this machine. A project must not choose what starts without asking.
+    mcp_start_timeout: Annotated[float, TIGHTEN] = Field(default=20.0, gt=0)
+    mcp_call_timeout: Annotated[float, TIGHTEN] = Field(default=300.0, gt=0)
+    mcp_idle_stop: Annotated[float, Untrusted("tighten", no_limit=0)] = Field(default=600.0, ge=0)
+    mcp_allow: Annotated[list[str], DROPPED] = Field(default_factory=list)
+    # Share of the model's window past which the MCP tools' schemas are offered by name and one
+    # line, with one tool that gives a chosen tool's schema (mcp/deferred.py); smaller defers sooner.
+    mcp_schema_share: Annotated[float, TIGHTEN] = Field(default=0.1, gt=0, le=1)
 
     _notes: list[str] = PrivateAttr(default_factory=list)
 

@@ -75,6 +75,9 @@ class ToolEnd(Event):
     # The checks run on each changed file as the call left it (findings and notes), for front
     # ends to show as diagnostics without running them again.
     checks: dict[str, CheckResult] = {}
+    # The user's own words when they rejected the call with feedback (the model gets them in
+    # ``output`` too); None otherwise. Front ends show them under the call.
+    feedback: str | None = None
 
 
 class RuleRef(BaseModel):
@@ -86,7 +89,7 @@ class RuleRef(BaseModel):
 
     # default | user | project | editor | file (config layers) | session (an "always" answer)
     # | answer (a one-time answer) | mode (plan mode) | boundary (outside the project)
-    # | protected (.totem/ and .git/ always ask)
+    # | protected (.totem/ and .git/ always ask) | stored (an MCP server start's kept answer)
     source: str
     permission: str
     pattern: str
@@ -180,6 +183,10 @@ class ContextEstimate(Event):
 
 
 class Error(Event):
+    """``hint``: what fixes it, for people (providers/hints.py: which provider, which config key
+    or ``totem auth set NAME``); None when Totem has nothing to add to the message."""
+
     kind: Literal["error"] = "error"
     error_class: str
     message: str
+    hint: str | None = None

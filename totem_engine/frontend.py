@@ -5,6 +5,7 @@ The engine sends its events and asks its questions here; it never imports a fron
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -20,7 +21,8 @@ class PermissionRequest:
 
     ``rule`` is the rule that asked (None when a default did); ``always_pattern`` is what an
     "allow always" answer stores; ``diff`` is the unified diff of the whole change and
-    ``proposed`` the whole new text of each changed file.
+    ``proposed`` the whole new text of each changed file. ``needs_person``: only a person may
+    answer it, not ``--yes`` (starting an MCP server whose URL leaves this machine).
     """
 
     session_id: str
@@ -34,6 +36,7 @@ class PermissionRequest:
     paths: list[str]
     diff: str | None = None
     proposed: list[ProposedFile] = field(default_factory=list)
+    needs_person: bool = False
 
 
 @dataclass(frozen=True)
@@ -42,12 +45,15 @@ class PermissionReply:
     (no terminal, no reply in time), so the model is not told the user rejected it.
     ``end_turn``: nobody can be asked during this turn at all (no terminal and no ``--yes``), so
     the turn ends at this rejection with this message (stop reason ``guard``) instead of the
-    model trying again to be rejected again."""
+    model trying again to be rejected again. ``accepted``: with an allow, the change as the user
+    reviewed it, project-relative path -> the whole text they accept for that file (some hunks
+    taken, some left, or edited; turn/review.py); a proposed file not in it is taken as proposed."""
 
     outcome: Outcome
     feedback: str | None = None
     reason: str | None = None
     end_turn: str | None = None
+    accepted: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from totem_engine.attachments import FRESH, IMAGE_PART, image_of
+from totem_engine.images import FRESH, IMAGE_PART, image_of
 from totem_engine.providers.base import Image, Message, ToolCall
 from totem_engine.store import StoredMessage, StoredPart
 
@@ -19,7 +19,7 @@ def to_messages(stored: Iterable[StoredMessage], *, provider: str | None = None,
     A result stored as ``error`` or ``denied`` (calls.py) is a ``Message`` with ``is_error``.
     A step's replay state goes back only to the ``provider`` that wrote it.
 
-    Images (``image`` parts, attachments.py): each one's caption is a line of the text of the
+    Images (``image`` parts, images.py): each one's caption is a line of the text of the
     user message or the tool result it came with, always; the image itself is in
     ``Message.images`` only for a model that sees images (``vision``) and while the part is
     ``fresh`` (no step has been answered with it yet).

@@ -1,9 +1,9 @@
 """Opening and closing one project's engine: the one way every front end gets a ``Runtime``.
 
 ``open_project`` loads the config layers, restricts an untrusted project's own layer (asking the
-user when the front end can; a project with agent or command files is asked like one with a
-config), puts Totem's local model in when no model is configured, and builds
-the ``Runtime``; leaving it closes what it opened: the providers, its own store (not one that
+user when the front end can; a project with agent or command files or MCP servers is asked
+like one with a config: each can start a program or widen permissions), puts Totem's local
+model in when no model is configured, and builds the ``Runtime``; leaving it closes what it opened: the providers, its own store (not one that
 was passed in) and its lease on the local model's server.
 """
 
@@ -20,6 +20,7 @@ import anyio
 from totem_engine.agents import project_files
 from totem_engine.config import load_config
 from totem_engine.local import LocalLease, with_local_default
+from totem_engine.mcp.specs import project_mcp_path
 from totem_engine.runtime import Runtime
 from totem_engine.store import Store
 from totem_engine.tools.workspace import Workspace
@@ -51,7 +52,9 @@ async def open_project(
     Raises ConfigError (a config that does not load) and LocalServerError (the local model's
     server cannot be started).
     """
-    files = await anyio.to_thread.run_sync(lambda: project_files(root, "agents") + project_files(root, "commands"))
+    files = await anyio.to_thread.run_sync(
+        lambda: [*project_files(root, "agents"), *project_files(root, "commands"), *_mcp_file(root)]
+    )
     loaded, notice = await apply_trust(
         root, load_config(root, config_file=config_file, editor_settings=editor_settings), ask_trust, files=files
     )
@@ -72,3 +75,8 @@ async def open_project(
     finally:
         if lease is not None:
             lease.release()
+
+
+def _mcp_file(root: Path) -> list[str]:
+    """``.totem/mcp.json`` when the project has one: its servers are programs it would start."""
+    return [".totem/mcp.json"] if project_mcp_path(root).is_file() else []

@@ -30,6 +30,10 @@ DEFAULTS: dict[str, Action] = {
     "edit": "ask",
     "bash": "ask",
     "fetch": "ask",
+    "mcp": "ask",  # an MCP server's tool (pattern NAME__tool): it may do anything its server can
+    "mcp-start": "ask",  # starting an MCP server (pattern: its name; mcp/start.py)
+    "mcp-prompts": "allow",  # listing the running servers' prompts: nothing is sent to them
+    "mcp-schema": "allow",  # a deferred MCP tool's schema, as its server listed it: nothing is sent
 }
 
 # Reading these asks first, whatever the read default says: they hold keys and passwords.

@@ -6,10 +6,13 @@ they never assemble the engine's parts themselves.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from totem_engine.agents import Agents
+from totem_engine.attachments import Attachment
+from totem_engine.branches import FilesNotAtTurnStart, NothingToRetry, NotInConversation, Tree, request_text
 from totem_engine.commands import Command, Prompt, discover_commands
 from totem_engine.commands import prepare as prepare_prompt
 from totem_engine.compaction.checkpoints import Checkpoint
@@ -18,17 +21,21 @@ from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import Config, ConfigError, LoadedConfig
 from totem_engine.frontend import FrontEnd
 from totem_engine.jobs import Jobs
+from totem_engine.mcp.servers import McpServers
 from totem_engine.terminals import Terminals
 from totem_engine.turn.fitting import summariser
-from totem_engine.turn.loop import Agent, Turn, TurnOptions
+from totem_engine.retry import MAX_TURN_RETRIES
+from totem_engine.turn.loop import Agent, Again, Turn, TurnOptions
 from totem_engine.permissions import rules_from_config
 from totem_engine.providers.base import Image, Provider
 from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecord, record_for, with_evidence
 from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.registry import make_provider
+from totem_engine.session_state import SessionState
 from totem_engine.snapshots import FileOutcome, Snapshots
-from totem_engine.store import Session, SessionElsewhere, Store
+from totem_engine.store import Session, SessionElsewhere, Store, new_id
 from totem_engine.tools import temp_journal
+from totem_engine.tools.freshness import mark_restored, mark_seen_in
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.tools.workspace import DiskWorkspace, Workspace
 
@@ -62,6 +69,15 @@ class Capabilities:
         await self.cache.put_record(provider_name, model_id, record)
 
 
+@dataclass(frozen=True)
+class Rewound:
+    """What a rewind did (or, as a dry run, would do): the ids of the messages it set aside, in
+    order, and what became of each file (none without files)."""
+
+    messages: list[str]
+    files: list[FileOutcome] = field(default_factory=list)
+
+
 class Runtime:
     def __init__(
         self,
@@ -88,6 +104,7 @@ class Runtime:
         self._editor_checkers: list | None = None
         self.jobs = Jobs(self.root)  # the sessions' background jobs; all killed when the runtime closes
         self.terminals = Terminals(self.root)  # and their interactive terminals, the same way
+        self.mcp = McpServers(self.root, loaded.config, trusted=trusted)  # started by turns, stopped when it closes
         self.agent = Agent(
             root=self.root,
             store=self.store,
@@ -95,6 +112,7 @@ class Runtime:
             tools=builtin_tools(jobs=self.jobs, terminals=self.terminals),
             jobs=self.jobs,
             terminals=self.terminals,
+            mcp=self.mcp,
             workspace=self.workspace,
             snapshots=self.snapshots,
             config=loaded.config,
@@ -171,12 +189,15 @@ class Runtime:
 
     def turn(
         self, text: str, frontend: FrontEnd, *, session: Session, model: str, mode: str | None = None, max_steps: int | None = None,
-        typed: str | None = None, as_agent: str | None = None, attachments: tuple[Image, ...] = (),
+        typed: str | None = None, as_agent: str | None = None, again: Again | None = None,
+        attached: list[Attachment] | None = None, images: tuple[Image, ...] = (),
     ) -> Turn:
         """A turn of ``session``, as just read or created (the turn does not read it again).
         ``typed``: what the user typed when ``text`` is a command's expansion; ``as_agent``: run as
         that agent (its prompt, tools, rules and step limit; a command's ``agent``), ConfigError
-        when there is none; ``attachments``: images the user attached (attachments.py)."""
+        when there is none; ``again``: the turn answers a stored request again (``regenerate``, ``retry``);
+        ``attached``: the context blocks ``text`` begins with (attachments.py); ``images``: images
+        the user attached (images.py)."""
         options = TurnOptions(
             mode=mode or self.config.mode,
             max_steps=self.config.max_steps if max_steps is None else max_steps,
@@ -189,13 +210,78 @@ class Runtime:
             if definition is None:
                 raise ConfigError(f"there is no agent named {as_agent!r} (totem agents list)")
             tools = {n: t for n, t in agent.tools.items() if definition.tools is None or n in definition.tools}
-            agent = agent.nested(store=self.store, tools=tools, rules=[*agent.rules, *definition.rules()])
+            agent = agent.nested(
+                store=self.store, tools=tools, rules=[*agent.rules, *definition.rules()],
+                mcp=self.mcp if definition.tools is None else None,  # an agent that lists its tools lists no server's
+            )
             agent.notices, self.agent.notices = self.agent.notices, []
             steps = definition.max_steps if max_steps is None and definition.max_steps is not None else options.max_steps
             options = replace(options, persona=definition.prompt, max_steps=steps)
         return agent.turn(
-            text, frontend, session_id=session.id, model=model, options=options, session=session, typed=typed, attachments=attachments
+            text, frontend, session_id=session.id, model=model, options=options, session=session, typed=typed, again=again,
+            attached=attached, images=images,
         )
+
+    async def regenerate(
+        self, session_id: str, message_id: str, frontend: FrontEnd, *, model: str | None = None, mode: str | None = None
+    ) -> Turn:
+        """A new variant of the answer that ``message_id`` is part of (or of the request it is):
+        the conversation follows its request again, and the turn answers it; the earlier answer
+        stays, a variant to switch back to (``switch_variant``). Files are left as they are."""
+        session = await self.project_session(session_id)
+        tree = Tree(*await self.store.tree(session_id))
+        request = tree.request_of(tree.active(message_id))
+        await self.store.move_head(session_id, request.id)
+        return self.turn(
+            request_text(request), frontend, session=session, model=self.resolve_model(model or session.model),
+            mode=mode or session.mode, again=Again(request.id),
+        )
+
+    async def retry(self, session_id: str, frontend: FrontEnd, *, model: str | None = None, mode: str | None = None) -> Turn:
+        """The conversation's last turn, which failed, taken up again: the step that failed (and
+        what came after it) set aside, the steps that completed kept, and a turn answering the
+        same request from there. ``NothingToRetry`` when the last turn did not fail, or failed
+        again after ``MAX_TURN_RETRIES`` retries in a row."""
+        session = await self.project_session(session_id)
+        tree = Tree(*await self.store.tree(session_id))
+        failed = tree.failed_turn()
+        if failed is None:
+            raise NothingToRetry("the session's last turn did not fail: there is nothing to retry")
+        request, cut, retried = failed
+        if retried >= MAX_TURN_RETRIES:
+            raise NothingToRetry(
+                f"the turn failed again after {retried} retries; send the request again, or try another model"
+            )
+        await self.store.move_head(session_id, cut.parent_id, rewound=tree.set_aside(cut))
+        return self.turn(
+            request_text(request), frontend, session=session, model=self.resolve_model(model or session.model),
+            mode=mode or session.mode, again=Again(request.id, retry=retried + 1),
+        )
+
+    async def switch_variant(self, session_id: str, message_id: str, index: int) -> tuple[str, int]:
+        """The conversation follows answer ``index`` (0: the oldest) of the request that
+        ``message_id`` is or answers, from its newest message on; (the request's id, how many
+        answers it has). ``NotInConversation`` when the request is not in the conversation;
+        ``IndexError`` for an index it has no answer for."""
+        await self.project_session(session_id)
+        tree = Tree(*await self.store.tree(session_id))
+        request = tree.request_of(tree.get(message_id))
+        if not tree.on_path(request.id):
+            raise NotInConversation(request.id)
+        variants = tree.variants(request)
+        if not 0 <= index < len(variants):
+            raise IndexError(f"the request {request.id} has {len(variants)} answer(s); there is no variant {index}")
+        await self.store.move_head(session_id, tree.newest_in(variants[index]).id)
+        return request.id, len(variants)
+
+    async def fork(self, session_id: str, message_id: str | None = None) -> Session:
+        """A new session of this project holding the conversation up to ``message_id`` (default:
+        as it stands), on whichever branch the message is (``Store.fork``)."""
+        session = await self.project_session(session_id)
+        at = message_id or session.head
+        if at is None:
+            raise NotInConversation("(none: the session has no message)")
+        return await self.store.fork(session_id, at)
 
     async def compact(self, session_id: str) -> Checkpoint | None:
         """``/compact``: the session so far summarised into a checkpoint now, by the model that
@@ -218,15 +304,77 @@ class Runtime:
     async def undo(self, session_id: str) -> list[FileOutcome]:
         """Restore the files of the session's last turn that changed something (not while it runs)."""
         await self.project_session(session_id)
-        return await self.snapshots.undo(self.workspace, session_id=session_id, root=self.root)
+        outcomes = await self.snapshots.undo(self.workspace, session_id=session_id, root=self.root)
+        await self._remember_restored(session_id, outcomes)
+        return outcomes
 
     async def redo(self, session_id: str) -> list[FileOutcome]:
         await self.project_session(session_id)
-        return await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
+        outcomes = await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
+        await self._remember_restored(session_id, outcomes)
+        return outcomes
+
+    async def _remember_restored(self, session_id: str, outcomes: list[FileOutcome]) -> None:
+        """What undo or redo left in each file becomes what the session knows of it (so the
+        agent's next change of it is not stale), and the next turn tells the model (loop.py)."""
+        moved = [o for o in outcomes if o.action != "conflict"]
+        if not moved:
+            return
+        session = await self.store.get_session(session_id)
+        state = SessionState.from_meta(session.meta)
+        for outcome in moved:
+            data = None if outcome.action == "deleted" else await self.workspace.read_bytes(self.root / outcome.path)
+            mark_restored(state.reads, outcome.path, data)
+            state.restored[outcome.path] = outcome.action
+        await self.store.update_session(session_id, meta=state.to_meta())
+
+    async def rewind(
+        self, session_id: str, message_id: str, *, files: bool = False,
+        overwrite: Callable[[str], bool] = lambda path: False, dry_run: bool = False,
+    ) -> Rewound:
+        """The conversation continues from before ``message_id`` (which must be in it as it
+        stands): it and every later message are set aside, marked rewound, never deleted. With
+        ``files``, the files go back to their state at that point (the start of its turn,
+        ``FilesNotAtTurnStart`` otherwise) through the snapshots: a file the user changed since is a
+        conflict and left alone unless ``overwrite(path)`` (snapshots.rewind). ``dry_run``: what
+        would happen, nothing done. Not while a turn of the session runs."""
+        session = await self.project_session(session_id)
+        tree = Tree(*await self.store.tree(session_id))
+        message = tree.active(message_id)
+        if files and not tree.starts_turn(message):
+            raise FilesNotAtTurnStart(message_id)
+        rewound = Rewound(messages=tree.set_aside(message))
+        if files:
+            since = list(dict.fromkeys(m.turn_id for m in tree.since(message)))
+            outcomes = await self.snapshots.rewind(
+                self.workspace, session_id=session_id, since=since, root=self.root, turn_id=new_id("rwd"),
+                overwrite=overwrite, dry_run=dry_run,
+            )
+            rewound = replace(rewound, files=outcomes)
+        if dry_run:
+            return rewound
+        await self.store.move_head(session_id, message.parent_id, rewound=rewound.messages)
+        if rewound.files:
+            await self._seen_as_restored(session, rewound.files)
+        return rewound
+
+    async def _seen_as_restored(self, session: Session, outcomes: list[FileOutcome]) -> None:
+        """The agent's view of the files a rewind put back is their restored content: the
+        conversation is back at the point where it saw them so (its freshness check follows)."""
+        state = SessionState.from_meta(session.meta)
+        for outcome in outcomes:
+            if outcome.path not in state.reads.seen or outcome.action == "conflict":
+                continue
+            if outcome.action == "deleted":
+                del state.reads.seen[outcome.path]
+            else:
+                mark_seen_in(state.reads, outcome.path, await self.workspace.read_bytes(self.root / outcome.path))
+        await self.store.update_session(session.id, meta=state.to_meta())
 
     async def close_providers(self) -> None:
-        """Close what this runtime owns alone (its jobs and terminals, killed first; providers,
-        caches, snapshot index), not a shared store."""
+        """Close what this runtime owns alone (its MCP servers, jobs and terminals, stopped first;
+        providers, caches, snapshot index), not a shared store."""
+        await self.mcp.aclose()
         await self.jobs.aclose()
         await self.terminals.aclose()
         for provider in self._providers.values():

@@ -1,7 +1,8 @@
 """What a session remembers between turns besides its messages, kept in the session's ``meta``.
 
 The user's "always" answers (rules of this session), what the agent has read (content hashes
-of files seen, the nested AGENTS.md files already attached), the visible todo list, whether it is
+of files seen, the nested AGENTS.md files already attached), the files Totem's undo or redo
+changed since the last turn (the model is told at the next), the visible todo list, whether it is
 a Total.js project, and how its provider's token counts compare with the engine's estimate.
 """
 
@@ -19,6 +20,8 @@ class SessionState:
     rules: list[RuleRef] = field(default_factory=list)
     reads: ReadLedger = field(default_factory=ReadLedger)
     todos: list[dict] = field(default_factory=list)
+    # Project-relative path -> "restored" | "deleted": what undo or redo did to it since the last turn.
+    restored: dict[str, str] = field(default_factory=dict)
     totaljs: bool | None = None  # a Total.js project, decided at the session's first turn
     calibration: Calibration = field(default_factory=Calibration)  # reported / estimated tokens
 
@@ -28,6 +31,7 @@ class SessionState:
             rules=[RuleRef.model_validate(r) for r in meta.get("rules", [])],
             reads=ReadLedger(seen=dict(meta.get("seen", {})), instructions=set(meta.get("instructions", []))),
             todos=list(meta.get("todos", [])),
+            restored=dict(meta.get("restored", {})),
             totaljs=meta.get("totaljs"),
             calibration=Calibration.from_meta(meta),
         )
@@ -38,6 +42,7 @@ class SessionState:
             "seen": self.reads.seen,
             "instructions": sorted(self.reads.instructions),
             "todos": self.todos,
+            "restored": self.restored,
             "totaljs": self.totaljs,
             **self.calibration.to_meta(),
         }

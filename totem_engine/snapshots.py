@@ -249,6 +249,68 @@ class Snapshots:
         await self._db.run(self._record_after, session_id, turn_id, restored)
         return outcomes
 
+    async def rewind(
+        self, workspace: Workspace, *, session_id: str, since: Iterable[str], root: Path, turn_id: str,
+        overwrite: Callable[[str], bool] = lambda path: False, dry_run: bool = False,
+    ) -> list[FileOutcome]:
+        """Put the files back as they were before the first of the session's turns ``since``
+        changed them: what those turns changed, and every change of the session after the first
+        of them that is not undone (a rewind's own), taken back at once. Recorded as the change
+        set ``turn_id``, so ``undo`` takes the rewind back.
+
+        A file that no longer holds what the last of those changes left (the user changed it
+        since) is a conflict and left alone, unless ``overwrite(path)``. ``dry_run``: the
+        outcomes only, nothing touched. One outcome per file, sorted by path.
+        """
+        plan = await self._db.run(self._changes_since, session_id, list(since))
+        outcomes: dict[str, FileOutcome] = {}
+        moves: list[tuple[str, str | None]] = []
+        for path, target, expect in plan:
+            current = await self._current_hash(workspace, root / path)
+            done = FileOutcome(path, "deleted" if target is None else "restored")
+            if current != target and current != expect and not overwrite(path):
+                done = FileOutcome(path, "conflict", "changed since; left as it is")
+            elif current != target:
+                moves.append((path, target))
+            outcomes[path] = done
+        if dry_run or not moves:
+            return list(outcomes.values())
+        where = {"session_id": session_id, "turn_id": turn_id, "root": root, "paths": [root / p for p, _ in moves]}
+        await self.before_change(workspace, **where)
+        try:
+            for path, target in moves:
+                try:
+                    if target is None:
+                        await workspace.delete(root / path)
+                    else:
+                        await workspace.write_bytes(root / path, await anyio.to_thread.run_sync(self._blob_path(target).read_bytes))
+                except OSError as exc:
+                    outcomes[path] = FileOutcome(path, "conflict", f"could not be changed: {exc.strerror or exc}")
+        finally:
+            with anyio.CancelScope(shield=True):  # what was written must be recorded, for undo
+                await self.after_change(workspace, **where)
+        return list(outcomes.values())
+
+    @staticmethod
+    def _changes_since(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]) -> list[_Change]:
+        """(path, its before-state at the first change, its after-state at the last) of every
+        file changed by the session's turns not undone from the first of ``turn_ids`` on."""
+        marks = ",".join("?" * len(turn_ids))
+        first = conn.execute(
+            f"SELECT MIN(seq) FROM turns WHERE session_id = ? AND turn_id IN ({marks})", (session_id, *turn_ids)
+        ).fetchone()[0] if turn_ids else None
+        if first is None:
+            return []
+        span: dict[str, list[str | None]] = {}
+        for row in conn.execute(
+            "SELECT path, before_hash, after_hash FROM changes JOIN turns ON turns.seq = changes.turn_seq"
+            " WHERE turns.session_id = ? AND turns.undone = 0 AND turns.seq >= ? AND before_hash IS NOT after_hash"
+            " ORDER BY turns.seq",
+            (session_id, first),
+        ):
+            span.setdefault(row["path"], [row["before_hash"], None])[1] = row["after_hash"]
+        return [(path, before, after) for path, (before, after) in sorted(span.items()) if before != after]
+
     async def turn_paths(self, *, session_id: str, turn_id: str) -> list[str]:
         """The project-relative paths the turn ``turn_id`` has changed so far, sorted."""
         return [path for path, _, _ in await self._db.run(self._turn_changes, session_id, turn_id)]

@@ -59,13 +59,18 @@ class SqliteWorker:
 
     The file, its directory and the schema are created on the first call (in the worker
     thread), so constructing one does no I/O. A database whose ``user_version`` is newer than
-    ``version`` is refused rather than misread. ``closed_message`` is the error raised by a call
-    after ``close()``.
+    ``version`` is refused rather than misread; an older one is brought up to it by
+    ``migrations[n]`` (statements separated by ``;``) for each version ``n`` above its own, in
+    one transaction, before the schema (whose ``IF NOT EXISTS`` statements then add what is new).
+    ``closed_message`` is the error raised by a call after ``close()``.
     """
 
-    def __init__(self, path: Path, *, schema: str, version: int, closed_message: str) -> None:
+    def __init__(
+        self, path: Path, *, schema: str, version: int, closed_message: str, migrations: dict[int, str] | None = None
+    ) -> None:
         self.path = path
         self._schema = schema
+        self._migrations = migrations or {}
         self._version = version
         self._closed_message = closed_message
         self._conn: sqlite3.Connection | None = None
@@ -116,7 +121,8 @@ class SqliteWorker:
             if found > self._version:
                 raise RuntimeError(f"{self.path} has schema version {found}; this Totem knows {self._version}")
             if found < self._version:
-                for statement in self._schema.split(";"):
+                steps = [self._migrations[n] for n in range(found + 1, self._version + 1)] if found else []
+                for statement in ";".join([*steps, self._schema]).split(";"):
                     if statement.strip():
                         conn.execute(statement)
                 conn.execute(f"PRAGMA user_version={self._version}")

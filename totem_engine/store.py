@@ -7,7 +7,7 @@ place.
 Layout: a session holds messages (ordered by ``seq``); a message holds parts (ordered by ``seq``).
 A part is one unit the loop streams: ``text``, ``reasoning``, ``tool``, ``step``, ``error`` or
 ``notice``, with a JSON ``data`` object and an optional ``status``; an ``image`` part holds an
-attached image (totem_engine/attachments.py: status ``fresh``, then ``captioned``); a ``checkpoint`` part
+attached image (totem_engine/images.py: status ``fresh``, then ``captioned``); a ``checkpoint`` part
 (totem_engine.compaction) holds a summary that later requests replay in place of the messages it
 covers.
 
@@ -37,6 +37,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ PART_TYPES = frozenset({"text", "reasoning", "tool", "step", "state", "error", "
 
 # Bump with a migration when the schema changes; a database written by a newer Totem is refused
 # rather than misread.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -77,7 +78,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     forked_from_message TEXT REFERENCES messages(id),
     meta TEXT NOT NULL DEFAULT '{}',
     created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    head TEXT
 );
 CREATE INDEX IF NOT EXISTS sessions_by_cwd ON sessions(cwd, updated_at);
 CREATE INDEX IF NOT EXISTS sessions_by_updated ON sessions(updated_at);
@@ -91,6 +93,8 @@ CREATE TABLE IF NOT EXISTS messages (
     step INTEGER,
     model TEXT,
     created_at REAL NOT NULL,
+    parent_id TEXT,
+    rewound INTEGER NOT NULL DEFAULT 0,
     UNIQUE (session_id, seq)
 );
 
@@ -109,6 +113,21 @@ CREATE TABLE IF NOT EXISTS parts (
 );
 CREATE INDEX IF NOT EXISTS parts_by_session ON parts(session_id);
 """
+
+# Version 2: the conversation is a tree (a rewind, a regenerated answer): each message names the
+# one before it on its branch, the session the newest message of the branch it follows (its
+# ``head``). Before, a session was one line, each message following the one before it in seq.
+_MIGRATIONS = {
+    2: """
+ALTER TABLE sessions ADD COLUMN head TEXT;
+ALTER TABLE messages ADD COLUMN parent_id TEXT;
+ALTER TABLE messages ADD COLUMN rewound INTEGER NOT NULL DEFAULT 0;
+UPDATE messages SET parent_id = (SELECT p.id FROM messages AS p
+    WHERE p.session_id = messages.session_id AND p.seq = messages.seq - 1);
+UPDATE sessions SET head = (SELECT m.id FROM messages AS m WHERE m.session_id = sessions.id
+    ORDER BY m.seq DESC LIMIT 1)
+""",
+}
 
 
 class SessionNotFound(LookupError):
@@ -184,6 +203,7 @@ class Session(_Row):
     meta: dict[str, Any]
     created_at: float
     updated_at: float
+    head: str | None = None  # the newest message of the conversation as it stands (None: none yet)
 
 
 @dataclass(frozen=True)
@@ -210,6 +230,8 @@ class StoredMessage(_Row):
     model: str | None
     created_at: float
     parts: list[StoredPart]
+    parent_id: str | None = None  # the message before it on its branch (None: the first)
+    rewound: bool = False  # set aside by a rewind (kept, never again in the conversation)
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "parts": [part.to_dict() for part in self.parts]}
@@ -227,6 +249,7 @@ def _session(row: sqlite3.Row) -> Session:
         meta=json.loads(row["meta"]),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        head=row["head"],
     )
 
 
@@ -296,16 +319,31 @@ def _shown(message: StoredMessage) -> StoredMessage | None:
 CACHED_SESSIONS = 8  # sessions whose messages a store keeps in memory, the most recently read
 
 
+def path_ids(messages: list[StoredMessage], head: str | None) -> set[str]:
+    """The ids of the conversation as it stands: ``head`` and the messages before it, parent by
+    parent (every branch's messages are in ``messages``)."""
+    parents = {m.id: m.parent_id for m in messages}
+    found: set[str] = set()
+    at = head
+    while at is not None and at not in found:
+        found.add(at)
+        at = parents.get(at)
+    return found
+
+
 class _Sessions:
-    """The messages of recently read sessions, every part included, as a read would return them.
-    Kept up to date by the store's writes; only the worker thread touches it."""
+    """The messages of recently read sessions, every branch and every part included, as a read
+    would return them. Kept up to date by the store's writes; only the worker thread touches it."""
 
     def __init__(self) -> None:
         self.messages: OrderedDict[str, list[StoredMessage]] = OrderedDict()
+        self.heads: dict[str, str | None] = {}
         self.where: dict[str, tuple[str, int]] = {}  # message id -> (session id, index)
         self.part_message: dict[str, str] = {}  # part id -> message id
-        # Per session, aligned with ``messages``: each as ``messages()`` shows it (None: hidden).
+        # Per session, aligned with ``messages``: each as ``messages()`` shows it (None: hidden,
+        # all its parts discarded or not on the conversation's path).
         self.shown: dict[str, list[StoredMessage | None]] = {}
+        self.path: dict[str, set[str]] = {}  # the ids on the conversation's path
         self.data_version: int | None = None
 
     def check(self, conn: sqlite3.Connection) -> None:
@@ -317,13 +355,16 @@ class _Sessions:
 
     def clear(self) -> None:
         self.messages.clear()
+        self.heads.clear()
         self.where.clear()
         self.part_message.clear()
         self.shown.clear()
+        self.path.clear()
 
-    def fill(self, session_id: str, messages: list[StoredMessage]) -> None:
+    def fill(self, session_id: str, messages: list[StoredMessage], head: str | None) -> None:
         self.messages[session_id] = messages
-        self.shown[session_id] = [_shown(m) for m in messages]
+        self.heads[session_id] = head
+        self._reshow(session_id)
         for index, message in enumerate(messages):
             self.where[message.id] = (session_id, index)
             for part in message.parts:
@@ -331,8 +372,15 @@ class _Sessions:
         while len(self.messages) > CACHED_SESSIONS:
             self.forget(next(iter(self.messages)))
 
+    def _reshow(self, session_id: str) -> None:
+        messages = self.messages[session_id]
+        path = self.path[session_id] = path_ids(messages, self.heads[session_id])
+        self.shown[session_id] = [_shown(m) if m.id in path else None for m in messages]
+
     def forget(self, session_id: str) -> None:
         self.shown.pop(session_id, None)
+        self.path.pop(session_id, None)
+        self.heads.pop(session_id, None)
         for message in self.messages.pop(session_id, []):
             self.where.pop(message.id, None)
             for part in message.parts:
@@ -344,15 +392,31 @@ class _Sessions:
             return None
         self.messages.move_to_end(session_id)
         if include_discarded:
-            return list(full)
+            path = self.path[session_id]
+            return [m for m in full if m.id in path]
         return [m for m in self.shown[session_id] if m is not None]
+
+    def tree(self, session_id: str) -> tuple[list[StoredMessage], str | None] | None:
+        full = self.messages.get(session_id)
+        return None if full is None else (list(full), self.heads[session_id])
 
     def add_message(self, message: StoredMessage) -> None:
         messages = self.messages.get(message.session_id)
         if messages is not None:
             self.where[message.id] = (message.session_id, len(messages))
             messages.append(message)
+            self.heads[message.session_id] = message.id
+            self.path[message.session_id].add(message.id)
             self.shown[message.session_id].append(message)
+
+    def move_head(self, session_id: str, head: str | None, rewound: set[str], now: float) -> None:
+        """The conversation now ends at ``head``; the ``rewound`` messages are marked so."""
+        if session_id not in self.messages:
+            return
+        for message_id in rewound:
+            self.change(message_id, lambda m: replace(m, rewound=True))
+        self.heads[session_id] = head
+        self._reshow(session_id)
 
     def change(self, message_id: str, change: Any) -> None:
         """Replace the message by ``change(message)`` (a new object), when it is cached."""
@@ -361,7 +425,8 @@ class _Sessions:
             return
         messages = self.messages[at[0]]
         messages[at[1]] = change(messages[at[1]])
-        self.shown[at[0]][at[1]] = _shown(messages[at[1]])
+        if message_id in self.path[at[0]]:
+            self.shown[at[0]][at[1]] = _shown(messages[at[1]])
 
     def add_part(self, part: StoredPart) -> None:
         if part.message_id in self.where:
@@ -395,7 +460,9 @@ class Store:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_db_path()
-        self._db = SqliteWorker(self.path, schema=_SCHEMA, version=SCHEMA_VERSION, closed_message="store is closed")
+        self._db = SqliteWorker(
+            self.path, schema=_SCHEMA, version=SCHEMA_VERSION, closed_message="store is closed", migrations=_MIGRATIONS
+        )
         self._cache = _Sessions()
 
     async def __aenter__(self) -> Store:
@@ -434,7 +501,7 @@ class Store:
             (session.id, title, model, mode, cwd, now, now),
         )
         self._cache.check(conn)
-        self._cache.fill(session.id, [])
+        self._cache.fill(session.id, [], None)
         return session
 
     async def get_session(self, session_id: str) -> Session:
@@ -508,15 +575,15 @@ class Store:
         message_id = new_id("msg")
         now = time.time()
         with Transaction(conn):
-            self._session_row(conn, session_id)
+            parent = self._session_row(conn, session_id)["head"]  # it follows the conversation as it stands
             seq = conn.execute(
-                "INSERT INTO messages (id, session_id, seq, role, turn_id, step, model, created_at)"
+                "INSERT INTO messages (id, session_id, seq, role, turn_id, step, model, created_at, parent_id)"
                 " VALUES (?, ?, (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages"
-                " WHERE session_id = ?), ?, ?, ?, ?, ?) RETURNING seq",
-                (message_id, session_id, session_id, role, turn_id, step, model, now),
+                " WHERE session_id = ?), ?, ?, ?, ?, ?, ?) RETURNING seq",
+                (message_id, session_id, session_id, role, turn_id, step, model, now, parent),
             ).fetchall()[0][0]
-            conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
-        self._cache.add_message(StoredMessage(message_id, session_id, seq, role, turn_id, step, model, now, []))
+            conn.execute("UPDATE sessions SET updated_at = ?, head = ? WHERE id = ?", (now, message_id, session_id))
+        self._cache.add_message(StoredMessage(message_id, session_id, seq, role, turn_id, step, model, now, [], parent))
         return message_id
 
     async def add_part(
@@ -599,7 +666,9 @@ class Store:
     async def messages(
         self, session_id: str, *, include_discarded: bool = False
     ) -> list[StoredMessage]:
-        """The session's messages in order, each with its parts in order.
+        """The conversation as it stands (its head and the messages before it, parent by
+        parent), in order, each with its parts in order: not the messages a rewind set aside or
+        an answer's other variants (``tree`` has them).
 
         Without ``include_discarded``, discarded parts are left out, and so is a message whose
         parts were all discarded (a retried step's message); a message with no parts yet is
@@ -608,15 +677,51 @@ class Store:
 
         def read(conn: sqlite3.Connection) -> list[StoredMessage]:
             with Transaction(conn, write=False):
-                self._cache.check(conn)
-                cached = self._cache.read(session_id, include_discarded)
-                if cached is not None:
-                    return cached
-                self._session_row(conn, session_id)
-                self._cache.fill(session_id, self._messages(conn, session_id, include_discarded=True))
+                self._load(conn, session_id)
             return self._cache.read(session_id, include_discarded) or []
 
         return await self._db.run(read)
+
+    async def tree(self, session_id: str) -> tuple[list[StoredMessage], str | None]:
+        """Every message of the session, of every branch, with every part, in order (``seq``),
+        and the conversation's head (None: it has no message). Raises ``SessionNotFound``."""
+
+        def read(conn: sqlite3.Connection) -> tuple[list[StoredMessage], str | None]:
+            with Transaction(conn, write=False):
+                self._load(conn, session_id)
+            found = self._cache.tree(session_id)
+            assert found is not None
+            return found
+
+        return await self._db.run(read)
+
+    def _load(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """The session's messages in the cache (read when they are not), inside a read transaction."""
+        self._cache.check(conn)
+        if self._cache.tree(session_id) is None:
+            head = self._session_row(conn, session_id)["head"]
+            self._cache.fill(session_id, self._messages(conn, session_id, include_discarded=True), head)
+
+    async def move_head(self, session_id: str, head: str | None, *, rewound: Iterable[str] = ()) -> None:
+        """The conversation now ends at ``head`` (a message of the session; None: before its
+        first), and the ``rewound`` messages are marked as set aside by a rewind. Nothing is
+        deleted: the messages off the path stay, for ``tree`` and ``export``. Raises
+        ``SessionNotFound``, ``MessageNotFound`` for a message of another session."""
+        marked = set(rewound)
+
+        def move(conn: sqlite3.Connection) -> None:
+            now = time.time()
+            with Transaction(conn):
+                self._session_row(conn, session_id)
+                for message_id in ([head] if head is not None else []) + sorted(marked):
+                    found = conn.execute("SELECT 1 FROM messages WHERE id = ? AND session_id = ?", (message_id, session_id))
+                    if found.fetchone() is None:
+                        raise MessageNotFound(message_id)
+                conn.executemany("UPDATE messages SET rewound = 1 WHERE id = ?", [(m,) for m in sorted(marked)])
+                conn.execute("UPDATE sessions SET head = ?, updated_at = ? WHERE id = ?", (head, now, session_id))
+            self._cache.move_head(session_id, head, marked, now)
+
+        await self._db.run(move)
 
     def _messages(
         self, conn: sqlite3.Connection, session_id: str, include_discarded: bool
@@ -646,6 +751,8 @@ class Store:
                 model=row["model"],
                 created_at=row["created_at"],
                 parts=parts[row["id"]],
+                parent_id=row["parent_id"],
+                rewound=bool(row["rewound"]),
             )
             for row in message_rows
             if parts[row["id"]] or row["id"] not in any_parts
@@ -653,23 +760,28 @@ class Store:
 
     async def export(self, session_id: str) -> dict[str, Any]:
         """``{"session": Session.to_dict(), "messages": [StoredMessage.to_dict(), …]}`` with every
-        part, discarded ones included (``"discarded": true``). Raises ``SessionNotFound``."""
+        message of every branch and every part, discarded ones included (``"discarded": true``);
+        each message says whether it is on the conversation's path (``"active"``). Raises
+        ``SessionNotFound``."""
 
         def read(conn: sqlite3.Connection) -> dict[str, Any]:
             with Transaction(conn, write=False):
                 session = _session(self._session_row(conn, session_id))
                 messages = self._messages(conn, session_id, include_discarded=True)
-            return {"session": session.to_dict(), "messages": [m.to_dict() for m in messages]}
+            path = path_ids(messages, session.head)
+            return {"session": session.to_dict(), "messages": [{**m.to_dict(), "active": m.id in path} for m in messages]}
 
         return await self._db.run(read)
 
     async def fork(self, session_id: str, at_message_id: str) -> Session:
-        """A new session holding copies of the messages up to and including ``at_message_id``.
+        """A new session holding copies of ``at_message_id`` and the messages before it on its
+        branch (the conversation as it stood at that message, whichever branch it is on).
 
         Copies get new ids but the same order, content and timestamps (discarded parts stay
-        discarded; a checkpoint part's ``covers`` names the copy of the message it covered); the new session copies title, model, mode, cwd and meta, and records
-        ``parent_id`` and ``forked_from_message``. Raises ``SessionNotFound``, or
-        ``MessageNotFound`` when the message is not in that session.
+        discarded; a checkpoint part's ``covers`` names the copy of the message it covered); the
+        new session copies title, model, mode, cwd and meta, records ``parent_id`` and
+        ``forked_from_message``, and its conversation ends at the copy of the message. Raises
+        ``SessionNotFound``, or ``MessageNotFound`` when the message is not in that session.
         """
         return await self._db.run(self._fork, session_id, at_message_id)
 
@@ -677,39 +789,39 @@ class Store:
         now = time.time()
         with Transaction(conn):
             source = _session(self._session_row(conn, session_id))
-            at = conn.execute(
-                "SELECT seq FROM messages WHERE id = ? AND session_id = ?",
-                (at_message_id, session_id),
-            ).fetchone()
-            if at is None:
+            rows = {row["id"]: row for row in conn.execute("SELECT * FROM messages WHERE session_id = ?", (session_id,))}
+            if at_message_id not in rows:
                 raise MessageNotFound(at_message_id)
+            branch: list[sqlite3.Row] = []
+            at: str | None = at_message_id
+            while at is not None and at in rows:
+                branch.append(rows[at])
+                at = rows[at]["parent_id"]
+            branch.reverse()
+            new_message_ids = {row["id"]: new_id("msg") for row in branch}
             fork = Session(new_id("ses"), source.title, source.model, source.mode, source.cwd,
-                           session_id, at_message_id, source.meta, now, now)
+                           session_id, at_message_id, source.meta, now, now, new_message_ids[at_message_id])
             conn.execute(
                 "INSERT INTO sessions (id, title, model, mode, cwd, parent_id,"
-                " forked_from_message, meta, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " forked_from_message, meta, created_at, updated_at, head)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (fork.id, fork.title, fork.model, fork.mode, fork.cwd, fork.parent_id,
-                 fork.forked_from_message, _dumps(fork.meta), now, now),
+                 fork.forked_from_message, _dumps(fork.meta), now, now, fork.head),
             )
-            new_message_ids: dict[str, str] = {}
-            for row in conn.execute(
-                "SELECT * FROM messages WHERE session_id = ? AND seq <= ? ORDER BY seq",
-                (session_id, at["seq"]),
-            ).fetchall():
-                new_message_ids[row["id"]] = new_id("msg")
+            parent = None
+            for row in branch:
                 conn.execute(
                     "INSERT INTO messages (id, session_id, seq, role, turn_id, step, model,"
-                    " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    " created_at, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (new_message_ids[row["id"]], fork.id, row["seq"], row["role"],
-                     row["turn_id"], row["step"], row["model"], row["created_at"]),
+                     row["turn_id"], row["step"], row["model"], row["created_at"], parent),
                 )
+                parent = new_message_ids[row["id"]]
             for row in conn.execute(
-                "SELECT parts.* FROM parts JOIN messages ON messages.id = parts.message_id"
-                " WHERE messages.session_id = ? AND messages.seq <= ?"
-                " ORDER BY messages.seq, parts.seq",
-                (session_id, at["seq"]),
+                "SELECT * FROM parts WHERE session_id = ? ORDER BY seq", (session_id,)
             ).fetchall():
+                if row["message_id"] not in new_message_ids:
+                    continue
                 data = row["data"]
                 if row["type"] == "checkpoint":
                     data = _covers_copied(data, new_message_ids)

@@ -1,4 +1,5 @@
-"""Chat turns over LSP: ``totem/chat``, ``totem/abort``, ``totem.server.ask``.
+"""Chat turns over LSP: ``totem/chat``, ``totem/abort``, ``totem.server.ask``, and the turns that
+answer a stored request again, ``totem/retry`` and ``totem/regenerate``.
 
 A turn runs on the server's event loop; its events go out as ``totem/event`` notifications
 (stream.py), its questions as requests to the editor (permission.py). One turn per session at a
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,19 +20,26 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from totem_engine import events as ev
+from totem_engine.attachments import with_attachments
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
-from totem_engine.turn.loop import Turn, TurnResult
 from totem_engine.runtime import Runtime
 from totem_engine.store import Session
-from totem_engine.tools.paths import relative
+from totem_engine.turn.loop import Turn, TurnResult
 from totem_lsp import protocol
-from totem_lsp.attachments import images_of
+from totem_lsp.attach import Attacher
+from totem_lsp.images import images_of
 from totem_lsp.diagnostics import Diagnostics
-from totem_lsp.messages import AskParams, ChatContext, ChatParams, ChatResult
+from totem_lsp.messages import (
+    AskParams,
+    ChatContext,
+    ChatParams,
+    ChatResult,
+    RegenerateParams,
+    RetryParams,
+)
 from totem_lsp.permission import declared
 from totem_lsp.project import Projects
 from totem_lsp.stream import EventStream
-from totem_lsp.uris import path_of
 
 
 class SessionBusy(JsonRpcException):
@@ -83,6 +92,7 @@ class Chats:
         self.diagnostics = diagnostics
         self.stream = EventStream(lambda event: server.protocol.notify(protocol.EVENT, event))
         self.turns: dict[str, Turn] = {}
+        self.starting: set[str] = set()  # sessions whose turn is being built (retry, regenerate)
         self.progress: dict[str | int, str] = {}  # workDoneToken -> session of the turn it reports
 
     def cancel_progress(self, token: str | int) -> None:
@@ -123,10 +133,42 @@ class Chats:
                     await asyncio.sleep(0.01)
 
     def busy(self, session_id: str) -> bool:
-        return session_id in self.turns
+        return session_id in self.turns or session_id in self.starting
+
+    async def regenerate(self, params: RegenerateParams) -> ChatResult:
+        """``totem/regenerate``: a new variant of an answer, as a turn; answers when it ends."""
+        def build(runtime: Runtime, frontend: LspFrontEnd) -> Awaitable[Turn]:
+            return runtime.regenerate(params.session_id, params.message_id, frontend, model=params.model, mode=params.mode)
+
+        return await self._again(params.session_id, build, params.work_done_token)
+
+    async def retry(self, params: RetryParams) -> ChatResult:
+        """``totem/retry``: the session's failed last turn taken up again; answers when it ends."""
+        def build(runtime: Runtime, frontend: LspFrontEnd) -> Awaitable[Turn]:
+            return runtime.retry(params.session_id, frontend, model=params.model, mode=params.mode)
+
+        return await self._again(params.session_id, build, params.work_done_token)
+
+    async def _again(
+        self, session_id: str, build: Callable[[Runtime, LspFrontEnd], Awaitable[Turn]], token: str | int | None
+    ) -> ChatResult:
+        if self.busy(session_id):
+            raise SessionBusy(f"Session {session_id} is busy: a turn is still running. Abort it or wait for it to end.")
+        self.starting.add(session_id)  # from here on another request for it is busy, across the awaits
+        try:
+            session = await self.projects.store.get_session(session_id)
+            runtime = await self.projects.runtime(Path(session.cwd).resolve())
+            turn = await build(runtime, LspFrontEnd(self, runtime, token))
+            self.turns[session_id] = turn
+        finally:
+            self.starting.discard(session_id)
+        if token is not None:
+            self.progress[token] = session_id
+        result = await self._run(_Started(session_id, turn))
+        return ChatResult(session_id=result.session_id, stop_reason=result.stop_reason, text=result.text)
 
     async def _start(self, params: ChatParams) -> _Started | ChatResult:
-        if params.session_id in self.turns:
+        if params.session_id is not None and self.busy(params.session_id):
             # Before the session is read: a turn ending meanwhile would leave its state unread.
             raise SessionBusy(f"Session {params.session_id} is busy: a turn is still running. Abort it or wait for it to end.")
         session = await self.projects.store.get_session(params.session_id) if params.session_id else None
@@ -137,21 +179,26 @@ class Chats:
         for notice in self.projects.notices:
             self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=notice))
         self.projects.notices.clear()
-        mode = params.mode or runtime.config.mode
+        # The session's mode, stored with it (totem/setMode); the chat's own overrides this turn only.
+        session_mode = session.mode if session else (self.projects.mode or runtime.config.mode)
+        mode = params.mode or session_mode
         prepared = runtime.prepare(params.text)  # a slash command expanded (commands.py)
         if prepared.action is not None:
             return await _act(prepared.action, session, runtime)
         model = runtime.resolve_model(params.model or prepared.model or (session.model if session else self.projects.model))
         if session is None:
             # Titled by what the user typed, not by the context block sent with it.
-            session = await runtime.new_session(model=model, mode=mode, text=params.text)
-        text = await with_context(params.model_copy(update={"text": prepared.text}), root, self.projects)
+            session = await runtime.new_session(model=model, mode=session_mode, text=params.text)
+        # The editor's context and the message's mentions, one block each before the text (attach.py).
+        attached = await Attacher(root, self.projects.workspace.read_bytes, self.diagnostics.findings).attachments(params)
+        mentioned = any(a.mention for a in attached)
         # No await between this check and the registration below: two chats cannot both pass it.
-        if session.id in self.turns:
+        if self.busy(session.id):
             raise SessionBusy(f"Session {session.id} is busy: a turn is still running. Abort it or wait for it to end.")
         turn = runtime.turn(
-            text, LspFrontEnd(self, runtime, params.work_done_token), session=session, model=model, mode=mode,
-            typed=params.text if prepared.command else None, as_agent=prepared.agent, attachments=images,
+            with_attachments(prepared.text, attached), LspFrontEnd(self, runtime, params.work_done_token),
+            session=session, model=model, mode=mode, typed=params.text if prepared.command or mentioned else None,
+            as_agent=prepared.agent, attached=attached, images=images,
         )
         self.turns[session.id] = turn
         if params.work_done_token is not None:
@@ -189,31 +236,6 @@ async def _act(action: str, session: Session | None, runtime: Runtime) -> ChatRe
             if checkpoint is not None else "Nothing new to compact."
         )
     return ChatResult(session_id=session.id, stop_reason="finished", text=text)
-
-
-async def with_context(params: ChatParams, root: Path, projects: Projects) -> str:
-    """The user's text, preceded by the place in the editor it is about."""
-    if params.context is None:
-        return params.text
-    path = path_of(params.context.uri)
-    try:
-        rel = relative(root, path) if path else None
-    except ValueError:
-        rel = None
-    if rel is None:
-        return params.text
-    selection = params.context.range
-    if selection is None:
-        return f'<context file="{rel}"/>\n\n{params.text}'
-    try:
-        lines = (await projects.workspace.read_bytes(path)).decode("utf-8", errors="replace").split("\n")
-    except OSError:
-        return f'<context file="{rel}"/>\n\n{params.text}'
-    first, last = selection.start.line, selection.end.line
-    if selection.end.character == 0 and last > first:
-        last -= 1
-    excerpt = "\n".join(lines[first : last + 1])
-    return f'<context file="{rel}" lines="{first + 1}-{last + 1}">\n{excerpt}\n</context>\n\n{params.text}'
 
 
 def ask_prompt(params: AskParams) -> str:

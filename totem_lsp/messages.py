@@ -38,6 +38,23 @@ class ChatContext(Payload):
     range: Range | None = None
 
 
+class EditorDiagnostic(Payload):
+    """An LSP ``Diagnostic`` the editor shows, as ``#diagnostics`` reads it."""
+
+    range: Range
+    message: str
+    severity: int | None = None
+    code: str | int | None = None
+    source: str | None = None
+
+
+class EditorState(ChatContext):
+    """The document the editor shows and its selection: what ``#buffer``, ``#selection`` and
+    ``#diagnostics`` name; ``diagnostics``: those it shows for the document (absent: Totem's own)."""
+
+    diagnostics: list[EditorDiagnostic] | None = None
+
+
 class ChatAttachment(Payload):
     """One attached image: its bytes as base64 ``data``, or a ``uri`` (``file:`` or ``data:``)."""
 
@@ -60,8 +77,31 @@ class ChatParams(Payload):
     mode: Literal["build", "plan"] | None = None
     model: str | None = None
     context: ChatContext | None = None
+    editor: EditorState | None = None
     work_done_token: str | int | None = None
     attachments: list[ChatAttachment] = []
+
+
+class RetryParams(Payload):
+    session_id: str
+    mode: Literal["build", "plan"] | None = None
+    model: str | None = None
+    work_done_token: str | int | None = None
+
+
+class RegenerateParams(RetryParams):
+    message_id: str
+
+
+class VariantParams(Payload):
+    session_id: str
+    message_id: str
+    index: int
+
+
+class ForkParams(Payload):
+    session_id: str
+    message_id: str | None = None
 
 
 class ChatResult(Payload):
@@ -74,6 +114,20 @@ class SessionRef(Payload):
     session_id: str
 
 
+class SessionParams(Payload):
+    session_id: str
+    all: bool = False
+
+
+class RewindParams(Payload):
+    session_id: str
+    message_id: str
+    files: bool = False
+    force: bool = False
+    overwrite: list[str] = []
+    dry_run: bool = False
+
+
 class JobStopParams(Payload):
     session_id: str
     job_id: str
@@ -82,6 +136,21 @@ class JobStopParams(Payload):
 class SetModelParams(Payload):
     session_id: str | None = None
     model: str
+
+
+class CompleteParams(Payload):
+    """``totem/complete``: ``position`` is a UTF-16 offset into ``text``; the project is the
+    session's (``sessionId``), else the folder holding ``uri``, else the first."""
+
+    text: str
+    position: int = Field(ge=0)
+    session_id: str | None = None
+    uri: str | None = None
+
+
+class SetModeParams(Payload):
+    session_id: str | None = None
+    mode: Literal["build", "plan"]
 
 
 class AskDiagnostic(Payload):
@@ -135,9 +204,17 @@ class ClientAnswer(Payload):
     model_config = ConfigDict(strict=True)
 
 
+class AcceptedFile(ClientAnswer):
+    """One file of a reviewed change: the whole text the user accepts for it."""
+
+    uri: str
+    text: str
+
+
 class PermissionAnswer(ClientAnswer):
     outcome: Literal["allow_once", "allow_always", "reject_once", "reject_always"]
     feedback: str | None = None
+    accepted: list[AcceptedFile] | None = None
 
 
 class QuestionAnswer(ClientAnswer):

@@ -22,7 +22,15 @@ from pygls.uris import from_fs_path
 
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_lsp import protocol
-from totem_lsp.messages import ClientAnswer, PermissionAnswer, QuestionAnswer, TrustAnswer, plain
+from totem_lsp.messages import (
+    AcceptedFile,
+    ClientAnswer,
+    PermissionAnswer,
+    QuestionAnswer,
+    TrustAnswer,
+    plain,
+)
+from totem_lsp.uris import path_of
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +65,13 @@ class Asker:
             answer = await self._answer(protocol.PERMISSION, permission_payload(request, root), PermissionAnswer)
             if isinstance(answer, str):
                 return PermissionReply("reject_once", reason=answer)
-            return PermissionReply(answer.outcome, answer.feedback)
+            if answer.accepted is None or answer.outcome.startswith("reject"):
+                return PermissionReply(answer.outcome, answer.feedback)
+            accepted = accepted_paths(answer.accepted, request, root)
+            if accepted is None:
+                log.warning("totem/permission answer accepts a file that was not proposed: %r", answer.accepted)
+                return PermissionReply("reject_once", reason="the editor's answer to totem/permission accepted a file that was not proposed")
+            return PermissionReply(answer.outcome, answer.feedback, accepted=accepted)
         message = f"Totem wants to: {request.title}" + (f"\n\n{request.diff}" if request.diff else "")
         choice = await self._show(message, list(_CHOICES))
         return PermissionReply(_CHOICES.get(choice or "", "reject_once"))
@@ -129,6 +143,20 @@ class Asker:
             return None
         title = getattr(item, "title", None)
         return title if isinstance(title, str) and title in choices else None
+
+
+def accepted_paths(accepted: list[AcceptedFile], request: PermissionRequest, root: Path) -> dict[str, str] | None:
+    """The reviewed change by project-relative path; None when a file is not one of ``proposed``
+    (or comes twice): such an answer is malformed, and the safe outcome is a reject."""
+    proposed = {(root / f.path).resolve(): f.path for f in request.proposed if f.new_text is not None}
+    by_path: dict[str, str] = {}
+    for file in accepted:
+        path = path_of(file.uri)
+        rel = proposed.get(path) if path is not None else None
+        if rel is None or rel in by_path:
+            return None
+        by_path[rel] = file.text
+    return by_path
 
 
 def permission_payload(request: PermissionRequest, root: Path) -> dict[str, Any]:

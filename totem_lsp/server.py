@@ -311,6 +311,10 @@ def create_server(token: str | None = None) -> TotemServer:
     async def set_model(ls: TotemServer, params: Any) -> dict[str, str]:
         return await ls.service().set_model(params)
 
+    @server.feature(protocol.SET_MODE)
+    async def set_mode(ls: TotemServer, params: Any) -> dict[str, str]:
+        return await ls.service().set_mode(params)
+
     @server.feature(protocol.UNDO)
     async def undo(ls: TotemServer, params: Any) -> dict[str, Any]:
         return await ls.service().undo(params)
@@ -338,6 +342,30 @@ def create_server(token: str | None = None) -> TotemServer:
     @server.feature(protocol.JOB_STOP)
     async def job_stop(ls: TotemServer, params: Any) -> dict[str, Any]:
         return await ls.service().job_stop(params)
+
+    @server.feature(protocol.REWIND)
+    async def rewind(ls: TotemServer, params: Any) -> dict[str, Any]:
+        return await ls.service().rewind(params)
+
+    @server.feature(protocol.RETRY)
+    async def retry(ls: TotemServer, params: Any) -> dict[str, Any]:
+        return await ls.service().retry(params)
+
+    @server.feature(protocol.REGENERATE)
+    async def regenerate(ls: TotemServer, params: Any) -> dict[str, Any]:
+        return await ls.service().regenerate(params)
+
+    @server.feature(protocol.VARIANT)
+    async def variant(ls: TotemServer, params: Any) -> dict[str, Any]:
+        return await ls.service().variant(params)
+
+    @server.feature(protocol.FORK)
+    async def fork(ls: TotemServer, params: Any) -> dict[str, Any]:
+        return await ls.service().fork(params)
+
+    @server.feature(protocol.COMPLETE)
+    async def complete(ls: TotemServer, params: Any) -> dict[str, Any]:
+        return await ls.service().complete(params)
 
     @server.feature(protocol.COMMANDS)
     async def commands(ls: TotemServer, params: Any) -> list[dict[str, Any]]:

@@ -17,25 +17,35 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from totem_engine.agents import AgentDefinition, remove_agent, save_agent
+from totem_engine.branches import FilesNotAtTurnStart, NothingToRetry, NotInConversation
 from totem_engine.commands import ACTIONS
 from totem_engine.config import ConfigError
 from totem_engine.jobs import JobNotFound
 from totem_engine.providers.errors import ProviderError
 from totem_engine.runtime import Runtime
-from totem_engine.store import SessionElsewhere, SessionNotFound
-from totem_lsp import protocol
+from totem_engine.store import MessageNotFound, SessionElsewhere, SessionNotFound
+from totem_lsp import conversation, protocol
 from totem_lsp.chat import Chats, SessionBusy
+from totem_lsp.complete import complete, open_documents
 from totem_lsp.diagnostics import Diagnostics
 from totem_lsp.messages import (
     AgentDeleteParams,
     AgentSaveParams,
     AskParams,
     ChatParams,
+    CompleteParams,
     FileOutcome,
+    ForkParams,
     JobStopParams,
     ProjectRef,
+    RegenerateParams,
+    RetryParams,
+    RewindParams,
+    SessionParams,
     SessionRef,
     SetModelParams,
+    SetModeParams,
+    VariantParams,
     plain,
 )
 from totem_lsp.project import Projects
@@ -83,6 +93,7 @@ class Service:
                 "sessionId": s.id,
                 "title": s.title or "",
                 "model": s.model,
+                "mode": s.mode,
                 "createdAt": s.created_at,
                 "updatedAt": s.updated_at,
             }
@@ -91,14 +102,39 @@ class Service:
         ]
 
     async def session(self, params: Any) -> dict[str, Any]:
-        ref = parse(SessionRef, params)
         with _engine_errors():
-            exported = await self.projects.store.export(ref.session_id)
-        return {
-            "sessionId": ref.session_id,
-            "title": exported["session"].get("title") or "",
-            "messages": [{"role": m["role"], "parts": m["parts"]} for m in exported["messages"]],
-        }
+            return await conversation.session_payload(self.projects.store, parse(SessionParams, params))
+
+    async def rewind(self, params: Any) -> dict[str, Any]:
+        request = parse(RewindParams, params)
+        self._not_busy(request.session_id, "rewind")
+        with _engine_errors():
+            return await conversation.rewind(self.projects, request)
+
+    async def retry(self, params: Any) -> dict[str, Any]:
+        request = parse(RetryParams, params)
+        with _engine_errors():
+            return (await self.chats.retry(request)).wire()
+
+    async def regenerate(self, params: Any) -> dict[str, Any]:
+        request = parse(RegenerateParams, params)
+        with _engine_errors():
+            return (await self.chats.regenerate(request)).wire()
+
+    async def variant(self, params: Any) -> dict[str, Any]:
+        request = parse(VariantParams, params)
+        self._not_busy(request.session_id, "switching variants")
+        with _engine_errors():
+            return await conversation.variant(self.projects, request)
+
+    async def fork(self, params: Any) -> dict[str, Any]:
+        request = parse(ForkParams, params)
+        with _engine_errors():
+            return await conversation.fork(self.projects, request)
+
+    def _not_busy(self, session_id: str, what: str) -> None:
+        if self.chats.busy(session_id):
+            raise SessionBusy(f"Session {session_id} is busy: {what} waits until its turn ends.")
 
     async def models(self) -> list[dict[str, Any]]:
         with _engine_errors():
@@ -137,6 +173,16 @@ class Service:
             else:
                 self.projects.model = model
         return {"model": model}
+
+    async def set_mode(self, params: Any) -> dict[str, str]:
+        """``totem/setMode``: the session's mode from its next turn on (or new sessions')."""
+        request = parse(SetModeParams, params)
+        with _engine_errors():
+            if request.session_id:
+                await self.projects.store.update_session(request.session_id, mode=request.mode)
+            else:
+                self.projects.mode = request.mode
+        return {"mode": request.mode}
 
     async def undo(self, params: Any, *, redo: bool = False) -> dict[str, Any]:
         ref = parse(SessionRef, params)
@@ -215,6 +261,17 @@ class Service:
         ]
         return listed
 
+    async def complete(self, params: Any) -> dict[str, Any]:
+        """``totem/complete``: mentions and slash commands for the word before the cursor."""
+        request = parse(CompleteParams, params)
+        with _engine_errors():
+            if request.session_id:
+                runtime = await self.projects.runtime(Path((await self.projects.store.get_session(request.session_id)).cwd))
+            else:
+                runtime = await self._runtime(request.uri)
+            documents = open_documents(list(self.server.workspace.text_documents))
+            return await complete(request.text, request.position, runtime, documents)
+
     async def _runtime(self, uri: str | None) -> Runtime:
         return await self.projects.runtime(self.projects.root_for(uri))
 
@@ -239,5 +296,7 @@ def _engine_errors() -> Iterator[None]:
         yield
     except ConfigError as exc:
         raise ConfigProblem(str(exc)) from None
-    except (SessionNotFound, SessionElsewhere) as exc:
+    except (
+        SessionNotFound, SessionElsewhere, MessageNotFound, NotInConversation, FilesNotAtTurnStart, NothingToRetry, IndexError,
+    ) as exc:
         raise JsonRpcInvalidParams(str(exc)) from None

@@ -5,16 +5,15 @@ table after the run, however the run ends (a job still running, Ctrl-C or a clos
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.support.model_server import text_reply, tool_reply
+from tests.support.processes import none_left, running_in
 
 # A dev server of the sample project: a loopback port of its own, written to port.txt and said.
 SERVE = textwrap.dedent("""\
@@ -43,33 +42,6 @@ def sample_project(project: Path) -> None:
     (project / "serve.py").write_text(SERVE)
     (project / "probe.py").write_text(PROBE)
     (project / "hello.txt").write_text("hello from the job\n")
-
-
-def running_in(folder: Path) -> list[str]:
-    """The process table's live processes (not zombies) working in ``folder``, as their command lines."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if Path(os.readlink(entry / "cwd")) != folder.resolve():
-                continue
-            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                continue
-            found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
-        except OSError:
-            continue
-    return found
-
-
-def none_left(folder: Path) -> list[str]:
-    """What still runs in ``folder`` after a moment (init reaps orphans asynchronously)."""
-    for _ in range(60):
-        left = running_in(folder)
-        if not left:
-            return []
-        time.sleep(0.05)
-    return left
 
 
 def tool_ends(result, tool: str) -> list[dict]:

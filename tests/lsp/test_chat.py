@@ -8,8 +8,8 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from tests.lsp.conftest import start_editor
-from tests.support.model_server import text_reply, tool_reply
+from tests.lsp.conftest import start_editor, to_dict
+from tests.support.model_server import Reply, text_reply, tool_reply
 
 
 async def eventually(predicate, timeout: float = 15.0) -> None:
@@ -115,8 +115,47 @@ async def test_a_rejected_edit_changes_nothing_and_the_model_gets_the_feedback(e
     result = await editor.request("totem/chat", {"text": "write it"})
     assert result.stopReason == "finished"
     assert not (editor.project / "new.txt").exists()
-    assert editor.of("toolEnd")[0]["status"] == "denied"
+    [ended] = editor.of("toolEnd")
+    assert ended["status"] == "denied" and ended["summary"] == "rejected"
     assert "use notes.txt instead" in editor.model.requests[1]["messages"][-1]["content"]
+    # The feedback on its own, for the chat to show under the call; and kept for a reopened session.
+    assert ended["feedback"] == "use notes.txt instead"
+    session = to_dict(await editor.request("totem/session", {"sessionId": result.sessionId}))
+    [stored] = [p for m in session["messages"] for p in m["parts"] if p["type"] == "tool"]
+    assert stored["data"]["feedback"] == "use notes.txt instead"
+
+
+async def test_a_call_allowed_or_rejected_without_words_carries_no_feedback(editor):
+    editor.model.enqueue(tool_reply([("write", {"path": "a.txt", "content": "x"}), ("write", {"path": "b.txt", "content": "y"})]))
+    editor.model.enqueue(text_reply("Done."))
+    editor.permission_answers += [{"outcome": "allow_once"}, {"outcome": "reject_once"}]
+    await editor.request("totem/chat", {"text": "write them"})
+    assert [(e["status"], e["feedback"]) for e in editor.of("toolEnd")] == [("ok", None), ("denied", None)]
+
+
+async def test_a_refused_key_says_which_provider_and_how_to_fix_it_live_and_stored(editor):
+    editor.model.enqueue(Reply(status=401, body='{"error": {"message": "Incorrect API key provided"}}'))
+    result = await editor.request("totem/chat", {"text": "hi"})
+    assert result.stopReason == "error"
+    [error] = editor.of("error")
+    assert error["errorClass"] == "AuthenticationError" and "Incorrect API key provided" in error["message"]
+    # No key anywhere for "sim": the hint names the provider, its table and the command.
+    assert "sim" in error["hint"] and "totem auth set sim" in error["hint"] and "[providers.sim]" in error["hint"]
+    session = to_dict(await editor.request("totem/session", {"sessionId": result.sessionId}))
+    [stored] = [p for m in session["messages"] for p in m["parts"] if p["type"] == "error"]
+    assert stored["data"]["errorClass"] == "AuthenticationError"
+    assert stored["data"]["hint"] == error["hint"]
+
+
+async def test_a_refused_key_from_the_config_is_named_as_the_one_to_correct(tmp_path, model):
+    editor = await start_editor(tmp_path, model, totem={"events": True}, init_options={"config": {"providers": {"sim": {"kind": "openai", "base_url": model.base_url, "api_key": "sk-wrong"}}}})
+    try:
+        model.enqueue(Reply(status=401, body='{"error": {"message": "Incorrect API key provided"}}'))
+        await editor.request("totem/chat", {"text": "hi"})
+        [error] = editor.of("error")
+        assert "api_key of [providers.sim]" in error["hint"] and "sk-wrong" not in error["hint"]
+    finally:
+        await editor.client.shutdown_session()
 
 
 async def test_a_file_not_open_is_written_on_disk(editor):

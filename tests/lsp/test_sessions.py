@@ -39,7 +39,7 @@ async def test_sessions_list_and_session_messages(editor):
     session_id = result.sessionId
 
     [listed] = await call(editor, "totem/sessions", None)
-    assert set(listed) == {"sessionId", "title", "model", "createdAt", "updatedAt"}
+    assert set(listed) == {"sessionId", "title", "model", "mode", "createdAt", "updatedAt"}
     assert listed["sessionId"] == session_id
     assert listed["model"] == "sim/test-model"
     assert isinstance(listed["title"], str)
@@ -179,6 +179,62 @@ async def test_undo_and_redo_restore_files_on_disk(editor):
     assert {f["path"] for f in undone["files"]} == {"a.py", "b.py"}
     assert a.read_text() == "x = 1\n"
     assert not b.exists()
+
+
+async def test_after_undo_the_agents_next_edit_of_the_file_succeeds_and_the_model_is_told(editor):
+    """Issue 25, item 7: Totem's own undo is not an outside change of the file."""
+    (editor.project / "app.py").write_text("x = 1\n")
+    uri = await editor.open("app.py")
+    editor.model.enqueue(tool_reply([("edit", {"path": "app.py", "old_string": "x = 1\n", "new_string": "x = 2\n"})]))
+    editor.model.enqueue(text_reply("Set to 2."))
+    editor.permission_answers.append({"outcome": "allow_once"})
+    first = await asyncio.wait_for(editor.request("totem/chat", {"text": "set x to 2"}), WAIT)
+    assert editor.documents[uri] == "x = 2\n"
+
+    undone = await call(editor, "totem/undo", {"sessionId": first.sessionId})
+    assert undone["files"] == [{"path": "app.py", "action": "restored"}]
+    assert editor.documents[uri] == "x = 1\n"  # through the editor: the open buffer
+
+    editor.model.enqueue(tool_reply([("edit", {"path": "app.py", "old_string": "x = 1\n", "new_string": "x = 3\n"})]))
+    editor.model.enqueue(text_reply("Set to 3."))
+    editor.permission_answers.append({"outcome": "allow_once"})
+    editor.events.clear()
+    second = await asyncio.wait_for(editor.request("totem/chat", {"text": "set x to 3", "sessionId": first.sessionId}), WAIT)
+    assert second.stopReason == "finished"
+    [ended] = editor.of("toolEnd")
+    assert ended["status"] == "ok", ended["output"]
+    assert editor.documents[uri] == "x = 3\n"
+    # The model read, beside the request, which file the undo put back.
+    request = editor.model.requests[-2]["messages"][-1]["content"]
+    assert "undid or redid" in request and "app.py" in request and request.endswith("set x to 3")
+    # Told once: the turn after does not repeat it.
+    editor.model.enqueue(text_reply("Nothing to do."))
+    await asyncio.wait_for(editor.request("totem/chat", {"text": "thanks", "sessionId": first.sessionId}), WAIT)
+    assert editor.model.requests[-1]["messages"][-1]["content"] == "thanks"
+
+
+async def test_after_redo_the_agents_next_edit_of_the_file_succeeds(editor):
+    a = editor.project / "a.py"
+    a.write_text("x = 1\n")
+    editor.model.enqueue(tool_reply([("edit", {"path": "a.py", "old_string": "x = 1\n", "new_string": "x = 2\n"})]))
+    editor.model.enqueue(text_reply("Set to 2."))
+    editor.permission_answers.append({"outcome": "allow_once"})
+    first = await asyncio.wait_for(editor.request("totem/chat", {"text": "set x to 2"}), WAIT)
+    await call(editor, "totem/undo", {"sessionId": first.sessionId})
+    # The agent reads the undone file (it knows x = 1 now); a read changes nothing, so redo stays.
+    editor.model.enqueue(tool_reply([("read", {"path": "a.py"})]))
+    editor.model.enqueue(text_reply("It is 1."))
+    await asyncio.wait_for(editor.request("totem/chat", {"text": "what is x?", "sessionId": first.sessionId}), WAIT)
+    redone = await call(editor, "totem/redo", {"sessionId": first.sessionId})
+    assert redone["files"] == [{"path": "a.py", "action": "restored"}]
+    assert a.read_text() == "x = 2\n"
+    editor.model.enqueue(tool_reply([("edit", {"path": "a.py", "old_string": "x = 2\n", "new_string": "x = 4\n"})]))
+    editor.model.enqueue(text_reply("Set to 4."))
+    editor.permission_answers.append({"outcome": "allow_once"})
+    editor.events.clear()
+    await asyncio.wait_for(editor.request("totem/chat", {"text": "set x to 4", "sessionId": first.sessionId}), WAIT)
+    assert editor.of("toolEnd")[0]["status"] == "ok", editor.of("toolEnd")[0]["output"]
+    assert a.read_text() == "x = 4\n"
 
 
 async def test_undo_of_an_unknown_session_is_an_error(editor):

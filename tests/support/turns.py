@@ -19,6 +19,7 @@ from totem_engine import events as ev
 from totem_engine.config import Config
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.jobs import Jobs
+from totem_engine.mcp.servers import McpServers
 from totem_engine.terminals import Terminals
 from totem_engine.providers.base import (
     ChatRequest,
@@ -126,6 +127,7 @@ class Scene:
 
     def __init__(
         self, tmp_path: Path, *, record: CapabilityRecord | None = None, config: Config | None = None, jobs: bool = False,
+        mcp: bool = False,
     ):
         self.root = tmp_path / "project"
         self.root.mkdir()
@@ -135,6 +137,8 @@ class Scene:
         self.snapshots = Snapshots(tmp_path / "data", max_bytes=10_000_000, max_age_days=7)
         self.provider = ScriptedProvider()
         self.capabilities = FixedCapabilities(record or CapabilityRecord(context_window=128_000))
+        # The runtime's MCP servers, as mcp.json declares them (a trusted project's too).
+        self.mcp = McpServers(self.root, config or Config(), trusted=True) if mcp else None
         self.agent = Agent(
             root=self.root,
             store=self.store,
@@ -142,6 +146,7 @@ class Scene:
             tools=builtin_tools(jobs=self.jobs, terminals=self.terminals),
             jobs=self.jobs,
             terminals=self.terminals,
+            mcp=self.mcp,
             workspace=DiskWorkspace(),
             snapshots=self.snapshots,
             capabilities=self.capabilities,
@@ -149,20 +154,22 @@ class Scene:
         )
         self.session_id = ""
 
-    async def turn(self, text: str, frontend: RecordingFrontEnd | None = None, *, attachments: tuple = (), **options) -> Turn:
-        """``attachments``: images the user attached (``totem_engine.attachments``)."""
+    async def turn(self, text: str, frontend: RecordingFrontEnd | None = None, *, images: tuple = (), **options) -> Turn:
+        """``images``: images the user attached (``totem_engine.images``)."""
         if not self.session_id:
             self.session_id = (await self.store.create_session(cwd=str(self.root), model="scripted/m")).id
         options.setdefault("retry_max_wait", 0.0)
         return self.agent.turn(
             text, frontend or RecordingFrontEnd(), session_id=self.session_id, model="scripted/m", options=TurnOptions(**options),
-            attachments=attachments,
+            images=images,
         )
 
     async def run(self, text: str, frontend: RecordingFrontEnd | None = None, **options) -> TurnResult:
         return await (await self.turn(text, frontend, **options)).run()
 
     async def close(self) -> None:
+        if self.mcp is not None:
+            await self.mcp.aclose()
         if self.jobs is not None:
             await self.jobs.aclose()
         if self.terminals is not None:

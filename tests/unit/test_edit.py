@@ -9,7 +9,7 @@ import pytest
 from totem_engine.tools import matching
 from totem_engine.tools.base import BoundaryError, ToolContext, ToolError, ToolResult
 from totem_engine.tools.edit import EditTool
-from totem_engine.tools.freshness import content_hash
+from totem_engine.tools.freshness import content_hash, mark_restored, mark_seen
 
 
 async def prepare(ctx: ToolContext, **arguments):
@@ -168,6 +168,21 @@ async def test_stale_read_is_refused(root: Path, ctx: ToolContext):
     with pytest.raises(ToolError, match="changed since you last read it"):
         await prepare(ctx, path="a.py", old_string="x = 1", new_string="x = 2")
     assert path.read_bytes() == b"x = 1\n"
+
+
+async def test_a_file_put_back_by_totems_undo_is_not_stale(root: Path, ctx: ToolContext):
+    # The agent wrote x = 2; Totem's undo put x = 1 back (issue 25, item 7).
+    path = put(root, "a.py", b"x = 1\n")
+    mark_seen(ctx, "a.py", b"x = 2\n")
+    with pytest.raises(ToolError, match="changed since you last read it"):
+        await prepare(ctx, path="a.py", old_string="x = 1", new_string="x = 3")
+    mark_restored(ctx.reads, "a.py", b"x = 1\n")
+    await edit(ctx, path="a.py", old_string="x = 1", new_string="x = 3")
+    assert path.read_bytes() == b"x = 3\n"
+    # An undo that deleted the file (the agent had created it): nothing is known of it any more,
+    # so a file the user makes there later is not taken for the agent's.
+    mark_restored(ctx.reads, "a.py", None)
+    assert "a.py" not in ctx.reads.seen
 
 
 async def test_unread_file_can_be_edited(root: Path, ctx: ToolContext):

@@ -163,8 +163,9 @@ async def test_run_sees_the_staged_edits_asks_like_bash_and_the_script_goes_on(s
     """)
     assert end.status == "ok", end.output
     assert "broken: 1" in end.output and "fixed: 0 True" in end.output
-    assert end.output.count("[Written before a command: Changes: edited calc.py]") == 2
-    assert "[Commands run: python3 -m pytest" in end.output and end.output.endswith("[No changes]")
+    assert end.output.count("[Written before a command: edited calc.py]") == 2
+    # The last line lists every change, those written before the commands included.
+    assert "[Commands run: python3 -m pytest" in end.output and end.output.endswith("[Changes: edited calc.py]")
     # Asked: the staged edit before each command, then the command.
     assert [a.permission for a in front.asked] == ["edit", "bash", "edit", "bash"]
     assert (scene.root / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
@@ -187,7 +188,7 @@ async def test_a_refused_command_raises_in_the_script_and_a_failure_says_what_st
         raise RuntimeError("late")
     """)
     assert end.status == "error"
-    assert "what was written before its commands stays (Changes: edited calc.py; undo takes it back)" in end.output
+    assert "what was written before its commands stays (edited calc.py; undo takes it back)" in end.output
 
 
 async def test_agent_mode_lets_a_script_import_the_project_but_never_write_it(tmp_path):

@@ -377,3 +377,42 @@ def test_snapshots_config_defaults_and_errors():
         merge_layers([ConfigLayer("f.toml", "file", {"snapshots": {"max_byte": 1}})])
     with pytest.raises(ConfigError, match="snapshots.max_bytes: expected more than 0, got 0"):
         merge_layers([ConfigLayer("f.toml", "file", {"snapshots": {"max_bytes": 0}})])
+
+
+# --- rewind ---------------------------------------------------------------------------------
+
+
+async def test_rewind_takes_back_every_change_since_the_first_turn_given(snaps, root):
+    (root / "a.txt").write_bytes(b"0")
+    await change(snaps, root, "t1", {"a.txt": b"1"})
+    await change(snaps, root, "t2", {"a.txt": b"2", "b.txt": b"b"})
+    await change(snaps, root, "t3", {"a.txt": b"3"})
+    await snaps.undo(ws, session_id=SESSION, root=root)  # t3 undone: a.txt is back at 2
+
+    done = await snaps.rewind(ws, session_id=SESSION, since=["t2", "t9"], root=root, turn_id="rwd_1")
+
+    assert done == [FileOutcome("a.txt", "restored"), FileOutcome("b.txt", "deleted")]
+    assert (root / "a.txt").read_bytes() == b"1" and not (root / "b.txt").exists()
+    # Recorded as a change set of its own, the newest: undo takes the rewind back.
+    assert await snaps.undo(ws, session_id=SESSION, root=root) == [FileOutcome("a.txt", "restored"), FileOutcome("b.txt", "restored")]
+    assert (root / "a.txt").read_bytes() == b"2"
+
+
+async def test_rewind_leaves_a_file_changed_since_unless_told_and_a_dry_run_touches_nothing(snaps, root):
+    await change(snaps, root, "t1", {"a.txt": b"1", "b.txt": b"b"})
+    (root / "a.txt").write_bytes(b"mine")
+    conflict = FileOutcome("a.txt", "conflict", "changed since; left as it is")
+
+    preview = await snaps.rewind(ws, session_id=SESSION, since=["t1"], root=root, turn_id="rwd_1", dry_run=True)
+    assert preview == [conflict, FileOutcome("b.txt", "deleted")]
+    assert (root / "b.txt").exists()
+
+    done = await snaps.rewind(ws, session_id=SESSION, since=["t1"], root=root, turn_id="rwd_2", overwrite=lambda p: p == "a.txt")
+    assert done == [FileOutcome("a.txt", "deleted"), FileOutcome("b.txt", "deleted")]
+    assert not (root / "a.txt").exists()
+
+
+async def test_rewind_of_turns_that_changed_nothing_does_nothing(snaps, root):
+    await change(snaps, root, "t1", {"a.txt": b"1"})
+    assert await snaps.rewind(ws, session_id=SESSION, since=["t2"], root=root, turn_id="rwd_1") == []
+    assert (root / "a.txt").read_bytes() == b"1"

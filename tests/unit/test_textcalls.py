@@ -8,13 +8,22 @@ import pytest
 
 from totem_engine.providers.base import (
     FinishChunk,
+    Message,
     ReasoningChunk,
     TextChunk,
     ToolCall,
     ToolCallChunk,
     UsageChunk,
 )
-from totem_engine.textcalls import MAX_HOLD, TextCallStats, looks_like_a_call, split_think, text_tool_calls, think_filter
+from totem_engine.textcalls import (
+    MAX_HOLD,
+    TextCallStats,
+    as_written,
+    looks_like_a_call,
+    split_think,
+    text_tool_calls,
+    think_filter,
+)
 
 TOOLS = {"read", "write", "edit", "bash", "todo"}
 
@@ -594,3 +603,59 @@ def test_a_fenced_call_left_as_text_is_recognised():
     assert looks_like_a_call('```\n{"name": "read", "arguments": {"path": 1}}\n```')
     assert not looks_like_a_call('```json\n{"name": "my-app", "version": "1.0.0"}\n```')
     assert not looks_like_a_call('Use {"name": "x", "arguments": {}} in prose.')
+
+
+# ---------------------------------------------------------------------------------------------
+# script blocks (code mode)
+# ---------------------------------------------------------------------------------------------
+
+
+def scripts(stream, stats=None):
+    return text_tool_calls(stream, TOOLS | {"run_script"}, stats=stats, file_blocks=True, scripts=True)
+
+
+SCRIPT_BLOCK = "I look first.\n\n```python\nimport totem\nprint(totem.files())\n```\n"
+
+
+async def test_a_python_block_naming_no_file_is_a_script_wherever_the_stream_is_cut():
+    for pieces in splits(SCRIPT_BLOCK):
+        out, _ = await run(scripts, with_finish(pieces))
+        found = [(c.name, json.loads(c.arguments)) for c in calls_of(out)]
+        assert found == [("run_script", {"script": "import totem\nprint(totem.files())\n"})], pieces
+        assert text_of(out) == "I look first.\n\n\n"
+
+
+async def test_in_code_mode_a_named_block_is_still_a_file_and_a_comment_atop_a_script_stays_in_it():
+    out, _ = await run(scripts, with_finish([FILE_BLOCK]))
+    assert [c.name for c in calls_of(out)] == ["write"]
+    out, _ = await run(scripts, with_finish(["```python\n# calc.py\nimport totem\nprint(1)\n```\n"]))
+    assert [json.loads(c.arguments) for c in calls_of(out)] == [{"script": "# calc.py\nimport totem\nprint(1)\n"}]
+
+
+async def test_a_shell_block_is_text_even_in_code_mode():
+    out, _ = await run(scripts, with_finish(["Run:\n```bash\nls\n```\n"]))
+    assert not calls_of(out) and text_of(out) == "Run:\n```bash\nls\n```\n"
+
+
+async def test_without_write_only_scripts_are_read_and_a_named_file_is_text():
+    def only_scripts(stream):
+        return text_tool_calls(stream, {"run_script"}, scripts=True)
+
+    out, _ = await run(only_scripts, with_finish([FILE_BLOCK]))
+    assert not calls_of(out) and "def add" in text_of(out)
+    out, _ = await run(only_scripts, with_finish([SCRIPT_BLOCK]))
+    assert [c.name for c in calls_of(out)] == ["run_script"]
+
+
+def test_a_script_is_replayed_as_the_block_it_was_read_from_and_its_output_as_what_it_printed():
+    script = 'import totem\nprint("```")\n'
+    call = ToolCall(id="c1", name="run_script", arguments=json.dumps({"script": script}))
+    replayed = as_written([
+        Message(role="user", text="fix it"),
+        Message(role="assistant", text="Looking.", tool_calls=(call,)),
+        Message(role="tool", tool_call_id="c1", name="run_script", text="```\n[No changes]"),
+    ])
+    assert [m.role for m in replayed] == ["user", "assistant", "user"]
+    # A fence longer than any the script holds, so the replay reads back as one block.
+    assert replayed[1].text == f"Looking.\n\n````python\n{script.rstrip()}\n````"
+    assert replayed[2].text == "The script printed:\n```\n[No changes]"

@@ -57,6 +57,10 @@ _NUMBERS = {
     "request_timeout": st.floats(0.001, 1e12),
     "stall_timeout": st.floats(0.001, 1e12),
     "permission_timeout": st.floats(0.001, 1e12),
+    "mcp_start_timeout": st.floats(0.001, 1e12),
+    "mcp_call_timeout": st.floats(0.001, 1e12),
+    "mcp_idle_stop": st.floats(0, 1e12),
+    "mcp_schema_share": st.floats(0.001, 1),
 }
 
 

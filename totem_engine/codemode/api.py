@@ -54,7 +54,7 @@ class ScriptApi:
         self.ctx = dataclasses.replace(ctx, workspace=self.staged, reads=None)
         self.project = ctx  # the real project: what run() and the written change sets go through
         self.commands: list[str] = []  # what run() and tests() ran
-        self.written: list[str] = []  # what was written before a command, one line a change set
+        self.written: list[str] = []  # what was written before a command ("edited a.py"), one entry a change set
 
     async def __call__(self, method: str, params: dict[str, Any]) -> Any:
         handler = getattr(self, f"_{method}", None)
@@ -162,5 +162,5 @@ class ScriptApi:
         if not await self.project.permit(action):
             raise ToolError("Writing the script's changes so far was not allowed, so the command did not run.")
         result = await self.project.commit(action)
-        self.written.append(result.summary)
+        self.written.append("; ".join(change.report for change in action.changes))
         self.staged.clear()

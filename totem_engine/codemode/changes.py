@@ -21,18 +21,19 @@ from totem_engine.tools.paths import relative
 @dataclass
 class ScriptAction(PatchAction):
     printed: str = ""  # what the script printed, the start of the result
+    earlier: tuple[str, ...] = ()  # what was written before the script's commands ("edited a.py")
 
     async def apply(self, ctx: ToolContext) -> ToolResult:
-        if not self.changes:
-            return ToolResult(output=f"{self.printed}\n[No changes]".lstrip("\n"), summary="no changes")
-        result = await super().apply(ctx)
-        said = "; ".join(change.report for change in self.changes)
-        result.output = f"{self.printed}\n[Changes: {said}]".lstrip("\n")
-        result.summary = f"Changes: {said}"
+        result = await super().apply(ctx) if self.changes else ToolResult(output="", summary="")
+        said = "; ".join(dict.fromkeys([*self.earlier, *(change.report for change in self.changes)]))
+        result.output = f"{self.printed}\n[{f'Changes: {said}' if said else 'No changes'}]".lstrip("\n")
+        result.summary = f"Changes: {said}" if said else "no changes"
         return result
 
 
-def change_set(root: Path, staged: list[StagedChange], *, printed: str) -> ScriptAction:
+def change_set(root: Path, staged: list[StagedChange], *, printed: str, earlier: tuple[str, ...] = ()) -> ScriptAction:
+    """The script's staged files as one action; ``earlier``: what it wrote before its commands,
+    which the result lists with them."""
     changes = []
     for item in staged:
         change = FileChange(rel=relative(root, item.path), target=item.path, before=item.before, data=item.after, report="")
@@ -40,7 +41,9 @@ def change_set(root: Path, staged: list[StagedChange], *, printed: str) -> Scrip
         changes.append(change)
     if not changes:
         # Each read of the script was checked against the rules as it ran.
-        return ScriptAction(title="Run a script", permission="read", patterns=[], always_pattern="*", printed=printed)
+        return ScriptAction(
+            title="Run a script", permission="read", patterns=[], always_pattern="*", printed=printed, earlier=earlier
+        )
     proposed = [ProposedFile(path=c.rel, new_text=_text(c.data), old_text=_text(c.before)) for c in changes]
     rels = [c.rel for c in changes]
     return ScriptAction(
@@ -52,6 +55,7 @@ def change_set(root: Path, staged: list[StagedChange], *, printed: str) -> Scrip
         files=proposed,
         changes=changes,
         printed=printed,
+        earlier=earlier,
     )
 
 

@@ -8,11 +8,11 @@ message back as the same object and a changed one (a part added, updated or disc
 turned into its caption: its part set ``captioned`` once a step was answered with it) as a new
 one, so the cache keeps the longest prefix of the list whose
 objects are the ones it converted and converts again from the first that differs (a discarded
-step, a fresh attempt, a rewind, a regenerated variant). A conversation's branch is its own
-session (a fork is a new session), and a ``DerivedHistory`` is made for one session, one
-provider (whose replay state goes back) and one answer to "does the model see images": the
-Fitter of a turn holds one. It also lists the image parts still fresh (``fresh_images``), which
-the turn marks captioned once a step was answered with them.
+step, a fresh attempt, a rewind, a regenerated variant: ``Store.messages`` is the conversation's
+path, and a message not on it is simply not in the list). A ``DerivedHistory`` is made for one
+session, one provider (whose replay state goes back) and one answer to "does the model see
+images": the Fitter of a turn holds one. It also lists the image parts still fresh
+(``fresh_images``), which the turn marks captioned once a step was answered with them.
 
 What it answers in time independent of the session's length (besides the list copy): the latest
 checkpoint and where the messages after it start, the tokens of those messages (prefix sums),
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from itertools import compress, count
 from operator import is_, is_not
 
-from totem_engine.attachments import FRESH, IMAGE_PART
+from totem_engine.images import FRESH, IMAGE_PART
 from totem_engine.compaction.checkpoints import CHECKPOINT_PART, Checkpoint
 from totem_engine.compaction.ledger import Ledger, instruction_blocks, todo_items
 from totem_engine.context import fixed_tokens, message_tokens

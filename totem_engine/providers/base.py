@@ -74,7 +74,7 @@ class Image:
     breaks); ``mime_type`` one of ``image/png``, ``image/jpeg``, ``image/gif``, ``image/webp`` (the
     types every wire takes). ``name`` says what it is (a file name, ``NAME__tool result``);
     ``width``/``height`` in pixels (None: not read from the header); ``size`` in bytes, decoded.
-    Built and checked by ``totem_engine.attachments``."""
+    Built and checked by ``totem_engine.images``."""
 
     name: str
     mime_type: str
@@ -85,8 +85,8 @@ class Image:
 
     @property
     def format(self) -> str:
-        """``PNG``, ``JPEG``, ``GIF``, ``WEBP``."""
-        return self.mime_type.removeprefix("image/").upper()
+        """``PNG``, ``JPEG``, ``GIF``, ``WEBP`` (another type's subtype, e.g. ``SVG+XML``)."""
+        return self.mime_type.split("/", 1)[-1].split(";", 1)[0].upper() or "IMAGE"
 
     @property
     def caption(self) -> str:

@@ -52,6 +52,8 @@ class CapabilityRecord:
 
     ``think_tags``: the model writes its thoughts into the text, ended by ``</think>``
     (``reasoning`` alone says it thinks, which most vendors stream apart from the text).
+    ``code_mode``: the model's requests are answered in code mode (turn/scripts.py): the table
+    says so, or a script did the change it was caught describing in prose.
     ``source``: where the record came from (``default``, ``table``, ``provider``); ``evidence``:
     a step changed it (such records are kept longer by the cache).
     """
@@ -65,6 +67,7 @@ class CapabilityRecord:
     reasoning: bool = False
     tier: Tier = "medium"
     think_tags: bool = False
+    code_mode: bool = False
     source: str = "default"
     evidence: bool = False
 
@@ -83,7 +86,7 @@ class CapabilityRecord:
 
 _RECORD_KEYS = frozenset(
     {"native_tools", "tools_reliable", "tool_call_format", "context_window", "max_output_tokens",
-     "vision", "reasoning", "tier", "think_tags"}
+     "vision", "reasoning", "tier", "think_tags", "code_mode"}
 )
 
 
@@ -243,13 +246,14 @@ def after_step(
 
 def with_evidence(fresh: CapabilityRecord, remembered: CapabilityRecord | None) -> CapabilityRecord:
     """``fresh`` (built now, with today's overrides and metadata) keeping what evidence taught
-    an earlier session: the call format and reliability of a remembered evidence record."""
+    an earlier session: the call format, reliability and code mode of a remembered evidence record."""
     if remembered is None or not remembered.evidence:
         return fresh
     return dataclasses.replace(
         fresh,
         tool_call_format=remembered.tool_call_format,
         tools_reliable=fresh.tools_reliable and remembered.tools_reliable,
+        code_mode=fresh.code_mode or remembered.code_mode,
         evidence=True,
     )
 

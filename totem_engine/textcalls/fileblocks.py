@@ -17,6 +17,10 @@ which is not written). A fence that names no path stays text, unless ``default_p
 and its info string is empty or that file's language. A block that holds a diff (``@@`` hunks)
 is a ``patch`` of its file instead.
 
+With ``scripts`` (code mode, prompts/code_mode.txt) a Python fence that names no file is a
+``run_script`` call of its content: the model that cannot call tools writes one script per answer
+against ``import totem`` (seed 003, "Code mode").
+
 Written back, the history is replayed as the model wrote it (``as_written``): its calls as its
 own text, their results as user messages. Replayed as native ``tool_calls``, its earlier answers
 reach it through the server's chat template as JSON (Qwen's ``<tool_call>{"name": "write",
@@ -47,6 +51,9 @@ _QUOTED_PATH = re.compile(r"`([\w.][\w./-]*\.\w+)`")
 _COMMENTS = ("//", "#", "--", "/*")
 _MAX_PATH_WAIT = 200  # characters of a fence's first lines held while a path may still be in them
 _FILE_BLOCK_CALLS = frozenset({"write"})  # what a file block is read back as
+_SCRIPT_CALL = "run_script"  # what a script block is read as
+_SCRIPT_INFO = frozenset({"", "python", "py", "python3"})
+_IMPORTS_TOTEM = re.compile(r"^\s*(?:import totem\b|from totem import)", re.MULTILINE)
 _EMPTY_FENCE = re.compile(r"^```[^\n`]*\n```[ \t]*$", re.MULTILINE)  # left when its path line goes
 
 # -- reading -------------------------------------------------------------------------------------
@@ -122,18 +129,27 @@ def _file_call(body: str, path: str) -> tuple[str, dict]:
 
 class FileBlock:
     """The scanner's reader of file blocks: a fence that names a file, read into a ``write`` of
-    its whole content (a ``patch`` for a diff; a call in a ``json`` fence stays that call).
+    its whole content (a ``patch`` for a diff; a call in a ``json`` fence stays that call), and,
+    with ``scripts``, of script blocks: a Python fence naming no file, read into a ``run_script``.
 
     ``default_path``: the file a block naming none is taken for; ``path_for``: the file a block
     naming a path is written to (see ``text_tool_calls``). ``path`` and ``start`` are the open
-    block's file and where its content starts; ``unnamed``: its path is ``default_path``."""
+    block's file and where its content starts; ``unnamed``: its path is ``default_path``;
+    ``script``: it is a script block; ``content``: where the fence's content starts, a first
+    line naming a file included (``# calc.py`` atop a script that imports totem is a comment).
+    ``writes``: file blocks are read (else only scripts are)."""
 
-    def __init__(self, default_path: str | None, path_for: Callable[[str], str] | None):
-        self.default_path = default_path
+    def __init__(
+        self, default_path: str | None, path_for: Callable[[str], str] | None, *, writes: bool = True, scripts: bool = False
+    ):
+        self.default_path = default_path if writes else None
         self.path_for = path_for
+        self.writes = writes
+        self.scripts = scripts
         self.path = ""
-        self.start = 0
+        self.start = self.content = 0
         self.unnamed = False
+        self.script = False
 
     def opens(self, text: ScanBuffer, final: bool) -> bool | None:
         """Whether the fence at the start of ``text.buf`` opens a file block (``path`` and
@@ -154,11 +170,16 @@ class FileBlock:
                 start = end + 1
             elif self.default_path and _fits(info, self.default_path):
                 path, unnamed = self.default_path, True
+            elif self.scripts and info.strip().lower() in _SCRIPT_INFO:
+                self.path, self.start, self.content, self.unnamed, self.script = "", start, start, False, True
+                return True
             else:
                 return None
+        if not self.writes and not (self.scripts and info.strip().lower() in _SCRIPT_INFO):
+            return None
         if self.path_for is not None and not unnamed:
             path = self.path_for(path)
-        self.path, self.start, self.unnamed = path, start, unnamed
+        self.path, self.start, self.content, self.unnamed, self.script = path, start, newline + 1, unnamed, False
         return True
 
     def read(self, text: ScanBuffer, final: bool) -> bool:
@@ -168,6 +189,14 @@ class FileBlock:
         size = len(text.buf) if close < 0 else close + 1 + len(FENCE)
         body = text.buf[self.start: close if close >= 0 else len(text.buf)]
         unnamed, self.unnamed = self.unnamed, False
+        script, self.script = self.script, False
+        whole = text.buf[self.content: close if close >= 0 else len(text.buf)]
+        if self.scripts and not script and _IMPORTS_TOTEM.search(whole):
+            script, body = True, whole
+        if script:
+            return text.take_call((_SCRIPT_CALL, {"script": body + "\n" if body else ""}), size)
+        if not self.writes:
+            return text.take_text(size)  # a named Python file, where only scripts are read
         if unnamed and _path_line(body):
             return text.take_text(size)  # "```\ncalc.py\n```": the label of the next block
         return text.take_call(parse_fence_json(body, text.known, text.schemas) or _file_call(body, self.path), size)
@@ -203,6 +232,8 @@ def as_written(messages: Iterable[Message]) -> list[Message]:
             said = _without_path_lines(message.text, _block_paths(message.tool_calls))
             text = "\n\n".join(t for t in [said, *map(_written, message.tool_calls)] if t)
             out.append(Message(role="assistant", text=text, reasoning=message.reasoning, replay=message.replay))
+        elif message.role == "tool" and message.name == _SCRIPT_CALL:
+            _add_user(out, f"The script printed:\n{message.text}")
         elif message.role == "tool":
             _add_user(out, f"The {message.name} call returned:\n{message.text}", message.images)
         elif message.role == "user":
@@ -234,7 +265,18 @@ def _file(call: ToolCall) -> tuple[str, str] | None:
 def _written(call: ToolCall) -> str:
     if (file := _file(call)) is not None:
         return file_block(*file)
+    if (script := _script(call)) is not None:
+        fence = "````" if "```" in script else "```"
+        return f"{fence}python\n{script.rstrip()}\n{fence}"
     return "```json\n" + json.dumps({"name": call.name, "arguments": _arguments(call)}, ensure_ascii=False) + "\n```"
+
+
+def _script(call: ToolCall) -> str | None:
+    """The script of a ``run_script`` call, written back as the block it was read from."""
+    arguments = _arguments(call)
+    if call.name == _SCRIPT_CALL and isinstance(arguments, dict) and isinstance(arguments.get("script"), str):
+        return arguments["script"]
+    return None
 
 
 def _block_paths(calls: Iterable[ToolCall]) -> set[str]:

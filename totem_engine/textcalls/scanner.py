@@ -111,6 +111,7 @@ async def text_tool_calls(
     file_blocks: bool = False,
     default_path: str | None = None,
     path_for: Callable[[str], str] | None = None,
+    scripts: bool = False,
 ) -> AsyncIterator[StreamChunk]:
     """``stream`` with the tool calls written in its text turned into ToolCallChunks.
 
@@ -121,11 +122,14 @@ async def text_tool_calls(
     (a ``patch`` when it holds a diff); ``default_path``: with ``file_blocks``, the file a block
     that names none is taken for (the one file shown with the request, as aider does with the
     one file in its chat); ``path_for``: with ``file_blocks``, the file a block naming a path is
-    written to (the engine's policy for a small model's slips; the path itself when absent).
+    written to (the engine's policy for a small model's slips; the path itself when absent);
+    ``scripts``: a Python fence that names no file is a ``run_script`` of its content (code mode).
     """
     stats = stats if stats is not None else TextCallStats()
     known = frozenset(known_tools)
-    file_block = FileBlock(default_path, path_for) if file_blocks and "write" in known else None
+    blocks = file_blocks and "write" in known
+    scripts = scripts and "run_script" in known
+    file_block = FileBlock(default_path, path_for, writes=blocks, scripts=scripts) if blocks or scripts else None
     scanner = Scanner(ScanBuffer(known, schemas or {}, stats), file_block)
 
     def finish() -> list[StreamChunk]:

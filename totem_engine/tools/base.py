@@ -197,7 +197,7 @@ class ReadLedger:
 @dataclass
 class ToolResult:
     """What comes back from a call: ``output`` for the model, ``summary`` (one line) for people,
-    ``attachments``: images that are part of the result (built with ``totem_engine.attachments``;
+    ``attachments``: images that are part of the result (built with ``totem_engine.images``;
     stored as image parts of the call, sent once to a model that sees images, captioned after)."""
 
     output: str
@@ -271,6 +271,11 @@ class Tool(ABC):
     @property
     def description(self) -> str:
         return tool_description(self.name)
+
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of its input that the model sees: its ``Input``'s (``input_schema``);
+        an MCP server's tool gives the server's own."""
+        return input_schema(self.Input)
 
     @abstractmethod
     async def prepare(self, args: ToolInput, ctx: ToolContext) -> Action: ...

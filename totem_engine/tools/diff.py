@@ -6,8 +6,9 @@ import difflib
 import re
 
 
-def unified_diff(path: str, old: str | None, new: str | None) -> str:
-    """The unified diff turning ``old`` into ``new`` (None: the file does not exist)."""
+def unified_diff(path: str, old: str | None, new: str | None, *, context: int = 3) -> str:
+    """The unified diff turning ``old`` into ``new`` (None: the file does not exist), with
+    ``context`` unchanged lines around each change."""
     # Lines end at "\n" only, as git counts them; str.splitlines would also break at \f, \x1c,
     # \u2028 and others, which corrupts the hunks of a file holding such a character.
     before = _lines(old or "")
@@ -17,6 +18,7 @@ def unified_diff(path: str, old: str | None, new: str | None) -> str:
         after,
         fromfile="/dev/null" if old is None else f"a/{path}",
         tofile="/dev/null" if new is None else f"b/{path}",
+        n=context,
     )
     out = []
     for line in lines:

@@ -5,6 +5,10 @@ to a file whose content differs from that (the user, the editor or a command cha
 is refused with a request to read it again. A whole-file rewrite of an existing file the agent
 has not seen in this session is refused too, so it is never blind. An edit needs no earlier read:
 its unique match proves the model knows the text.
+
+Totem's own undo and redo are not outside changes: ``mark_restored`` records what they left, so
+the agent's next change of such a file is not refused as stale (the model is told of them, and
+rereads: turn/loop.py).
 """
 
 from __future__ import annotations
@@ -39,3 +43,12 @@ def mark_seen(ctx: ToolContext, rel: str, data: bytes) -> None:
 def mark_seen_in(reads: ReadLedger, rel: str, data: bytes) -> None:
     """The agent has seen ``rel`` as ``data`` (read, written, or shown with the user's message)."""
     reads.seen[rel] = content_hash(data)
+
+
+def mark_restored(reads: ReadLedger, rel: str, data: bytes | None) -> None:
+    """Totem's undo or redo left ``rel`` as ``data`` (None: it deleted the file). What the session
+    knows of the file follows, so the agent's next change of it is not refused as stale."""
+    if data is None:
+        reads.seen.pop(rel, None)
+    else:
+        reads.seen[rel] = content_hash(data)

@@ -1,5 +1,5 @@
 """read: numbered lines of a text file, the entries of a directory, or an image (PNG, JPEG, GIF,
-WebP) as an attachment of the result, which a model that sees images gets once (attachments.py)."""
+WebP) as an attachment of the result, which a model that sees images gets once (images.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import anyio
 from pydantic import Field
 
-from totem_engine.attachments import AttachmentError, image_from_bytes, sniff
+from totem_engine.images import AttachmentError, image_from_bytes, sniff
 from totem_engine.providers.base import size_text
 from totem_engine.tools import instructions
 from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short

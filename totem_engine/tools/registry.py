@@ -12,7 +12,7 @@ from totem_engine.providers.base import ToolSpec
 from totem_engine.jobs import Jobs
 from totem_engine.terminals import Terminals
 from totem_engine.skills import Skill
-from totem_engine.tools.base import Tool, input_schema
+from totem_engine.tools.base import Tool
 from totem_engine.tools.ask import AskTool
 from totem_engine.tools.bash import BashTool
 from totem_engine.tools.edit import EditTool
@@ -76,7 +76,7 @@ def tool_specs(tools: dict[str, Tool], *, brief: bool = False) -> tuple[ToolSpec
         ToolSpec(
             name=tool.name,
             description=tool.description.split(". ", 1)[0].rstrip(".") + "." if brief else tool.description,
-            parameters=input_schema(tool.Input),
+            parameters=tool.parameters(),
         )
         for tool in sorted(tools.values(), key=lambda t: t.name)
     )

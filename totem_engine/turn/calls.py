@@ -16,7 +16,7 @@ from types import MappingProxyType
 import anyio
 
 from totem_engine import events as ev
-from totem_engine.attachments import FRESH, IMAGE_PART, part_data
+from totem_engine.images import FRESH, IMAGE_PART, part_data
 from totem_engine.checks.base import CheckResult
 from totem_engine.checks.formatter import format_file
 from totem_engine.checks.registry import run_checks
@@ -36,6 +36,7 @@ from totem_engine.tools.base import (
 from totem_engine.tools.freshness import mark_seen
 from totem_engine.turn.guards import Guards, Novelty, call_key
 from totem_engine.turn.host import RoundHost
+from totem_engine.turn.review import reviewed
 from totem_engine.turn.round import CallOutcome, Round
 
 
@@ -50,6 +51,9 @@ class _Call:
     input: dict = field(default_factory=dict)
     outcome: CallOutcome | None = None  # set when it ended
     end_turn: str | None = None  # a rejection that ends the turn (PermissionReply.end_turn)
+    # A run_script call's own actions, asked about within it: id(action) -> the action as the
+    # user reviewed it (review.py), applied in its place when the call commits it.
+    reviewed: dict[int, Action] = field(default_factory=dict)
 
 
 @dataclass
@@ -140,7 +144,7 @@ class ToolCalls:
             return await self._permit_and_say(record, action)
 
         async def commit(action: Action) -> ToolResult:
-            return await self._apply(action, ctx, flagged)
+            return await self._apply(record.reviewed.pop(id(action), action), ctx, flagged)
 
         ctx = ToolContext(
             root=self.agent.root,
@@ -224,6 +228,8 @@ class ToolCalls:
         if not allowed:
             record.end_turn = reply.end_turn if reply else None
             return _refusal(rule, reply), "denied", record.input
+        if reply is not None:
+            action = reviewed(action, reply.accepted)
         try:
             result = await self._apply(action, ctx, flagged)
         except ToolError as exc:
@@ -315,8 +321,10 @@ class ToolCalls:
     async def _permit_and_say(self, record: _Call, action: Action) -> bool:
         """A call's own action asked about within it (run_script's commands): rules, then the user."""
         decision = self._decide(action)
-        allowed, rule, _ = await self._permit(record, action, decision)
+        allowed, rule, reply = await self._permit(record, action, decision)
         await self._say_permission(record, allowed, decision, rule)
+        if allowed and reply is not None:
+            record.reviewed[id(action)] = reviewed(action, reply.accepted)
         return allowed
 
     async def _permit(
@@ -387,6 +395,7 @@ class ToolCalls:
                 ev.ToolEnd(
                     session_id=self.session_id, call_id=record.call.id, tool=record.call.name,
                     status=status, summary=summary, output=output, changed=changed or [], checks=checks or {},
+                    feedback=record.data.get("feedback"),
                 )
             )
 
@@ -430,7 +439,9 @@ def _refusal(rule: ev.RuleRef, reply: PermissionReply | None) -> ToolResult:
     if reply.reason:
         return ToolResult(output=f"Not run: {reply.reason}.", summary="not allowed", is_error=True)
     text = "The user rejected this action." + (f" Their feedback: {reply.feedback}" if reply.feedback else "")
-    return ToolResult(output=text, summary="rejected", is_error=True)
+    # The feedback kept beside the output in the stored part, so a reopened session shows it.
+    kept = {"feedback": reply.feedback} if reply.feedback else {}
+    return ToolResult(output=text, summary="rejected", is_error=True, part=kept)
 
 
 def _shown_input(arguments: str) -> dict:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 
 from totem_engine import events as ev
-from totem_engine.attachments import CAPTIONED
+from totem_engine.images import CAPTIONED
 from totem_engine.compaction import Complete, DerivedHistory, Fitted, completer, fit, ledger_present
 from totem_engine.config import Config, ConfigError
 from totem_engine.context import output_reserve

@@ -70,11 +70,13 @@ class PolicyHost(Protocol):
     """What a policy reads and calls on its turn."""
 
     agent: Project
+    options: Mode
     text: str  # the user's request
     session_id: str
     turn_id: str
     model: str
     user_message: str  # the id of the request's stored message
+    answering_again: bool  # the request was stored by an earlier turn (a regenerated answer, a retry)
     state: SessionState
     checkers: list[Checker]
     record: CapabilityRecord
@@ -84,6 +86,14 @@ class PolicyHost(Protocol):
     calls: Rounds
 
     def text_calls_wanted(self) -> bool: ...
+
+    async def caught_in_prose(self, message_id: str, files: list[ToolCall]) -> None:
+        """The model described the change in its answer (message ``message_id``) instead of
+        making it: the rest of the request in code mode, ``files`` (the ``write`` calls of the
+        whole files the answer held) applied."""
+
+    async def remember(self, record: CapabilityRecord) -> None:
+        """``record`` is the model's from now on, kept for its later sessions."""
 
     def unique_call(self, call: ToolCall) -> ToolCall: ...
 

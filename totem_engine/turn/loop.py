@@ -12,6 +12,7 @@ of model is the turn's ``policy`` (policy.py, small.py).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -22,33 +23,42 @@ import anyio
 
 from totem_engine import events as ev
 from totem_engine.agents import Agents, discover_agents
-from totem_engine.attachments import FRESH, IMAGE_PART, part_data
+from totem_engine.images import CAPTIONED, FRESH, IMAGE_PART, part_data
+from totem_engine.attachments import Attachment
 from totem_engine.checks.base import Checker
 from totem_engine.checks.registry import checkers_from_config
 from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import MIN_MAX_STEPS, Config
 from totem_engine.frontend import FrontEnd
 from totem_engine.jobs import Jobs
+from totem_engine.mcp.deferred import fit_schemas
+from totem_engine.mcp.servers import McpServers, notice_sayer
 from totem_engine.terminals import Terminals
 from totem_engine.prompt import system_prompt
+from totem_engine.prompt_files import prompt
 from totem_engine.providers.base import ChatRequest, Image, Provider, ToolCall, ToolSpec, arguments_object
 from totem_engine.providers.capabilities import CapabilityRecord, after_step, detect_prose_edit
 from totem_engine.providers.errors import ContextOverflowError, ProviderError
+from totem_engine.providers.hints import hint_for
 from totem_engine.textcalls import TextCallStats
-from totem_engine.retry import retry_delay, should_retry
+from totem_engine.retry import MAX_TURN_RETRIES, retry_delay, should_retry, turn_retry_delay
 from totem_engine.session_state import SessionState
 from totem_engine.skills import Skill, discover
 from totem_engine.snapshots import Snapshots
 from totem_engine.store import Session, Store, new_id
 from totem_engine.tools.base import Tool
+from totem_engine.tools.freshness import mark_seen_in
 from totem_engine.tools.registry import is_small, surface, tool_specs
 from totem_engine.tools.skill import SkillTool
+from totem_engine.tools.freshness import mark_seen_in
 from totem_engine.tools.task import TaskTool
 from totem_engine.tools.workspace import Workspace
 from totem_engine.turn.calls import ToolCalls
 from totem_engine.turn.fitting import Fitter
 from totem_engine.turn.guards import ReasoningRetry, RoundLimit, least_reasoning
-from totem_engine.turn.policy import DefaultPolicy, TurnPolicy
+from totem_engine.turn.caught import CatchingPolicy
+from totem_engine.turn.policy import TurnPolicy
+from totem_engine.turn.scripts import SCRIPT_TOOLS, ScriptPolicy, wants_scripts
 from totem_engine.turn.small import SmallModelPolicy
 from totem_engine.turn.stream import StepStream, StreamedPart, flush_while_streaming
 from totem_engine.turn.subagent import SubAgents
@@ -78,6 +88,17 @@ class TurnOptions:
     retry_max_wait: float = 60.0
     reasoning: str | None = None
     persona: str | None = None  # a sub-agent's prompt, in place of base.txt (prompt.system_prompt)
+
+
+@dataclass(frozen=True)
+class Again:
+    """A turn that answers a stored request again rather than a new one: ``request`` is its
+    message id (the conversation already follows it, runtime.py); ``retry``: which retry of a
+    failed turn this is (0: a regenerated answer), stored with the turn's error so the next
+    retry knows, and waited for as retry.py says."""
+
+    request: str
+    retry: int = 0
 
 
 @dataclass(frozen=True)
@@ -115,6 +136,7 @@ class Agent:
         delegates: bool = True,
         jobs: Jobs | None = None,
         terminals: Terminals | None = None,
+        mcp: McpServers | None = None,
     ):
         self.root = root.resolve()
         self.store = store
@@ -129,6 +151,7 @@ class Agent:
         self.delegates = delegates  # its turns get the task tool (a sub-agent's never do)
         self.jobs = jobs  # the runtime's background jobs: an aborted turn kills its session's
         self.terminals = terminals  # and its terminals
+        self.mcp = mcp  # the runtime's MCP servers, whose tools its turns offer (a sub-agent's: None, seed 000)
         self.notices: list[str] = []  # for the user, said at the start of the next turn
         self._said: set[str] = set()  # the agent files' notices already said
 
@@ -142,13 +165,16 @@ class Agent:
                 self.notices.append(notice)
         return found
 
-    def nested(self, *, store: Store, tools: dict[str, Tool], rules: list[ev.RuleRef]) -> "Agent":
+    def nested(
+        self, *, store: Store, tools: dict[str, Tool], rules: list[ev.RuleRef], mcp: McpServers | None = None
+    ) -> "Agent":
         """The project as a sub-agent works in it: its own ``store`` (its thread), ``tools`` and
-        ``rules``; the same files, snapshots, providers and config; no task tool."""
+        ``rules``; the same files, snapshots, providers and config; no task tool, and no MCP
+        server's tools unless ``mcp`` is given (a sub-agent gets none, seed 000)."""
         return Agent(
             root=self.root, store=store, provider_for=self.provider_for, tools=tools, workspace=self.workspace,
             snapshots=self.snapshots, capabilities=self.capabilities, config=self.config, rules=rules,
-            trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals,
+            trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals, mcp=mcp,
         )
 
     def checkers(self, *, totaljs: bool) -> list[Checker]:
@@ -158,15 +184,18 @@ class Agent:
 
     def turn(
         self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions, session: Session | None = None,
-        turn_id: str | None = None, typed: str | None = None, attachments: tuple[Image, ...] = (),
+        turn_id: str | None = None, typed: str | None = None, again: Again | None = None,
+        attached: list[Attachment] | None = None, images: tuple[Image, ...] = (),
     ) -> "Turn":
         """``session``: the session as the front end just read it, so the turn does not read it again;
         ``turn_id``: a sub-agent's is its conversation's turn, so its changes are undone with it;
         ``typed``: what the user typed when ``text`` is its expansion (a slash command);
-        ``attachments``: images the user attached to ``text`` (attachments.py)."""
+        ``again``: the turn answers a stored request again (``text`` is its text) instead of storing one;
+        ``attached``: the context blocks ``text`` begins with (attachments.py), stored with the request;
+        ``images``: images the user attached to ``text`` (images.py), stored with it too."""
         return Turn(
             self, text, frontend, session_id=session_id, model=model, options=options, session=session, turn_id=turn_id, typed=typed,
-            attachments=attachments,
+            again=again, attached=attached, images=images,
         )
 
 
@@ -177,12 +206,15 @@ class Turn:
 
     def __init__(
         self, agent: Agent, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions,
-        session: Session | None = None, turn_id: str | None = None, typed: str | None = None, attachments: tuple[Image, ...] = (),
+        session: Session | None = None, turn_id: str | None = None, typed: str | None = None, again: Again | None = None,
+        attached: list[Attachment] | None = None, images: tuple[Image, ...] = (),
     ):
         self.agent = agent
+        self.again = again
+        self.attached = attached or []
         self.text = text
         self.typed = typed  # a slash command as typed; ``text`` is what the model receives
-        self.attachments = attachments  # stored with the request as image parts
+        self.images = images  # stored with the request as image parts
         self.frontend = frontend
         self.session_id = session_id
         self._session = session
@@ -195,12 +227,14 @@ class Turn:
         self.checkers: list[Checker] = []
         self.skills: list[Skill] = []
         self.tools: dict[str, Tool] = dict(agent.tools)
+        self._own_tools: dict[str, Tool] = {}  # the turn's tools before the surface and the servers' (_offer_tools)
+        self._mcp_prepared = False  # the runtime's MCP servers were started for this turn (released at its end)
         self.record = CapabilityRecord()  # the model's, known at the first step and learned from each
         self.specs: tuple[ToolSpec, ...] = ()
         self.temperature: float | None = None
         self.seed: int | None = None  # a fresh attempt's (start_afresh)
         self.user_message = ""  # the stored request's message id
-        self.policy: TurnPolicy = DefaultPolicy()  # what differs by the kind of model (policy.py)
+        self.policy: TurnPolicy = CatchingPolicy(self)  # what differs by the kind of model (policy.py)
         self._scope = anyio.CancelScope()
         self._aborted = False
         self._writers: list[StreamedPart] = []  # the parts of the step streaming now
@@ -208,6 +242,10 @@ class Turn:
         self._used_call_ids: set[str] = set()
         self._step_count = 0  # steps so far, over every attempt
         self.calls = ToolCalls(self, session_rules=[])  # the attempt's rounds; run gives it the session's rules
+
+    @property
+    def answering_again(self) -> bool:
+        return self.again is not None
 
     def abort(self) -> None:
         self._aborted = True
@@ -224,31 +262,72 @@ class Turn:
         self.state = SessionState.from_meta(session.meta)
         await self._setup()
         self.calls = ToolCalls(self, session_rules=self.state.rules)
-        self.user_message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
-        shown = {"typed": self.typed} if self.typed is not None and self.typed != self.text else {}
-        await store.add_part(self.user_message, "text", {"text": self.text, **shown})
-        for image in self.attachments:
-            await store.add_part(self.user_message, IMAGE_PART, part_data(image), status=FRESH)
+        if self.again is not None:
+            self.user_message = self.again.request
+            if not self.again.retry:
+                await self._images_again()
+        else:
+            self.user_message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
+            shown = {"typed": self.typed} if self.typed is not None and self.typed != self.text else {}
+            if self.attached:
+                shown["attachments"] = [a.wire() for a in self.attached]
+            await store.add_part(self.user_message, "text", {"text": self.text, **shown})
+            for image in self.images:
+                await store.add_part(self.user_message, IMAGE_PART, part_data(image), status=FRESH)
+            for attachment in self.attached:  # a whole file shown with the request counts as read
+                if attachment.seen is not None:
+                    mark_seen_in(self.state.reads, attachment.path, attachment.seen)
+        await self._say_restored()
         await self.emit(ev.TurnStart(session_id=self.session_id, turn_id=self.turn_id, model=self.model))
         while self.agent.notices:
             await self.notice(self.agent.notices.pop(0))
 
         stop: ev.StopReason = "finished"
         reason: str | None = None
+        failure: ev.Error | None = None
         with self._scope:
             try:
+                if self.again is not None and self.again.retry > 1:
+                    wait = turn_retry_delay(self.again.retry, self.options.retry_max_wait)
+                    await self.notice(f"Retrying the turn (retry {self.again.retry} of {MAX_TURN_RETRIES}) in {wait:.1f} s.")
+                    await anyio.sleep(wait)
                 stop, reason = await self._steps()
             except ProviderError as exc:
                 stop, reason = "error", exc.message
-                await self.emit(ev.Error(session_id=self.session_id, error_class=type(exc).__name__, message=exc.message))
+                provider_name = self.model.split("/", 1)[0]
+                hint = hint_for(exc, provider_name, self.agent.config.providers.get(provider_name))
+                failure = ev.Error(session_id=self.session_id, error_class=type(exc).__name__, message=exc.message, hint=hint)
+                await self.emit(failure)
             except Exception as exc:  # a bug must end the turn visibly, not take the front end down
                 log.exception("turn failed")
                 stop, reason = "error", f"{type(exc).__name__}: {exc}"
-                await self.emit(ev.Error(session_id=self.session_id, error_class="InternalError", message=reason))
+                failure = ev.Error(session_id=self.session_id, error_class="InternalError", message=reason)
+                await self.emit(failure)
         if self._aborted:
             stop, reason = "aborted", "Stopped by the user."
         with anyio.CancelScope(shield=True):
-            return await self._finish(stop, reason)
+            return await self._finish(stop, reason, failure if stop == "error" else None)
+
+    async def _images_again(self) -> None:
+        """A regenerated answer looks at the request's own images again: they are fresh for its
+        first step, as they were for the answer it replaces (images.py)."""
+        for message in await self.agent.store.messages(self.session_id):
+            if message.id == self.user_message:
+                for part in message.parts:
+                    if part.type == IMAGE_PART and part.status == CAPTIONED:
+                        await self.agent.store.update_part(part.id, status=FRESH)
+
+    async def _say_restored(self) -> None:
+        """The files Totem's undo or redo changed since the last turn, told to the model beside
+        the request (a ``context`` part: the model reads it, the chat does not show it), so it
+        reads them again rather than trust what it saw before."""
+        if not self.state.restored:
+            return
+        files = ", ".join(path if action == "restored" else f"{path} ({action})" for path, action in sorted(self.state.restored.items()))
+        await self.agent.store.add_part(
+            self.user_message, "context", {"text": prompt("restored_files.txt").format(files=files), "restored": sorted(self.state.restored)}
+        )
+        self.state.restored = {}
 
     async def _setup(self) -> None:
         """What this session works with: Total.js or not (decided when the session starts and kept,
@@ -267,12 +346,16 @@ class Turn:
             agents = await anyio.to_thread.run_sync(self.agent.agents)
             self.tools["task"] = TaskTool(SubAgents(self), agents, limit=self.agent.config.max_agents)
 
-    async def _finish(self, stop: ev.StopReason, reason: str | None) -> TurnResult:
+    async def _finish(self, stop: ev.StopReason, reason: str | None, failure: ev.Error | None = None) -> TurnResult:
+        """``failure``: the turn's ``error`` event, stored with its class and hint so a reopened
+        session shows what the live one did."""
         store = self.agent.store
         for writer in self._writers:
             await writer.flush()
         self._answers.extend(w for w in self._writers if w.kind == "text")
         await self.calls.close_open()
+        if self._mcp_prepared and self.agent.mcp is not None:
+            self.agent.mcp.release()
         if stop == "aborted" and not self.agent.config.jobs_survive_abort:
             for processes in (self.agent.jobs, self.agent.terminals):
                 if processes is not None:
@@ -281,7 +364,10 @@ class Turn:
         await store.update_session(self.session_id, meta=self.state.to_meta())
         if stop != "finished" and reason:
             message = await store.add_message(self.session_id, "assistant", turn_id=self.turn_id)
-            await store.add_part(message, "error" if stop == "error" else "notice", {"stopReason": stop, "text": reason})
+            said = {"errorClass": failure.error_class, "hint": failure.hint} if failure is not None else {}
+            if stop == "error" and self.again is not None and self.again.retry:
+                said["retry"] = self.again.retry
+            await store.add_part(message, "error" if stop == "error" else "notice", {"stopReason": stop, "text": reason, **said})
             if stop != "error":
                 await self.emit(ev.Notice(session_id=self.session_id, level="warning", message=reason))
         text = "\n\n".join(part.text for part in self._answers if part.text)
@@ -296,9 +382,16 @@ class Turn:
         settings = self.agent.config.providers.get(provider_name)
         self.temperature = settings.temperature if settings is not None else None
         self.record = await self.agent.capabilities.record(provider_name, model_id)
-        self.tools, brief = surface(self.tools, self.record.context_window, self.record.tier)
-        self.specs = tool_specs(self.tools, brief=brief)
-        if is_small(self.record.context_window, self.record.tier):
+        self._own_tools = self.tools
+        small = is_small(self.record.context_window, self.record.tier)
+        if self.agent.mcp is not None:
+            self._mcp_prepared = True
+            await self.agent.mcp.prepare(self, self.calls.policy, notice_sayer(self.emit, self.session_id))
+        if wants_scripts(self.agent.config.code_mode, self.record, small=small):
+            self.use_scripts()
+        else:
+            self._offer_tools()
+        if small and not self.policy.scripts:
             self.policy = SmallModelPolicy(self)
         skills = self.skills if "skill" in self.tools else ()
         base_prompt = system_prompt(
@@ -328,6 +421,18 @@ class Turn:
             if not await self.policy.afresh(stop, changed=changed):
                 return stop, reason
 
+    def _offer_tools(self) -> None:
+        """The step's tools and their specs: the turn's own and what the MCP servers offer now (a
+        server that died or was switched off offers nothing; by name and one line when their
+        schemas would cost too much of the window, mcp/deferred.py), kept to the model's surface."""
+        served = self.agent.mcp.tools(set(self._own_tools)) if self._mcp_prepared and self.agent.mcp is not None else {}
+        window, tier = self.record.context_window, self.record.tier
+        served = fit_schemas(served, window=window, share=self.agent.config.mcp_schema_share, small=is_small(window, tier))
+        self.tools, brief = surface({**self._own_tools, **served}, self.record.context_window, self.record.tier)
+        if self.policy.scripts:  # what script and file blocks are read as, whatever the surface
+            self.tools.update({name: tool for name, tool in self._own_tools.items() if name in SCRIPT_TOOLS})
+        self.specs = tool_specs(self.tools, brief=brief)
+
     def start_afresh(self, *, temperature: float, seed: int) -> None:
         """The turn's state back to its start for another attempt at the request (the policy's
         ``afresh``, which has put the files back and discarded the attempt), sampled this time:
@@ -350,6 +455,9 @@ class Turn:
                 await self.notice(decision.notice)
             self._step_count += 1
             step = self._step_count
+            if step > 1 and self._mcp_prepared and self.agent.mcp is not None:
+                await self.agent.mcp.step()
+                self._offer_tools()
             fitted = await fitter.fit(await self.agent.store.messages(self.session_id), self.state)
             self._used_call_ids |= fitter.history.call_ids
             message_id = await self.agent.store.add_message(
@@ -428,7 +536,7 @@ class Turn:
                 calls = []
             self._answers.append(text)
             self._writers = []
-            await self._learn(provider.name, request.model, calls, text.text, stream.text_calls)
+            await self._learn(calls, text.text, stream.text_calls)
             await store.add_part(
                 message_id, "step", {"step": step, "model": self.answered_by, "usage": stream.usage.model_dump(by_alias=True)}
             )
@@ -452,9 +560,46 @@ class Turn:
         await self.emit(ev.Notice(session_id=self.session_id, level="info", message=notice))
 
     def text_calls_wanted(self) -> bool:
-        """Calls are taught and read as text: the model has no reliable native calls (by its record,
-        or as learned during this turn)."""
+        """Calls are taught and read as text: the model writes scripts (code mode), or has no
+        reliable native calls (by its record, or as learned during this turn)."""
+        if self.policy.scripts:
+            return True
         return bool(self.specs) and not (self.record.native_tools and self.record.tool_call_format == "native")
+
+    def use_scripts(self, *, learn: bool = False) -> None:
+        """The rest of the request in code mode (turn/scripts.py), ``run_script`` and ``write``
+        among the tools even where the model's surface leaves them out. ``learn``: a script that
+        changes files shows code mode works for this model (the record keeps it)."""
+        self.policy = ScriptPolicy(self, small=is_small(self.record.context_window, self.record.tier), learn=learn)
+        self._offer_tools()
+
+    async def caught_in_prose(self, message_id: str, files: list[ToolCall]) -> None:
+        """The model described the change in its answer instead of making it (seed 003, caught in
+        the act): code mode for the rest of the request. The whole files its answer held
+        (``files``) are applied as its calls, asked, snapshotted and checked like any write; a
+        file it never read counts as read, since the answer gives all of it (one it read before
+        a change since stays stale, so the change is not lost). With none applied, it is asked
+        for a script."""
+        self.use_scripts(learn=True)
+        if files:
+            for call in files:
+                rel = json.loads(call.arguments)["path"]
+                path = self.agent.root / rel
+                if rel not in self.state.reads.seen and await anyio.Path(path).is_file():
+                    mark_seen_in(self.state.reads, rel, await self.agent.workspace.read_bytes(path))
+            round_ = await self.calls.run([self.unique_call(call) for call in files], message_id)
+            if round_.changed:
+                await self.notice(f"The model wrote the whole file in its answer; Totem applied {', '.join(round_.changed)}.")
+                return
+        store = self.agent.store
+        message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
+        text = prompt("code_mode_switch.txt").replace("{request}", self.text)
+        await store.add_part(message, "context", {"text": text, "nudge": True})
+        await self.notice("The model described the change instead of making it; Totem asks it for a script.")
+
+    async def remember(self, record: CapabilityRecord) -> None:
+        self.record = record
+        await self.agent.capabilities.remember(self.model.split("/", 1)[0], self.model.split("/", 1)[1], record)
 
     def _request(self, model_id: str, base_prompt: str, history: list) -> ChatRequest:
         """The step's request, as the policy shapes it (its output cap, its history). A model that
@@ -472,7 +617,7 @@ class Turn:
         teach = self.policy.tool_prompt(self.specs)
         return ChatRequest(system=f"{base_prompt}\n\n{teach}" if self.specs else base_prompt, **common)
 
-    async def _learn(self, provider_name: str, model_id: str, calls: list[ToolCall], text: str, stats: TextCallStats) -> None:
+    async def _learn(self, calls: list[ToolCall], text: str, stats: TextCallStats) -> None:
         """Update what the model is known to do from what it just did (seed 003 evidence)."""
         malformed = stats.malformed + sum(1 for call in calls if arguments_object(call.arguments) is None)
         learned = after_step(
@@ -485,8 +630,7 @@ class Turn:
             good_rounds=self.calls.good_rounds,
         )
         if learned is not self.record:
-            self.record = learned
-            await self.agent.capabilities.remember(provider_name, model_id, learned)
+            await self.remember(learned)
 
     async def _discard(self, message_id: str, step: int, failure: ProviderError, attempt: int) -> None:
         """Drop a failed try's parts (marked, kept in the store), tell the front end, wait."""

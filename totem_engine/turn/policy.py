@@ -1,5 +1,6 @@
 """What a turn does for the kind of model it talks to: the ``TurnPolicy`` protocol and the
-``DefaultPolicy``. small.py holds the small-model one.
+``DefaultPolicy``. small.py holds the small-model one, scripts.py code mode's, caught.py the
+default one that catches a model describing its change instead of making it.
 
 The turn holds one policy (``Turn.policy``) and asks it at each point where the kinds differ: the
 request (its output cap, its history, how text calls are taught, how file blocks are read), a
@@ -23,6 +24,7 @@ from totem_engine.turn.stream import FileBlocks
 class TurnPolicy(Protocol):
     short_prompt: bool  # the short system prompt (prompt.py ``small``)
     whole_files: bool  # the model writes whole files (ToolContext.whole_files)
+    scripts: bool  # the model is offered no tools and writes scripts (code mode, scripts.py)
 
     async def prepare(self) -> None:
         """Before the turn's first step (its record, tools and specs known)."""
@@ -62,6 +64,7 @@ class DefaultPolicy:
 
     short_prompt = False
     whole_files = False
+    scripts = False
 
     async def prepare(self) -> None:
         return None

@@ -73,6 +73,7 @@ class SmallModelPolicy:
 
     short_prompt = True
     whole_files = True
+    scripts = False
 
     def __init__(self, turn: PolicyHost):
         self.turn = turn
@@ -126,6 +127,8 @@ class SmallModelPolicy:
         first turn, the others mentions.py picks) shown with the request, counted as read."""
         turn = self.turn
         turn.checkers.append(PythonChecker())
+        if turn.answering_again:
+            return  # what was shown with the request the first time is stored with it, and still shown
         root = turn.agent.root
         window = turn.record.context_window or DEFAULT_WINDOW
         files = await anyio.to_thread.run_sync(project_files, root)

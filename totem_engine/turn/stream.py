@@ -93,11 +93,13 @@ async def flush_while_streaming(parts: list[StreamedPart]) -> None:
 class FileBlocks:
     """How the text-call scanner reads a fenced block naming a file (the turn policy's): as a
     ``write`` when ``enabled``; ``default_path`` for a block naming none; ``path_for`` the file a
-    block naming a path is written to (textcalls/scanner.py ``text_tool_calls``)."""
+    block naming a path is written to; ``scripts``: a Python block naming none is a
+    ``run_script`` (code mode) (textcalls/scanner.py ``text_tool_calls``)."""
 
     enabled: bool = False
     default_path: str | None = None
     path_for: Callable[[str], str] | None = None
+    scripts: bool = False
 
 
 class StepStream:
@@ -149,6 +151,7 @@ class StepStream:
                 file_blocks=blocks.enabled,
                 default_path=blocks.default_path,
                 path_for=blocks.path_for,
+                scripts=blocks.scripts,
             )
         async with aclosing(stream) as chunks:
             try:

@@ -16,7 +16,7 @@ from tests.support.images import b64, gif, png
 from tests.support.model_server import ModelServer, check_images, text_reply
 from tests.support.streams import stream_once
 from tests.support.turns import Scene
-from totem_engine.attachments import image_from_bytes
+from totem_engine.images import image_from_bytes
 from totem_engine.prompt_files import prompt
 from totem_engine.providers import anthropic, gemini, ollama, openai
 from totem_engine.providers.anthropic import AnthropicProvider
@@ -152,7 +152,7 @@ async def test_gemini_turn_an_attached_image_goes_inline_once_then_its_caption(t
     with gem.GeminiServer(api_key="g-key") as server:
         scene.provider = GeminiProvider("gemini", server.base_url, "g-key")
         server.enqueue(gem.call_reply([("read", {"path": "logo.gif"}, None)]), gem.text_reply("Both seen."))
-        assert (await scene.run("Compare these.", attachments=(SCREEN,))).stop_reason == "finished"
+        assert (await scene.run("Compare these.", images=(SCREEN,))).stop_reason == "finished"
         first, second = server.requests
     inline = [[p for p in c["parts"] if "inlineData" in p] for c in first["contents"]]
     assert inline == [[{"inlineData": {"mimeType": "image/png", "data": SCREEN.data}}]]

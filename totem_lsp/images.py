@@ -2,7 +2,7 @@
 
 Each attachment is ``{type: "image", mimeType, data | uri, name?}``: base64 ``data``, or a ``uri``
 the server reads itself, ``file:`` (a file the editor names, anywhere: the user chose it) or
-``data:`` (RFC 2397). What the bytes are is read from them (totem_engine/attachments.py): a
+``data:`` (RFC 2397). What the bytes are is read from them (totem_engine/images.py): a
 ``mimeType`` outside the four the wires take is refused, one that differs from the bytes is
 corrected. Every problem is invalid params naming the attachment, and no turn starts.
 """
@@ -13,7 +13,7 @@ import asyncio
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from totem_engine.attachments import (
+from totem_engine.images import (
     MAX_IMAGE_BYTES,
     MIME_TYPES,
     AttachmentError,

@@ -1,0 +1,34 @@
+"""The process table, read from /proc: what a run left behind."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+
+def running_in(folder: Path) -> list[str]:
+    """The process table's live processes (not zombies) working in ``folder``, as their command lines."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if Path(os.readlink(entry / "cwd")) != folder.resolve():
+                continue
+            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
+    return found
+
+
+def none_left(folder: Path) -> list[str]:
+    """What still runs in ``folder`` after a moment (init reaps orphans asynchronously)."""
+    for _ in range(60):
+        left = running_in(folder)
+        if not left:
+            return []
+        time.sleep(0.05)
+    return left

@@ -1,0 +1,80 @@
+"""``totem mcp list [--cwd DIR] [--config FILE] [--yes]``: each declared MCP server, whether it
+started, and its tools.
+
+The servers are started as a run starts them (totem_engine/mcp/servers.py): an untrusted
+project's are not, and each start asks first, on the terminal, or is allowed by ``--yes`` (not
+one whose URL leaves this machine). Then one line per server (``NAME<TAB>what became of
+it<TAB>its command line or URL<TAB>the file that declares it``) and one indented line per tool
+(``NAME__tool<TAB>the first line of its description``); every server is stopped before it exits.
+
+Exit codes: 0 listed, 2 usage or config error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_subcommands(sub: argparse._SubParsersAction, command: str | None) -> None:
+    """``mcp``; its action only when it is the ``command`` given (main.build_parser)."""
+    mcp = sub.add_parser("mcp", help="the MCP servers of the project and the user, and their tools")
+    if command != "mcp":
+        return
+    actions = mcp.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="each declared server, whether it started, and its tools")
+    listing.add_argument("--cwd", type=Path, default=None, help="project root (default: the current directory)")
+    listing.add_argument("--config", type=Path, default=None, help="a config file applied after the others")
+    listing.add_argument("--yes", action="store_true", help="allow each start once (not a server outside this machine)")
+
+
+class _ListHost:
+    """Where the starts are asked: the terminal; their pseudo calls are not shown, the list is."""
+
+    session_id = "mcp-list"
+
+    def __init__(self, frontend):
+        self.frontend = frontend
+
+    async def emit(self, event) -> None:
+        return None
+
+
+async def run(args: argparse.Namespace) -> int:
+    from totem_cli.main import project_root
+    from totem_cli.terminal import TerminalFrontEnd
+    from totem_engine.opening import open_project
+    from totem_engine.permissions import Policy
+
+    interactive = sys.stdin.isatty()
+    frontend = TerminalFrontEnd(json_mode=False, assume_yes=args.yes, interactive=interactive)
+    async with open_project(
+        project_root(args), config_file=args.config, ask_trust=frontend.ask_trust if interactive else None, start_local=False
+    ) as runtime:
+        if runtime.trust_notice:
+            print(f"! {runtime.trust_notice}", file=sys.stderr)
+        servers = runtime.mcp
+
+        async def say(level: str, message: str) -> None:
+            if level != "info":
+                print(f"! {message}", file=sys.stderr)
+
+        await servers.prepare(_ListHost(frontend), Policy(rules=list(runtime.agent.rules)), say)
+        tools = servers.tools(set(runtime.agent.tools))
+        if not servers.specs:
+            print("No MCP server is declared (docs/config.md \"MCP servers\": .totem/mcp.json, or mcp.json beside config.toml).",
+                  file=sys.stderr)
+        for name, spec in servers.specs.items():
+            print(f"{name}\t{servers.status.get(name, 'not started')}\t{spec.target}\t{spec.path}")
+            for tool_name, tool in sorted(tools.items()):
+                if getattr(tool, "connection", None) is not None and tool.connection.spec.name == name:
+                    print(f"  {tool_name}\t{_first_line(tool.description)}")
+        if "mcp_prompts" in tools:
+            print(f"  mcp_prompts\tthe prompts of {', '.join(sorted(tools['mcp_prompts'].connections))}")
+    return 0
+
+
+def _first_line(text: str) -> str:
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    return line if len(line) <= 100 else line[:99] + "…"

@@ -1,0 +1,105 @@
+"""A server's tool result as the model reads it: one text.
+
+Follows the MCP ``CallToolResult`` (https://modelcontextprotocol.io/specification/2025-11-25/server/tools#tool-result):
+``content`` blocks (text, image, audio, resource link, embedded resource), ``structuredContent``
+and ``isError``. Text blocks are kept as they are; structured content is added as JSON unless a
+text block already carries it (the spec asks servers to send its JSON as text too, so both
+would say the same twice); a resource link is a line naming its URI; an embedded text resource
+is its text; an image is its caption (images.py) and audio or a binary resource a line saying
+what it was. The blocks are read by their ``type`` field, so this module needs no ``mcp`` import.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from totem_engine.images import caption
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """``text`` for the model; ``is_error``: the server said the call failed (``isError``);
+    ``images``: how many images were captioned."""
+
+    text: str
+    is_error: bool = False
+    images: int = 0
+
+
+def read_result(result: Any, label: str) -> ReadResult:
+    """``result``: an ``mcp_types.CallToolResult``; ``label``: what an image caption calls it
+    (``fs__read_media_file result``)."""
+    blocks = getattr(result, "content", None) or []
+    pieces = [block_text(block, label) for block in blocks]
+    texts = [block.text for block in blocks if getattr(block, "type", None) == "text"]
+    structured = getattr(result, "structured_content", None)
+    if structured is not None and not _carried(structured, texts):
+        pieces.append(json.dumps(structured, ensure_ascii=False, indent=2))
+    text = "\n".join(p for p in pieces if p) or "(no output)"
+    images = sum(getattr(block, "type", None) == "image" for block in blocks)
+    return ReadResult(text=text, is_error=bool(getattr(result, "is_error", False)), images=images)
+
+
+def block_text(block: Any, label: str) -> str:
+    """One content block (``mcp_types.ContentBlock``) as text."""
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return block.text
+    if kind == "image":
+        return caption(label, block.mime_type, _decoded(block.data))
+    if kind == "audio":
+        return f"[audio: {label}, {block.mime_type}, {_kilobytes(block.data)} KB]"
+    if kind == "resource_link":
+        name = getattr(block, "name", "") or ""
+        return f"[resource: {block.uri}" + (f" ({name})" if name and name != str(block.uri) else "") + "]"
+    if kind == "resource":
+        return _embedded(block.resource)
+    return f"[{kind or 'unknown'} content]"
+
+
+def _embedded(resource: Any) -> str:
+    text = getattr(resource, "text", None)
+    if isinstance(text, str):
+        return text
+    mime = getattr(resource, "mime_type", None) or "binary"
+    return f"[resource: {resource.uri}, {mime}, {_kilobytes(resource.blob)} KB]"
+
+
+def _kilobytes(data: str) -> int:
+    return max(1, round(len(_decoded(data)) / 1024))
+
+
+def _decoded(data: str) -> bytes:
+    try:
+        return base64.b64decode(data, validate=False)
+    except (binascii.Error, ValueError):
+        return data.encode("utf-8", errors="replace")
+
+
+def _carried(structured: Any, texts: list[str]) -> bool:
+    """Whether the text blocks already say what ``structured`` says: one of them is its JSON, or
+    every string in it appears in them (a file's content wrapped as ``{"content": ...}``)."""
+    for text in texts:
+        try:
+            if json.loads(text) == structured:
+                return True
+        except ValueError:
+            pass
+    strings = list(_strings(structured))
+    joined = "\n".join(texts)
+    return bool(strings) and all(s in joined for s in strings)
+
+
+def _strings(value: Any):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
