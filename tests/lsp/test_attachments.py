@@ -188,3 +188,19 @@ async def test_an_attached_image_reaches_the_ollama_simulator_once_for_a_model_t
             assert third["messages"][1] == {"role": "user", "content": f"And you?\n\n{SHOT_CAPTION}"}
         finally:
             await editor.client.shutdown_session()
+
+
+async def test_a_regenerated_answer_sees_the_requests_image_again(tmp_path, model):
+    editor = await start_editor(tmp_path, model, totem=EVENTS, extra_config='[models."sim/test-model"]\nvision = true\n')
+    try:
+        model.enqueue(text_reply("A button."), text_reply("A cut-off button."), text_reply("Yes."))
+        attachment = {"type": "image", "mimeType": "image/png", "data": b64(SHOT), "name": "shot.png"}
+        first = await editor.request("totem/chat", {"text": "What is this?", "attachments": [attachment]})
+        session = await editor.request("totem/session", {"sessionId": first.sessionId})
+        request = session.messages[0].id
+        again = await editor.request("totem/regenerate", {"sessionId": first.sessionId, "messageId": request})
+        assert again.stopReason == "finished" and again.text == "A cut-off button."
+        await editor.request("totem/chat", {"text": "Sure?", "sessionId": first.sessionId})
+        assert [len(image_urls(r)) for r in model.requests] == [1, 1, 0]
+    finally:
+        await editor.client.shutdown_session()

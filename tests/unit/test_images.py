@@ -10,6 +10,9 @@ import pytest
 
 from tests.support.images import b64, gif, jpeg, png, webp
 from tests.support.turns import Scene, answer, calls
+from totem_engine.compaction import DerivedHistory
+from totem_engine.context import message_tokens
+from totem_engine.history import to_messages
 from totem_engine.images import (
     CAPTIONED,
     FRESH,
@@ -23,9 +26,6 @@ from totem_engine.images import (
     part_data,
     sniff,
 )
-from totem_engine.compaction import DerivedHistory
-from totem_engine.context import message_tokens
-from totem_engine.history import to_messages
 from totem_engine.providers.base import Image, Message, size_text
 from totem_engine.providers.capabilities import CapabilityRecord, record_for
 from totem_engine.store import Store
