@@ -30,6 +30,7 @@ from totem_engine.checks.registry import checkers_from_config
 from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import MIN_MAX_STEPS, Config
 from totem_engine.frontend import FrontEnd
+from totem_engine.command_changes import CommandChanges
 from totem_engine.jobs import Jobs
 from totem_engine.mcp.deferred import fit_schemas
 from totem_engine.mcp.servers import McpServers, notice_sayer
@@ -136,6 +137,7 @@ class Agent:
         delegates: bool = True,
         jobs: Jobs | None = None,
         terminals: Terminals | None = None,
+        commands: CommandChanges | None = None,
         mcp: McpServers | None = None,
     ):
         self.root = root.resolve()
@@ -151,6 +153,7 @@ class Agent:
         self.delegates = delegates  # its turns get the task tool (a sub-agent's never do)
         self.jobs = jobs  # the runtime's background jobs: an aborted turn kills its session's
         self.terminals = terminals  # and its terminals
+        self.command_changes = commands  # where commands run and what they changed (None: nothing kept)
         self.mcp = mcp  # the runtime's MCP servers, whose tools its turns offer (a sub-agent's: None, seed 000)
         self.notices: list[str] = []  # for the user, said at the start of the next turn
         self._said: set[str] = set()  # the agent files' notices already said
@@ -174,7 +177,7 @@ class Agent:
         return Agent(
             root=self.root, store=store, provider_for=self.provider_for, tools=tools, workspace=self.workspace,
             snapshots=self.snapshots, capabilities=self.capabilities, config=self.config, rules=rules,
-            trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals, mcp=mcp,
+            trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals, commands=self.command_changes, mcp=mcp,
         )
 
     def checkers(self, *, totaljs: bool) -> list[Checker]:
