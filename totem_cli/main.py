@@ -53,6 +53,10 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="write the event stream as NDJSON on stdout")
     run.add_argument("--session", help="continue this session")
     run.add_argument("--max-steps", type=_steps, default=None, help="step limit (0: none; 1-9 are raised to 10)")
+    run.add_argument(
+        "--attach", metavar="FILE", type=Path, action="append", default=[],
+        help="attach an image (PNG, JPEG, GIF, WebP) to the prompt; may be repeated",
+    )
     run.add_argument("prompt", nargs="+", help="what to do")
 
     lsp = sub.add_parser("lsp", help="run the language server (stdio by default)")

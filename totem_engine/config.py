@@ -127,10 +127,13 @@ class ProviderConfig(_Strict):
 
 
 class ModelOverride(_Strict):
-    """``[models."<provider>/<model id>"]``: limits that override what the provider reports."""
+    """``[models."<provider>/<model id>"]``: what the user knows of a model, over what the provider
+    reports: its limits, and whether it sees images (a local server started with a vision
+    projector, which no catalogue says)."""
 
     context_window: int | None = Field(default=None, gt=0)
     max_output_tokens: int | None = Field(default=None, gt=0)
+    vision: bool | None = None
 
 
 class SnapshotsConfig(_Strict):

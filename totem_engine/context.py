@@ -3,7 +3,7 @@
 ``estimate(request, reserved_output, calibration)`` counts what goes on the wire: the system
 prompt, each tool's JSON entry (name, description, schema), every message's text, reasoning, tool
 name and the JSON of each tool call's arguments, plus a few tokens of framing per message, at
-about ``CHARS_PER_TOKEN`` characters a token. The input part is multiplied by the session's
+about ``CHARS_PER_TOKEN`` characters a token, and each image sent by its size (``Image.tokens``). The input part is multiplied by the session's
 calibration factor; the reserved output tokens are added as they are (they are a limit, not a
 guess).
 
@@ -55,11 +55,12 @@ def fixed_tokens(system: str, tools: Iterable[ToolSpec]) -> int:
 
 
 def message_tokens(message: Message) -> int:
-    """Uncalibrated tokens of one message: its text, reasoning and calls, plus framing."""
+    """Uncalibrated tokens of one message: its text, reasoning, calls and images, plus framing."""
     chars = len(message.text) + len(message.reasoning) + len(message.name or "") + len(message.tool_call_id or "")
     for call in message.tool_calls:
         chars += len(call.id) + len(call.name) + len(call.arguments)
-    return _tokens(chars) + MESSAGE_OVERHEAD + CALL_OVERHEAD * len(message.tool_calls)
+    images = sum(image.tokens for image in message.images)
+    return _tokens(chars) + images + MESSAGE_OVERHEAD + CALL_OVERHEAD * len(message.tool_calls)
 
 
 def input_tokens(request: ChatRequest) -> int:

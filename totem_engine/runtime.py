@@ -28,7 +28,7 @@ from totem_engine.turn.fitting import summariser
 from totem_engine.retry import MAX_TURN_RETRIES
 from totem_engine.turn.loop import Agent, Again, Turn, TurnOptions
 from totem_engine.permissions import rules_from_config
-from totem_engine.providers.base import Provider
+from totem_engine.providers.base import Image, Provider
 from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecord, record_for, with_evidence
 from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.registry import make_provider
@@ -199,13 +199,14 @@ class Runtime:
     def turn(
         self, text: str, frontend: FrontEnd, *, session: Session, model: str, mode: str | None = None, max_steps: int | None = None,
         typed: str | None = None, as_agent: str | None = None, again: Again | None = None,
-        attached: list[Attachment] | None = None,
+        attached: list[Attachment] | None = None, images: tuple[Image, ...] = (),
     ) -> Turn:
         """A turn of ``session``, as just read or created (the turn does not read it again).
         ``typed``: what the user typed when ``text`` is a command's expansion; ``as_agent``: run as
         that agent (its prompt, tools, rules and step limit; a command's ``agent``), ConfigError
         when there is none; ``again``: the turn answers a stored request again (``regenerate``, ``retry``);
-        ``attached``: the context blocks ``text`` begins with (attachments.py)."""
+        ``attached``: the context blocks ``text`` begins with (attachments.py); ``images``: images
+        the user attached (images.py)."""
         options = TurnOptions(
             mode=mode or self.config.mode,
             max_steps=self.config.max_steps if max_steps is None else max_steps,
@@ -227,7 +228,7 @@ class Runtime:
             options = replace(options, persona=definition.prompt, max_steps=steps)
         return agent.turn(
             text, frontend, session_id=session.id, model=model, options=options, session=session, typed=typed, again=again,
-            attached=attached,
+            attached=attached, images=images,
         )
 
     async def regenerate(

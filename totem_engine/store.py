@@ -6,7 +6,8 @@ place.
 
 Layout: a session holds messages (ordered by ``seq``); a message holds parts (ordered by ``seq``).
 A part is one unit the loop streams: ``text``, ``reasoning``, ``tool``, ``step``, ``error`` or
-``notice``, with a JSON ``data`` object and an optional ``status``; a ``checkpoint`` part
+``notice``, with a JSON ``data`` object and an optional ``status``; an ``image`` part holds an
+attached image (totem_engine/images.py: status ``fresh``, then ``captioned``); a ``checkpoint`` part
 (totem_engine.compaction) holds a summary that later requests replay in place of the messages it
 covers.
 
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 ROLES = frozenset({"user", "assistant"})
-PART_TYPES = frozenset({"text", "reasoning", "tool", "step", "state", "error", "notice", "checkpoint", "context"})
+PART_TYPES = frozenset({"text", "reasoning", "tool", "step", "state", "error", "notice", "checkpoint", "context", "image"})
 
 # Bump with a migration when the schema changes; a database written by a newer Totem is refused
 # rather than misread.

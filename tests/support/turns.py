@@ -154,12 +154,14 @@ class Scene:
         )
         self.session_id = ""
 
-    async def turn(self, text: str, frontend: RecordingFrontEnd | None = None, **options) -> Turn:
+    async def turn(self, text: str, frontend: RecordingFrontEnd | None = None, *, images: tuple = (), **options) -> Turn:
+        """``images``: images the user attached (``totem_engine.images``)."""
         if not self.session_id:
             self.session_id = (await self.store.create_session(cwd=str(self.root), model="scripted/m")).id
         options.setdefault("retry_max_wait", 0.0)
         return self.agent.turn(
-            text, frontend or RecordingFrontEnd(), session_id=self.session_id, model="scripted/m", options=TurnOptions(**options)
+            text, frontend or RecordingFrontEnd(), session_id=self.session_id, model="scripted/m", options=TurnOptions(**options),
+            images=images,
         )
 
     async def run(self, text: str, frontend: RecordingFrontEnd | None = None, **options) -> TurnResult:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_
 
 from totem_engine.checks.base import CheckResult
 from totem_engine.prompt_files import tool_description
-from totem_engine.providers.base import ArgumentsError, decode_arguments
+from totem_engine.providers.base import ArgumentsError, Image, decode_arguments
 
 if TYPE_CHECKING:
     from totem_engine.command_changes import CommandChanges
@@ -203,7 +203,9 @@ class ReadLedger:
 
 @dataclass
 class ToolResult:
-    """What comes back from a call: ``output`` for the model, ``summary`` (one line) for people."""
+    """What comes back from a call: ``output`` for the model, ``summary`` (one line) for people,
+    ``attachments``: images that are part of the result (built with ``totem_engine.images``;
+    stored as image parts of the call, sent once to a model that sees images, captioned after)."""
 
     output: str
     summary: str
@@ -214,6 +216,7 @@ class ToolResult:
     checks: dict[str, CheckResult] = field(default_factory=dict)
     # Kept in the call's stored part beside its output (a sub-agent's ``thread``), never sent.
     part: dict[str, Any] = field(default_factory=dict)
+    attachments: list[Image] = field(default_factory=list)
 
 
 @dataclass

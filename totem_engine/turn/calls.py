@@ -18,6 +18,7 @@ from types import MappingProxyType
 import anyio
 
 from totem_engine import events as ev
+from totem_engine.images import FRESH, IMAGE_PART, part_data
 from totem_engine.checks.base import CheckResult
 from totem_engine.checks.formatter import format_file
 from totem_engine.checks.registry import run_checks
@@ -25,7 +26,7 @@ from totem_engine.file_changes import FileChange, describe
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.command_changes import SandboxRequired
 from totem_engine.permissions import Decision, Policy, strictest
-from totem_engine.providers.base import ToolCall, arguments_object
+from totem_engine.providers.base import Image, ToolCall, arguments_object
 from totem_engine.providers.capabilities import output_budget
 from totem_engine.tools.base import (
     Action,
@@ -48,6 +49,7 @@ from totem_engine.turn.round import CallOutcome, Round
 class _Call:
     call: ToolCall
     part_id: str
+    message_id: str  # the step's message, which holds the call's part and its result's images
     data: dict  # the stored part's data, grown as the call goes on
     started: bool = False
     done: bool = False
@@ -92,7 +94,7 @@ class ToolCalls:
             shown = _shown_input(call.arguments)
             data = {"callId": call.id, "tool": call.name, "arguments": call.arguments, "input": shown}
             part_id = await self.agent.store.add_part(message_id, "tool", data, status="pending")
-            records.append(_Call(call=call, part_id=part_id, data=data, input=shown))
+            records.append(_Call(call=call, part_id=part_id, message_id=message_id, data=data, input=shown))
         self._open = records
         running = _Running()
         stop = running.stop
@@ -178,7 +180,10 @@ class ToolCalls:
     async def _execute_and_guard(self, record: _Call, running: _Running) -> None:
         result, status, arguments = await self._execute(record, running.flagged)
         record.data.update(result.part)
-        await self._close_call(record, status, result.summary, result.output, changed=result.changed, metadata=result.metadata, checks=result.checks)
+        await self._close_call(
+            record, status, result.summary, result.output, changed=result.changed, metadata=result.metadata, checks=result.checks,
+            images=result.attachments,
+        )
         running.results.append((record.call.name, arguments, result.output, bool(result.changed)))
         stop = running.stop
         reasons = []
@@ -408,9 +413,13 @@ class ToolCalls:
         changed: list[str] | None = None,
         metadata: dict | None = None,
         checks: dict[str, CheckResult] | None = None,
+        images: list[Image] | None = None,
     ) -> None:
         # Shielded: an abort landing here must not leave a call stored as done but never reported.
         with anyio.CancelScope(shield=True):
+            for image in images or ():
+                # Before the call's status: a call stored as done has all of its result.
+                await self.agent.store.add_part(record.message_id, IMAGE_PART, part_data(image, call_id=record.call.id), status=FRESH)
             record.done = True
             record.outcome = CallOutcome(
                 call=record.call, status=status, output=output,

@@ -23,6 +23,7 @@ import anyio
 
 from totem_engine import events as ev
 from totem_engine.agents import Agents, discover_agents
+from totem_engine.images import CAPTIONED, FRESH, IMAGE_PART, part_data
 from totem_engine.attachments import Attachment
 from totem_engine.checks.base import Checker
 from totem_engine.checks.registry import checkers_from_config
@@ -36,7 +37,7 @@ from totem_engine.mcp.servers import McpServers, notice_sayer
 from totem_engine.terminals import Terminals
 from totem_engine.prompt import system_prompt
 from totem_engine.prompt_files import prompt
-from totem_engine.providers.base import ChatRequest, Provider, ToolCall, ToolSpec, arguments_object
+from totem_engine.providers.base import ChatRequest, Image, Provider, ToolCall, ToolSpec, arguments_object
 from totem_engine.providers.capabilities import CapabilityRecord, after_step, detect_prose_edit
 from totem_engine.providers.errors import ContextOverflowError, ProviderError
 from totem_engine.providers.hints import hint_for
@@ -187,16 +188,17 @@ class Agent:
     def turn(
         self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions, session: Session | None = None,
         turn_id: str | None = None, typed: str | None = None, again: Again | None = None,
-        attached: list[Attachment] | None = None,
+        attached: list[Attachment] | None = None, images: tuple[Image, ...] = (),
     ) -> "Turn":
         """``session``: the session as the front end just read it, so the turn does not read it again;
         ``turn_id``: a sub-agent's is its conversation's turn, so its changes are undone with it;
         ``typed``: what the user typed when ``text`` is its expansion (a slash command);
         ``again``: the turn answers a stored request again (``text`` is its text) instead of storing one;
-        ``attached``: the context blocks ``text`` begins with (attachments.py), stored with the request."""
+        ``attached``: the context blocks ``text`` begins with (attachments.py), stored with the request;
+        ``images``: images the user attached to ``text`` (images.py), stored with it too."""
         return Turn(
             self, text, frontend, session_id=session_id, model=model, options=options, session=session, turn_id=turn_id, typed=typed,
-            again=again, attached=attached,
+            again=again, attached=attached, images=images,
         )
 
 
@@ -208,13 +210,14 @@ class Turn:
     def __init__(
         self, agent: Agent, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions,
         session: Session | None = None, turn_id: str | None = None, typed: str | None = None, again: Again | None = None,
-        attached: list[Attachment] | None = None,
+        attached: list[Attachment] | None = None, images: tuple[Image, ...] = (),
     ):
         self.agent = agent
         self.again = again
         self.attached = attached or []
         self.text = text
         self.typed = typed  # a slash command as typed; ``text`` is what the model receives
+        self.images = images  # stored with the request as image parts
         self.frontend = frontend
         self.session_id = session_id
         self._session = session
@@ -264,12 +267,16 @@ class Turn:
         self.calls = ToolCalls(self, session_rules=self.state.rules)
         if self.again is not None:
             self.user_message = self.again.request
+            if not self.again.retry:
+                await self._images_again()
         else:
             self.user_message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
             shown = {"typed": self.typed} if self.typed is not None and self.typed != self.text else {}
             if self.attached:
                 shown["attachments"] = [a.wire() for a in self.attached]
             await store.add_part(self.user_message, "text", {"text": self.text, **shown})
+            for image in self.images:
+                await store.add_part(self.user_message, IMAGE_PART, part_data(image), status=FRESH)
             for attachment in self.attached:  # a whole file shown with the request counts as read
                 if attachment.seen is not None:
                     mark_seen_in(self.state.reads, attachment.path, attachment.seen)
@@ -303,6 +310,15 @@ class Turn:
             stop, reason = "aborted", "Stopped by the user."
         with anyio.CancelScope(shield=True):
             return await self._finish(stop, reason, failure if stop == "error" else None)
+
+    async def _images_again(self) -> None:
+        """A regenerated answer looks at the request's own images again: they are fresh for its
+        first step, as they were for the answer it replaces (images.py)."""
+        for message in await self.agent.store.messages(self.session_id):
+            if message.id == self.user_message:
+                for part in message.parts:
+                    if part.type == IMAGE_PART and part.status == CAPTIONED:
+                        await self.agent.store.update_part(part.id, status=FRESH)
 
     async def _say_restored(self) -> None:
         """The files Totem's undo or redo changed since the last turn, told to the model beside
@@ -400,6 +416,7 @@ class Turn:
             session_id=self.session_id,
             turn_id=self.turn_id,
             emit=self.emit,
+            vision=self.record.vision,
         )
         rounds = RoundLimit(effective_max_steps(self.options.max_steps))
         while True:
@@ -456,6 +473,7 @@ class Turn:
                 fitter.overflowed_at(fitted.estimate)
                 fitted = await fitter.fit(await self.agent.store.messages(self.session_id), self.state, force=True)
                 outcome = await self._step(provider, fitted.request, step, message_id)
+            await fitter.images_sent()  # the next request is no longer their first
             self.state.calibration.update(fitted.raw_input, outcome.usage.input_tokens)
             if outcome.guard:
                 return "guard", outcome.guard, changed
