@@ -26,7 +26,10 @@ async def run_command(args: argparse.Namespace) -> int:
         try:
             # With no model configured, the model `totem local setup` installed, started for this run.
             runtime = await stack.enter_async_context(
-                open_project(root, config_file=args.config, ask_trust=frontend.ask_trust if interactive else None, model=args.model)
+                open_project(
+                    root, config_file=args.config, ask_trust=frontend.ask_trust if interactive else None, model=args.model,
+                    holder="totem run",
+                )
             )
         except LocalServerError as exc:
             print(f"totem: {exc}", file=sys.stderr)
