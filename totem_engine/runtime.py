@@ -31,6 +31,7 @@ from totem_engine.providers.base import Provider
 from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecord, record_for, with_evidence
 from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.registry import make_provider
+from totem_engine.session_diff import FileDiff, session_diff
 from totem_engine.session_state import SessionState
 from totem_engine.snapshots import FileOutcome, Snapshots
 from totem_engine.store import Session, SessionElsewhere, SessionInUse, Store, new_id
@@ -325,6 +326,12 @@ class Runtime:
             outcomes = await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
             await self._remember_restored(session_id, outcomes)
         return outcomes
+
+    async def diff(self, session_id: str, *, turn_id: str | None = None) -> list[FileDiff]:
+        """What the session (one of its turns, with ``turn_id``) changed in the project, from its
+        snapshots (session_diff.py)."""
+        await self.project_session(session_id)
+        return await session_diff(self.snapshots, self.workspace, self.root, session_id, turn_id=turn_id)
 
     async def not_running(self, session_id: str) -> None:
         """``SessionInUse`` when a process (this one included) is running a turn of the session."""
