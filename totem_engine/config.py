@@ -227,6 +227,9 @@ class Config(_Strict):
     mcp_call_timeout: Annotated[float, TIGHTEN] = Field(default=300.0, gt=0)
     mcp_idle_stop: Annotated[float, Untrusted("tighten", no_limit=0)] = Field(default=600.0, ge=0)
     mcp_allow: Annotated[list[str], DROPPED] = Field(default_factory=list)
+    # The bearer token `totem mcp serve --http` requires (unset: a new one, printed once at
+    # start); a secret, so only the user's own config layers may set it.
+    mcp_serve_token: Annotated[SecretStr | None, DROPPED] = None
 
     _notes: list[str] = PrivateAttr(default_factory=list)
 
