@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from typing import Self
 
 import anyio
 from anyio.abc import TaskGroup
@@ -45,7 +46,7 @@ class Service:
         self._stack = contextlib.AsyncExitStack()
         self._group: TaskGroup | None = None
 
-    async def __aenter__(self) -> Service:
+    async def __aenter__(self) -> Self:
         # Closed in reverse: the turns aborted, the group left, the engines closed, the store.
         self._stack.push_async_callback(self.store.close)
         self._stack.push_async_callback(self._engines.aclose)
