@@ -61,6 +61,7 @@ class McpServers:
         self._idle: asyncio.Task | None = None
         self._closed = False
         self._read_at: tuple = ()  # the files' stamps when the specs were read (_stamps)
+        self._starting = anyio.Lock()
 
     async def prepare(self, host: StartHost, policy: Policy, say: Say) -> None:
         """Before a turn's first step: the specs read again, and each allowed server that is not
@@ -70,6 +71,10 @@ class McpServers:
         if self._idle is not None:
             self._idle.cancel()
             self._idle = None
+        async with self._starting:  # two sessions' first turns must not start one server twice
+            await self._prepare(host, policy)
+
+    async def _prepare(self, host: StartHost, policy: Policy) -> None:
         if not await self._refresh():
             return
         wanted = [spec for spec in self.specs.values() if spec.enabled and spec.name not in self.connections]

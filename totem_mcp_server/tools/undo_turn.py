@@ -13,8 +13,8 @@ ANNOTATIONS = ToolAnnotations(title="Undo a turn", read_only_hint=False, destruc
 
 class UndoneFile(BaseModel):
     path: str
-    action: Literal["restored", "deleted", "conflict"]
-    reason: str | None  # why a conflict was left alone
+    action: Literal["restored", "deleted", "conflict", "unrestorable"]
+    reason: str | None  # why a conflict or an unrestorable change (a command's, not kept) was left alone
 
 
 class Undone(BaseModel):
