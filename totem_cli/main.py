@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Light modules only: what the command needs is imported by the command.
     from totem_engine.config_error import ConfigError
-    from totem_engine.store import MessageNotFound, SessionElsewhere, SessionNotFound
+    from totem_engine.store import MessageNotFound, SessionNotFound, SessionUnavailable
 
     try:
         if args.command == "local":
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"totem: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (SessionNotFound, MessageNotFound, SessionElsewhere) as exc:
+    except (SessionNotFound, MessageNotFound, SessionUnavailable) as exc:  # another project's, or running elsewhere
         print(f"totem: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -227,7 +227,7 @@ async def history_command(args: argparse.Namespace) -> int:
 
         async with Store() as store:
             root = Path((await store.get_session(args.session)).cwd)
-    async with open_project(root, config_file=args.config, start_local=False) as runtime:
+    async with open_project(root, config_file=args.config, start_local=False, holder=f"totem {args.command}") as runtime:
         session_id = args.session
         if session_id is None:
             sessions = await runtime.store.list_sessions(cwd=str(runtime.root))

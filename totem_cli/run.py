@@ -28,7 +28,10 @@ async def run_command(args: argparse.Namespace) -> int:
         try:
             # With no model configured, the model `totem local setup` installed, started for this run.
             runtime = await stack.enter_async_context(
-                open_project(root, config_file=args.config, ask_trust=frontend.ask_trust if interactive else None, model=args.model)
+                open_project(
+                    root, config_file=args.config, ask_trust=frontend.ask_trust if interactive else None, model=args.model,
+                    holder="totem run",
+                )
             )
         except LocalServerError as exc:
             print(f"totem: {exc}", file=sys.stderr)
@@ -55,10 +58,7 @@ async def run_command(args: argparse.Namespace) -> int:
             prepared.text, frontend, session=session, model=model, mode=mode, max_steps=args.max_steps,
             typed=prompt if prepared.command else None, as_agent=prepared.agent, images=images,
         )
-        async with anyio.create_task_group() as group:
-            group.start_soon(_abort_on_interrupt, turn, group.cancel_scope)
-            result = await turn.run()
-            group.cancel_scope.cancel()
+        result = await _run_until_interrupted(turn)
         if not args.json:
             print(f"session {result.session_id}", file=sys.stderr)
         return EXIT_CODES[result.stop_reason]
@@ -123,6 +123,21 @@ async def _compact(runtime, session_id: str | None) -> int:
         print(f"compacted {count} of session {session_id} into a checkpoint:")
         print(checkpoint.text)
     return 0
+
+
+async def _run_until_interrupted(turn):
+    """The turn's result, a signal aborting it; what the turn raises (``SessionInUse``: another
+    process runs the session) is raised as it is, not inside an ExceptionGroup."""
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_abort_on_interrupt, turn, group.cancel_scope)
+            result = await turn.run()
+            group.cancel_scope.cancel()
+        return result
+    except BaseExceptionGroup as caught:
+        if len(caught.exceptions) == 1:  # the signal watcher never raises: the turn's alone
+            raise caught.exceptions[0] from None
+        raise
 
 
 async def _abort_on_interrupt(turn, scope: anyio.CancelScope) -> None:

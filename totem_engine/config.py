@@ -242,6 +242,9 @@ class Config(_Strict):
     # Share of the model's window past which the MCP tools' schemas are offered by name and one
     # line, with one tool that gives a chosen tool's schema (mcp/deferred.py); smaller defers sooner.
     mcp_schema_share: Annotated[float, TIGHTEN] = Field(default=0.1, gt=0, le=1)
+    # The bearer token `totem mcp serve --http` requires (unset: a new one, printed once at
+    # start); a secret, so only the user's own config layers may set it.
+    mcp_serve_token: Annotated[SecretStr | None, DROPPED] = None
 
     _notes: list[str] = PrivateAttr(default_factory=list)
 

@@ -22,6 +22,7 @@ from totem_engine.config import Config, ConfigError, LoadedConfig, user_config_p
 from totem_engine.frontend import FrontEnd
 from totem_engine.command_changes import CommandChanges, SandboxSettings
 from totem_engine.jobs import Jobs
+from totem_engine.leases import holding, lease_in_force
 from totem_engine.mcp.servers import McpServers
 from totem_engine.terminals import Terminals
 from totem_engine.turn.fitting import summariser
@@ -32,9 +33,10 @@ from totem_engine.providers.base import Image, Provider
 from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecord, record_for, with_evidence
 from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.registry import make_provider
+from totem_engine.session_diff import FileDiff, session_diff
 from totem_engine.session_state import SessionState
 from totem_engine.snapshots import FileOutcome, Snapshots
-from totem_engine.store import Session, SessionElsewhere, Store, new_id
+from totem_engine.store import Session, SessionElsewhere, SessionInUse, Store, new_id
 from totem_engine.tools import temp_journal
 from totem_engine.tools.freshness import mark_restored, mark_seen_in
 from totem_engine.tools.registry import builtin_tools
@@ -89,8 +91,12 @@ class Runtime:
         workspace: Workspace | None = None,
         trust_notice: str | None = None,
         trusted: bool = False,
+        holder: str = "totem",
     ):
+        """``holder``: the front end, as a session's lease names it to another process that
+        wants the session ("totem run", "totem lsp", "totem mcp serve"; leases.py)."""
         self.root = root.resolve()
+        self.holder = holder
         self.loaded = loaded
         self.trust_notice = trust_notice  # what an untrusted project's config lost (trust.apply_trust)
         self.trusted = trusted  # the user trusts the project: its agent files may widen (agents.py)
@@ -128,6 +134,7 @@ class Runtime:
             capabilities=self.capabilities,
             trusted=trusted,
             rules=[r for layer in loaded.layers for r in rules_from_config(layer.data.get("permission", {}), layer.kind)],
+            lease_holder=holder,
         )
         swept = temp_journal.sweep(self.root)
         if swept:
@@ -222,6 +229,7 @@ class Runtime:
             agent = agent.nested(
                 store=self.store, tools=tools, rules=[*agent.rules, *definition.rules()],
                 mcp=self.mcp if definition.tools is None else None,  # an agent that lists its tools lists no server's
+                lease_holder=self.agent.lease_holder,
             )
             agent.notices, self.agent.notices = self.agent.notices, []
             steps = definition.max_steps if max_steps is None and definition.max_steps is not None else options.max_steps
@@ -236,8 +244,10 @@ class Runtime:
     ) -> Turn:
         """A new variant of the answer that ``message_id`` is part of (or of the request it is):
         the conversation follows its request again, and the turn answers it; the earlier answer
-        stays, a variant to switch back to (``switch_variant``). Files are left as they are."""
+        stays, a variant to switch back to (``switch_variant``). Files are left as they are.
+        ``SessionInUse`` while a turn of the session runs (this process's or another's)."""
         session = await self.project_session(session_id)
+        await self.not_running(session_id)
         tree = Tree(*await self.store.tree(session_id))
         request = tree.request_of(tree.active(message_id))
         await self.store.move_head(session_id, request.id)
@@ -250,8 +260,9 @@ class Runtime:
         """The conversation's last turn, which failed, taken up again: the step that failed (and
         what came after it) set aside, the steps that completed kept, and a turn answering the
         same request from there. ``NothingToRetry`` when the last turn did not fail, or failed
-        again after ``MAX_TURN_RETRIES`` retries in a row."""
+        again after ``MAX_TURN_RETRIES`` retries in a row; ``SessionInUse`` while a turn of it runs."""
         session = await self.project_session(session_id)
+        await self.not_running(session_id)
         tree = Tree(*await self.store.tree(session_id))
         failed = tree.failed_turn()
         if failed is None:
@@ -271,8 +282,9 @@ class Runtime:
         """The conversation follows answer ``index`` (0: the oldest) of the request that
         ``message_id`` is or answers, from its newest message on; (the request's id, how many
         answers it has). ``NotInConversation`` when the request is not in the conversation;
-        ``IndexError`` for an index it has no answer for."""
+        ``IndexError`` for an index it has no answer for; ``SessionInUse`` while a turn of it runs."""
         await self.project_session(session_id)
+        await self.not_running(session_id)
         tree = Tree(*await self.store.tree(session_id))
         request = tree.request_of(tree.get(message_id))
         if not tree.on_path(request.id):
@@ -295,8 +307,10 @@ class Runtime:
     async def compact(self, session_id: str) -> Checkpoint | None:
         """``/compact``: the session so far summarised into a checkpoint now, by the model that
         writes its summaries (``small_model`` or the session's); None when nothing is new since the
-        last checkpoint. Provider errors fall back to the one-line accounts (summary.py)."""
+        last checkpoint. Provider errors fall back to the one-line accounts (summary.py).
+        ``SessionInUse`` while a turn of it runs."""
         session = await self.project_session(session_id)
+        await self.not_running(session_id)
         provider_name, model_id = session.model.split("/", 1)
         provider = self.provider(provider_name)
         record = await self.capabilities.record(provider_name, model_id)
@@ -311,17 +325,33 @@ class Runtime:
         )
 
     async def undo(self, session_id: str) -> list[FileOutcome]:
-        """Restore the files of the session's last turn that changed something (not while it runs)."""
+        """Restore the files of the session's last turn that changed something, holding its
+        lease: ``SessionInUse`` while a turn of it runs (this process's or another's)."""
         await self.project_session(session_id)
-        outcomes = await self.snapshots.undo(self.workspace, session_id=session_id, root=self.root)
-        await self._remember_restored(session_id, outcomes)
+        async with holding(self.store, session_id, holder=self.holder):
+            outcomes = await self.snapshots.undo(self.workspace, session_id=session_id, root=self.root)
+            await self._remember_restored(session_id, outcomes)
         return outcomes
 
     async def redo(self, session_id: str) -> list[FileOutcome]:
+        """Re-apply the session's last undone turn, holding its lease (as ``undo``)."""
         await self.project_session(session_id)
-        outcomes = await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
-        await self._remember_restored(session_id, outcomes)
+        async with holding(self.store, session_id, holder=self.holder):
+            outcomes = await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
+            await self._remember_restored(session_id, outcomes)
         return outcomes
+
+    async def diff(self, session_id: str, *, turn_id: str | None = None) -> list[FileDiff]:
+        """What the session (one of its turns, with ``turn_id``) changed in the project, from its
+        snapshots (session_diff.py)."""
+        await self.project_session(session_id)
+        return await session_diff(self.snapshots, self.workspace, self.root, session_id, turn_id=turn_id)
+
+    async def not_running(self, session_id: str) -> None:
+        """``SessionInUse`` when a process (this one included) is running a turn of the session."""
+        lease = await lease_in_force(self.store, session_id)
+        if lease is not None:
+            raise SessionInUse(lease)
 
     async def _remember_restored(self, session_id: str, outcomes: list[FileOutcome]) -> None:
         """What undo or redo left in each file becomes what the session knows of it (so the
@@ -346,8 +376,19 @@ class Runtime:
         ``files``, the files go back to their state at that point (the start of its turn,
         ``FilesNotAtTurnStart`` otherwise) through the snapshots: a file the user changed since is a
         conflict and left alone unless ``overwrite(path)`` (snapshots.rewind). ``dry_run``: what
-        would happen, nothing done. Not while a turn of the session runs."""
+        would happen, nothing done. ``SessionInUse`` while a turn of the session runs: the
+        rewind holds its lease."""
         session = await self.project_session(session_id)
+        if dry_run:
+            await self.not_running(session_id)
+            return await self._rewind(session, message_id, files=files, overwrite=overwrite, dry_run=True)
+        async with holding(self.store, session_id, holder=self.holder):
+            return await self._rewind(session, message_id, files=files, overwrite=overwrite, dry_run=False)
+
+    async def _rewind(
+        self, session: Session, message_id: str, *, files: bool, overwrite: Callable[[str], bool], dry_run: bool
+    ) -> Rewound:
+        session_id = session.id
         tree = Tree(*await self.store.tree(session_id))
         message = tree.active(message_id)
         if files and not tree.starts_turn(message):

@@ -391,6 +391,28 @@ class Snapshots:
             span.setdefault(row["path"], [row["before_hash"], None])[1] = row["after_hash"]
         return [(path, before, after) for path, (before, after) in sorted(span.items()) if before != after]
 
+    async def session_changes(
+        self, *, session_id: str, turn_id: str | None = None
+    ) -> list[tuple[str, str | None, str | None]]:
+        """``(path, before, after)`` hashes (None: absent) of each file the session changed: its
+        state before the session's first change of it and after its last, over the turns not
+        undone; with ``turn_id``, that turn's changes alone. A file put back as it was is left
+        out, and so is what a command changed that was not kept (unrestorable). Sorted by path;
+        read the states with ``blob``."""
+
+        def read(conn: sqlite3.Connection) -> list[tuple[str, str | None, str | None]]:
+            if turn_id is not None:
+                return [(c.path, c.before, c.after) for c in self._turn_changes(conn, session_id, turn_id).files]
+            turns = [row[0] for row in conn.execute("SELECT turn_id FROM turns WHERE session_id = ?", (session_id,))]
+            return self._changes_since(conn, session_id, turns)
+
+        return await self._db.run(read)
+
+    async def blob(self, digest: str) -> bytes:
+        """The bytes stored under ``digest`` (a hash ``session_changes`` gave). Raises OSError
+        when it is gone (pruned)."""
+        return await anyio.to_thread.run_sync(self._blob_path(digest).read_bytes)
+
     async def turn_paths(self, *, session_id: str, turn_id: str) -> list[str]:
         """The project-relative paths the turn ``turn_id`` has changed so far, sorted."""
         return [change.path for change in (await self._db.run(self._turn_changes, session_id, turn_id)).files]

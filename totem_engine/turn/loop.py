@@ -32,6 +32,7 @@ from totem_engine.config import MIN_MAX_STEPS, Config
 from totem_engine.frontend import FrontEnd
 from totem_engine.command_changes import CommandChanges
 from totem_engine.jobs import Jobs
+from totem_engine.leases import holding
 from totem_engine.mcp.deferred import fit_schemas
 from totem_engine.mcp.servers import McpServers, notice_sayer
 from totem_engine.terminals import Terminals
@@ -139,6 +140,7 @@ class Agent:
         terminals: Terminals | None = None,
         commands: CommandChanges | None = None,
         mcp: McpServers | None = None,
+        lease_holder: str | None = None,
     ):
         self.root = root.resolve()
         self.store = store
@@ -155,6 +157,9 @@ class Agent:
         self.terminals = terminals  # and its terminals
         self.command_changes = commands  # where commands run and what they changed (None: nothing kept)
         self.mcp = mcp  # the runtime's MCP servers, whose tools its turns offer (a sub-agent's: None, seed 000)
+        # The front end its turns take their session's lease as ("totem run" ..., leases.py);
+        # None: no lease (a sub-agent's thread lives in a store of its own).
+        self.lease_holder = lease_holder
         self.notices: list[str] = []  # for the user, said at the start of the next turn
         self._said: set[str] = set()  # the agent files' notices already said
 
@@ -169,15 +174,18 @@ class Agent:
         return found
 
     def nested(
-        self, *, store: Store, tools: dict[str, Tool], rules: list[ev.RuleRef], mcp: McpServers | None = None
+        self, *, store: Store, tools: dict[str, Tool], rules: list[ev.RuleRef], mcp: McpServers | None = None,
+        lease_holder: str | None = None,
     ) -> "Agent":
         """The project as a sub-agent works in it: its own ``store`` (its thread), ``tools`` and
         ``rules``; the same files, snapshots, providers and config; no task tool, and no MCP
-        server's tools unless ``mcp`` is given (a sub-agent gets none, seed 000)."""
+        server's tools unless ``mcp`` is given (a sub-agent gets none, seed 000), no lease
+        unless ``lease_holder`` is given (a turn run as an agent takes its session's)."""
         return Agent(
             root=self.root, store=store, provider_for=self.provider_for, tools=tools, workspace=self.workspace,
             snapshots=self.snapshots, capabilities=self.capabilities, config=self.config, rules=rules,
             trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals, commands=self.command_changes, mcp=mcp,
+            lease_holder=lease_holder,
         )
 
     def checkers(self, *, totaljs: bool) -> list[Checker]:
@@ -260,6 +268,16 @@ class Turn:
         await self.frontend.emit(event)
 
     async def run(self) -> TurnResult:
+        """The turn, run to its end. With the agent's ``lease_holder``, the session's lease is
+        taken first and kept while it runs (an abort asked through the store aborts it):
+        ``SessionInUse``, before anything is stored, when another process runs the session."""
+        holder = self.agent.lease_holder
+        if holder is None:
+            return await self._run()
+        async with holding(self.agent.store, self.session_id, holder=holder) as lease:
+            return await lease.run(self._run, self.abort)
+
+    async def _run(self) -> TurnResult:
         store = self.agent.store
         session = self._session or await store.get_session(self.session_id)
         self.state = SessionState.from_meta(session.meta)
