@@ -33,15 +33,15 @@ from acp.schema import (
     SetSessionModeResponse,
 )
 
-from totem_engine.config_error import ConfigError
-from totem_engine.local.errors import LocalServerError
-from totem_engine.opening import open_project
-from totem_engine.store import SessionElsewhere, SessionNotFound, Store
 from totem_acp.mcp_servers import Declared, client_specs
 from totem_acp.prompt import Block
 from totem_acp.replay import replayed
 from totem_acp.session import AcpSession, project_root
 from totem_acp.workspace import ClientWorkspace
+from totem_engine.config_error import ConfigError
+from totem_engine.local.errors import LocalServerError
+from totem_engine.opening import open_project
+from totem_engine.store import SessionElsewhere, SessionNotFound, Store
 
 log = logging.getLogger(__name__)
 CLOSE_WAIT = 10.0  # seconds the aborted turns get to end when the process stops

@@ -31,9 +31,9 @@ from acp.schema import (
     UsageUpdate,
 )
 
+from totem_acp import permission, tool_calls
 from totem_engine import events as ev
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
-from totem_acp import permission, tool_calls
 
 log = logging.getLogger(__name__)
 # After a ``cancelled`` answer the turn's abort cancels the wait below; this bounds it should

@@ -12,10 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import get_args
 
-from acp.schema import AllowedOutcome, PermissionOption, RequestPermissionResponse, ToolCallUpdate
+from acp.schema import (
+    AllowedOutcome,
+    PermissionOption,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+)
 
-from totem_engine.frontend import Outcome, PermissionReply, PermissionRequest
 from totem_acp import tool_calls
+from totem_engine.frontend import Outcome, PermissionReply, PermissionRequest
 
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 

@@ -14,11 +14,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from acp.schema import AgentMessageChunk, AgentPlanUpdate, AgentThoughtChunk, PlanEntry, TextContentBlock, UserMessageChunk
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    PlanEntry,
+    TextContentBlock,
+    UserMessageChunk,
+)
 
+from totem_acp import tool_calls
 from totem_engine.session_state import SessionState
 from totem_engine.store import Session, StoredMessage
-from totem_acp import tool_calls
 
 
 def replayed(session: Session, messages: list[StoredMessage], root: Path) -> list[Any]:

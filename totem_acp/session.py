@@ -24,17 +24,19 @@ from acp.schema import (
     SessionConfigSelectOption,
     SessionMode,
     SessionModeState,
+    StopReason,
     UnstructuredCommandInput,
 )
 
+from totem_acp.frontend import AcpFrontEnd
+from totem_acp.prompt import Block, user_message
+from totem_acp.workspace import ClientWorkspace
+from totem_engine import events as ev
 from totem_engine.commands import ACTIONS
 from totem_engine.config_error import ConfigError
 from totem_engine.providers.errors import ProviderError
 from totem_engine.runtime import Runtime, session_title
 from totem_engine.turn.loop import Turn, TurnResult
-from totem_acp.frontend import AcpFrontEnd
-from totem_acp.prompt import Block, user_message
-from totem_acp.workspace import ClientWorkspace
 
 MODES = {
     "build": "Reads, edits and runs commands, asking first where the rules say so.",
@@ -150,20 +152,7 @@ class AcpSession:
         return self._response(await self.turn.run())
 
     def _response(self, result: TurnResult) -> PromptResponse:
-        """docs/acp.md "Stop reasons"."""
-        if result.stop_reason == "error":
-            failure = self.frontend.failure
-            data = {"errorClass": failure.error_class, "hint": failure.hint} if failure is not None else None
-            raise RequestError(-32603, result.reason or "the turn failed", data)
-        if result.stop_reason == "aborted":
-            return PromptResponse(stop_reason="cancelled")
-        if result.stop_reason == "step_limit":
-            return PromptResponse(stop_reason="max_turn_requests")
-        if result.stop_reason == "finished" and self.frontend.finish == "length":
-            return PromptResponse(stop_reason="max_tokens")
-        if result.stop_reason == "finished" and self.frontend.finish == "refusal":
-            return PromptResponse(stop_reason="refusal")
-        return PromptResponse(stop_reason="end_turn")  # finished, or a guard (its reason was said)
+        return PromptResponse(stop_reason=stop_reason(result, self.frontend.finish, self.frontend.failure))
 
     def cancel(self) -> None:
         """``session/cancel``: the running turn aborted (its processes killed, its open calls
@@ -186,6 +175,23 @@ class AcpSession:
         if checkpoint is None:
             return "Nothing new to compact."
         return f"Compacted: {checkpoint.messages} message(s) summarised; the next turn starts from the summary."
+
+
+def stop_reason(result: TurnResult, finish: str | None, failure: ev.Error | None) -> StopReason:
+    """The prompt's stop reason for how the turn ended (docs/acp.md "Stop reasons"); a turn that
+    ended in an error raises ``RequestError`` with its message (and its class and hint)."""
+    if result.stop_reason == "error":
+        data = {"errorClass": failure.error_class, "hint": failure.hint} if failure is not None else None
+        raise RequestError(-32603, result.reason or "the turn failed", data)
+    if result.stop_reason == "aborted":
+        return "cancelled"
+    if result.stop_reason == "step_limit":
+        return "max_turn_requests"
+    if result.stop_reason == "finished" and finish == "length":
+        return "max_tokens"
+    if result.stop_reason == "finished" and finish == "refusal":
+        return "refusal"
+    return "end_turn"  # finished, or a guard (its reason was said as an agent message)
 
 
 def project_root(cwd: str) -> Path:
