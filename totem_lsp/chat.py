@@ -20,18 +20,25 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from totem_engine import events as ev
+from totem_engine.attachments import with_attachments
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
-from totem_engine.turn.loop import Turn, TurnResult
 from totem_engine.runtime import Runtime
 from totem_engine.store import Session
-from totem_engine.tools.paths import relative
+from totem_engine.turn.loop import Turn, TurnResult
 from totem_lsp import protocol
+from totem_lsp.attach import Attacher
 from totem_lsp.diagnostics import Diagnostics
-from totem_lsp.messages import AskParams, ChatContext, ChatParams, ChatResult, RegenerateParams, RetryParams
+from totem_lsp.messages import (
+    AskParams,
+    ChatContext,
+    ChatParams,
+    ChatResult,
+    RegenerateParams,
+    RetryParams,
+)
 from totem_lsp.permission import declared
 from totem_lsp.project import Projects
 from totem_lsp.stream import EventStream
-from totem_lsp.uris import path_of
 
 
 class SessionBusy(JsonRpcException):
@@ -170,21 +177,26 @@ class Chats:
         for notice in self.projects.notices:
             self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=notice))
         self.projects.notices.clear()
-        mode = params.mode or runtime.config.mode
+        # The session's mode, stored with it (totem/setMode); the chat's own overrides this turn only.
+        session_mode = session.mode if session else (self.projects.mode or runtime.config.mode)
+        mode = params.mode or session_mode
         prepared = runtime.prepare(params.text)  # a slash command expanded (commands.py)
         if prepared.action is not None:
             return await _act(prepared.action, session, runtime)
         model = runtime.resolve_model(params.model or prepared.model or (session.model if session else self.projects.model))
         if session is None:
             # Titled by what the user typed, not by the context block sent with it.
-            session = await runtime.new_session(model=model, mode=mode, text=params.text)
-        text = await with_context(params.model_copy(update={"text": prepared.text}), root, self.projects)
+            session = await runtime.new_session(model=model, mode=session_mode, text=params.text)
+        # The editor's context and the message's mentions, one block each before the text (attach.py).
+        attached = await Attacher(root, self.projects.workspace.read_bytes, self.diagnostics.findings).attachments(params)
+        mentioned = any(a.mention for a in attached)
         # No await between this check and the registration below: two chats cannot both pass it.
         if self.busy(session.id):
             raise SessionBusy(f"Session {session.id} is busy: a turn is still running. Abort it or wait for it to end.")
         turn = runtime.turn(
-            text, LspFrontEnd(self, runtime, params.work_done_token), session=session, model=model, mode=mode,
-            typed=params.text if prepared.command else None, as_agent=prepared.agent,
+            with_attachments(prepared.text, attached), LspFrontEnd(self, runtime, params.work_done_token),
+            session=session, model=model, mode=mode, typed=params.text if prepared.command or mentioned else None,
+            as_agent=prepared.agent, attached=attached,
         )
         self.turns[session.id] = turn
         if params.work_done_token is not None:
@@ -222,31 +234,6 @@ async def _act(action: str, session: Session | None, runtime: Runtime) -> ChatRe
             if checkpoint is not None else "Nothing new to compact."
         )
     return ChatResult(session_id=session.id, stop_reason="finished", text=text)
-
-
-async def with_context(params: ChatParams, root: Path, projects: Projects) -> str:
-    """The user's text, preceded by the place in the editor it is about."""
-    if params.context is None:
-        return params.text
-    path = path_of(params.context.uri)
-    try:
-        rel = relative(root, path) if path else None
-    except ValueError:
-        rel = None
-    if rel is None:
-        return params.text
-    selection = params.context.range
-    if selection is None:
-        return f'<context file="{rel}"/>\n\n{params.text}'
-    try:
-        lines = (await projects.workspace.read_bytes(path)).decode("utf-8", errors="replace").split("\n")
-    except OSError:
-        return f'<context file="{rel}"/>\n\n{params.text}'
-    first, last = selection.start.line, selection.end.line
-    if selection.end.character == 0 and last > first:
-        last -= 1
-    excerpt = "\n".join(lines[first : last + 1])
-    return f'<context file="{rel}" lines="{first + 1}-{last + 1}">\n{excerpt}\n</context>\n\n{params.text}'
 
 
 def ask_prompt(params: AskParams) -> str:

@@ -10,7 +10,13 @@ from typing import Any
 
 from totem_engine.branches import Tree
 from totem_engine.store import Store, StoredMessage
-from totem_lsp.messages import FileOutcome, ForkParams, RewindParams, SessionParams, VariantParams
+from totem_lsp.messages import (
+    FileOutcome,
+    ForkParams,
+    RewindParams,
+    SessionParams,
+    VariantParams,
+)
 from totem_lsp.project import Projects
 
 

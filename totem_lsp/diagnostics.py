@@ -121,6 +121,14 @@ class Diagnostics:
         for note in notes:
             self.server.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=note))
 
+    async def findings(self, path: Path) -> list[Finding]:
+        """Totem's latest findings on ``path`` (built-in and external), its built-in checks run now
+        when it was never checked."""
+        uri = uri_of(path)
+        if uri not in self._builtin:
+            await self.check(uri, external=False)
+        return self._builtin.get(uri, []) + self._external.get(uri, [])
+
     def forget(self, uri: str) -> None:
         """A closed document: its diagnostics go away with it."""
         timer = self._pending.pop(uri, None)

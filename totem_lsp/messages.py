@@ -38,12 +38,30 @@ class ChatContext(Payload):
     range: Range | None = None
 
 
+class EditorDiagnostic(Payload):
+    """An LSP ``Diagnostic`` the editor shows, as ``#diagnostics`` reads it."""
+
+    range: Range
+    message: str
+    severity: int | None = None
+    code: str | int | None = None
+    source: str | None = None
+
+
+class EditorState(ChatContext):
+    """The document the editor shows and its selection: what ``#buffer``, ``#selection`` and
+    ``#diagnostics`` name; ``diagnostics``: those it shows for the document (absent: Totem's own)."""
+
+    diagnostics: list[EditorDiagnostic] | None = None
+
+
 class ChatParams(Payload):
     text: str
     session_id: str | None = None
     mode: Literal["build", "plan"] | None = None
     model: str | None = None
     context: ChatContext | None = None
+    editor: EditorState | None = None
     work_done_token: str | int | None = None
 
 
@@ -101,6 +119,21 @@ class JobStopParams(Payload):
 class SetModelParams(Payload):
     session_id: str | None = None
     model: str
+
+
+class CompleteParams(Payload):
+    """``totem/complete``: ``position`` is a UTF-16 offset into ``text``; the project is the
+    session's (``sessionId``), else the folder holding ``uri``, else the first."""
+
+    text: str
+    position: int = Field(ge=0)
+    session_id: str | None = None
+    uri: str | None = None
+
+
+class SetModeParams(Payload):
+    session_id: str | None = None
+    mode: Literal["build", "plan"]
 
 
 class AskDiagnostic(Payload):
@@ -185,5 +218,5 @@ class ApplyEditAnswer(ClientAnswer):
 
 class FileOutcome(Payload):
     path: str
-    action: Literal["restored", "deleted", "conflict"]
+    action: Literal["restored", "deleted", "conflict", "unrestorable"]
     reason: str | None = None

@@ -22,7 +22,14 @@ from pygls.uris import from_fs_path
 
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_lsp import protocol
-from totem_lsp.messages import AcceptedFile, ClientAnswer, PermissionAnswer, QuestionAnswer, TrustAnswer, plain
+from totem_lsp.messages import (
+    AcceptedFile,
+    ClientAnswer,
+    PermissionAnswer,
+    QuestionAnswer,
+    TrustAnswer,
+    plain,
+)
 from totem_lsp.uris import path_of
 
 log = logging.getLogger(__name__)

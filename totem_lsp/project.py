@@ -30,6 +30,7 @@ class Projects:
         self.server = server
         self.settings = _without_nulls(settings or {})
         self.model = model  # the editor's choice, over the config's
+        self.mode: str | None = None  # totem/setMode without a session: new sessions' mode, over the config's
         self.store = Store()
         self.workspace = EditorWorkspace(server)
         self._runtimes: dict[Path, Runtime] = {}

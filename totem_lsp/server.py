@@ -311,6 +311,10 @@ def create_server(token: str | None = None) -> TotemServer:
     async def set_model(ls: TotemServer, params: Any) -> dict[str, str]:
         return await ls.service().set_model(params)
 
+    @server.feature(protocol.SET_MODE)
+    async def set_mode(ls: TotemServer, params: Any) -> dict[str, str]:
+        return await ls.service().set_mode(params)
+
     @server.feature(protocol.UNDO)
     async def undo(ls: TotemServer, params: Any) -> dict[str, Any]:
         return await ls.service().undo(params)
@@ -358,6 +362,10 @@ def create_server(token: str | None = None) -> TotemServer:
     @server.feature(protocol.FORK)
     async def fork(ls: TotemServer, params: Any) -> dict[str, Any]:
         return await ls.service().fork(params)
+
+    @server.feature(protocol.COMPLETE)
+    async def complete(ls: TotemServer, params: Any) -> dict[str, Any]:
+        return await ls.service().complete(params)
 
     @server.feature(protocol.COMMANDS)
     async def commands(ls: TotemServer, params: Any) -> list[dict[str, Any]]:

@@ -26,15 +26,17 @@ from totem_engine.runtime import Runtime
 from totem_engine.store import MessageNotFound, SessionElsewhere, SessionNotFound
 from totem_lsp import conversation, protocol
 from totem_lsp.chat import Chats, SessionBusy
+from totem_lsp.complete import complete, open_documents
 from totem_lsp.diagnostics import Diagnostics
 from totem_lsp.messages import (
     AgentDeleteParams,
     AgentSaveParams,
     AskParams,
     ChatParams,
+    CompleteParams,
     FileOutcome,
-    JobStopParams,
     ForkParams,
+    JobStopParams,
     ProjectRef,
     RegenerateParams,
     RetryParams,
@@ -42,6 +44,7 @@ from totem_lsp.messages import (
     SessionParams,
     SessionRef,
     SetModelParams,
+    SetModeParams,
     VariantParams,
     plain,
 )
@@ -90,6 +93,7 @@ class Service:
                 "sessionId": s.id,
                 "title": s.title or "",
                 "model": s.model,
+                "mode": s.mode,
                 "createdAt": s.created_at,
                 "updatedAt": s.updated_at,
             }
@@ -170,6 +174,16 @@ class Service:
                 self.projects.model = model
         return {"model": model}
 
+    async def set_mode(self, params: Any) -> dict[str, str]:
+        """``totem/setMode``: the session's mode from its next turn on (or new sessions')."""
+        request = parse(SetModeParams, params)
+        with _engine_errors():
+            if request.session_id:
+                await self.projects.store.update_session(request.session_id, mode=request.mode)
+            else:
+                self.projects.mode = request.mode
+        return {"mode": request.mode}
+
     async def undo(self, params: Any, *, redo: bool = False) -> dict[str, Any]:
         ref = parse(SessionRef, params)
         if self.chats.busy(ref.session_id):
@@ -246,6 +260,17 @@ class Service:
             for name, what in sorted(ACTIONS.items()) if name not in found
         ]
         return listed
+
+    async def complete(self, params: Any) -> dict[str, Any]:
+        """``totem/complete``: mentions and slash commands for the word before the cursor."""
+        request = parse(CompleteParams, params)
+        with _engine_errors():
+            if request.session_id:
+                runtime = await self.projects.runtime(Path((await self.projects.store.get_session(request.session_id)).cwd))
+            else:
+                runtime = await self._runtime(request.uri)
+            documents = open_documents(list(self.server.workspace.text_documents))
+            return await complete(request.text, request.position, runtime, documents)
 
     async def _runtime(self, uri: str | None) -> Runtime:
         return await self.projects.runtime(self.projects.root_for(uri))

@@ -145,6 +145,16 @@ def test_with_code_mode_never_prose_ends_the_turn_as_before(totem):
     assert (totem.project / "calc.py").read_text() == CALC
 
 
+def test_in_plan_mode_a_described_change_is_the_answer(totem):
+    _project(totem)
+    totem.server.enqueue(text_reply(WHOLE))
+    result = totem.agent("fix add in calc.py", extra=("--yes", "--mode", "plan"))
+
+    assert result.code == 0, result.stderr
+    assert len(totem.server.requests) == 1
+    assert (totem.project / "calc.py").read_text() == CALC
+
+
 WHOLE = f"""\
 Here is the updated `calc.py`:
 

@@ -57,6 +57,14 @@ def streamed_edit_reply() -> Reply:
 
 
 CHAT_LINES = "return vim.api.nvim_buf_get_lines(require('totem.chat').buf(), 0, -1, false)"
+INPUT = ("local i = require('totem.input').current if not i or vim.api.nvim_get_current_win() ~= i.win"
+         " or vim.fn.mode() ~= 'i' then return nil end local cfg = vim.api.nvim_win_get_config(i.win)"
+         " return { title = cfg.title[1][1], lines = vim.api.nvim_buf_get_lines(i.buf, 0, -1, false) }")
+
+
+def wait_for_input(nv) -> dict:
+    """The chat's message input, open, focused and in Insert mode: its title and lines."""
+    return nv.wait(lambda: nv.lua(INPUT), "the message input")
 FILE_LINES = "return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)"
 
 
@@ -109,11 +117,11 @@ def test_chat_permission_edit_diagnostic_code_action_undo(neovim, project, model
                            " and vim.lsp.get_clients({ bufnr = 0, name = 'totem' })[1].initialized"),
             "the totem client to attach to the buffer")
 
-    # The visual-mode mapping (<leader>ta) sends the selection as context; the prompt is
-    # vim.ui.input, answered here.
-    nv.lua("local text = ... vim.ui.input = function(opts, on_confirm) _G.prompted = opts.prompt on_confirm(text) end",
-           "Make the greeting friendlier")
+    # The visual-mode mapping (<leader>ta) sends the selection as context; the message is typed
+    # into the chat's input, which <C-s> sends.
     nv.input("5GV8G\\ta")
+    assert wait_for_input(nv)["title"] == " Totem>  "
+    nv.input("Make the greeting friendlier<C-s>")
 
     # The permission window: title and the diff, as filetype diff.
     perm = nv.wait(lambda: nv.lua(
@@ -144,7 +152,6 @@ def test_chat_permission_edit_diagnostic_code_action_undo(neovim, project, model
         " r[#r+1] = l .. ' ' .. vim.fn.foldlevel(l) .. ' ' .. chat.foldexpr(l) .. ' ' .. vim.fn.getline(l) end"
         " return r end)"))
 
-    assert nv.lua("return _G.prompted") == "Totem> "
     sent = model.requests[0]["messages"][-1]["content"]
     assert '<context file="controllers/api.js" lines="5-8">' in sent, sent
     assert sent.endswith("Make the greeting friendlier"), sent
@@ -192,6 +199,23 @@ def test_chat_permission_edit_diagnostic_code_action_undo(neovim, project, model
     assert "\n".join(nv.lua(FILE_LINES, path)) + "\n" == ORIGINAL
     assert model.pending == 0
 
+    # The agent's next edit of the file it just had undone succeeds (issue 25, item 7), and the
+    # model was told which file the undo put back.
+    again = {"path": "controllers/api.js", "old_string": "'Hello ' + name", "new_string": "'Hi ' + name"}
+    model.enqueue(tool_reply([("edit", again)]))
+    model.enqueue(text_reply("Changed it again."))
+    nv.command("TotemAsk Say Hi instead")
+    nv.wait(lambda: nv.lua("return require('totem.permission').current ~= nil"), "the permission window")
+    nv.input("a")
+    nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy") and "Changed it again." in nv.lua(CHAT_LINES),
+            "the end of the turn after the undo")
+    chat = "\n".join(nv.lua(CHAT_LINES))
+    assert "▶ Edit controllers/api.js\n    ✓ edited 1 place" in chat.split("Say Hi instead")[1], chat
+    nv.wait(lambda: target.read_text() == ORIGINAL.replace("'Hello ' + name", "'Hi ' + name"), "the edit after the undo on disk")
+    told = model.requests[-2]["messages"][-1]["content"]
+    assert "undid or redid" in told and "controllers/api.js" in told, told
+    live = nv.lua(CHAT_LINES)
+
     # :TotemSessions lists the session (vim.ui.select) and reopens it in the chat.
     nv.lua("_G.offered = nil vim.ui.select = function(items, opts, on_choice)"
            " _G.offered = vim.tbl_map(opts.format_item, items) on_choice(items[1], 1) end")
@@ -201,7 +225,11 @@ def test_chat_permission_edit_diagnostic_code_action_undo(neovim, project, model
     offered = nv.wait(lambda: nv.lua("return _G.offered"), "the session list")
     assert len(offered) == 1 and "[sim/test-model]" in offered[0], offered
     chat = nv.wait(lambda: "\n".join(nv.lua(CHAT_LINES)), "the session shown again")
-    assert FINAL in chat and "▶ Edit controllers/api.js\n    ✓ " in chat, chat
+    # Exactly as the live chat was: the message without its <context> block (its label under
+    # it), and one footer a turn (two turns of two steps each: two footers).
+    assert nv.lua(CHAT_LINES) == live, "\n".join(nv.lua(CHAT_LINES)) + "\n----- live:\n" + "\n".join(live)
+    assert "<context" not in chat
+    assert chat.count("*— sim/test-model*") == 2, chat
 
     # :TotemModel picks from totem/models and sets the session's model.
     nv.lua("_G.offered = nil")
@@ -242,7 +270,8 @@ def test_todo_question_and_reject_with_feedback(neovim, project, model):
     assert nv.lua("return _G.asked") == ["Totem asks: Which colour?", ["red", "blue", "Other…"]]
     chat = "\n".join(nv.lua(CHAT_LINES))
     assert "**Todo**\n- [~] Add a route\n- [ ] Write a test" in chat, chat
-    assert "▶ Create notes.txt\n    ⊘ denied: " in chat, chat
+    # The feedback stands under the refused call (issue 25, item 5).
+    assert "▶ Create notes.txt\n    ⊘ denied: rejected\n    Your feedback: Not now, thanks" in chat, chat
     assert "Understood, no notes file." in chat
     assert "todo 0/2: Add a route" in nv.lua("return vim.wo[vim.fn.bufwinid(require('totem.chat').buf())].winbar")
     assert not (project / "notes.txt").exists()
@@ -250,45 +279,166 @@ def test_todo_question_and_reject_with_feedback(neovim, project, model):
     assert any("blue" in r for r in tool_results), tool_results
     assert any("Not now, thanks" in r for r in tool_results), tool_results
 
+    # Reopened: the same transcript, the todo list and the feedback included.
+    live = nv.lua(CHAT_LINES)
+    nv.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
+    nv.command("TotemNew")
+    nv.command("TotemSessions")
+    nv.wait(lambda: nv.lua(CHAT_LINES) != [""], "the session shown again")
+    assert nv.lua(CHAT_LINES) == live, "\n".join(nv.lua(CHAT_LINES)) + "\n----- live:\n" + "\n".join(live)
 
-# Each line of the chat as the window shows it: the characters markdown conceals left out.
+
+# Each line of the chat as the window shows it: what treesitter's Markdown highlighting conceals
+# (its captures with a `conceal` at each character, as the highlighter draws them) left out,
+# and the lines it conceals whole (code fences) dropped.
 VISIBLE_CHAT = (
-    "local chat = require('totem.chat') local win = vim.fn.bufwinid(chat.buf())"
-    " return vim.api.nvim_win_call(win, function() local shown = {}"
-    " for l = 1, vim.fn.line('$') do local line, seen = vim.fn.getline(l), {}"
-    "   for c = 1, #line do local s = vim.fn.synconcealed(l, c)"
-    "     seen[#seen + 1] = s[1] == 1 and s[2] or line:sub(c, c) end"
-    "   shown[#shown + 1] = table.concat(seen) end"
-    " return shown end)"
+    "local buf = require('totem.chat').buf() local hl = vim.treesitter.highlighter.active[buf]"
+    " if not hl then return nil end hl.tree:parse(true) local shown = {}"
+    " for r, line in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do"
+    "   local out, c, whole = {}, 0, false"
+    "   while c < #line do local n = vim.str_utf_end(line, c + 1) + 1 local hidden = nil"
+    "     for _, cap in ipairs(vim.treesitter.get_captures_at_pos(buf, r - 1, c)) do"
+    "       local m = cap.metadata or {} local own = m[cap.id] or {}"
+    "       if m.conceal_lines or own.conceal_lines then whole = true end"
+    "       hidden = m.conceal or own.conceal or hidden end"
+    "     out[#out + 1] = hidden or line:sub(c + 1, c + n) c = c + n end"
+    "   if not whole then shown[#shown + 1] = table.concat(out) end end"
+    " return shown"
+)
+
+ANSWER_MD = (
+    "## Findings\n"
+    "RE is set in src/tomli/_re.py; the tests match **/*_test.py and `__init__.py` has **nothing**.\n"
+    "See pkg/__init__.py too.\n"
+    "```sh\n"
+    "# a comment, not a heading\n"
+    "```"
 )
 
 
-def test_paths_and_code_in_the_chat_are_shown_verbatim(neovim, project, model):
-    """Markdown conceal must not eat the underscore of ``_re.py`` or the stars of ``**/*.py``."""
+def test_markdown_in_the_chat_paths_verbatim_headings_below_the_speakers_multi_line_input(neovim, project, model):
+    """Treesitter's Markdown in the chat: inline code concealed, but not the underscore of
+    ``_re.py``, the stars of ``**/*.py`` or the brackets of Totem's own lines; the model's heading
+    demoted below ``## Totem``; a message of two lines typed into the input."""
     nv = neovim
     (project / "src" / "tomli").mkdir(parents=True)
     (project / "src" / "tomli" / "_re.py").write_text("RE = 1\n")
     model.enqueue(tool_reply([("read", {"path": "src/tomli/_re.py"})]))
-    answer = "RE is set in src/tomli/_re.py; the tests match **/*_test.py and `__init__.py` has **nothing**."
-    model.enqueue(text_reply(answer, pieces=5))
+    model.enqueue(text_reply(ANSWER_MD, pieces=9))
     nv.wait(lambda: nv.lua("local c = vim.lsp.get_clients({ bufnr = 0, name = 'totem' })[1] return c and c.initialized"),
             "the totem client")
-    nv.command("TotemAsk Where is RE set?")
-    nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy") and answer in "\n".join(nv.lua(CHAT_LINES)),
-            "the end of the turn")
+    nv.command("TotemChat")
+    nv.input("i")
+    wait_for_input(nv)
+    nv.input("Where is RE set?<CR>And what is [_re] for?")
+    assert nv.lua(INPUT)["lines"] == ["Where is RE set?", "And what is [_re] for?"]
+    nv.input("<C-s>")
+    nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy") and "## Findings" not in nv.lua(CHAT_LINES)
+            and "#### Findings" in nv.lua(CHAT_LINES), "the end of the turn")
 
-    assert answer in nv.lua(CHAT_LINES)  # the buffer holds the answer as the model wrote it
+    # The two lines went as one message, and stand under "## You".
+    assert model.requests[0]["messages"][-1]["content"].endswith("Where is RE set?\nAnd what is [_re] for?")
+    lines = nv.lua(CHAT_LINES)
+    assert "## You\nWhere is RE set?\nAnd what is [_re] for?\n" in "\n".join(lines), lines
+    # The buffer holds the answer as the model wrote it, but for its heading: two levels down,
+    # below the speaker headings; the "#" inside the code block is code.
+    assert "\n".join(lines).endswith(ANSWER_MD.replace("## Findings", "#### Findings") + "\n\n*— sim/test-model*"), lines
+    assert nv.lua("return require('totem.markdown').active(require('totem.chat').buf())")
     shown = nv.lua(VISIBLE_CHAT)
     assert "▶ Read src/tomli/_re.py" in shown, shown
-    assert "RE is set in src/tomli/_re.py; the tests match **/*_test.py and" in "\n".join(shown), shown
-    # Markdown stays markdown where it is not a path: the bold's stars are concealed.
-    assert any(line.endswith("has nothing.") for line in shown), shown
+    assert "RE is set in src/tomli/_re.py; the tests match **/*_test.py and __init__.py has nothing." in shown, shown
+    assert "See pkg/__init__.py too." in shown, shown
+    assert "# a comment, not a heading" in shown and "```sh" not in shown, shown
+    assert "And what is [_re] for?" in shown, shown
+
+
+def finish_turn_allowing(nv, what: str) -> None:
+    """Waits for the end of the turn, allowing once each call that asks."""
+    def done():
+        if nv.lua("return require('totem.permission').current ~= nil"):
+            nv.input("a")
+            return False
+        return not nv.lua("return require('totem.chat').state.busy")
+    nv.wait(done, what)
+
+
+FOLD_AT = ("local row = ... " + "local win = vim.fn.bufwinid(require('totem.chat').buf())"
+           " return vim.api.nvim_win_call(win, function() return { vim.fn.foldclosed(row), vim.fn.foldtextresult(row) } end)")
+
+
+def test_command_output_folded_failures_open_and_a_refused_key_with_its_fix_and_retry(neovim, project, model):
+    """Issue 25, items 3 and 10: what a command printed, under its line (folded when it worked,
+    open when it failed, capped); a 401 says which provider and what fixes it, and `r` tries the
+    turn again (totem/retry)."""
+    nv = neovim
+    model.enqueue(tool_reply([("bash", {"command": "seq 1 60"})]))
+    model.enqueue(tool_reply([("bash", {"command": "echo boom; exit 3"})]))
+    model.enqueue(text_reply("The second one failed."))
+    nv.wait(lambda: nv.lua("local c = vim.lsp.get_clients({ bufnr = 0, name = 'totem' })[1] return c and c.initialized"),
+            "the totem client")
+    nv.command("TotemAsk Run the two commands")
+    finish_turn_allowing(nv, "the end of the commands' turn")
+    lines = nv.lua(CHAT_LINES)
+    chat = "\n".join(lines)
+
+    # The first: 60 lines, shown as its first and last 20, in a closed fold under its result.
+    ok = lines.index("▶ $ seq 1 60")
+    assert lines[ok + 1] == "    ✓ exit 0", chat
+    output = lines[ok + 2: ok + 2 + 41]
+    assert output[:2] == ["    │ 1", "    │ 2"] and output[19] == "    │ 20", chat
+    assert output[20] == "    │ … 20 more lines …" and output[21] == "    │ 41" and output[40] == "    │ 60", chat
+    assert not lines[ok + 2 + 41].startswith("    │"), chat
+    closed, text = nv.lua(FOLD_AT, ok + 3)
+    assert closed == ok + 3 and text == "    │ Output (41 lines)", (closed, text)
+    # The second exited 3: its output is open.
+    failed = lines.index("▶ $ echo boom; exit 3")
+    assert lines[failed + 1: failed + 4] == ["    ✓ exit 3", "    │ boom", "    │ [exit code 3]"], chat
+    assert nv.lua(FOLD_AT, failed + 3)[0] == -1
+    assert "The second one failed." in lines
+    save_artifact("neovim-output.txt", nv.capture() or chat)
+
+    # A refused key: the provider's message, what fixes it, and `r` to send the message again.
+    model.enqueue(Reply(status=401, body='{"error": {"message": "Incorrect API key provided"}}'))
+    nv.command("TotemAsk Try once more")
+    nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy") and "(error)" in "\n".join(nv.lua(CHAT_LINES)),
+            "the failed turn")
+    lines = nv.lua(CHAT_LINES)
+    error = lines.index("**Error** (AuthenticationError): Incorrect API key provided")
+    fix = lines[error + 1]
+    assert fix.startswith("**Fix:** The provider sim refused the key") and "`totem auth set sim`" in fix, fix
+    assert "[providers.sim]" in fix, fix
+    assert lines[error + 2] == "*`r` in the chat tries again.*"
+    assert lines[error + 4] == "*— sim/test-model* (error)", lines
+    shown = nv.lua(VISIBLE_CHAT)
+    assert any("set api_key in [providers.sim]" in line for line in shown), shown  # the brackets stay
+    save_artifact("neovim-auth-error.txt", nv.capture() or "\n".join(lines))
+
+    model.enqueue(text_reply("Now it works."))
+    nv.lua(WINDOW_OF_CHAT + " vim.api.nvim_set_current_win(win)")
+    nv.input("r")
+    nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy") and "Now it works." in nv.lua(CHAT_LINES),
+            "the retried turn")
+    assert model.requests[-1]["messages"][-1]["content"].endswith("Try once more")
+    # The same request answered in place: the error is gone, the answer under its "## Totem".
+    retried = "\n".join(nv.lua(CHAT_LINES))
+    assert retried.count("## You\nTry once more") == 1 and "AuthenticationError" not in retried, retried
+    assert retried.endswith("## Totem\n\nNow it works.\n\n*— sim/test-model*"), retried
+
+    # Reopened, the session shows what the live chat did: the output, its folds, the hint.
+    live = nv.lua(CHAT_LINES)
+    nv.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
+    nv.command("TotemNew")
+    nv.command("TotemSessions")
+    nv.wait(lambda: nv.lua(CHAT_LINES) == live, "the session shown again as it was")
+    assert nv.lua(FOLD_AT, ok + 3)[0] == ok + 3 and nv.lua(FOLD_AT, failed + 3)[0] == -1
+
+
+WINDOW_OF_CHAT = "local win = vim.fn.bufwinid(require('totem.chat').buf())"
 
 
 SUB_ANSWER = "The greeting is built in hello() of controllers/api.js."
 PARENT_ANSWER = "Found it: hello() in controllers/api.js builds the greeting."
 BLOCK = "  │ "
-WINDOW_OF_CHAT = "local win = vim.fn.bufwinid(require('totem.chat').buf())"
 
 
 def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, project, model, tmp_path):
@@ -342,10 +492,10 @@ def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, proj
     assert {"/fix ", "/init ", "/undo "} <= set(nv.lua("return require('totem.chat').complete('/')"))
     nv.lua(WINDOW_OF_CHAT + " vim.api.nvim_set_current_win(win)")
     nv.input("i")
-    nv.wait(lambda: nv.lua("return vim.fn.mode()") == "c", "the chat input")
+    wait_for_input(nv)
     nv.input("/fi<Tab>")
-    nv.wait(lambda: nv.lua("return vim.fn.getcmdline()") == "/fix ", "the completed command")
-    nv.input("the login bug<CR>")
+    nv.wait(lambda: (nv.lua(INPUT) or {}).get("lines") == ["/fix "], "the completed command")
+    nv.input("the login bug<C-s>")
     nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy") and "Fixed." in "\n".join(nv.lua(CHAT_LINES)),
             "the end of the command's turn")
     assert model.requests[-1]["messages"][-1]["content"] == "Find and fix the login bug."
@@ -360,14 +510,14 @@ def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, proj
     assert "tools" not in model.requests[-1]  # the summary request, not a turn
 
     # :TotemCommands lists them with their descriptions; choosing one starts the input with it.
-    nv.lua("_G.offered, _G.default = nil, nil"
+    nv.lua("_G.offered = nil"
            " vim.ui.select = function(items, opts, on_choice) _G.offered = vim.tbl_map(opts.format_item, items)"
-           " for i, item in ipairs(items) do if item.name == 'fix' then return on_choice(item, i) end end end"
-           " vim.ui.input = function(opts, on_confirm) _G.default = opts.default on_confirm(nil) end")
+           " for i, item in ipairs(items) do if item.name == 'fix' then return on_choice(item, i) end end end")
     nv.command("TotemCommands")
-    nv.wait(lambda: nv.lua("return _G.default"), "the input started with the command")
-    assert nv.lua("return _G.default") == "/fix "
+    assert wait_for_input(nv)["lines"] == ["/fix "]
     assert "/fix  [project]  Fix a bug" in nv.lua("return _G.offered")
+    nv.input("<Esc>q")  # cancelled: nothing is sent
+    nv.wait(lambda: nv.lua("return require('totem.input').current") is None, "the input closed")
 
     # :TotemAgents lists the project's agent with its source; choosing it opens its file.
     nv.lua("_G.offered = nil vim.ui.select = function(items, opts, on_choice)"

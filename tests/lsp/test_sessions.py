@@ -39,7 +39,7 @@ async def test_sessions_list_and_session_messages(editor):
     session_id = result.sessionId
 
     [listed] = await call(editor, "totem/sessions", None)
-    assert set(listed) == {"sessionId", "title", "model", "createdAt", "updatedAt"}
+    assert set(listed) == {"sessionId", "title", "model", "mode", "createdAt", "updatedAt"}
     assert listed["sessionId"] == session_id
     assert listed["model"] == "sim/test-model"
     assert isinstance(listed["title"], str)

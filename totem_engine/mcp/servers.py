@@ -61,6 +61,7 @@ class McpServers:
         self._idle: asyncio.Task | None = None
         self._closed = False
         self._read_at: tuple = ()  # the files' stamps when the specs were read (_stamps)
+        self._starting = anyio.Lock()
         self._joined: dict[str, ServerSpec] = {}  # the client's servers (join), beside the files'
 
     def join(self, specs: list[ServerSpec]) -> None:
@@ -77,6 +78,10 @@ class McpServers:
         if self._idle is not None:
             self._idle.cancel()
             self._idle = None
+        async with self._starting:  # two sessions' first turns must not start one server twice
+            await self._prepare(host, policy)
+
+    async def _prepare(self, host: StartHost, policy: Policy) -> None:
         if not await self._refresh():
             return
         wanted = [spec for spec in self.specs.values() if spec.enabled and spec.name not in self.connections]

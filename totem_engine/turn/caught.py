@@ -38,14 +38,17 @@ WHOLE_SHARE = 0.8
 class CatchingPolicy(DefaultPolicy):
     """``DefaultPolicy`` for ``turn``, which an answer describing the change the request asks
     for, or holding its whole files, none made, switches to code mode
-    (``PolicyHost.caught_in_prose``), unless the config says never."""
+    (``PolicyHost.caught_in_prose``), unless the config says never. Not in plan mode, where
+    describing the change is the answer."""
 
     def __init__(self, turn: PolicyHost):
         self.turn = turn
 
     async def asks_again(self, reply: str, message_id: str, *, changed: bool, malformed: bool) -> bool:
         turn = self.turn
-        if changed or turn.agent.config.code_mode == "never" or not asks_for_a_change(turn.text):
+        if changed or turn.options.mode == "plan" or turn.agent.config.code_mode == "never":
+            return False
+        if not asks_for_a_change(turn.text):
             return False
         files = await whole_files(reply, turn.agent.root, turn.text)
         if not files and not detect_prose_edit(reply):

@@ -70,6 +70,7 @@ class PolicyHost(Protocol):
     """What a policy reads and calls on its turn."""
 
     agent: Project
+    options: Mode
     text: str  # the user's request
     session_id: str
     turn_id: str

@@ -23,12 +23,15 @@ import anyio
 
 from totem_engine import events as ev
 from totem_engine.agents import Agents, discover_agents
+from totem_engine.attachments import Attachment
 from totem_engine.checks.base import Checker
 from totem_engine.checks.registry import checkers_from_config
 from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import MIN_MAX_STEPS, Config
 from totem_engine.frontend import FrontEnd
+from totem_engine.command_changes import CommandChanges
 from totem_engine.jobs import Jobs
+from totem_engine.mcp.deferred import fit_schemas
 from totem_engine.mcp.servers import McpServers, notice_sayer
 from totem_engine.terminals import Terminals
 from totem_engine.prompt import system_prompt
@@ -44,6 +47,7 @@ from totem_engine.skills import Skill, discover
 from totem_engine.snapshots import Snapshots
 from totem_engine.store import Session, Store, new_id
 from totem_engine.tools.base import Tool
+from totem_engine.tools.freshness import mark_seen_in
 from totem_engine.tools.registry import is_small, surface, tool_specs
 from totem_engine.tools.skill import SkillTool
 from totem_engine.tools.freshness import mark_seen_in
@@ -132,6 +136,7 @@ class Agent:
         delegates: bool = True,
         jobs: Jobs | None = None,
         terminals: Terminals | None = None,
+        commands: CommandChanges | None = None,
         mcp: McpServers | None = None,
     ):
         self.root = root.resolve()
@@ -147,6 +152,7 @@ class Agent:
         self.delegates = delegates  # its turns get the task tool (a sub-agent's never do)
         self.jobs = jobs  # the runtime's background jobs: an aborted turn kills its session's
         self.terminals = terminals  # and its terminals
+        self.command_changes = commands  # where commands run and what they changed (None: nothing kept)
         self.mcp = mcp  # the runtime's MCP servers, whose tools its turns offer (a sub-agent's: None, seed 000)
         self.notices: list[str] = []  # for the user, said at the start of the next turn
         self._said: set[str] = set()  # the agent files' notices already said
@@ -170,7 +176,7 @@ class Agent:
         return Agent(
             root=self.root, store=store, provider_for=self.provider_for, tools=tools, workspace=self.workspace,
             snapshots=self.snapshots, capabilities=self.capabilities, config=self.config, rules=rules,
-            trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals, mcp=mcp,
+            trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals, commands=self.command_changes, mcp=mcp,
         )
 
     def checkers(self, *, totaljs: bool) -> list[Checker]:
@@ -181,14 +187,16 @@ class Agent:
     def turn(
         self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions, session: Session | None = None,
         turn_id: str | None = None, typed: str | None = None, again: Again | None = None,
+        attached: list[Attachment] | None = None,
     ) -> "Turn":
         """``session``: the session as the front end just read it, so the turn does not read it again;
         ``turn_id``: a sub-agent's is its conversation's turn, so its changes are undone with it;
         ``typed``: what the user typed when ``text`` is its expansion (a slash command);
-        ``again``: the turn answers a stored request again (``text`` is its text) instead of storing one."""
+        ``again``: the turn answers a stored request again (``text`` is its text) instead of storing one;
+        ``attached``: the context blocks ``text`` begins with (attachments.py), stored with the request."""
         return Turn(
             self, text, frontend, session_id=session_id, model=model, options=options, session=session, turn_id=turn_id, typed=typed,
-            again=again,
+            again=again, attached=attached,
         )
 
 
@@ -200,9 +208,11 @@ class Turn:
     def __init__(
         self, agent: Agent, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions,
         session: Session | None = None, turn_id: str | None = None, typed: str | None = None, again: Again | None = None,
+        attached: list[Attachment] | None = None,
     ):
         self.agent = agent
         self.again = again
+        self.attached = attached or []
         self.text = text
         self.typed = typed  # a slash command as typed; ``text`` is what the model receives
         self.frontend = frontend
@@ -257,7 +267,12 @@ class Turn:
         else:
             self.user_message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
             shown = {"typed": self.typed} if self.typed is not None and self.typed != self.text else {}
+            if self.attached:
+                shown["attachments"] = [a.wire() for a in self.attached]
             await store.add_part(self.user_message, "text", {"text": self.text, **shown})
+            for attachment in self.attached:  # a whole file shown with the request counts as read
+                if attachment.seen is not None:
+                    mark_seen_in(self.state.reads, attachment.path, attachment.seen)
         await self._say_restored()
         await self.emit(ev.TurnStart(session_id=self.session_id, turn_id=self.turn_id, model=self.model))
         while self.agent.notices:
@@ -356,7 +371,7 @@ class Turn:
         self.record = await self.agent.capabilities.record(provider_name, model_id)
         self._own_tools = self.tools
         small = is_small(self.record.context_window, self.record.tier)
-        if self.agent.mcp is not None and not small:  # a small surface has no room for them yet
+        if self.agent.mcp is not None:
             self._mcp_prepared = True
             await self.agent.mcp.prepare(self, self.calls.policy, notice_sayer(self.emit, self.session_id))
         if wants_scripts(self.agent.config.code_mode, self.record, small=small):
@@ -394,8 +409,11 @@ class Turn:
 
     def _offer_tools(self) -> None:
         """The step's tools and their specs: the turn's own and what the MCP servers offer now (a
-        server that died or was switched off offers nothing), kept to the model's surface."""
+        server that died or was switched off offers nothing; by name and one line when their
+        schemas would cost too much of the window, mcp/deferred.py), kept to the model's surface."""
         served = self.agent.mcp.tools(set(self._own_tools)) if self._mcp_prepared and self.agent.mcp is not None else {}
+        window, tier = self.record.context_window, self.record.tier
+        served = fit_schemas(served, window=window, share=self.agent.config.mcp_schema_share, small=is_small(window, tier))
         self.tools, brief = surface({**self._own_tools, **served}, self.record.context_window, self.record.tier)
         if self.policy.scripts:  # what script and file blocks are read as, whatever the surface
             self.tools.update({name: tool for name, tool in self._own_tools.items() if name in SCRIPT_TOOLS})

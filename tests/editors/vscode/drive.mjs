@@ -129,7 +129,10 @@ async function roughEdges(page, args) {
   let frame = await chatFrame(page);
   await frame.locator("#messages").waitFor({ state: "visible" });
   out.newChatVisible = await frame.locator("#messages").isVisible();
-  out.newChatEmpty = (await frame.locator("#messages").innerText()).trim() === "";
+  // The view may still show the chat it had until the reset reaches it: wait for it, bounded.
+  out.newChatEmpty = await frame
+    .waitForFunction(() => document.querySelector("#messages").innerText.trim() === "", null, { timeout: 5000 })
+    .then(() => true, () => false);
   out.newChatTitle = await frame.locator("#title").innerText();
   step("new chat revealed");
 

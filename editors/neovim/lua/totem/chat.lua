@@ -2,6 +2,9 @@
 -- It renders `totem/event` notifications (docs/events.md) as they stream, and sends
 -- `totem/chat` requests.
 local client = require('totem.client')
+local input = require('totem.input')
+local markdown = require('totem.markdown')
+local results = require('totem.results')
 local subagent = require('totem.subagent')
 
 local M = {}
@@ -18,6 +21,8 @@ M.state = {
   busy = false,
   part = nil, -- {kind, id} of the part being streamed
   last = nil, -- kind of the last block written: user, text, reasoning, tool, note, sign
+  last_message = nil, -- {text, context, bufnr} of the message last sent from this chat
+  retry = nil, -- when the session's last turn failed: {cut = extmark where it starts, message?}
   step_mark = nil, -- extmark where the current step's output starts
   calls = {}, -- callId -> extmark on its tool line
   todos = nil,
@@ -34,14 +39,22 @@ end
 
 --- Reasoning blocks fold: a "> *Reasoning*" line opens a fold that the following "> " lines
 --- continue (a quote in an answer, after a blank line, is not folded). A sub-agent's block
---- (subagent.lua: its lines start with subagent.PREFIX) is a fold of its own.
+--- (subagent.lua: its lines start with subagent.PREFIX) is a fold of its own, and so is a
+--- command's output (results.lua). The window's foldlevel is 1: these folds are level 2, so
+--- closed, except the output of a command that failed, a level-1 fold, open.
 function M.foldexpr(lnum)
   local line = vim.fn.getline(lnum)
   local prefix = subagent.PREFIX
   if line:sub(1, #prefix) == prefix then
-    return vim.fn.getline(lnum - 1):sub(1, #prefix) == prefix and '1' or '>1'
+    return vim.fn.getline(lnum - 1):sub(1, #prefix) == prefix and '2' or '>2'
+  elseif results.is_output(line) then
+    local above = vim.fn.getline(lnum - 1)
+    if results.is_output(above) then
+      return '='
+    end
+    return results.failed(above) and '>1' or '>2'
   elseif line:sub(1, #REASONING) == REASONING then
-    return '>1'
+    return '>2'
   elseif line:sub(1, 1) == '>' then
     return '='
   end
@@ -54,13 +67,16 @@ end
 --- added after it, win over it: Totem's own lines after their marker (a tool call and its
 --- result, a note, a todo item) and, in the answer, a word that is a path or a file name (it
 --- holds a `/` or a `.` before a letter) stay plain text. Markdown elsewhere, and a path in
---- backticks, is left to the markdown syntax. With treesitter highlighting (CommonMark) they
---- are not needed and not used.
+--- backticks, is left to the markdown syntax. They are for a Neovim without the markdown
+--- parser: with it, the chat is highlighted by treesitter (markdown.lua), whose queries keep
+--- the same lines verbatim.
 local VERBATIM = [[
   syntax match totemAgentLine /^  │ .*$/
   syntax match totemToolLine /^▶ .*$/
   syntax match totemToolResult /^    [✓✗⊘…·] .*$/
-  syntax match totemNoteText /\%(^\*\*\%(Note\|Error\):\*\* \)\@<=.*$/
+  syntax match totemToolOutput /^    │ .*$/
+  syntax match totemFeedback /^    Your feedback: .*$/
+  syntax match totemNoteText /\%(^\*\*\%(Note\|Error\|Fix\):\*\* \)\@<=.*$/
   syntax match totemNoteText /\%(^\*\*Error\*\* ([^)]*): \)\@<=.*$/
   syntax match totemTodoText /\%(^- \[[ x~]\] \)\@<=.*$/
   syntax match totemPath /\%(^\|[[:space:](\["']\)\@<=[[:alnum:]_.~\/*-]*\%(\/\|\.\a\)[[:alnum:]_.~\/*-]*/
@@ -85,6 +101,7 @@ function M.buf()
     end,
   })
   vim.bo[buf].filetype = 'markdown'
+  markdown.attach(buf) -- treesitter Markdown when Neovim has the parser; else the syntax above
   vim.bo[buf].modifiable = false
   state.buf = buf
   local map = function(lhs, fn, desc)
@@ -102,6 +119,9 @@ function M.buf()
   map('<C-c>', function()
     M.abort()
   end, 'Totem: stop the turn')
+  map('r', function()
+    M.retry()
+  end, 'Totem: send the failed message again')
   return buf
 end
 
@@ -144,14 +164,6 @@ end
 
 local function is_empty(buf)
   return vim.api.nvim_buf_line_count(buf) == 1 and vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == ''
-end
-
---- Appends raw text at the end (continuing the last line; "\n" starts new lines).
-local function append_text(buf, text)
-  local row = last_row(buf)
-  local line = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
-  -- An insert, not a replacement: marks on the line stay where they are.
-  vim.api.nvim_buf_set_text(buf, row, #line, row, #line, vim.split(text, '\n', { plain = true }))
 end
 
 --- Appends whole lines after the last one (replacing it when it is empty).
@@ -220,7 +232,7 @@ function M.open(focus)
   wo.foldmethod = 'expr'
   wo.foldexpr = "v:lua.require'totem.chat'.foldexpr(v:lnum)"
   wo.foldtext = "v:lua.require'totem.chat'.foldtext()"
-  wo.foldlevel = 0
+  wo.foldlevel = 1 -- see foldexpr: reasoning, sub-agents and output closed, failures open
   wo.foldenable = true
   wo.conceallevel = 2
   M.update_winbar()
@@ -275,11 +287,24 @@ end
 -- Rendering events ---------------------------------------------------------------------------
 
 local TODO_MARK = { completed = '[x]', in_progress = '[~]', pending = '[ ]' }
-local STATUS_MARK = { ok = '✓', error = '✗', denied = '⊘', interrupted = '…' }
 
 local function one_line(text)
   text = tostring(text or ''):gsub('\r?\n.*', '')
   return text
+end
+
+--- A part's text as the chat shows it: the model's Markdown with its headings demoted
+--- (markdown.lua); reasoning as a quote under a header line, so the folded block (two lines at
+--- least) can close.
+local function part_lines(kind, raw)
+  local lines = markdown.lines(raw)
+  if kind == 'reasoning' then
+    lines = vim.tbl_map(function(line)
+      return '> ' .. line
+    end, lines)
+    table.insert(lines, 1, REASONING)
+  end
+  return lines
 end
 
 local function stream(buf, kind, part_id, text)
@@ -290,16 +315,24 @@ local function stream(buf, kind, part_id, text)
   end
   if not state.part or state.part.id ~= part_id then
     open_block(buf, kind, true)
-    state.part = { kind = kind, id = part_id }
-    if kind == 'reasoning' then
-      -- A header line, so the folded block (two lines at least) can close.
-      append_text(buf, REASONING .. '\n> ')
-    end
+    local mark = vim.api.nvim_buf_set_extmark(buf, ns, last_row(buf), 0, { right_gravity = false })
+    state.part = { kind = kind, id = part_id, raw = '', mark = mark, shown = { '' } }
   end
-  if kind == 'reasoning' then
-    text = text:gsub('\n', '\n> ')
+  local part = state.part
+  part.raw = part.raw .. text
+  local lines = part_lines(kind, part.raw)
+  -- A line is shown as its text so far decides: only the last line shown and the new ones can
+  -- change (`#` becoming a heading). Appending is an insert, so marks on the line stay.
+  local from = #part.shown
+  local row = vim.api.nvim_buf_get_extmark_by_id(buf, ns, part.mark, {})[1] + from - 1
+  local current = part.shown[from]
+  if vim.startswith(lines[from], current) then
+    local added = { lines[from]:sub(#current + 1), unpack(lines, from + 1) }
+    vim.api.nvim_buf_set_text(buf, row, #current, row, #current, added)
+  else
+    vim.api.nvim_buf_set_lines(buf, row, row + 1, false, { unpack(lines, from) })
   end
-  append_text(buf, text)
+  part.shown = lines
 end
 
 function M.foldtext()
@@ -307,6 +340,9 @@ function M.foldtext()
   local first = vim.fn.getline(vim.v.foldstart)
   if first:sub(1, #subagent.PREFIX) == subagent.PREFIX then
     return ('%s (%d line%s, folded)'):format(first, lines, lines == 1 and '' or 's')
+  elseif results.is_output(first) then
+    local count = lines + 1
+    return ('%sOutput (%d line%s)'):format(results.OUTPUT, count, count == 1 and '' or 's')
   end
   return ('> Reasoning (%d line%s)'):format(lines, lines == 1 and '' or 's')
 end
@@ -361,21 +397,17 @@ function render.toolStart(buf, e)
 end
 
 function render.toolEnd(buf, e)
-  local line = ('    %s %s%s'):format(
-    STATUS_MARK[e.status] or '·',
-    e.status == 'ok' and '' or (e.status .. ': '),
-    one_line(e.summary)
-  )
+  local lines = results.lines(e)
   local mark = state.calls[e.callId]
   local row = mark and vim.api.nvim_buf_get_extmark_by_id(buf, ns, mark, {})[1]
   if row then
     -- Under the call's line, after its sub-agent's block when it is a `task` call.
     local at = row + 1 + subagent.size(e.callId)
-    vim.api.nvim_buf_set_lines(buf, at, at, false, { line })
+    vim.api.nvim_buf_set_lines(buf, at, at, false, lines)
     vim.api.nvim_buf_del_extmark(buf, ns, mark)
     state.calls[e.callId] = nil
   else
-    append_lines(buf, { line })
+    append_lines(buf, lines)
   end
   subagent.finish(e.callId)
   if type(e.changed) == 'table' and #e.changed > 0 then
@@ -402,20 +434,42 @@ function render.notice(buf, e)
   append_lines(buf, { ('**%s:** %s'):format(e.level == 'error' and 'Error' or 'Note', one_line(e.message)) })
 end
 
+local RETRY = '*`r` in the chat tries again.*'
+
+--- An error: the provider's message, what fixes it (the server's `hint`: which provider, which
+--- config key or `totem auth set NAME`), and that `r` tries again (totem/retry). The failed turn
+--- is remembered from where its failed step began: a retry sets that step aside, so the chat
+--- cuts back to there.
 function render.error(buf, e)
+  local from = state.step_mark and vim.api.nvim_buf_get_extmark_by_id(buf, ns, state.step_mark, {})[1]
   open_block(buf, 'note', true)
-  append_lines(buf, { ('**Error** (%s): %s'):format(e.errorClass or '?', one_line(e.message)) })
+  from = from or last_row(buf)
+  state.retry = {
+    cut = vim.api.nvim_buf_set_extmark(buf, ns, from, 0, { right_gravity = false }),
+    message = e.message_sent or state.last_message,
+  }
+  local lines = { ('**Error** (%s): %s'):format(e.errorClass or '?', one_line(e.message)) }
+  if type(e.hint) == 'string' and e.hint ~= '' then
+    table.insert(lines, '**Fix:** ' .. one_line(e.hint))
+  end
+  table.insert(lines, RETRY)
+  append_lines(buf, lines)
+end
+
+--- The end of a turn: the model that answered, and why it stopped when it did not finish.
+local function sign(buf, model, stop_reason)
+  open_block(buf, 'sign', true)
+  local line = '*— ' .. (model or '?') .. '*'
+  if stop_reason and stop_reason ~= 'finished' then
+    line = line .. ' (' .. stop_reason .. ')'
+  end
+  append_lines(buf, { line })
 end
 
 function render.turnEnd(buf, e)
   state.busy = false
   state.model = e.model or state.model
-  open_block(buf, 'sign', true)
-  local sign = '*— ' .. (e.model or state.model or '?') .. '*'
-  if e.stopReason and e.stopReason ~= 'finished' then
-    sign = sign .. ' (' .. e.stopReason .. ')'
-  end
-  append_lines(buf, { sign })
+  sign(buf, e.model or state.model, e.stopReason)
   state.calls = {}
   subagent.reset()
   state.step_mark = nil
@@ -474,6 +528,7 @@ function M.reset()
   state.calls = {}
   state.todos = nil
   state.step_mark = nil
+  state.retry = nil
   edit(function(buf)
     subagent.reset(buf)
     vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
@@ -514,6 +569,8 @@ function M.send(text, context, bufnr)
     M.reset() -- another project: another server, another session
   end
   state.client_id = c.id
+  state.last_message = { text = text, context = context, bufnr = bufnr }
+  state.retry = nil
   M.open(false)
   edit(function(buf)
     open_block(buf, 'user', true)
@@ -592,17 +649,63 @@ function M.complete(lead)
   return found
 end
 
---- Asks for a message with vim.ui.input and sends it (with `context`). "/" completes the slash
---- commands (<Tab>). `default`: the text the input starts with.
+--- Asks for a message in the chat's input (input.lua: several lines; <C-s> sends) and sends it
+--- (with `context`). "/" and <Tab> complete the slash commands. `default`: the text the input
+--- starts with.
 function M.prompt(context, bufnr, default)
   local c = client.get(bufnr)
   if c then
     M.refresh_commands(c)
   end
-  local opts = { prompt = 'Totem> ', default = default, completion = "customlist,v:lua.require'totem.chat'.complete" }
-  vim.ui.input(opts, function(text)
-    if text then
+  input.open({
+    prompt = 'Totem> ',
+    default = default,
+    anchor = windows()[1],
+    complete = M.complete,
+    on_submit = function(text)
       M.send(text, context, bufnr)
+    end,
+  })
+end
+
+--- Tries the session's failed last turn again (the `r` under an error): totem/retry sets its
+--- failed step aside and answers the same request from there, so the chat drops what it showed
+--- of that step and of the error and shows the new answer in its place. When the server will
+--- not retry (retried three times; an older server), the message is sent again.
+function M.retry()
+  local again = state.retry
+  local c = state.client_id and vim.lsp.get_client_by_id(state.client_id)
+  if not again or not c or not state.session then
+    client.notify('nothing to try again: the last turn did not fail', vim.log.levels.WARN)
+    return
+  end
+  if state.busy or state.pending then
+    client.notify('a turn is still running (:TotemAbort stops it)', vim.log.levels.WARN)
+    return
+  end
+  state.retry = nil
+  edit(function(buf)
+    local row = vim.api.nvim_buf_get_extmark_by_id(buf, ns, again.cut, {})[1]
+    if row then
+      vim.api.nvim_buf_set_lines(buf, row, -1, false, {})
+    end
+    vim.api.nvim_buf_del_extmark(buf, ns, again.cut)
+    state.last = 'user' -- the answer goes on under the request's "## Totem"
+    state.part, state.step_mark = nil, nil
+  end)
+  state.busy = true
+  M.update_winbar()
+  state.request_id = client.request(c, 'totem/retry', { sessionId = state.session }, function(err)
+    state.request_id = nil
+    state.busy = false
+    M.update_winbar()
+    if err then
+      local message = again.message
+      if message then
+        M.send(message.text, message.context, message.bufnr)
+      else
+        client.notify('retry: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      end
     end
   end)
 end
@@ -621,57 +724,115 @@ end
 
 -- History ----------------------------------------------------------------------------------------
 
---- Shows a stored session (totem/session result) and makes it the current one.
-function M.show_session(session, client_id)
+--- A stored user text split into what the user wrote and a label for the `<context …>` block
+--- the server put in front of it (protocol.md, totem/chat): `controllers/api.js:5-8`.
+function M.split_context(text)
+  local file, lines, rest = text:match('^<context file="([^"]*)" lines="([^"]*)">.-</context>%s*(.*)$')
+  if not file then
+    file, rest = text:match('^<context file="([^"]*)"%s*/>%s*(.*)$')
+  end
+  if not file then
+    return text, nil
+  end
+  return rest, lines and (file .. ':' .. lines) or file
+end
+
+local function show_user(buf, text, where)
+  open_block(buf, 'user', true)
+  local lines = { '## You' }
+  vim.list_extend(lines, vim.split(text, '\n', { plain = true }))
+  if where then
+    table.insert(lines, '')
+    table.insert(lines, '*(context: ' .. where .. ')*')
+  end
+  vim.list_extend(lines, { '', '## Totem' })
+  append_lines(buf, lines)
+  state.last = 'user'
+end
+
+--- One stored tool part, drawn as its events were.
+local function show_call(buf, part)
+  local data = part.data or {}
+  render.toolStart(buf, { callId = data.callId, title = data.title or data.tool, tool = data.tool })
+  local todos = type(data.input) == 'table' and data.input.todos
+  if data.tool == 'todo' and type(todos) == 'table' then
+    render.todo(buf, { todos = todos })
+  end
+  if type(data.thread) == 'table' then
+    -- A task call's stored thread: its block, as it was shown live.
+    local row = vim.api.nvim_buf_get_extmark_by_id(buf, ns, state.calls[data.callId], {})[1]
+    for _, nested in ipairs(subagent.thread_events(data.thread, data.callId)) do
+      subagent.render(buf, nested, row)
+    end
+  end
+  render.toolEnd(buf, {
+    callId = data.callId, tool = data.tool, status = part.status, summary = data.summary,
+    output = data.output, feedback = data.feedback,
+  })
+end
+
+--- Shows a stored session (totem/session result) and makes it the current one, drawn as the live
+--- chat drew it: the user's words without the context block (its label under them), each turn's
+--- steps, calls, errors and notices, and one footer a turn. `model`: the session's model, for the
+--- footer of a turn that stored no step (it failed before the model answered).
+function M.show_session(session, client_id, model)
   M.reset()
   state.session = session.sessionId
   state.client_id = client_id
   edit(function(buf)
+    local turn = nil -- {model, ended} of the turn being drawn
+    local last_model = model
+    local last_text = nil
+    local function footer()
+      if turn then
+        last_model = turn.model or last_model
+        sign(buf, last_model, turn.ended)
+        state.model = last_model or state.model
+      end
+      state.step_mark, state.part, state.calls = nil, nil, {}
+      subagent.reset()
+    end
     for _, message in ipairs(session.messages or {}) do
       if message.role == 'user' then
-        open_block(buf, 'user', true)
-        local lines = { '## You' }
+        footer()
+        local texts = {}
         for _, part in ipairs(message.parts or {}) do
           if part.type == 'text' and not part.discarded then
             -- `typed`: what the user typed when it was a slash command (`text` is its expansion).
-            vim.list_extend(lines, vim.split(part.data.typed or part.data.text or '', '\n', { plain = true }))
+            table.insert(texts, part.data.typed or part.data.text or '')
           end
         end
-        table.insert(lines, '')
-        table.insert(lines, '## Totem')
-        append_lines(buf, lines)
-        state.last = 'user'
+        local text, where = M.split_context(table.concat(texts, '\n'))
+        show_user(buf, text, where)
+        last_text = text
+        turn = { model = nil, ended = nil }
       else
-        local model
+        turn = turn or { model = nil, ended = nil }
         for _, part in ipairs(message.parts or {}) do
           local data = part.data or {}
           if not part.discarded then
             if part.type == 'text' or part.type == 'reasoning' then
               stream(buf, part.type, part.id, data.text or '')
             elseif part.type == 'step' then
-              model = data.model or model
+              turn.model = data.model or turn.model
               state.step_mark = nil
               state.part = nil
             elseif part.type == 'tool' then
-              render.toolStart(buf, { callId = data.callId, title = data.title or data.tool, tool = data.tool })
-              if type(data.thread) == 'table' then
-                -- A task call's stored thread: its block, as it was shown live.
-                local row = vim.api.nvim_buf_get_extmark_by_id(buf, ns, state.calls[data.callId], {})[1]
-                for _, nested in ipairs(subagent.thread_events(data.thread, data.callId)) do
-                  subagent.render(buf, nested, row)
-                end
-              end
-              render.toolEnd(buf, { callId = data.callId, status = part.status, summary = data.summary })
-            elseif part.type == 'error' or part.type == 'notice' then
-              render.notice(buf, { level = part.type, message = data.text })
+              show_call(buf, part)
+            elseif part.type == 'error' then
+              render.error(buf, { errorClass = data.errorClass, message = data.text, hint = data.hint, message_sent = last_text and { text = last_text } })
+              turn.ended = data.stopReason or 'error'
+            elseif part.type == 'notice' then
+              render.notice(buf, { level = 'info', message = data.text })
+              turn.ended = data.stopReason or turn.ended
             end
           end
         end
-        open_block(buf, 'sign', true)
-        append_lines(buf, { '*— ' .. (model or '?') .. '*' })
-        state.model = model or state.model
-        state.step_mark = nil
       end
+    end
+    footer()
+    if not (turn and turn.ended == 'error') then
+      state.retry = nil -- only the session's last turn can be tried again
     end
   end)
   M.update_winbar()

@@ -1,0 +1,84 @@
+-- What a tool call's end shows under its `▶` line in the chat: the result line, the user's
+-- feedback when they rejected the call with some, and what a command printed (bash, job),
+-- capped to its first and last lines. The chat's foldexpr folds the output: closed when the
+-- command worked, open when it failed.
+local M = {}
+
+M.OUTPUT = '    │ ' -- every line of a command's output starts with this
+M.FEEDBACK = '    Your feedback: '
+M.MAX_OUTPUT = 40 -- lines of output shown: the first and the last half of a longer one
+
+local STATUS_MARK = { ok = '✓', error = '✗', denied = '⊘', interrupted = '…' }
+local SHOWS_OUTPUT = { bash = true, job = true }
+local REJECTED = '^The user rejected this action%. Their feedback: (.*)$'
+
+local function one_line(text)
+  text = tostring(text or ''):gsub('\r?\n.*', '')
+  return text
+end
+
+local function text_or_nil(value)
+  return type(value) == 'string' and value ~= '' and value or nil
+end
+
+--- The user's feedback on a rejected call: the event's (or stored part's) `feedback`, else read
+--- from the refusal the model got (sessions stored before the server sent it).
+local function feedback_of(e)
+  local said = text_or_nil(e.feedback)
+  if said then
+    return said
+  end
+  local output = text_or_nil(e.output)
+  return output and output:match(REJECTED) or nil
+end
+
+--- The output lines shown: all of a short output, the first and last of a long one.
+local function capped(output)
+  local lines = vim.split((output:gsub('\n$', '')), '\n', { plain = true })
+  if #lines > M.MAX_OUTPUT then
+    local half = M.MAX_OUTPUT / 2
+    local shown = vim.list_slice(lines, 1, half)
+    table.insert(shown, ('… %d more lines …'):format(#lines - M.MAX_OUTPUT))
+    vim.list_extend(shown, vim.list_slice(lines, #lines - half + 1, #lines))
+    lines = shown
+  end
+  return vim.tbl_map(function(line)
+    return M.OUTPUT .. line
+  end, lines)
+end
+
+--- The lines under a call's line for its end `e` ({tool, status, summary, output?, feedback?}:
+--- a toolEnd event, or a stored tool part's data and status).
+function M.lines(e)
+  local lines = {
+    ('    %s %s%s'):format(STATUS_MARK[e.status] or '·', e.status == 'ok' and '' or ((e.status or '?') .. ': '), one_line(e.summary)),
+  }
+  local feedback = feedback_of(e)
+  if feedback then
+    for i, line in ipairs(vim.split(feedback, '\n', { plain = true })) do
+      table.insert(lines, (i == 1 and M.FEEDBACK or '    ') .. line)
+    end
+    return lines
+  end
+  local output = text_or_nil(e.output)
+  if output and SHOWS_OUTPUT[e.tool] and (e.status == 'ok' or e.status == 'error') then
+    vim.list_extend(lines, capped(output))
+  end
+  return lines
+end
+
+--- Whether the result line `line` (the line above a command's output) says it failed: an error,
+--- or a command that ran and exited non-zero (`✓ exit 3`).
+function M.failed(line)
+  if line:match('^    ✗') then
+    return true
+  end
+  local code = line:match('^    ✓ exit (%-?%d+)')
+  return code ~= nil and tonumber(code) ~= 0
+end
+
+function M.is_output(line)
+  return line:sub(1, #M.OUTPUT) == M.OUTPUT
+end
+
+return M

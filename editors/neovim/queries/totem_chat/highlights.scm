@@ -1,0 +1,2 @@
+; The chat buffer (lua/totem/markdown.lua): Markdown, highlighted as Neovim's own markdown.
+; inherits: markdown
