@@ -179,7 +179,7 @@ class TotemAgent:
 
     async def _open(self, root: Any, mcp_servers: list[Declared] | None, session_id: str | None) -> AcpSession:
         """The session's engine: a new store session, or ``session_id`` (of this project)."""
-        specs = client_specs(mcp_servers)
+        specs, left_out = client_specs(mcp_servers)
         fs = self.capabilities.fs
         workspace = ClientWorkspace(self.client, reads=bool(fs and fs.read_text_file), writes=bool(fs and fs.write_text_file))
         store = await self._store()
@@ -200,6 +200,7 @@ class TotemAgent:
             raise
         workspace.session_id = stored.id
         session = AcpSession(runtime, stored.id, self.client, workspace)
+        session.notices += left_out
         self.sessions[stored.id] = session
         self._stacks[stored.id] = stack
         return session

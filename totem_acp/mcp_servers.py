@@ -5,14 +5,14 @@ After https://agentclientprotocol.com/protocol/session-setup#mcp-servers: stdio 
 ``mcpCapabilities.http``, streamable HTTP ones (``type: "http"``, ``url``, ``headers``). They
 join the session's servers (totem_engine/mcp/servers.py ``join``) with source ``client``: each
 start asks first, as a server of the user's ``mcp.json`` does. SSE servers and ACP-transported
-ones are not offered (``mcpCapabilities.sse``/``acp`` false); one sent anyway is refused.
+ones are not offered (``mcpCapabilities.sse``/``acp`` false); one sent anyway is left out, and
+the session says so (a client may pass every server its user configured).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from acp import RequestError
 from acp.schema import AcpMcpServer, HttpMcpServer, McpServerStdio, SseMcpServer
 
 from totem_engine.mcp.specs import ServerSpec
@@ -21,9 +21,10 @@ Declared = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
 DECLARED_BY = Path("session/new")  # ServerSpec.path: where a client's server was declared
 
 
-def client_specs(servers: list[Declared] | None) -> list[ServerSpec]:
-    """Raises ``RequestError`` (invalid params) for a transport Totem does not offer."""
-    specs = []
+def client_specs(servers: list[Declared] | None) -> tuple[list[ServerSpec], list[str]]:
+    """The specs, and a notice for each server left out (a transport Totem does not speak)."""
+    specs: list[ServerSpec] = []
+    left: list[str] = []
     for server in servers or []:
         if isinstance(server, McpServerStdio):
             specs.append(ServerSpec(
@@ -36,7 +37,7 @@ def client_specs(servers: list[Declared] | None) -> list[ServerSpec]:
                 headers=tuple((h.name, h.value) for h in server.headers),
             ))
         else:
-            raise RequestError.invalid_params({
-                "message": f"MCP server {server.name}: only stdio and streamable HTTP servers are supported (mcpCapabilities)"
-            })
-    return specs
+            left.append(
+                f"MCP server {server.name} was not started: Totem speaks stdio and streamable HTTP to MCP servers, not {server.type}."
+            )
+    return specs, left

@@ -13,15 +13,21 @@ from acp.schema import (
     AllowedOutcome,
     DeniedOutcome,
     EmbeddedResourceContentBlock,
+    EnvVariable,
+    HttpHeader,
+    HttpMcpServer,
     ImageContentBlock,
+    McpServerStdio,
     RequestPermissionResponse,
     ResourceContentBlock,
+    SseMcpServer,
     TextContentBlock,
     TextResourceContents,
 )
 
 from totem_acp import permission, tool_calls
 from totem_acp.command import Pending
+from totem_acp.mcp_servers import client_specs
 from totem_acp.prompt import user_message
 from totem_acp.session import stop_reason
 from totem_engine import events as ev
@@ -128,3 +134,15 @@ def test_at_a_crash_every_open_request_is_answered_with_an_error():
     assert [json.loads(line) for line in lines] == [
         {"jsonrpc": "2.0", "id": 2, "error": {"code": -32603, "message": "Totem crashed: boom"}}
     ]
+
+
+def test_the_clients_mcp_servers_become_specs_and_an_sse_one_is_left_out_with_a_notice():
+    specs, left = client_specs([
+        McpServerStdio(name="fs", command="npx", args=["-y", "server"], env=[EnvVariable(name="TZ", value="UTC")]),
+        HttpMcpServer(type="http", name="docs", url="http://127.0.0.1:9/mcp", headers=[HttpHeader(name="X-Token", value="t")]),
+        SseMcpServer(type="sse", name="old", url="http://127.0.0.1:9/sse", headers=[]),
+    ])
+    fs, docs = specs
+    assert (fs.source, fs.transport, fs.target, fs.env) == ("client", "stdio", "npx -y server", (("TZ", "UTC"),))
+    assert (docs.transport, docs.url, docs.headers) == ("http", "http://127.0.0.1:9/mcp", (("X-Token", "t"),))
+    assert left == ["MCP server old was not started: Totem speaks stdio and streamable HTTP to MCP servers, not sse."]
