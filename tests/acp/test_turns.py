@@ -126,3 +126,16 @@ async def test_a_stopped_process_answers_the_running_prompt_with_an_error_and_sa
     assert "stopped (SIGTERM)" in str(raised.value)
     assert await asyncio.wait_for(acp.process.wait(), 30) == 143
     assert "totem acp: stopped by SIGTERM" in acp.stderr.read_text()
+
+
+async def test_the_todo_tool_is_the_clients_plan_and_sessions_are_listed(acp):
+    session_id = await started(acp)
+    todos = [{"content": "read the code", "status": "completed"}, {"content": "fix the bug", "status": "in_progress"}]
+    acp.model.enqueue(tool_reply([("todo", {"todos": todos})]), text_reply("On it."))
+    await acp.conn.prompt(session_id=session_id, prompt=text("fix the bug"))
+    [plan] = acp.client.of("plan")
+    assert [(e.content, e.status) for e in plan.entries] == [("read the code", "completed"), ("fix the bug", "in_progress")]
+    [call] = acp.client.of("tool_call")
+    assert call.kind == "think"
+    listed = await acp.conn.list_sessions(cwd=str(acp.project))
+    assert [(s.session_id, s.title) for s in listed.sessions] == [(session_id, "fix the bug")]
