@@ -1,4 +1,4 @@
-"""The ``totem`` command: ``run``, ``models``, ``sessions``, ``mcp`` ...
+"""The ``totem`` command: ``run``, ``lsp``, ``acp``, ``models``, ``sessions``, ``mcp`` ...
 
 Exit codes of ``totem run``: 0 finished, 1 error, 2 usage or config error, 3 ended by the step
 limit or a guard, 130 aborted (Ctrl-C).
@@ -63,6 +63,8 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
     lsp.add_argument("--tcp", metavar="HOST:PORT", help="listen on a loopback address instead (a token is required)")
     lsp.add_argument("--token", help="the token clients must send in initializationOptions.token (default: generated)")
 
+    sub.add_parser("acp", help="run as an Agent Client Protocol agent on stdio (Zed, JetBrains, CodeCompanion, ...)")
+
     models = sub.add_parser("models", help="list the models of the configured providers and of local servers")
     common(models)
     from totem_cli.providers import add_local_arguments, add_subcommands
@@ -125,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         from totem_cli.lsp import lsp_command
 
         return lsp_command(args)
+    if args.command == "acp":
+        from totem_acp.command import acp_command
+
+        return acp_command(args)
     import anyio
 
     # Light modules only: what the command needs is imported by the command.
@@ -305,10 +311,10 @@ def _when(timestamp: float) -> str:
 
 def console() -> int:
     """The `totem` executable (pyproject's ``[project.scripts]``); returns the exit status."""
-    if sys.argv[1:2] != ["lsp"]:
+    if sys.argv[1:2] not in (["lsp"], ["acp"]):
         # Output piped into `head` and the like: end quietly when the reader goes away. Only
         # the executable does this: in-process callers such as tests keep BrokenPipeError, and
-        # the language server shuts down through its own transport.
+        # the language server and the ACP agent shut down through their own transport.
         import signal
 
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)

@@ -113,10 +113,14 @@ class Usage(BaseModel):
 
 
 class StepEnd(Event):
+    """``finish``: the answer was cut at the output limit (``length``) or stopped by the
+    provider's content filter (``refusal``); None for any other end (providers/base.finish_kind)."""
+
     kind: Literal["stepEnd"] = "stepEnd"
     step: int
     model: str
     usage: Usage
+    finish: Literal["length", "refusal"] | None = None
 
 
 class StepDiscarded(Event):

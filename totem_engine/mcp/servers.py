@@ -62,6 +62,13 @@ class McpServers:
         self._closed = False
         self._read_at: tuple = ()  # the files' stamps when the specs were read (_stamps)
         self._starting = anyio.Lock()
+        self._joined: dict[str, ServerSpec] = {}  # the client's servers (join), beside the files'
+
+    def join(self, specs: list[ServerSpec]) -> None:
+        """Servers a front end's client declared (``source`` "client": an ACP client's
+        ``mcpServers``), served beside the files' from the next ``prepare`` on, each started after
+        the same question; one of the same name replaces the file's entry."""
+        self._joined = {spec.name: spec for spec in specs}
 
     async def prepare(self, host: StartHost, policy: Policy, say: Say) -> None:
         """Before a turn's first step: the specs read again, and each allowed server that is not
@@ -155,7 +162,7 @@ class McpServers:
         stopped. False when the files could not be read (said)."""
         try:
             self._read_at = self._stamps()
-            self.specs = await anyio.to_thread.run_sync(load_specs, self.root)
+            self.specs = {**await anyio.to_thread.run_sync(load_specs, self.root), **self._joined}
         except ConfigError as exc:
             await self._tell("warning", f"No MCP server was started: {exc}")
             return False

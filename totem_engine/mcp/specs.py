@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from totem_engine.config_error import ConfigError
 
-Source = Literal["user", "project"]
+Source = Literal["user", "project", "client"]  # client: given by the front end (ACP session/new)
 
 
 class _ServerEntry(BaseModel):
@@ -67,8 +67,9 @@ class _McpFile(BaseModel):
 
 @dataclass(frozen=True)
 class ServerSpec:
-    """One declared server. ``source``: the file it came from (``user`` or ``project``);
-    ``path``: that file, for messages."""
+    """One declared server. ``source``: the file it came from (``user`` or ``project``), or
+    ``client`` for one the front end's client declared (an ACP client's ``mcpServers``);
+    ``path``: that file (for a client's, the request that declared it), for messages."""
 
     name: str
     source: Source

@@ -204,6 +204,23 @@ class FinishChunk:
 
 StreamChunk = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk | StateChunk | FinishChunk
 
+# The providers' own words for an answer cut at the output limit, and for one the provider's
+# content filter stopped: OpenAI and Ollama (``length``, ``content_filter``), Anthropic
+# (``max_tokens``, ``refusal``), Gemini (``MAX_TOKENS``, ``SAFETY``, ``RECITATION``, ...).
+_LENGTH = {"length", "max_tokens"}
+_REFUSAL = {"content_filter", "refusal", "safety", "recitation", "prohibited_content", "blocklist", "spii", "image_safety"}
+
+
+def finish_kind(reason: str | None) -> Literal["length", "refusal"] | None:
+    """What a ``FinishChunk.reason`` means for front ends: ``length`` (the answer hit the output
+    limit), ``refusal`` (the provider refused or filtered the content), None for any other end."""
+    word = (reason or "").lower()
+    if word in _LENGTH:
+        return "length"
+    if word in _REFUSAL:
+        return "refusal"
+    return None
+
 
 @dataclass(frozen=True)
 class ModelInfo:

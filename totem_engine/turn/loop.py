@@ -38,7 +38,7 @@ from totem_engine.mcp.servers import McpServers, notice_sayer
 from totem_engine.terminals import Terminals
 from totem_engine.prompt import system_prompt
 from totem_engine.prompt_files import prompt
-from totem_engine.providers.base import ChatRequest, Image, Provider, ToolCall, ToolSpec, arguments_object
+from totem_engine.providers.base import ChatRequest, Image, Provider, ToolCall, ToolSpec, arguments_object, finish_kind
 from totem_engine.providers.capabilities import CapabilityRecord, after_step, detect_prose_edit
 from totem_engine.providers.errors import ContextOverflowError, ProviderError
 from totem_engine.providers.hints import hint_for
@@ -561,7 +561,10 @@ class Turn:
             await store.add_part(
                 message_id, "step", {"step": step, "model": self.answered_by, "usage": stream.usage.model_dump(by_alias=True)}
             )
-            await self.emit(ev.StepEnd(session_id=self.session_id, step=step, model=self.answered_by, usage=stream.usage))
+            await self.emit(ev.StepEnd(
+                session_id=self.session_id, step=step, model=self.answered_by, usage=stream.usage,
+                finish=finish_kind(stream.finish),
+            ))
             return _StepOutcome(
                 calls=calls, message_id=message_id, usage=stream.usage, guard=guard, text=text.text,
                 malformed=stream.text_calls.malformed > 0,
