@@ -89,7 +89,7 @@ def neovim(tmp_path, project, model):
     home = tmp_path / "home"
     (home / "config" / "totem").mkdir(parents=True)
     (home / "config" / "totem" / "config.toml").write_text(
-        'model = "sim/test-model"\nretry_max_wait = 1.0\n'
+        'model = "sim/test-model"\nretry_max_wait = 1.0\nforge = false\n'  # a Total.js project: no Forge start
         f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
     )
     editor = Neovim(home, project, model="sim/test-model", settings={"permission_timeout": 30})

@@ -188,7 +188,7 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
     with ModelServer() as model:
         (home / "config" / "totem").mkdir(parents=True)
         (home / "config" / "totem" / "config.toml").write_text(
-            'model = "sim/test-model"\nretry_max_wait = 1.0\n\n'
+            'model = "sim/test-model"\nretry_max_wait = 1.0\nforge = false\n\n'  # a Total.js project: no Forge start
             f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
         )
         model.enqueue(tool_reply(

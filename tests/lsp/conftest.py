@@ -113,7 +113,8 @@ async def start_editor(
     home = tmp_path / "home"
     (home / "config" / "totem").mkdir(parents=True, exist_ok=True)
     (home / "config" / "totem" / "config.toml").write_text(
-        'model = "sim/test-model"\nretry_max_wait = 1.0\npermission_timeout = 5.0\n'
+        # forge = false: the empty project is a Total.js one, whose built-in Forge would ask to start.
+        'model = "sim/test-model"\nretry_max_wait = 1.0\npermission_timeout = 5.0\nforge = false\n'
         f'{extra_config}\n'
         f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
     )

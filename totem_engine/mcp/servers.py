@@ -24,6 +24,7 @@ import anyio
 
 from totem_engine import events as ev
 from totem_engine.config import Config, ConfigError
+from totem_engine.mcp.forge import builtin_specs
 from totem_engine.mcp.naming import join_tools
 from totem_engine.mcp.specs import (
     ServerSpec,
@@ -61,11 +62,14 @@ class McpServers:
         self._idle: asyncio.Task | None = None
         self._closed = False
         self._read_at: tuple = ()  # the files' stamps when the specs were read (_stamps)
+        self._builtin: dict[str, ServerSpec] = {}  # Totem's own servers for the latest prepare (mcp/forge.py)
 
-    async def prepare(self, host: StartHost, policy: Policy, say: Say) -> None:
+    async def prepare(self, host: StartHost, policy: Policy, say: Say, *, totaljs: bool = False) -> None:
         """Before a turn's first step: the specs read again, and each allowed server that is not
-        running started (asking first). Never raises: what fails is a notice."""
+        running started (asking first). ``totaljs``: the session's project is a Total.js one, which
+        declares the built-in Forge (mcp/forge.py). Never raises: what fails is a notice."""
         self._say = say
+        self._builtin = builtin_specs(self.config, totaljs=totaljs)
         self._in_use += 1
         if self._idle is not None:
             self._idle.cancel()
@@ -150,7 +154,7 @@ class McpServers:
         stopped. False when the files could not be read (said)."""
         try:
             self._read_at = self._stamps()
-            self.specs = await anyio.to_thread.run_sync(load_specs, self.root)
+            self.specs = self._builtin | await anyio.to_thread.run_sync(load_specs, self.root)  # a file's server replaces a built-in one
         except ConfigError as exc:
             await self._tell("warning", f"No MCP server was started: {exc}")
             return False
