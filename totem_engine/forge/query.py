@@ -54,7 +54,7 @@ def shape(prompt: str) -> ForgeQuery | None:
     names = words.NAMES["jcomponent"] | words.NAMES["total5"]
     terms: list[str] = []
     for word in found:
-        if word in words.FILLER or word in words.MAKING or word in names or word.isdigit():
+        if len(word) < 2 or word in words.FILLER or word in words.MAKING or word in names or word.isdigit():
             continue
         english = words.GLOSSARY.get(word, word)
         if english not in terms:
