@@ -172,3 +172,16 @@ def test_an_unreachable_forge_fails_its_start_with_one_notice_and_the_run_goes_o
     warnings = [e["message"] for e in result.of("notice") if "forge" in e["message"].lower()]
     assert len(warnings) == 1 and warnings[0].startswith("MCP server forge did not start"), warnings
     assert result.of("forge") == [] and result.of("turnEnd")[0]["stopReason"] == "finished"
+
+
+def test_with_forge_pages_0_the_results_are_only_listed(totem, forge):
+    use_forge(totem, forge.url, extra="forge_pages = 0\n")
+    totem.server.enqueue(text_reply("Use ROUTE."))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(totem.config), "how do I add a route for the users?")
+
+    assert result.code == 0, result.stderr
+    assert forge.calls("Forge_page") == []
+    text = first_user_text(totem.server.requests[0])
+    assert "forge__Forge_page opens" in text and "- Total.js 5: routing: https://forge.totaljs.es/docs/total5/routing/" in text
+    assert "ROUTE('GET" not in text
+    assert "Forge ('route users'): 4 results listed, no page opened" in result.stderr

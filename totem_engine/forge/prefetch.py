@@ -49,23 +49,23 @@ class Used:
 async def put_forge_pages(
     connections: dict[str, ServerConnection], config: Config, *, typed: str, store: Store, message_id: str,
     session_id: str, emit: Callable[[ev.Event], Awaitable[None]],
-) -> Used | None:
+) -> None:
     """Forge searched for ``typed`` (what the user typed) and its pages added to the message
-    ``message_id``; None when nothing was searched (no built-in Forge running, a prompt not
-    worth a search, or the search failed: said as a warning)."""
+    ``message_id``, unless there is no built-in Forge running or the prompt is not worth a search;
+    a failed search is said as a warning."""
     connection = connections.get(NAME)
     if connection is None or not connection.alive or connection.spec.source != "builtin":
-        return None  # a server of the user's or the project's named forge is theirs: not searched here
+        return  # a server of the user's or the project's named forge is theirs: not searched here
     query = shape(typed)
     tools = {tool.name: tool for tool in connection.tools}
     if query is None or SEARCH not in tools:
-        return None
+        return
     wait = config.mcp_start_timeout
     try:
         found = await connection.call_tool(SEARCH, search_arguments(tools[SEARCH].input_schema, query), wait)
     except CallFailed as exc:
         await emit(ev.Notice(session_id=session_id, level="warning", message=f"Forge was not searched: {exc}."))
-        return None
+        return
     hits = read_hits(found)
     best, others = hits[: config.forge_pages], hits[config.forge_pages:]
     texts: dict[int, str] = {}
@@ -84,7 +84,6 @@ async def put_forge_pages(
         pages=[ev.ForgePage(title=hit.title, url=hit.url) for hit, _ in pages],
         others=[ev.ForgePage(title=hit.title, url=hit.url) for hit in others],
     ))
-    return used
 
 
 async def _open(
@@ -103,14 +102,15 @@ async def _open(
 
 
 def _context(used: Used) -> str:
-    others = ""
-    if used.others:
-        listing = "\n".join(f"- {hit.title}: {hit.url}" for hit in used.others)
-        others = prompt("forge_others.txt").format(page_tool=joined_name(NAME, PAGE), listing=listing)
+    """The part's text: the pages and the others listed (prompts/forge_pages.txt), or only the
+    list when no page was opened (prompts/forge_listed.txt)."""
+    query, product, page_tool = used.query.text, SPOKEN[used.query.product], joined_name(NAME, PAGE)
+    listing = "\n".join(f"- {hit.title}: {hit.url}" for hit in used.others)
+    if not used.pages:
+        return prompt("forge_listed.txt").format(query=query, product=product, page_tool=page_tool, listing=listing)
+    others = prompt("forge_others.txt").format(page_tool=page_tool, listing=listing) if used.others else ""
     pages = "\n\n".join(f"## {hit.title}\n{hit.url}\n\n{text}" for hit, text in used.pages)
-    return prompt("forge_pages.txt").format(
-        query=used.query.text, product=SPOKEN[used.query.product], others=others, pages=pages
-    ).strip()
+    return prompt("forge_pages.txt").format(query=query, product=product, others=others, pages=pages).strip()
 
 
 def _shown(used: Used) -> dict[str, Any]:
