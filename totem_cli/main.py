@@ -212,7 +212,8 @@ async def _list_models(args: argparse.Namespace, runtime: "Runtime") -> int:
 
 
 async def history_command(args: argparse.Namespace) -> int:
-    """``totem undo`` / ``totem redo``: one line per file, and exit 1 when a file was left alone."""
+    """``totem undo`` / ``totem redo``: one line per file, and exit 1 when a file was left alone
+    (a conflict, or what a command changed that was not kept)."""
     from totem_engine.opening import open_project
 
     root = project_root(args)
@@ -235,7 +236,7 @@ async def history_command(args: argparse.Namespace) -> int:
         print(f"nothing to {args.command}")
     for outcome in outcomes:
         print(f"{outcome.action}\t{outcome.path}" + (f"\t{outcome.reason}" if outcome.reason else ""))
-    return 1 if any(o.action == "conflict" for o in outcomes) else 0
+    return 1 if any(o.action in ("conflict", "unrestorable") for o in outcomes) else 0
 
 
 async def trust_command(args: argparse.Namespace) -> int:

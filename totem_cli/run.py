@@ -83,7 +83,7 @@ async def _undo(runtime, session_id: str | None) -> int:
         print("nothing to undo")
     for outcome in outcomes:
         print(f"{outcome.action}\t{outcome.path}" + (f"\t{outcome.reason}" if outcome.reason else ""))
-    return 1 if any(o.action == "conflict" for o in outcomes) else 0
+    return 1 if any(o.action in ("conflict", "unrestorable") for o in outcomes) else 0
 
 
 async def _compact(runtime, session_id: str | None) -> int:

@@ -138,6 +138,8 @@ class SnapshotsConfig(_Strict):
 
     max_bytes: int = Field(default=500 * 1024 * 1024, gt=0)
     max_age_days: float = Field(default=30.0, gt=0)
+    # A file a command changed that is larger than this is recorded as not restorable.
+    max_file_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
 
 
 class CheckConfig(_Strict):
@@ -174,6 +176,13 @@ class Config(_Strict):
     max_agents: Annotated[int, TIGHTEN] = Field(default=3, ge=1)  # sub-agents (task calls) running at once
     # Background jobs (the job tool) left running when the user aborts a turn; False kills them.
     jobs_survive_abort: Annotated[bool, Untrusted("tighten", order=(True, False))] = False
+    # Commands (bash, jobs, terminals) in a bubblewrap sandbox: the file system read-only but the
+    # project (through an overlay), a private /tmp, no network; "auto" where it works (sandbox/).
+    sandbox: Annotated[Literal["auto", "always", "never"], Untrusted("tighten", order=("never", "auto", "always"))] = "auto"
+    # The sandbox's commands may reach the network (they share one namespace per session either way).
+    sandbox_network: Annotated[bool, Untrusted("tighten", order=(True, False))] = False
+    # Folders a sandboxed command may write besides the project (tool caches: "~/.npm", "~/.cache/pip").
+    sandbox_writable: Annotated[list[str], DROPPED] = Field(default_factory=list)
     # Code mode as a turn's shape (turn/scripts.py): "auto" by the model's record and evidence.
     code_mode: Annotated[Literal["auto", "always", "never"], KEPT] = "auto"
     # run_script's scripts may import the project's own modules (and so read the project).
@@ -235,6 +244,9 @@ class Config(_Strict):
     mcp_call_timeout: Annotated[float, TIGHTEN] = Field(default=300.0, gt=0)
     mcp_idle_stop: Annotated[float, Untrusted("tighten", no_limit=0)] = Field(default=600.0, ge=0)
     mcp_allow: Annotated[list[str], DROPPED] = Field(default_factory=list)
+    # Share of the model's window past which the MCP tools' schemas are offered by name and one
+    # line, with one tool that gives a chosen tool's schema (mcp/deferred.py); smaller defers sooner.
+    mcp_schema_share: Annotated[float, TIGHTEN] = Field(default=0.1, gt=0, le=1)
 
     _notes: list[str] = PrivateAttr(default_factory=list)
 

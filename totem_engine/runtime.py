@@ -18,8 +18,9 @@ from totem_engine.commands import prepare as prepare_prompt
 from totem_engine.compaction.checkpoints import Checkpoint
 from totem_engine.compaction.now import checkpoint_now
 from totem_engine.checks.totaljs import is_totaljs_project
-from totem_engine.config import Config, ConfigError, LoadedConfig
+from totem_engine.config import Config, ConfigError, LoadedConfig, user_config_path
 from totem_engine.frontend import FrontEnd
+from totem_engine.command_changes import CommandChanges, SandboxSettings
 from totem_engine.jobs import Jobs
 from totem_engine.mcp.servers import McpServers
 from totem_engine.terminals import Terminals
@@ -102,8 +103,15 @@ class Runtime:
         self._providers: dict[str, Provider] = {}
         self.capabilities = Capabilities(self)
         self._editor_checkers: list | None = None
-        self.jobs = Jobs(self.root)  # the sessions' background jobs; all killed when the runtime closes
-        self.terminals = Terminals(self.root)  # and their interactive terminals, the same way
+        # Where commands run and what they change, kept for undo (command_changes.py).
+        self.command_changes = CommandChanges(
+            self.root, max_file_bytes=settings.max_file_bytes, sandbox=sandbox_settings(loaded.config, self.store.path.parent),
+        )
+        self.jobs = Jobs(self.root, self.command_changes)  # the sessions' background jobs; all killed when the runtime closes
+        self.terminals = Terminals(self.root, self.command_changes)  # and their interactive terminals, the same way
+        self.command_changes.busy = lambda session_id: any(j.state == "running" for j in self.jobs.of(session_id)) or any(
+            t.running for t in self.terminals.of(session_id)
+        )
         self.mcp = McpServers(self.root, loaded.config, trusted=trusted)  # started by turns, stopped when it closes
         self.agent = Agent(
             root=self.root,
@@ -112,6 +120,7 @@ class Runtime:
             tools=builtin_tools(jobs=self.jobs, terminals=self.terminals),
             jobs=self.jobs,
             terminals=self.terminals,
+            commands=self.command_changes,
             mcp=self.mcp,
             workspace=self.workspace,
             snapshots=self.snapshots,
@@ -316,7 +325,7 @@ class Runtime:
     async def _remember_restored(self, session_id: str, outcomes: list[FileOutcome]) -> None:
         """What undo or redo left in each file becomes what the session knows of it (so the
         agent's next change of it is not stale), and the next turn tells the model (loop.py)."""
-        moved = [o for o in outcomes if o.action != "conflict"]
+        moved = [o for o in outcomes if o.action in ("restored", "deleted")]
         if not moved:
             return
         session = await self.store.get_session(session_id)
@@ -362,7 +371,7 @@ class Runtime:
         conversation is back at the point where it saw them so (its freshness check follows)."""
         state = SessionState.from_meta(session.meta)
         for outcome in outcomes:
-            if outcome.path not in state.reads.seen or outcome.action == "conflict":
+            if outcome.path not in state.reads.seen or outcome.action not in ("restored", "deleted"):
                 continue
             if outcome.action == "deleted":
                 del state.reads.seen[outcome.path]
@@ -376,6 +385,7 @@ class Runtime:
         await self.mcp.aclose()
         await self.jobs.aclose()
         await self.terminals.aclose()
+        await self.command_changes.aclose()
         for provider in self._providers.values():
             await provider.aclose()
         await self.capabilities.cache.aclose()
@@ -384,6 +394,16 @@ class Runtime:
     async def aclose(self) -> None:
         await self.close_providers()
         await self.store.close()
+
+
+def sandbox_settings(config: Config, data_dir: Path) -> SandboxSettings:
+    """The config's sandbox keys; Totem's data folder (``data_dir``: sessions, snapshots, keys)
+    and config folder hidden from commands."""
+    return SandboxSettings(
+        mode=config.sandbox, network=config.sandbox_network,
+        writable=tuple(Path(p).expanduser().resolve() for p in config.sandbox_writable),
+        hidden=(data_dir.resolve(), user_config_path().parent.resolve()),
+    )
 
 
 def session_title(text: str) -> str:

@@ -218,5 +218,5 @@ class ApplyEditAnswer(ClientAnswer):
 
 class FileOutcome(Payload):
     path: str
-    action: Literal["restored", "deleted", "conflict"]
+    action: Literal["restored", "deleted", "conflict", "unrestorable"]
     reason: str | None = None

@@ -63,17 +63,22 @@ class McpServers:
         self._closed = False
         self._read_at: tuple = ()  # the files' stamps when the specs were read (_stamps)
         self._builtin: dict[str, ServerSpec] = {}  # Totem's own servers for the latest prepare (mcp/forge.py)
+        self._starting = anyio.Lock()
 
     async def prepare(self, host: StartHost, policy: Policy, say: Say, *, totaljs: bool = False) -> None:
         """Before a turn's first step: the specs read again, and each allowed server that is not
         running started (asking first). ``totaljs``: the session's project is a Total.js one, which
         declares the built-in Forge (mcp/forge.py). Never raises: what fails is a notice."""
         self._say = say
-        self._builtin = builtin_specs(self.config, totaljs=totaljs)
         self._in_use += 1
         if self._idle is not None:
             self._idle.cancel()
             self._idle = None
+        async with self._starting:  # two sessions' first turns must not start one server twice
+            await self._prepare(host, policy, totaljs)
+
+    async def _prepare(self, host: StartHost, policy: Policy, totaljs: bool) -> None:
+        self._builtin = builtin_specs(self.config, totaljs=totaljs)
         if not await self._refresh():
             return
         wanted = [spec for spec in self.specs.values() if spec.enabled and spec.name not in self.connections]

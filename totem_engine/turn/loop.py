@@ -29,7 +29,9 @@ from totem_engine.checks.registry import checkers_from_config
 from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import MIN_MAX_STEPS, Config
 from totem_engine.frontend import FrontEnd
+from totem_engine.command_changes import CommandChanges
 from totem_engine.jobs import Jobs
+from totem_engine.mcp.deferred import fit_schemas
 from totem_engine.mcp.servers import McpServers, notice_sayer
 from totem_engine.terminals import Terminals
 from totem_engine.prompt import system_prompt
@@ -134,6 +136,7 @@ class Agent:
         delegates: bool = True,
         jobs: Jobs | None = None,
         terminals: Terminals | None = None,
+        commands: CommandChanges | None = None,
         mcp: McpServers | None = None,
     ):
         self.root = root.resolve()
@@ -149,6 +152,7 @@ class Agent:
         self.delegates = delegates  # its turns get the task tool (a sub-agent's never do)
         self.jobs = jobs  # the runtime's background jobs: an aborted turn kills its session's
         self.terminals = terminals  # and its terminals
+        self.command_changes = commands  # where commands run and what they changed (None: nothing kept)
         self.mcp = mcp  # the runtime's MCP servers, whose tools its turns offer (a sub-agent's: None, seed 000)
         self.notices: list[str] = []  # for the user, said at the start of the next turn
         self._said: set[str] = set()  # the agent files' notices already said
@@ -172,7 +176,7 @@ class Agent:
         return Agent(
             root=self.root, store=store, provider_for=self.provider_for, tools=tools, workspace=self.workspace,
             snapshots=self.snapshots, capabilities=self.capabilities, config=self.config, rules=rules,
-            trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals, mcp=mcp,
+            trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals, commands=self.command_changes, mcp=mcp,
         )
 
     def checkers(self, *, totaljs: bool) -> list[Checker]:
@@ -367,7 +371,7 @@ class Turn:
         self.record = await self.agent.capabilities.record(provider_name, model_id)
         self._own_tools = self.tools
         small = is_small(self.record.context_window, self.record.tier)
-        if self.agent.mcp is not None and not small:  # a small surface has no room for them yet
+        if self.agent.mcp is not None:
             self._mcp_prepared = True
             await self.agent.mcp.prepare(
                 self, self.calls.policy, notice_sayer(self.emit, self.session_id), totaljs=bool(self.state.totaljs)
@@ -420,8 +424,11 @@ class Turn:
 
     def _offer_tools(self) -> None:
         """The step's tools and their specs: the turn's own and what the MCP servers offer now (a
-        server that died or was switched off offers nothing), kept to the model's surface."""
+        server that died or was switched off offers nothing; by name and one line when their
+        schemas would cost too much of the window, mcp/deferred.py), kept to the model's surface."""
         served = self.agent.mcp.tools(set(self._own_tools)) if self._mcp_prepared and self.agent.mcp is not None else {}
+        window, tier = self.record.context_window, self.record.tier
+        served = fit_schemas(served, window=window, share=self.agent.config.mcp_schema_share, small=is_small(window, tier))
         self.tools, brief = surface({**self._own_tools, **served}, self.record.context_window, self.record.tier)
         if self.policy.scripts:  # what script and file blocks are read as, whatever the surface
             self.tools.update({name: tool for name, tool in self._own_tools.items() if name in SCRIPT_TOOLS})
