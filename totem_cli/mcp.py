@@ -7,7 +7,8 @@ loopback address with a bearer token.
 ``totem mcp list [--cwd DIR] [--config FILE] [--yes]``: each declared MCP server, whether it
 started, and its tools.
 
-The servers are started as a run starts them (totem_engine/mcp/servers.py): an untrusted
+The servers are started as a run starts them (totem_engine/mcp/servers.py; in a Total.js
+project the built-in Forge too, mcp/forge.py): an untrusted
 project's are not, and each start asks first, on the terminal, or is allowed by ``--yes`` (not
 one whose URL leaves this machine). Then one line per server (``NAME<TAB>what became of
 it<TAB>its command line or URL<TAB>the file that declares it``) and one indented line per tool
@@ -67,6 +68,7 @@ async def run(args: argparse.Namespace) -> int:
 async def _list(args: argparse.Namespace) -> int:
     from totem_cli.main import project_root
     from totem_cli.terminal import TerminalFrontEnd
+    from totem_engine.checks.totaljs import is_totaljs_project
     from totem_engine.opening import open_project
     from totem_engine.permissions import Policy
 
@@ -83,7 +85,8 @@ async def _list(args: argparse.Namespace) -> int:
             if level != "info":
                 print(f"! {message}", file=sys.stderr)
 
-        await servers.prepare(_ListHost(frontend), Policy(rules=list(runtime.agent.rules)), say)
+        totaljs = is_totaljs_project(runtime.root, runtime.config.totaljs)  # which declares the built-in Forge
+        await servers.prepare(_ListHost(frontend), Policy(rules=list(runtime.agent.rules)), say, totaljs=totaljs)
         tools = servers.tools(set(runtime.agent.tools))
         if not servers.specs:
             print("No MCP server is declared (docs/config.md \"MCP servers\": .totem/mcp.json, or mcp.json beside config.toml).",

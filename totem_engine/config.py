@@ -215,6 +215,14 @@ class Config(_Strict):
     # conventions checked. "auto": package.json depends on total5, or the folder is new.
     totaljs: Annotated[Literal["auto", "always", "never"], KEPT] = "auto"
     conventions: Annotated[bool, KEPT] = True
+    # Forge, the Total.js documentation as an MCP server (docs/config.md "Forge", mcp/forge.py):
+    # declared in a Total.js project unless false (a project may only switch it off); its address
+    # (the user's alone: it is where the prompts' searches go); how many of its pages go into the
+    # first request of a turn, and the characters of each (forge/prefetch.py).
+    forge: Annotated[bool, Untrusted("tighten", order=(True, False))] = True
+    forge_url: Annotated[str, DROPPED] = Field(default="https://forge.totaljs.es/mcp/", pattern=r"^https?://")
+    forge_pages: Annotated[int, TIGHTEN] = Field(default=2, ge=0)
+    forge_chars: Annotated[int, TIGHTEN] = Field(default=3000, ge=200)
     # Totem's own local model (docs/local.md): where `totem local setup` installs llama-server
     # and the model (default: <user data dir>/local), the server's loopback port (default: a
     # free one), its context size and the sampling temperature sent to it (0: the same answer to

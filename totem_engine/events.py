@@ -177,6 +177,28 @@ class Job(Event):
     exit_code: int | None
 
 
+class ForgePage(BaseModel):
+    """One Forge result: its ``title`` and ``url`` (the address the page tool opens)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, defer_build=True)
+
+    title: str
+    url: str
+
+
+class Forge(Event):
+    """Before a turn's first step in a Total.js project: Totem searched Forge with the prompt
+    (forge/prefetch.py). ``query`` and ``product`` (``jcomponent``, ``total5``): what was sent;
+    ``pages``: the pages put into the request, best first; ``others``: the other results, listed
+    to the model for the page tool."""
+
+    kind: Literal["forge"] = "forge"
+    query: str
+    product: str
+    pages: list[ForgePage]
+    others: list[ForgePage]
+
+
 class ContextEstimate(Event):
     """Before a model call: what the request is estimated to occupy of the model's window
     (totem_engine.context; the editor shows it as a ring). ``window`` None: not known."""

@@ -138,7 +138,8 @@ class Scene:
         self.provider = ScriptedProvider()
         self.capabilities = FixedCapabilities(record or CapabilityRecord(context_window=128_000))
         # The runtime's MCP servers, as mcp.json declares them (a trusted project's too).
-        self.mcp = McpServers(self.root, config or Config(), trusted=True) if mcp else None
+        # forge=False unless the test's config says otherwise: the empty project is a Total.js one.
+        self.mcp = McpServers(self.root, config or Config(forge=False), trusted=True) if mcp else None
         self.agent = Agent(
             root=self.root,
             store=self.store,

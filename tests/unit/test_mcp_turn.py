@@ -87,7 +87,7 @@ async def test_an_always_answer_is_kept_for_the_project_and_bound_to_the_command
 
     # The next runtime of the same project (its servers all stopped): not asked again.
     await scene.mcp.aclose()
-    scene.agent.mcp = scene.mcp = McpServers(scene.root, Config(), trusted=True)
+    scene.agent.mcp = scene.mcp = McpServers(scene.root, Config(forge=False), trusted=True)
     scene.provider.enqueue(answer("Hi."))
     front = RecordingFrontEnd("reject_once")
     await scene.run("hello", front)

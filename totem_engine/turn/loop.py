@@ -407,7 +407,10 @@ class Turn:
         small = is_small(self.record.context_window, self.record.tier)
         if self.agent.mcp is not None:
             self._mcp_prepared = True
-            await self.agent.mcp.prepare(self, self.calls.policy, notice_sayer(self.emit, self.session_id))
+            await self.agent.mcp.prepare(
+                self, self.calls.policy, notice_sayer(self.emit, self.session_id), totaljs=bool(self.state.totaljs)
+            )
+            await self._search_forge()
         if wants_scripts(self.agent.config.code_mode, self.record, small=small):
             self.use_scripts()
         else:
@@ -441,6 +444,18 @@ class Turn:
             stop, reason, changed = await self._attempt(provider, fitter, rounds)
             if not await self.policy.afresh(stop, changed=changed):
                 return stop, reason
+
+    async def _search_forge(self) -> None:
+        """Forge's pages for the request, beside it (forge/prefetch.py); not for a request
+        answered again, which keeps the pages it got the first time."""
+        if self.again is not None or self.agent.mcp is None:
+            return
+        from totem_engine.forge.prefetch import put_forge_pages
+
+        await put_forge_pages(
+            self.agent.mcp.connections, self.agent.config, typed=self.typed if self.typed is not None else self.text,
+            store=self.agent.store, message_id=self.user_message, session_id=self.session_id, emit=self.emit,
+        )
 
     def _offer_tools(self) -> None:
         """The step's tools and their specs: the turn's own and what the MCP servers offer now (a
