@@ -199,7 +199,7 @@ class TotemAgent:
                 await stack.aclose()
             raise
         workspace.session_id = stored.id
-        session = AcpSession(runtime, stored.id, self.client, workspace)
+        session = AcpSession(runtime, stored.id, self.client, workspace, terminal=bool(self.capabilities.terminal))
         session.notices += left_out
         self.sessions[stored.id] = session
         self._stacks[stored.id] = stack
