@@ -32,6 +32,7 @@ from totem_engine.tools.command_runner import Outcome
 log = logging.getLogger(__name__)
 BYTES_PER_CHAR = 4  # the client's limit is in bytes, Totem's cap in characters (UTF-8: at most 4 bytes each)
 CLEANUP_WAIT = 5.0  # seconds the kill and release may take before a client that does not answer is left
+CREATE_WAIT = 30.0  # seconds terminal/create may take: shielded from an abort, it must not hang one
 
 
 class ClientTerminals:
@@ -48,10 +49,13 @@ class ClientTerminals:
     async def run(self, argv: list[str], *, cwd: Path, timeout: float, limit: int, call_id: str) -> Outcome:
         ids = {"session_id": self.session_id}
         try:
-            with anyio.CancelScope(shield=True):  # a started terminal nobody kills must not be left
+            # Shielded: a terminal started as an abort lands must still be known, to be killed.
+            with anyio.CancelScope(shield=True), anyio.fail_after(CREATE_WAIT):
                 created = await self.client.create_terminal(
                     **ids, command=argv[0], args=argv[1:], cwd=str(cwd), output_byte_limit=limit * BYTES_PER_CHAR,
                 )
+        except TimeoutError:
+            raise ToolError(f"The editor did not answer terminal/create within {CREATE_WAIT:g} s.") from None
         except (RequestError, ConnectionError) as exc:
             raise ToolError(f"The editor's terminal did not start the command: {exc}") from None
         ids["terminal_id"] = created.terminal_id

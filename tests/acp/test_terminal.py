@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest_asyncio
+from acp import RequestError
 from acp.schema import (
     CreateTerminalResponse,
     KillTerminalResponse,
@@ -52,11 +53,14 @@ class TerminalClient(Client):
 
     terminals: dict[str, Terminal] = field(default_factory=dict)
     calls: list[tuple[str, str]] = field(default_factory=list)  # (method, terminal id), in order
+    refuse: bool = False  # terminal/create answered with an error
 
     async def create_terminal(
         self, session_id: str, command: str, args: list[str] | None = None, env: Any = None, cwd: str | None = None,
         output_byte_limit: int | None = None, **_: Any,
     ) -> CreateTerminalResponse:
+        if self.refuse:
+            raise RequestError.internal_error({"message": "no terminal for you"})
         process = await asyncio.create_subprocess_exec(
             command, *(args or []), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -211,3 +215,18 @@ async def test_with_the_key_off_bash_runs_in_totem_though_the_client_offers_term
         assert ended.status == "completed" and ended.content[0].type == "content"
         assert "totem-42" in ended.content[0].content.text
         assert "totem-42" in sent_to_model(acp, 1)
+
+
+async def test_a_terminal_the_client_refuses_fails_the_call_and_is_not_run_in_totem(tmp_path, model):
+    async with running_acp(tmp_path, model, TerminalClient(refuse=True)) as acp:
+        await acp.initialize(terminal=True)
+        session_id = await acp.new_session()
+        acp.model.enqueue(tool_reply([("bash", {"command": "touch made-by-totem"})]))
+        acp.model.enqueue(text_reply("It did not run."))
+        acp.client.answers.append("allow_once")
+
+        assert (await acp.conn.prompt(session_id=session_id, prompt=text("touch it"))).stop_reason == "end_turn"
+
+        ended = acp.client.of("tool_call_update")[-1]
+        assert ended.status == "failed" and "did not start the command" in ended.raw_output["output"]
+        assert not (acp.project / "made-by-totem").exists()
