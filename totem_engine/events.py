@@ -173,6 +173,19 @@ class Job(Event):
     exit_code: int | None
 
 
+class ContextBreakdown(BaseModel):
+    """The estimate split by what fills the window (``context.Breakdown``), in tokens that add
+    up to it."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    system: int
+    history: int
+    tool_results: int
+    attachments: int
+    output: int
+
+
 class ContextEstimate(Event):
     """Before a model call: what the request is estimated to occupy of the model's window
     (totem_engine.context; the editor shows it as a ring). ``window`` None: not known."""
@@ -180,6 +193,7 @@ class ContextEstimate(Event):
     kind: Literal["context"] = "context"
     estimate: int
     window: int | None
+    breakdown: ContextBreakdown
 
 
 class Error(Event):
