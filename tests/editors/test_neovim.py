@@ -364,6 +364,8 @@ def finish_turn_allowing(nv, what: str) -> None:
 
 FOLD_AT = ("local row = ... " + "local win = vim.fn.bufwinid(require('totem.chat').buf())"
            " return vim.api.nvim_win_call(win, function() return { vim.fn.foldclosed(row), vim.fn.foldtextresult(row) } end)")
+OPEN_FOLD_AT = ("local row = ... " + "local win = vim.fn.bufwinid(require('totem.chat').buf())"
+                " vim.api.nvim_win_call(win, function() vim.cmd(row .. 'foldopen') end)")
 
 
 def test_command_output_folded_failures_open_and_a_refused_key_with_its_fix_and_retry(neovim, project, model):
@@ -388,12 +390,17 @@ def test_command_output_folded_failures_open_and_a_refused_key_with_its_fix_and_
     assert output[:2] == ["    │ 1", "    │ 2"] and output[19] == "    │ 20", chat
     assert output[20] == "    │ … 20 more lines …" and output[21] == "    │ 41" and output[40] == "    │ 60", chat
     assert not lines[ok + 2 + 41].startswith("    │"), chat
+    # The call that worked is one closed line, its result beside it; opened, its output is a
+    # closed fold of its own.
+    assert nv.lua(FOLD_AT, ok + 1) == [ok + 1, "▶ $ seq 1 60  ✓ exit 0"]
+    assert nv.lua(FOLD_AT, ok + 3)[0] == ok + 1
+    nv.lua(OPEN_FOLD_AT, ok + 1)
     closed, text = nv.lua(FOLD_AT, ok + 3)
     assert closed == ok + 3 and text == "    │ Output (41 lines)", (closed, text)
-    # The second exited 3: its output is open.
+    # The second exited 3: the call and its output are open.
     failed = lines.index("▶ $ echo boom; exit 3")
     assert lines[failed + 1: failed + 4] == ["    ✓ exit 3", "    │ boom", "    │ [exit code 3]"], chat
-    assert nv.lua(FOLD_AT, failed + 3)[0] == -1
+    assert nv.lua(FOLD_AT, failed + 1)[0] == -1 and nv.lua(FOLD_AT, failed + 3)[0] == -1
     assert "The second one failed." in lines
     save_artifact("neovim-output.txt", nv.capture() or chat)
 
@@ -430,7 +437,7 @@ def test_command_output_folded_failures_open_and_a_refused_key_with_its_fix_and_
     nv.command("TotemNew")
     nv.command("TotemSessions")
     nv.wait(lambda: nv.lua(CHAT_LINES) == live, "the session shown again as it was")
-    assert nv.lua(FOLD_AT, ok + 3)[0] == ok + 3 and nv.lua(FOLD_AT, failed + 3)[0] == -1
+    assert nv.lua(FOLD_AT, ok + 1)[0] == ok + 1 and nv.lua(FOLD_AT, failed + 3)[0] == -1
 
 
 WINDOW_OF_CHAT = "local win = vim.fn.bufwinid(require('totem.chat').buf())"
@@ -480,16 +487,18 @@ def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, proj
     assert answer > block[-1]
     folds = nv.lua("local rows = ... " + WINDOW_OF_CHAT + " return vim.api.nvim_win_call(win, function() local r = {}"
                    " for _, l in ipairs(rows) do r[#r + 1] = vim.fn.foldclosed(l + 1) end return r end)",
-                   [block[0], lines.index(BLOCK + SUB_ANSWER), answer])
-    assert folds[0] == block[0] + 1 and folds[1] == block[0] + 1, folds  # one fold, closed
-    assert folds[2] == -1, folds  # the answer is not in it
-    shown = nv.lua("local row = ... " + WINDOW_OF_CHAT + " return vim.api.nvim_win_call(win, function()"
-                   " return vim.fn.foldtextresult(row) end)", block[0] + 1)
+                   [block[0] - 1, block[0], lines.index(BLOCK + SUB_ANSWER), answer])
+    # The task call is one closed line; opened, the sub-agent's block is a closed fold in it.
+    assert folds[:3] == [block[0]] * 3, folds
+    assert folds[3] == -1, folds  # the answer is not in it
+    assert nv.lua(FOLD_AT, block[0])[1].startswith("▶ explore: find the greeting  ✓ explore answered")
+    nv.lua(OPEN_FOLD_AT, block[0])
+    closed, shown = nv.lua(FOLD_AT, block[0] + 1)
+    assert closed == block[0] + 1 and nv.lua(FOLD_AT, lines.index(BLOCK + SUB_ANSWER) + 1)[0] == block[0] + 1
     assert shown.startswith(BLOCK + "[explore on sim/test-model]") and "folded" in shown, shown
     save_artifact("neovim-subagent.txt", nv.capture() or chat)
 
-    # The chat input completes "/" with totem/commands: "/fi<Tab>" is "/fix ".
-    assert {"/fix ", "/init ", "/undo "} <= set(nv.lua("return require('totem.chat').complete('/')"))
+    # The chat input completes "/" with totem/complete: "/fi<Tab>" is "/fix ".
     nv.lua(WINDOW_OF_CHAT + " vim.api.nvim_set_current_win(win)")
     nv.input("i")
     wait_for_input(nv)
@@ -540,7 +549,7 @@ def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, proj
     assert "/fix the login bug" in lines and PARENT_ANSWER in lines, lines
     closed = nv.lua("local row = ... " + WINDOW_OF_CHAT + " return vim.api.nvim_win_call(win, function()"
                     " return vim.fn.foldclosed(row) end)", lines.index(BLOCK + SUB_ANSWER) + 1)
-    assert closed == lines.index(BLOCK + SUB_ANSWER), closed
+    assert closed == lines.index(BLOCK + SUB_ANSWER) - 1, closed  # in its call's closed fold
 
 
 JOBS_LIST = "return vim.api.nvim_buf_get_lines(require('totem.jobs').buf(), 0, -1, false)"
