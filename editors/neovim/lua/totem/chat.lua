@@ -664,28 +664,39 @@ function render.turnEnd(buf, e)
   require('totem.permission').close_for(e.sessionId)
 end
 
+-- callId -> the lines saying what the user took of the change it proposed. Only this Neovim
+-- knows it (the server stores what was applied, and the result line says whether the user
+-- changed it), so a session drawn again here shows them too.
+M.reviews = {}
+
+local function show_review(buf, call_id)
+  local lines = M.reviews[call_id]
+  local mark = state.calls[call_id]
+  local row = mark and vim.api.nvim_buf_get_extmark_by_id(buf, ns, mark, {})[1]
+  if not lines then
+    return
+  end
+  local shown = vim.tbl_map(function(line)
+    return '    ' .. line
+  end, lines)
+  if row then
+    local at = row + 1 + subagent.size(buf, call_id)
+    vim.api.nvim_buf_set_lines(buf, at, at, false, shown)
+  else
+    append_lines(buf, shown)
+  end
+end
+
 --- What the user took of a reviewed change (permission.lua), under the call's line: the lines
 --- go after its sub-agent block and before its result, which comes later.
 function M.reviewed(session, call_id, lines)
+  M.reviews[call_id] = lines
   local chat = M.chat_of(session)
-  if not chat then
-    return
-  end
-  with(chat, function()
-    local mark = state.calls[call_id]
-    edit(function(buf)
-      local row = mark and vim.api.nvim_buf_get_extmark_by_id(buf, ns, mark, {})[1]
-      local shown = vim.tbl_map(function(line)
-        return '    ' .. line
-      end, lines)
-      if row then
-        local at = row + 1 + subagent.size(buf, call_id)
-        vim.api.nvim_buf_set_lines(buf, at, at, false, shown)
-      else
-        append_lines(buf, shown)
-      end
+  if chat then
+    with(chat, edit, function(buf)
+      show_review(buf, call_id)
     end)
-  end)
+  end
 end
 
 --- The session's mode and model chosen before it existed (`wanted`): its first turn had them
@@ -1210,6 +1221,7 @@ local function show_call(buf, part)
       subagent.render(buf, nested, row)
     end
   end
+  show_review(buf, data.callId)
   render.toolEnd(buf, {
     callId = data.callId, tool = data.tool, status = part.status, summary = data.summary,
     output = data.output, feedback = data.feedback,

@@ -49,11 +49,14 @@ local function capped(output)
   end, lines)
 end
 
+local UNFINISHED = { pending = true, running = true }
+
 --- The result line: the status mark, the status unless ok, the summary. A call stored without a
---- result (`pending` in a session no turn runs: the server stopped during it) was interrupted,
---- and is shown so; an interrupted call's summary is left out when it only repeats that.
+--- result (`pending` or `running` in a session no turn runs: the server stopped during it) was
+--- interrupted, and is shown so; an interrupted call's summary is left out when it only repeats
+--- that.
 local function result_line(status, summary)
-  status = status == 'pending' and 'interrupted' or status
+  status = UNFINISHED[status] and 'interrupted' or status
   summary = one_line(summary)
   if status == 'ok' then
     return ('    %s %s'):format(STATUS_MARK.ok, summary)
