@@ -412,7 +412,8 @@ local function tokens(n)
   return ('%.1fk'):format(n / 1000)
 end
 
---- The context line: "2.4k/32.8k tokens (7%)", from the session's last `context` event.
+--- The context line: "2.4k/32.8k (7%)" (used / window, in tokens), from the session's last
+--- `context` event; "2.4k tokens" when the window is not known.
 function M.context_line(context)
   if type(context) ~= 'table' or type(context.estimate) ~= 'number' then
     return nil
@@ -421,7 +422,7 @@ function M.context_line(context)
   if not window then
     return tokens(context.estimate) .. ' tokens'
   end
-  return ('%s/%s tokens (%d%%)'):format(tokens(context.estimate), tokens(window), math.floor(context.estimate * 100 / window + 0.5))
+  return ('%s/%s (%d%%)'):format(tokens(context.estimate), tokens(window), math.floor(context.estimate * 100 / window + 0.5))
 end
 
 --- The winbar: the model, the mode, the context used, the state of the turn and the todo list;
@@ -441,7 +442,9 @@ function M.update_winbar()
   if used then
     bar = bar .. ' · ' .. used
   end
-  bar = bar .. (state.busy and ' · working…' or '')
+  -- A window too narrow for it all cuts the rest (`%<`), not the model and the context.
+  local head, tail = bar, state.busy and ' · working…' or ''
+  bar = tail
   if state.todos and #state.todos > 0 then
     local done, current = 0, nil
     for _, t in ipairs(state.todos) do
@@ -457,7 +460,7 @@ function M.update_winbar()
     end
   end
   bar = bar .. require('totem.jobs').winbar()
-  bar = bar:gsub('%%', '%%%%')
+  bar = head:gsub('%%', '%%%%') .. '%<' .. bar:gsub('%%', '%%%%')
   for _, win in ipairs(windows()) do
     vim.wo[win].winbar = bar
   end

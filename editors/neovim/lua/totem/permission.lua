@@ -85,7 +85,7 @@ local function footer(params, reviewing)
   local hunks = reviewing
       and (' %s %s hunk · %s take · %s leave · %s edit ·'):format(k.next_hunk, k.prev_hunk, k.take, k.leave, k.edit)
     or ''
-  return ('%s %s allow · %s always (%s %s) · %s reject · %s never · %s reject+feedback '):format(
+  return ('%s %s allow · %s always (%s %s) · %s reject · %s never · %s %s '):format(
     hunks,
     k.allow_once,
     k.allow_always,
@@ -93,7 +93,8 @@ local function footer(params, reviewing)
     params.alwaysPattern or '*',
     k.reject_once,
     k.reject_always,
-    k.feedback
+    k.feedback,
+    reviewing and 'feedback' or 'reject+feedback'
   )
 end
 
