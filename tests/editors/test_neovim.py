@@ -395,15 +395,16 @@ def test_command_output_folded_failures_open_and_a_refused_key_with_its_fix_and_
     # closed fold of its own.
     assert nv.lua(FOLD_AT, ok + 1) == [ok + 1, "▶ $ seq 1 60  ✓ exit 0"]
     assert nv.lua(FOLD_AT, ok + 3)[0] == ok + 1
-    nv.lua(OPEN_FOLD_AT, ok + 1)
-    closed, text = nv.lua(FOLD_AT, ok + 3)
-    assert closed == ok + 3 and text == "    │ Output (41 lines)", (closed, text)
     # The second exited 3: the call and its output are open.
     failed = lines.index("▶ $ echo boom; exit 3")
     assert lines[failed + 1: failed + 4] == ["    ✓ exit 3", "    │ boom", "    │ [exit code 3]"], chat
     assert nv.lua(FOLD_AT, failed + 1)[0] == -1 and nv.lua(FOLD_AT, failed + 3)[0] == -1
     assert "The second one failed." in lines
     save_artifact("neovim-output.txt", nv.capture() or chat)
+    nv.lua(OPEN_FOLD_AT, ok + 1)
+    closed, text = nv.lua(FOLD_AT, ok + 3)
+    assert closed == ok + 3 and text == "    │ Output (41 lines)", (closed, text)
+    assert nv.lua(FOLD_AT, ok + 2)[0] == -1  # the result line, out of the output's fold
 
     # A refused key: the provider's message, what fixes it, and `r` to send the message again.
     model.enqueue(Reply(status=401, body='{"error": {"message": "Incorrect API key provided"}}'))
@@ -493,11 +494,12 @@ def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, proj
     assert folds[:3] == [block[0]] * 3, folds
     assert folds[3] == -1, folds  # the answer is not in it
     assert nv.lua(FOLD_AT, block[0])[1].startswith("▶ explore: find the greeting  ✓ explore answered")
+    save_artifact("neovim-subagent.txt", nv.capture() or chat)
     nv.lua(OPEN_FOLD_AT, block[0])
     closed, shown = nv.lua(FOLD_AT, block[0] + 1)
     assert closed == block[0] + 1 and nv.lua(FOLD_AT, lines.index(BLOCK + SUB_ANSWER) + 1)[0] == block[0] + 1
     assert shown.startswith(BLOCK + "[explore on sim/test-model]") and "folded" in shown, shown
-    save_artifact("neovim-subagent.txt", nv.capture() or chat)
+    assert nv.lua(FOLD_AT, block[-1] + 2)[0] == -1  # the call's result, out of the block's fold
 
     # The chat input completes "/" with totem/complete: "/fi<Tab>" is "/fix ".
     nv.lua(WINDOW_OF_CHAT + " vim.api.nvim_set_current_win(win)")
@@ -868,7 +870,8 @@ def test_regenerate_variants_mode_context_line_and_mention_completion(neovim, pr
     assert "    ⊘ denied: denied (plan mode)" in lines, lines
     assert not (project / "notes.txt").exists()
     nv.command("TotemMode build")
-    nv.wait(lambda: " · build" in nv.lua(WINBAR), "build again")
+    nv.wait(lambda: " · plan" not in nv.lua(WINBAR), "build again")
+    assert nv.lua("return require('totem.chat').state.mode") == "build"
 
     # Mentions completed in the input: `@contr<Tab>` to the file, `#bu<Tab>` to #buffer.
     model.enqueue(text_reply("It is the API controller."))

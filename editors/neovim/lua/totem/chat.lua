@@ -145,7 +145,15 @@ function M.foldexpr(lnum)
     end
     return '>3'
   elseif starts(line, '    ') then
-    return '=' -- a result, feedback or review line: its call's
+    -- A result, feedback or review line: its call's fold, also after a sub-agent's block.
+    local above = lnum - 1
+    while starts(vim.fn.getline(above), prefix) do
+      above = above - 1
+    end
+    if above < lnum - 1 and starts(vim.fn.getline(above), CALL) then
+      return tostring(call_level(above))
+    end
+    return '='
   elseif starts(line, REASONING) then
     return '>2'
   elseif line:sub(1, 1) == '>' then
@@ -425,8 +433,8 @@ function M.context_line(context)
   return ('%s/%s (%d%%)'):format(tokens(context.estimate), tokens(window), math.floor(context.estimate * 100 / window + 0.5))
 end
 
---- The winbar: the model, the mode, the context used, the state of the turn and the todo list;
---- which chat of how many when there are several.
+--- The winbar: the model, plan mode, the context used, the state of the turn and the todo
+--- list; which chat of how many when there are several.
 function M.update_winbar()
   local bar = ' Totem'
   if #M.chats > 1 then
@@ -435,8 +443,8 @@ function M.update_winbar()
   if state.model then
     bar = bar .. ' · ' .. state.model
   end
-  if state.mode then
-    bar = bar .. ' · ' .. state.mode
+  if state.mode == 'plan' then
+    bar = bar .. ' · plan' -- build, the default, goes without saying
   end
   local used = M.context_line(state.context)
   if used then
