@@ -887,3 +887,30 @@ def test_regenerate_variants_mode_context_line_and_mention_completion(neovim, pr
     sent = model.requests[-1]["messages"][-1]["content"]
     assert '<context file="controllers/api.js">\n' + ORIGINAL.rstrip("\n") + "\n</context>" in sent, sent
     assert sent.endswith("What is @controllers/api.js vs #buffer"), sent
+
+    # Several chats: :TotemNew opens a second one (a buffer and a session of its own); its turn
+    # goes on in its buffer while :TotemSessions shows the first chat in the window.
+    nv.command("TotemNew")
+    assert nv.lua("return #require('totem.chat').chats") == 2 and nv.lua(CHAT_LINES) == [""]
+    model.enqueue(tool_reply([("write", {"path": "other.txt", "content": "x\n"})]))
+    model.enqueue(text_reply("Other answer."))
+    nv.command("TotemAsk Another topic")
+    nv.wait(lambda: nv.lua("return require('totem.permission').current ~= nil"), "the second chat's permission window")
+    assert nv.lua(WINBAR).startswith(" Totem 2/2")
+    nv.lua("_G.offered = nil vim.ui.select = function(items, opts, on_choice) _G.offered = vim.tbl_map(opts.format_item, items)"
+           " for i, item in ipairs(items) do if item.title == 'Tell me a joke' then return on_choice(item, i) end end end")
+    nv.command("TotemSessions")
+    nv.wait(lambda: nv.lua("return require('totem.chat').state.n") == 1, "the first chat shown")
+    offered = nv.lua("return _G.offered")
+    assert any("Another topic" in o and o.endswith("(this chat)") for o in offered), offered
+    assert any("Tell me a joke" in o and o.endswith("(open)") for o in offered), offered
+    assert nv.lua(WINBAR).startswith(" Totem 1/2") and "Second answer." in nv.lua(CHAT_LINES)
+    assert nv.lua("return vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(vim.fn.bufwinid(require('totem.chat').buf())))") \
+        == "totem://chat"
+    nv.lua("vim.api.nvim_set_current_win(require('totem.permission').current.win)")
+    nv.input("r")
+    other = "return vim.api.nvim_buf_get_lines(require('totem.chat').chats[2].buf, 0, -1, false)"
+    nv.wait(lambda: not nv.lua("return require('totem.chat').chats[2].busy") and "Other answer." in nv.lua(other),
+            "the second chat's turn, in its own buffer")
+    assert "Other answer." not in nv.lua(CHAT_LINES) and "Another topic" not in nv.lua(CHAT_LINES)
+    assert not (project / "other.txt").exists()
