@@ -603,8 +603,9 @@ function render.toolEnd(buf, e)
     vim.api.nvim_buf_del_extmark(buf, ns, mark)
     state.calls[e.callId] = nil
     -- The call's fold depends on its result, below it (foldexpr looks ahead), and Neovim
-    -- evaluates the fold of changed lines and those after: its `▶` is written again.
-    vim.api.nvim_buf_set_text(buf, row, 0, row, #CALL, { CALL })
+    -- evaluates the folds of the lines that change: the call's lines are written again.
+    local last = at + #lines
+    vim.api.nvim_buf_set_lines(buf, row, last, false, vim.api.nvim_buf_get_lines(buf, row, last, false))
   else
     append_lines(buf, lines)
   end
