@@ -3,7 +3,7 @@
 ``estimate(request, reserved_output, calibration)`` counts what goes on the wire: the system
 prompt, each tool's JSON entry (name, description, schema), every message's text, reasoning, tool
 name and the JSON of each tool call's arguments, plus a few tokens of framing per message, at
-about ``CHARS_PER_TOKEN`` characters a token. The input part is multiplied by the session's
+about ``CHARS_PER_TOKEN`` characters a token, and each image sent by its size (``Image.tokens``). The input part is multiplied by the session's
 calibration factor; the reserved output tokens are added as they are (they are a limit, not a
 guess).
 
@@ -57,11 +57,12 @@ def fixed_tokens(system: str, tools: Iterable[ToolSpec]) -> int:
 
 
 def message_tokens(message: Message) -> int:
-    """Uncalibrated tokens of one message: its text, reasoning and calls, plus framing."""
+    """Uncalibrated tokens of one message: its text, reasoning, calls and images, plus framing."""
     chars = len(message.text) + len(message.reasoning) + len(message.name or "") + len(message.tool_call_id or "")
     for call in message.tool_calls:
         chars += len(call.id) + len(call.name) + len(call.arguments)
-    return _tokens(chars) + MESSAGE_OVERHEAD + CALL_OVERHEAD * len(message.tool_calls)
+    images = sum(image.tokens for image in message.images)
+    return _tokens(chars) + images + MESSAGE_OVERHEAD + CALL_OVERHEAD * len(message.tool_calls)
 
 
 def input_tokens(request: ChatRequest) -> int:
@@ -97,9 +98,9 @@ def attachment_chars(text: str) -> int:
 class Breakdown:
     """What fills the window, in calibrated tokens that add up to the estimate: ``system`` (the
     system prompt and the tool schemas), ``history`` (the conversation's messages, less the two
-    below), ``tool_results`` (the tools' results as sent, after compaction), ``attachments`` (the
-    context blocks attached to user messages: the editor's context and mentions), ``output``
-    (the reserve kept for the answer)."""
+    below), ``tool_results`` (the tools' results as sent, after compaction, their images
+    included), ``attachments`` (what is attached to user messages: the context blocks of the
+    editor's context and mentions, and images), ``output`` (the reserve kept for the answer)."""
 
     system: int
     history: int
@@ -127,7 +128,8 @@ def breakdown(
         if message.role == "tool":
             results += cost
         elif message.role == "user":
-            attached += min(cost, _tokens(attachment_chars(message.text)))
+            images = sum(image.tokens for image in message.images)
+            attached += min(cost, _tokens(attachment_chars(message.text)) + images)
     total = calibrated(system + body, reserved_output, calibration)
     shares = [math.floor(part * calibration) for part in (system, results, attached)]
     output = max(0, reserved_output)

@@ -89,7 +89,7 @@ class RuleRef(BaseModel):
 
     # default | user | project | editor | file (config layers) | session (an "always" answer)
     # | answer (a one-time answer) | mode (plan mode) | boundary (outside the project)
-    # | protected (.totem/ and .git/ always ask)
+    # | protected (.totem/ and .git/ always ask) | stored (an MCP server start's kept answer)
     source: str
     permission: str
     pattern: str
@@ -113,10 +113,14 @@ class Usage(BaseModel):
 
 
 class StepEnd(Event):
+    """``finish``: the answer was cut at the output limit (``length``) or stopped by the
+    provider's content filter (``refusal``); None for any other end (providers/base.finish_kind)."""
+
     kind: Literal["stepEnd"] = "stepEnd"
     step: int
     model: str
     usage: Usage
+    finish: Literal["length", "refusal"] | None = None
 
 
 class StepDiscarded(Event):
@@ -184,6 +188,28 @@ class ContextBreakdown(BaseModel):
     tool_results: int
     attachments: int
     output: int
+
+
+class ForgePage(BaseModel):
+    """One Forge result: its ``title`` and ``url`` (the address the page tool opens)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, defer_build=True)
+
+    title: str
+    url: str
+
+
+class Forge(Event):
+    """Before a turn's first step in a Total.js project: Totem searched Forge with the prompt
+    (forge/prefetch.py). ``query`` and ``product`` (``jcomponent``, ``total5``): what was sent;
+    ``pages``: the pages put into the request, best first; ``others``: the other results, listed
+    to the model for the page tool."""
+
+    kind: Literal["forge"] = "forge"
+    query: str
+    product: str
+    pages: list[ForgePage]
+    others: list[ForgePage]
 
 
 class ContextEstimate(Event):

@@ -33,6 +33,7 @@ DEFAULTS: dict[str, Action] = {
     "mcp": "ask",  # an MCP server's tool (pattern NAME__tool): it may do anything its server can
     "mcp-start": "ask",  # starting an MCP server (pattern: its name; mcp/start.py)
     "mcp-prompts": "allow",  # listing the running servers' prompts: nothing is sent to them
+    "mcp-schema": "allow",  # a deferred MCP tool's schema, as its server listed it: nothing is sent
 }
 
 # Reading these asks first, whatever the read default says: they hold keys and passwords.
@@ -94,6 +95,11 @@ def rules_from_config(table: Mapping[str, object], source: str) -> list[RuleRef]
 def matches(pattern: str, value: str) -> bool:
     """Glob match; a pattern that names a command also matches that command with more arguments."""
     return fnmatch.fnmatchcase(value, pattern) or fnmatch.fnmatchcase(value, pattern + " *")
+
+
+def strictest(decisions: list[Decision]) -> Decision:
+    """deny over ask over allow; of equals, the first."""
+    return max(decisions, key=lambda d: _RANK[d.action])
 
 
 @dataclass

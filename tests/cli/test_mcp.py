@@ -12,7 +12,13 @@ import subprocess
 
 import pytest
 
-from tests.support.model_server import Reply, chunk, text_reply, tool_reply
+from tests.support.model_server import (
+    Reply,
+    chunk,
+    request_tokens,
+    text_reply,
+    tool_reply,
+)
 from tests.support.processes import none_left, running_in
 from tests.support.real_mcp import HttpServer, real_entries, standin, write_mcp_json
 
@@ -188,6 +194,9 @@ def test_mcp_list_shows_each_server_whether_it_started_and_its_tools(totem, user
     assert result.code == 0, result.stderr
     lines = result.stdout.splitlines()
     servers = {line.split("\t")[0]: line.split("\t")[1] for line in lines if not line.startswith("  ")}
+    # No --config here, so Forge is on: the folder is a new one (a Total.js project), and --yes
+    # does not start a server outside this machine.
+    assert servers.pop("forge").startswith("not started: it reaches outside this machine")
     assert servers == {
         "time": "started", "off": "off (enabled: false)", "echo": "started", "mine": "not started: the project is not trusted",
     }
@@ -197,4 +206,70 @@ def test_mcp_list_shows_each_server_whether_it_started_and_its_tools(totem, user
     ]
     assert "  echo__echo\tEcho the text back." in lines
     assert "not trusted" in result.stderr
+    assert none_left(totem.project) == []
+
+
+def test_a_4096_token_window_gets_the_real_servers_tools_by_name_and_fetches_a_schema_to_call_one(totem, user_mcp):
+    # Compaction later than its default (0.7): Totem's prompt, its tools, the servers' one-line
+    # tools and the output reserve already take 85% of a 4096-token window, and the summary
+    # request compaction would send is not what this test is about.
+    config = totem.config.read_text().replace("retry_max_wait", "compact_at = 0.9\nretry_max_wait")
+    totem.config.write_text(config + '[models."sim/test-model"]\ncontext_window = 4096\n')
+    totem.server.context_window = 4096  # a request over it gets the server's overflow error
+    user_mcp(real_entries(totem.project))
+    totem.server.enqueue(tool_reply([("mcp_schema", {"tool": "time__get_current_time"})]))
+    totem.server.enqueue(tool_reply([("time__get_current_time", {"timezone": "UTC"})]))
+    totem.server.enqueue(text_reply("It is late."))
+    result = totem.agent("what time is it in UTC?", extra=("--yes",))
+
+    assert result.code == 0, result.stderr
+    first, second, third = totem.server.requests
+    assert all(request_tokens(r) <= 4096 for r in totem.server.requests)
+    tools = {t["function"]["name"]: t["function"] for t in first["tools"]}
+    assert {"fs__read_text_file", "time__get_current_time", "mcp_schema"} <= set(tools)
+    # By name and one line: no schema of its own until asked for.
+    assert tools["time__get_current_time"]["parameters"] == {"type": "object"}
+    assert tools["time__get_current_time"]["description"] == "Get current time in a specific timezone."
+    schema = tool_messages(second)[-1]["content"]
+    assert schema.startswith("time__get_current_time: ") and '"timezone"' in schema and '"required"' in schema
+    assert json.loads(tool_messages(third)[-1]["content"])["timezone"] == "UTC"
+    assert tools == {t["function"]["name"]: t["function"] for t in third["tools"]}  # the same specs every step
+    assert none_left(totem.project) == []
+
+
+def test_on_a_terminal_the_start_and_each_call_are_asked_and_always_is_kept_for_the_project(totem, user_mcp):
+    import os
+    import pty
+
+    user_mcp({"time": real_entries(totem.project)["time"]})
+
+    def run_on_a_terminal(answers: str) -> tuple[int, str]:
+        controller, terminal = pty.openpty()
+        os.write(controller, answers.encode())  # typed ahead: each question reads one line
+        proc = subprocess.Popen(
+            totem.command("run", "--cwd", str(totem.project), "--config", str(totem.config), "what time is it?"),
+            stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=totem.env,
+        )
+        os.close(terminal)
+        try:
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            os.close(controller)
+        return proc.returncode, stderr
+
+    totem.server.enqueue(tool_reply([("time__get_current_time", {"timezone": "UTC"})]))
+    totem.server.enqueue(text_reply("Late."))
+    code, stderr = run_on_a_terminal("a\ny\n")
+    assert code == 0, stderr
+    assert "Allow Start MCP server time: " in stderr and "[a] always (mcp-start time)" in stderr
+    assert "Allow time__get_current_time(timezone=UTC)? [y] once, [a] always (mcp time__get_current_time)" in stderr
+    assert '"timezone": "UTC"' in tool_messages(totem.server.requests[1])[-1]["content"]
+
+    # The next run of the project starts it without asking; the call still asks (and is refused).
+    totem.server.enqueue(tool_reply([("time__get_current_time", {"timezone": "UTC"})]))
+    totem.server.enqueue(text_reply("No clock."))
+    code, stderr = run_on_a_terminal("n\n")
+    assert code == 0, stderr
+    assert "Allow Start MCP server" not in stderr and "Allow time__get_current_time" in stderr
+    assert tool_messages(totem.server.requests[3])[-1]["content"] == "The user rejected this action."
     assert none_left(totem.project) == []

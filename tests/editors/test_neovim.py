@@ -90,7 +90,9 @@ def neovim(tmp_path, project, model):
     home = tmp_path / "home"
     (home / "config" / "totem").mkdir(parents=True)
     (home / "config" / "totem" / "config.toml").write_text(
-        'model = "sim/test-model"\nretry_max_wait = 1.0\n'
+        # The host's network in the sandbox: the tests reach a job's server from outside it. A
+        # Total.js project: no Forge start.
+        'model = "sim/test-model"\nretry_max_wait = 1.0\nsandbox_network = true\nforge = false\n'
         f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
     )
     editor = Neovim(home, project, model="sim/test-model", settings={"permission_timeout": 30})

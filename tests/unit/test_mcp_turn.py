@@ -10,15 +10,18 @@ import pytest
 
 from tests.support.processes import none_left
 from tests.support.real_mcp import standin, write_mcp_json
-from tests.support.turns import RecordingFrontEnd, Scene, answer, calls
+from tests.support.turns import SMALL, RecordingFrontEnd, Scene, answer, calls
 from totem_engine import events as ev
 from totem_engine.config import Config, load_config
 from totem_engine.mcp.answers import stored_answer
+from totem_engine.mcp.deferred import SchemaInput, fit_schemas, schema_tokens
 from totem_engine.mcp.servers import McpServers
 from totem_engine.mcp.specs import load_specs, project_mcp_path, user_mcp_path
 from totem_engine.mcp.start import ask_start
 from totem_engine.opening import open_project
 from totem_engine.permissions import Policy
+from totem_engine.providers.capabilities import CapabilityRecord
+from totem_engine.tools.base import ToolError
 
 
 def offered(request) -> set[str]:
@@ -84,7 +87,7 @@ async def test_an_always_answer_is_kept_for_the_project_and_bound_to_the_command
 
     # The next runtime of the same project (its servers all stopped): not asked again.
     await scene.mcp.aclose()
-    scene.agent.mcp = scene.mcp = McpServers(scene.root, Config(), trusted=True)
+    scene.agent.mcp = scene.mcp = McpServers(scene.root, Config(forge=False), trusted=True)
     scene.provider.enqueue(answer("Hi."))
     front = RecordingFrontEnd("reject_once")
     await scene.run("hello", front)
@@ -166,3 +169,68 @@ async def test_a_project_whose_only_project_file_is_mcp_json_is_asked_for_trust(
     assert asked == [[".totem/mcp.json"]]
     assert json.loads(project_mcp_path(root).read_text())["servers"]["echo"]
     assert load_config(root).config == Config()
+
+
+async def test_schemas_over_their_share_of_the_window_are_offered_by_name_and_fetched_on_demand(scene):
+    write_mcp_json(project_mcp_path(scene.root), {"echo": standin()})
+    scene.provider.enqueue(answer("Hi."))
+    await scene.run("hello", RecordingFrontEnd())
+    served = scene.mcp.tools(set())
+    (echo,) = served.values()
+    cost = schema_tokens([echo])
+
+    assert fit_schemas(served, window=128_000, share=0.1, small=False) is served  # within its share: full schemas
+    deferred = fit_schemas(served, window=cost * 5, share=0.1, small=False)
+    assert sorted(deferred) == ["echo__echo", "mcp_schema"]
+    assert deferred["echo__echo"].parameters() == {"type": "object"} and deferred["echo__echo"].description == "Echo the text back."
+    assert schema_tokens(list(deferred.values())) > 0
+    assert sorted(fit_schemas(served, window=None, share=0.1, small=True)) == ["echo__echo", "mcp_schema"]  # a small model: always
+
+    shown = await (await deferred["mcp_schema"].prepare(SchemaInput(tool="echo__echo"), None)).apply(None)
+    assert shown.output.startswith("echo__echo: Echo the text back.") and '"required": ["text"]' in shown.output
+    with pytest.raises(ToolError, match="There is no MCP tool 'nope'"):
+        await deferred["mcp_schema"].prepare(SchemaInput(tool="nope"), None)
+
+
+async def test_a_small_model_gets_the_servers_tools_by_name_and_one_line_and_calls_them(tmp_path):
+    scene = Scene(tmp_path, record=SMALL, mcp=True)
+    write_mcp_json(project_mcp_path(scene.root), {"echo": standin()})
+    scene.provider.enqueue(calls(("echo__echo", {"text": "small"})), answer("It said small."))
+    front = RecordingFrontEnd()
+    result = await scene.run("say small through the echo server", front)
+    await scene.close()
+
+    assert result.stop_reason == "finished"
+    first = scene.provider.requests[0]
+    # Taught as text (the small model's record): one line per tool, the servers' among them.
+    assert "echo__echo" in first.system and "mcp_schema" in first.system and "Echo the text back." in first.system
+    assert '"required"' not in first.system  # no server schema until the model asks for one
+    assert [e.output for e in front.of(ev.ToolEnd) if e.tool == "echo__echo"] == ["echo: small"]
+    assert none_left(scene.root) == []
+
+
+async def test_an_image_result_reaches_the_model_as_its_caption(scene):
+    write_mcp_json(project_mcp_path(scene.root), {"cam": standin("--image")})
+    scene.provider.enqueue(calls(("cam__picture", {})), answer("A grey picture."))
+    await scene.run("show me the picture", RecordingFrontEnd())
+
+    result = [m.text for m in scene.provider.requests[1].messages if m.role == "tool"][-1]
+    assert result.startswith("Here it is.\n[image: cam__picture result, 640x480 PNG, ")
+    assert "base64" not in result and len(result) < 200
+    assert not any(m.images for m in scene.provider.requests[1].messages)  # the test model does not see images
+
+
+async def test_an_image_result_reaches_a_vision_model_once_then_its_caption(tmp_path):
+    scene = Scene(tmp_path, mcp=True, record=CapabilityRecord(context_window=128_000, vision=True))
+    write_mcp_json(project_mcp_path(scene.root), {"cam": standin("--image")})
+    scene.provider.enqueue(calls(("cam__picture", {})), calls(("cam__echo", {"text": "again"})), answer("A grey picture."))
+    await scene.run("show me the picture", RecordingFrontEnd())
+    await scene.close()
+    assert none_left(scene.root) == []
+
+    second, third = scene.provider.requests[1:]
+    [picture] = [m for m in second.messages if m.role == "tool"]
+    assert [image.mime_type for image in picture.images] == ["image/png"]
+    assert picture.text.startswith("Here it is.\n[image: cam__picture result, 640x480 PNG, ")
+    later = [m for m in third.messages if m.role == "tool"]
+    assert [m.images for m in later] == [(), ()] and later[0].text == picture.text

@@ -49,7 +49,6 @@ class ServerConnection:
         self.tools: list[Any] = []  # mcp_types.Tool, as listed
         self.prompts: list[Any] = []  # mcp_types.Prompt
         self.server_name = ""  # serverInfo.name
-        self.instructions = ""
         self.session: Any = None
         self.process: StdioProcess | None = None
         self._ready = anyio.Event()
@@ -160,8 +159,9 @@ class ServerConnection:
             async with self._streams() as (read, write), ClientSession(read, write) as session:
                 initialized = await session.initialize()
                 self.server_name = initialized.server_info.name
-                self.instructions = initialized.instructions or ""
                 self.tools = await _listed(session.list_tools, "tools") if initialized.capabilities.tools else []
+                if self.spec.only_tools is not None:  # a built-in server's whitelist (mcp/forge.py)
+                    self.tools = [tool for tool in self.tools if tool.name in self.spec.only_tools]
                 self.prompts = await _listed(session.list_prompts, "prompts") if initialized.capabilities.prompts else []
                 self.session = session
                 self.state = "running"

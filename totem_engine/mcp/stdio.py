@@ -54,7 +54,6 @@ class StdioProcess:
         self.cwd = cwd
         self.process: Process | None = None
         self.stderr_tail: deque[str] = deque(maxlen=TAIL_LINES)
-        self.skipped = 0  # stdout lines that were not JSON-RPC
         self.exited = anyio.Event()
 
     @property
@@ -118,7 +117,6 @@ class StdioProcess:
                         try:
                             message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                         except ValueError:
-                            self.skipped += 1
                             log.info("MCP server %s: skipped a stdout line that is not JSON-RPC: %.200s", self.name, line)
                             continue
                         await to_session.send(message_type(message))

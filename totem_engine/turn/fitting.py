@@ -3,7 +3,8 @@ functions (``fit``, ``build_ledger``, ``ledger_present``, ``completer``): estima
 over budget (tool results to one-line accounts, then a summary checkpoint written by the
 session's model or ``small_model``), with the pinned ledger checked and the estimate reported.
 The turn's derived history (``DerivedHistory``) is kept here from step to step, so each stored
-message is converted once, not once per step.
+message is converted once, not once per step; once a step has been answered, the images it was
+the first to carry are marked captioned (``images_sent``), so later requests carry only captions.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from totem_engine.compaction import (
 )
 from totem_engine.config import Config, ConfigError
 from totem_engine.context import breakdown, output_reserve
+from totem_engine.images import CAPTIONED
 from totem_engine.providers.base import ChatRequest, Provider
 from totem_engine.session_state import SessionState
 from totem_engine.store import Store
@@ -30,7 +32,8 @@ from totem_engine.tools.base import Tool
 class Fitter:
     """The requests of one turn's steps to ``model_id`` on ``provider``. ``build`` makes a step's
     request from its history; ``window`` and ``max_output_tokens`` are the model's (None: not known);
-    ``tools`` account for their results when compaction replaces them."""
+    ``vision``: the model sees images (its capability record); ``tools`` account for their results
+    when compaction replaces them."""
 
     def __init__(
         self,
@@ -47,6 +50,7 @@ class Fitter:
         session_id: str,
         turn_id: str,
         emit: Callable[[ev.Event], Awaitable[None]],
+        vision: bool = False,
     ):
         self.provider, self.model_id, self.build = provider, model_id, build
         self.max_output_tokens = max_output_tokens
@@ -56,7 +60,7 @@ class Fitter:
         self.config, self.store, self.emit = config, store, emit
         self.session_id, self.turn_id = session_id, turn_id
         self.complete = summariser(config, provider, model_id, provider_for)
-        self.history = DerivedHistory(provider.name)  # this session's, for this provider
+        self.history = DerivedHistory(provider.name, vision=vision)  # this session's, for this provider and model
 
     def overflowed_at(self, estimate: int) -> None:
         """The provider refused a request of about ``estimate`` tokens: with no window known, that
@@ -109,6 +113,15 @@ class Fitter:
                 output=shares.output,
             ),
         )
+
+
+    async def images_sent(self) -> None:
+        """A step was answered with the request last fitted: the images still fresh in it (sent
+        to a model that sees images, captioned for one that does not) are captioned from now on,
+        in the store, so every later request (and another turn's, or another model's) carries
+        only their captions."""
+        for part_id in self.history.fresh_images():
+            await self.store.update_part(part_id, status=CAPTIONED)
 
 
 def summariser(config: Config, provider: Provider, model_id: str, provider_for: Callable[[str], Provider]) -> Complete:
