@@ -549,7 +549,7 @@ def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, proj
     nv.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
     nv.command("TotemNew")
     nv.command("TotemSessions")
-    lines = nv.wait(lambda: (lambda ls: ls if BLOCK + SUB_ANSWER in ls else None)(nv.lua(CHAT_LINES)), "the session shown again")
+    lines = nv.wait(lambda: chat_holding(nv, BLOCK + SUB_ANSWER), "the session shown again")
     assert lines[lines.index(BLOCK + SUB_ANSWER) - 1] == BLOCK + "[explore on sim/test-model]", lines
     assert "/fix the login bug" in lines and PARENT_ANSWER in lines, lines
     closed = nv.lua("local row = ... " + WINDOW_OF_CHAT + " return vim.api.nvim_win_call(win, function()"
