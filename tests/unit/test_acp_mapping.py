@@ -6,6 +6,8 @@ from __future__ import annotations
 import base64
 import json
 import os
+import struct
+import zlib
 
 import pytest
 from acp import RequestError
@@ -92,7 +94,9 @@ def test_locations_are_absolute_and_a_read_names_its_line(tmp_path):
 
 def test_prompt_blocks_become_the_users_message(tmp_path):
     root = tmp_path.resolve()
-    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + (640).to_bytes(4, "big") + (480).to_bytes(4, "big")).decode()
+    header = struct.pack(">IIBBBBB", 640, 480, 8, 2, 0, 0, 0)  # a whole IHDR chunk, as every PNG has
+    ihdr = struct.pack(">I", 13) + b"IHDR" + header + struct.pack(">I", zlib.crc32(b"IHDR" + header))
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + ihdr).decode()
     message = user_message([
         TextContentBlock(type="text", text="fix "),
         ResourceContentBlock(type="resource_link", uri=(root / "a.py").as_uri(), name="a.py"),
