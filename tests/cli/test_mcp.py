@@ -1,4 +1,4 @@
-"""MCP servers through the real ``totem run`` (issue 24): the real filesystem and time servers
+"""MCP servers through the real ``totem run`` (issue 24): the real filesystem, time and git servers
 (installed once per session, scripts/setup-mcp-servers.sh), a streamable HTTP server of our own
 with a header, and stand-ins that misbehave as real servers do (banner lines on stdout, exiting
 during a call, never answering the handshake). None crashes or hangs the run, and nothing is
@@ -7,6 +7,8 @@ left in the process table after it."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import signal
 import subprocess
 
@@ -20,7 +22,13 @@ from tests.support.model_server import (
     tool_reply,
 )
 from tests.support.processes import none_left, running_in
-from tests.support.real_mcp import HttpServer, real_entries, standin, write_mcp_json
+from tests.support.real_mcp import (
+    HttpServer,
+    git_entry,
+    real_entries,
+    standin,
+    write_mcp_json,
+)
 
 
 @pytest.fixture
@@ -78,6 +86,47 @@ def test_the_model_calls_the_real_filesystem_and_time_servers_and_reads_their_re
     assert any(m.startswith("MCP server fs started") for m in notices)
     assert any(m.startswith("MCP server time stopped") for m in notices)  # at the run's end, said
     assert none_left(totem.project) == []
+
+
+def git(project, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.org", "GIT_COMMITTER_NAME": "Ada",
+           "GIT_COMMITTER_EMAIL": "ada@example.org", "HOME": str(project), "PATH": os.environ["PATH"]}
+    return subprocess.run(["git", *args], cwd=project, env=env, capture_output=True, text=True, check=True).stdout
+
+
+def test_the_model_reads_a_repositorys_log_and_status_through_the_real_git_server(totem, user_mcp):
+    # A repository of the test's own: one commit, then a file changed and one not yet added.
+    project = totem.project
+    git(project, "init", "-q", "-b", "trunk")
+    (project / "app.py").write_text("print('hello')\n")
+    git(project, "add", "app.py")
+    git(project, "commit", "-q", "-m", "Say hello")
+    head = git(project, "rev-parse", "HEAD").strip()
+    (project / "app.py").write_text("print('goodbye')\n")
+    (project / "notes.txt").write_text("later\n")
+    user_mcp({"git": git_entry(project)})
+    totem.server.enqueue(tool_reply([("git__git_log", {"repo_path": str(project), "max_count": 5})]))
+    totem.server.enqueue(tool_reply([("git__git_status", {"repo_path": str(project)})]))
+    totem.server.enqueue(text_reply("One commit, app.py changed, notes.txt new."))
+    result = totem.agent("what happened in this repository?", extra=("--yes",))
+
+    assert result.code == 0, result.stderr
+    first, second, third = totem.server.requests
+    assert {"git__git_log", "git__git_status", "git__git_diff_unstaged", "git__git_commit"} <= set(offered(first))
+    schema = next(t["function"] for t in first["tools"] if t["function"]["name"] == "git__git_status")
+    assert schema["parameters"]["required"] == ["repo_path"]
+    # Each result, as the server read the repository, reaches the model's next request.
+    log = tool_messages(second)[-1]["content"]
+    assert f"Commit: {head}" in log and "Author: Ada" in log and "Message: Say hello" in log
+    status = tool_messages(third)[-1]["content"]
+    assert "On branch trunk" in status and "modified:   app.py" in status and "notes.txt" in status
+    start = next(e for e in result.of("toolStart") if e["tool"] == "mcp-start")
+    entry = git_entry(project)
+    assert start["input"] == {"server": "git", "command": shlex.join([entry["command"], *entry["args"]])}
+    calls = [e for e in result.of("toolEnd") if e["tool"].startswith("git__")]
+    assert [(c["tool"], c["status"]) for c in calls] == [("git__git_log", "ok"), ("git__git_status", "ok")]
+    # The server (and the git processes it keeps open) are gone once the run ends.
+    assert none_left(project) == []
 
 
 def test_without_a_terminal_or_yes_no_server_starts_and_the_run_goes_on(totem, user_mcp):
