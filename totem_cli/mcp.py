@@ -81,7 +81,7 @@ async def _list(args: argparse.Namespace) -> int:
             print(f"! {runtime.trust_notice}", file=sys.stderr)
         servers = runtime.mcp
 
-        async def say(level: str, message: str) -> None:
+        async def say(level: str, message: str, *, call_id: str | None = None) -> None:
             if level != "info":
                 print(f"! {message}", file=sys.stderr)
 

@@ -130,9 +130,13 @@ class StepDiscarded(Event):
 
 
 class Notice(Event):
+    """``call_id``: the ``mcp-start`` pseudo call whose end this notice also tells (a server
+    started or did not start), so a front end that shows that call's end can leave it out."""
+
     kind: Literal["notice"] = "notice"
     level: Literal["info", "warning", "error"]
     message: str
+    call_id: str | None = None
 
 
 class TurnEnd(Event):

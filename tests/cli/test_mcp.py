@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -85,6 +86,43 @@ def test_the_model_calls_the_real_filesystem_and_time_servers_and_reads_their_re
     notices = [e["message"] for e in result.of("notice")]
     assert any(m.startswith("MCP server fs started") for m in notices)
     assert any(m.startswith("MCP server time stopped") for m in notices)  # at the run's end, said
+    # A start's notice names the pseudo call whose end it repeats; a stop's names none.
+    said = {e["message"].split(" ", 3)[2]: e["callId"] for e in result.of("notice") if " started, " in e["message"]}
+    assert said == {s["input"]["server"]: s["callId"] for s in starts}
+    assert all(e["callId"] is None for e in result.of("notice") if "stopped" in e["message"])
+    assert none_left(totem.project) == []
+
+
+def test_totem_run_says_each_start_once_and_the_session_keeps_the_servers_notices(totem, user_mcp):
+    time_server = real_entries(totem.project)["time"]
+    user_mcp({"time": time_server, "gone": {"command": str(totem.project / "no-such-server")}})
+    totem.server.enqueue(tool_reply([("time__get_current_time", {"timezone": "UTC"})]))
+    totem.server.enqueue(text_reply("Late."))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(totem.config), "--yes", "what time is it?")
+
+    assert result.code == 0, result.stderr
+    lines = result.stderr.splitlines()
+    # Each start is one call line (what ran) and one line of what came of it, not repeated by a notice.
+    started = f"→ Start MCP server time: {shlex.join([time_server['command'], *time_server['args']])}"
+    assert lines.count(started) == 1 and lines[lines.index(started) + 1] == "   started, 2 tools"
+    assert [line for line in lines if "time started" in line or "started, 2 tools" in line] == ["   started, 2 tools"]
+    failed = [line for line in lines if "did not start" in line]
+    assert len(failed) == 1 and failed[0].startswith("   error: did not start: ")
+    assert lines[lines.index(failed[0]) - 1] == f"→ Start MCP server gone: {totem.project / 'no-such-server'}"
+    assert "! MCP server time stopped: the run ended." in lines  # no call tells a stop: the notice does
+
+    # A reopened session shows what the servers said, in the turn, the stop at the run's end too.
+    session_id = re.search(r"^session (ses_\w+)$", result.stderr, re.M).group(1)
+    messages = totem.export(session_id)["messages"]
+    kept = [(m["turnId"], p["data"]) for m in messages for p in m["parts"] if p["type"] == "notice"]
+    assert {turn for turn, _ in kept} == {messages[0]["turnId"]}
+    texts = [data["text"] for _, data in kept]
+    assert texts[-1] == "MCP server time stopped: the run ended."
+    assert "MCP server time started, 2 tools." in texts
+    gone = next(data for data in (d for _, d in kept) if data["text"].startswith("MCP server gone did not start"))
+    assert gone["level"] == "warning"
+    shown = totem.run("sessions", "show", session_id).stdout
+    assert "[notice] MCP server time started, 2 tools." in shown and "[notice] MCP server time stopped: the run ended." in shown
     assert none_left(totem.project) == []
 
 
