@@ -112,7 +112,7 @@ def test_totem_run_says_each_start_once_and_the_session_keeps_the_servers_notice
     assert "! MCP server time stopped: the run ended." in lines  # no call tells a stop: the notice does
 
     # A reopened session shows what the servers said, in the turn, the stop at the run's end too.
-    session_id = re.search(r"^session (ses_\w+)$", result.stderr, re.M).group(1)
+    session_id = re.search(r"^session (ses_\w+)$", result.stderr, re.MULTILINE).group(1)
     messages = totem.export(session_id)["messages"]
     kept = [(m["turnId"], p["data"]) for m in messages for p in m["parts"] if p["type"] == "notice"]
     assert {turn for turn, _ in kept} == {messages[0]["turnId"]}
