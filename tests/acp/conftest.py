@@ -126,7 +126,9 @@ def write_config(home: Path, model: ModelServer, extra: str = "") -> None:
     folder = home / "config" / "totem"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.toml").write_text(
-        'model = "sim/test-model"\nretry_max_wait = 1.0\npermission_timeout = 30.0\n'
+        # forge = false: the project folder is a new one, a Total.js project, which would declare
+        # Forge (issue 24: fixtures of empty folders turn it off unless the test is about Forge).
+        'model = "sim/test-model"\nretry_max_wait = 1.0\npermission_timeout = 30.0\nforge = false\n'
         f"{extra}\n"
         f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
     )
