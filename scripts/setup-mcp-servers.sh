@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs the real MCP servers the tests run (tests/mcp): idempotent, version-pinned, every
+# Installs the real MCP servers the tests run (tests/cli, tests/lsp): idempotent, version-pinned, every
 # download retried, caches outside the clone (TOTEM_TEST_CACHE, default ~/.cache/totem-test), so
-# a second run takes a fraction of a second. The tests call it once per session (tests/mcp/conftest.py).
+# a second run takes a fraction of a second. The tests call it once per session (tests/support/real_mcp.py).
 #
 #   scripts/setup-mcp-servers.sh        # every server
 #   scripts/setup-mcp-servers.sh time   # one server (filesystem, time, git)
