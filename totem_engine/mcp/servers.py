@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 
 from totem_engine.config import Config, ConfigError
+from totem_engine.events import NoticeLevel
 from totem_engine.mcp.forge import builtin_specs
 from totem_engine.mcp.naming import join_tools
 from totem_engine.mcp.specs import (
@@ -44,7 +45,7 @@ class Say(Protocol):
     """How the servers tell the user: ``level`` info, warning or error; ``call_id`` the start's
     pseudo call whose end the message also tells."""
 
-    async def __call__(self, level: str, message: str, *, call_id: str | None = None) -> None: ...
+    async def __call__(self, level: NoticeLevel, message: str, *, call_id: str | None = None) -> None: ...
 
 
 class McpServers:
@@ -237,12 +238,12 @@ class McpServers:
         for clash in clashes:
             await self._once("error", f"MCP tool names clash: {clash}.")
 
-    async def _once(self, level: str, message: str) -> None:
+    async def _once(self, level: NoticeLevel, message: str) -> None:
         if message not in self._said:
             self._said.add(message)
             await self._tell(level, message)
 
-    async def _tell(self, level: str, message: str, call_id: str | None = None) -> None:
+    async def _tell(self, level: NoticeLevel, message: str, call_id: str | None = None) -> None:
         log.info("%s", message)
         if self._say is None:
             return

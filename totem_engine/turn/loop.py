@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
 import anyio
 
@@ -586,7 +586,7 @@ class Turn:
             )
 
     async def notice(
-        self, message: str, *, level: Literal["info", "warning", "error"] = "info", call_id: str | None = None
+        self, message: str, *, level: ev.NoticeLevel = "info", call_id: str | None = None
     ) -> None:
         """A notice the chat shows and the session keeps (a notice part of its own message, with
         its ``level`` unless info); ``call_id`` as in ``ev.Notice``."""
@@ -595,7 +595,7 @@ class Turn:
         await self.emit(ev.Notice(session_id=self.session_id, level=level, message=message, call_id=call_id))
 
     async def server_notice(
-        self, level: Literal["info", "warning", "error"], message: str, *, call_id: str | None = None
+        self, level: ev.NoticeLevel, message: str, *, call_id: str | None = None
     ) -> None:
         """What the MCP servers say (started, failed, exited, stopped: mcp/servers.py), also after
         this turn ended (a stop at the run's end, an idle stop, an exit between turns): kept as
