@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Installs the real MCP servers the tests run (tests/mcp): idempotent, version-pinned, every
+# Installs the real MCP servers the tests run (tests/cli, tests/lsp): idempotent, version-pinned, every
 # download retried, caches outside the clone (TOTEM_TEST_CACHE, default ~/.cache/totem-test), so
-# a second run takes a fraction of a second. The tests call it once per session (tests/mcp/conftest.py).
+# a second run takes a fraction of a second. The tests call it once per session (tests/support/real_mcp.py).
 #
 #   scripts/setup-mcp-servers.sh        # every server
-#   scripts/setup-mcp-servers.sh time   # one server (filesystem, time)
+#   scripts/setup-mcp-servers.sh time   # one server (filesystem, time, git)
 #
 # Each server has a `setup_<name>` function below; add yours beside the others. What the tests
 # read is one line per server in $CACHE/mcp.env: NAME=the command line that starts it.
@@ -63,9 +63,11 @@ setup_filesystem() {
   record filesystem "$(command -v node) $entry"
 }
 
-# --- time: mcp-server-time from PyPI, in a virtual environment of its own (it pins its deps) ----
+# --- time and git: mcp-server-time and mcp-server-git from PyPI, each in a virtual environment of
+# its own (each pins its dependencies) -------------------------------------------------------------
 
 TIME_VERSION=2026.10.19
+GIT_VERSION=2026.10.19
 
 # pip_venv NAME SPEC: a venv at $CACHE/NAME with SPEC installed, once; a stamp marks success.
 pip_venv() {
@@ -86,6 +88,16 @@ setup_time() {
   local exe="$CACHE/mcp-time-$TIME_VERSION/bin/mcp-server-time"
   [ -x "$exe" ] || { log "time: no $exe"; return 1; }
   record time "$exe --local-timezone UTC"
+}
+
+# The git server runs the `git` program (through GitPython); the repository is given per call
+# (`repo_path`), so the command line names none.
+setup_git() {
+  command -v git >/dev/null || { log "git: needs the git program"; return 1; }
+  pip_venv "mcp-git-$GIT_VERSION" "mcp-server-git==$GIT_VERSION"
+  local exe="$CACHE/mcp-git-$GIT_VERSION/bin/mcp-server-git"
+  [ -x "$exe" ] || { log "git: no $exe"; return 1; }
+  record git "$exe"
 }
 
 # --- main ------------------------------------------------------------------------------------

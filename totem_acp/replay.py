@@ -4,8 +4,10 @@ After https://agentclientprotocol.com/protocol/session-setup#loading-sessions: t
 conversation as it stands, in order, before the load is answered: each user message as
 ``user_message_chunk`` (what the user typed, not a slash command's expansion), the assistant's
 text and reasoning as ``agent_message_chunk`` and ``agent_thought_chunk``, each tool call as a
-``tool_call`` in its final status with its output, a turn's visible end (a guard, an error) as
-an agent message, and the session's task list as a ``plan``. Hidden parts (context shown to
+``tool_call`` in its final status with its output, a turn's visible end (a guard, an error) and
+a warning notice (an MCP server that did not start) as an agent message, an info notice (an MCP
+server started) as a thought, as they came live (frontend.py), and the session's task list as
+a ``plan``. Hidden parts (context shown to
 the model, provider state, steps, checkpoints) are not replayed.
 """
 
@@ -47,6 +49,8 @@ def _part(role: str, kind: str, data: dict[str, Any], status: str | None, root: 
         return [AgentMessageChunk(session_update="agent_message_chunk", content=_text(data.get("text", "")))]
     if kind == "reasoning":
         return [AgentThoughtChunk(session_update="agent_thought_chunk", content=_text(data.get("text", "")))]
+    if kind == "notice" and data.get("text") and not data.get("stopReason") and data.get("level", "info") == "info":
+        return [AgentThoughtChunk(session_update="agent_thought_chunk", content=_text(f"{data['text']}\n"))]
     if kind in ("notice", "error") and data.get("text"):
         return [AgentMessageChunk(session_update="agent_message_chunk", content=_text(f"\n\n{data['text']}\n\n"))]
     if kind == "tool":

@@ -69,6 +69,7 @@ async def _list(args: argparse.Namespace) -> int:
     from totem_cli.main import project_root
     from totem_cli.terminal import TerminalFrontEnd
     from totem_engine.checks.totaljs import is_totaljs_project
+    from totem_engine.events import NoticeLevel
     from totem_engine.opening import open_project
     from totem_engine.permissions import Policy
 
@@ -81,7 +82,7 @@ async def _list(args: argparse.Namespace) -> int:
             print(f"! {runtime.trust_notice}", file=sys.stderr)
         servers = runtime.mcp
 
-        async def say(level: str, message: str) -> None:
+        async def say(level: NoticeLevel, message: str, *, call_id: str | None = None) -> None:
             if level != "info":
                 print(f"! {message}", file=sys.stderr)
 

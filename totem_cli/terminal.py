@@ -16,6 +16,7 @@ import anyio
 from totem_cli.answer import AnswerText
 from totem_engine import events as ev
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
+from totem_engine.mcp.start import TOOL as MCP_START
 
 _CHOICES = {
     "y": "allow_once",
@@ -67,12 +68,18 @@ class TerminalFrontEnd:
             self.err.write(event.text)
             self.err.flush()
             self._reasoning_open = not event.text.endswith("\n")
+        elif isinstance(event, ev.ToolStart) and event.tool == MCP_START:
+            self._titles[event.call_id] = event.title  # said with its end (a question, if any, names it)
         elif isinstance(event, ev.ToolStart):
             self._end_text_line()
             self.answer.tool_start(event.call_id, event.tool, event.input)
             self._titles[event.call_id] = event.title
             self._last_started = event.call_id
             self._line(f"→ {event.title}")
+        elif isinstance(event, ev.ToolEnd) and event.tool == MCP_START:
+            self._end_text_line()
+            self._line(f"→ {self._titles.get(event.call_id, event.tool)}")
+            self._line(f"   {'error: ' if event.status == 'error' else ''}{event.summary}")
         elif isinstance(event, ev.ToolEnd):
             if self._last_started != event.call_id:
                 # Calls that ran together: say again which call this result belongs to.
@@ -92,6 +99,8 @@ class TerminalFrontEnd:
             self.answer.discard()
             self._end_text_line()
             self._line(f"(step {event.step} discarded: {event.reason})")
+        elif isinstance(event, ev.Notice) and event.call_id in self._titles:
+            pass  # a server's start or failure, already said by its call's end
         elif isinstance(event, ev.Notice):
             self._end_text_line()
             self._line(f"! {event.message}")

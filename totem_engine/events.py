@@ -17,6 +17,7 @@ from totem_engine.checks.base import CheckResult
 
 StopReason = Literal["finished", "aborted", "step_limit", "guard", "error"]
 ToolStatus = Literal["ok", "error", "denied", "interrupted"]
+NoticeLevel = Literal["info", "warning", "error"]
 
 
 class Event(BaseModel):
@@ -130,9 +131,13 @@ class StepDiscarded(Event):
 
 
 class Notice(Event):
+    """``call_id``: the ``mcp-start`` pseudo call whose end this notice also tells (a server
+    started or did not start), so a front end that shows that call's end can leave it out."""
+
     kind: Literal["notice"] = "notice"
-    level: Literal["info", "warning", "error"]
+    level: NoticeLevel
     message: str
+    call_id: str | None = None
 
 
 class TurnEnd(Event):

@@ -94,3 +94,30 @@ async def test_the_clients_mcp_server_starts_after_the_question_and_its_tool_is_
     acp.process.stdin.close()  # the client goes: the session's server is stopped with the process
     assert await asyncio.wait_for(acp.process.wait(), 30) == 0
     assert none_left(acp.project) == []
+
+
+async def test_a_loaded_session_shows_what_its_mcp_server_said_as_it_came_live(tmp_path, model):
+    shouter = McpServerStdio(
+        name="shouter", command=sys.executable, args=["-m", "tests.acp.mcp_stdio"],
+        env=[EnvVariable(name="PYTHONPATH", value=str(ROOT))],
+    )
+    gone = McpServerStdio(name="gone", command=str(tmp_path / "no-such-server"), args=[], env=[])
+    async with running_acp(tmp_path, model) as first:
+        await first.initialize()
+        session_id = await first.new_session(mcp_servers=[shouter, gone])
+        model.enqueue(text_reply("Ready."))
+        first.client.answers += ["allow_once", "allow_once"]  # both starts
+        await first.conn.prompt(session_id=session_id, prompt=[{"type": "text", "text": "hello"}])
+        live = [u.content.text for u in first.client.of("agent_thought_chunk")]
+        assert "MCP server shouter started, 1 tool.\n" in live
+
+    async with running_acp(tmp_path, model) as second:
+        await second.initialize()
+        await second.conn.load_session(cwd=str(second.project), session_id=session_id, mcp_servers=[])
+        thoughts = [u.content.text for u in second.client.of("agent_thought_chunk")]
+        # The start, and the stop when the first process ended, are thoughts as they were live;
+        # the failure is a message of its own paragraph.
+        assert "MCP server shouter started, 1 tool.\n" in thoughts
+        assert any(t.startswith("MCP server shouter stopped") for t in thoughts)
+        said = second.client.message_text()
+        assert "Ready." in said and "MCP server gone did not start" in said and "MCP server shouter" not in said

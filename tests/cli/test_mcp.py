@@ -1,4 +1,4 @@
-"""MCP servers through the real ``totem run`` (issue 24): the real filesystem and time servers
+"""MCP servers through the real ``totem run`` (issue 24): the real filesystem, time and git servers
 (installed once per session, scripts/setup-mcp-servers.sh), a streamable HTTP server of our own
 with a header, and stand-ins that misbehave as real servers do (banner lines on stdout, exiting
 during a call, never answering the handshake). None crashes or hangs the run, and nothing is
@@ -7,6 +7,9 @@ left in the process table after it."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import shlex
 import signal
 import subprocess
 
@@ -20,7 +23,13 @@ from tests.support.model_server import (
     tool_reply,
 )
 from tests.support.processes import none_left, running_in
-from tests.support.real_mcp import HttpServer, real_entries, standin, write_mcp_json
+from tests.support.real_mcp import (
+    HttpServer,
+    git_entry,
+    real_entries,
+    standin,
+    write_mcp_json,
+)
 
 
 @pytest.fixture
@@ -77,7 +86,85 @@ def test_the_model_calls_the_real_filesystem_and_time_servers_and_reads_their_re
     notices = [e["message"] for e in result.of("notice")]
     assert any(m.startswith("MCP server fs started") for m in notices)
     assert any(m.startswith("MCP server time stopped") for m in notices)  # at the run's end, said
+    # A start's notice names the pseudo call whose end it repeats; a stop's names none.
+    said = {e["message"].split(" ", 3)[2]: e["callId"] for e in result.of("notice") if " started, " in e["message"]}
+    assert said == {s["input"]["server"]: s["callId"] for s in starts}
+    assert all(e["callId"] is None for e in result.of("notice") if "stopped" in e["message"])
     assert none_left(totem.project) == []
+
+
+def test_totem_run_says_each_start_once_and_the_session_keeps_the_servers_notices(totem, user_mcp):
+    time_server = real_entries(totem.project)["time"]
+    user_mcp({"time": time_server, "gone": {"command": str(totem.project / "no-such-server")}})
+    totem.server.enqueue(tool_reply([("time__get_current_time", {"timezone": "UTC"})]))
+    totem.server.enqueue(text_reply("Late."))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(totem.config), "--yes", "what time is it?")
+
+    assert result.code == 0, result.stderr
+    lines = result.stderr.splitlines()
+    # Each start is one call line (what ran) and one line of what came of it, not repeated by a notice.
+    started = f"→ Start MCP server time: {shlex.join([time_server['command'], *time_server['args']])}"
+    assert lines.count(started) == 1 and lines[lines.index(started) + 1] == "   started, 2 tools"
+    assert [line for line in lines if "time started" in line or "started, 2 tools" in line] == ["   started, 2 tools"]
+    failed = [line for line in lines if "did not start" in line]
+    assert len(failed) == 1 and failed[0].startswith("   error: did not start: ")
+    assert lines[lines.index(failed[0]) - 1] == f"→ Start MCP server gone: {totem.project / 'no-such-server'}"
+    assert "! MCP server time stopped: the run ended." in lines  # no call tells a stop: the notice does
+
+    # A reopened session shows what the servers said, in the turn, the stop at the run's end too.
+    session_id = re.search(r"^session (ses_\w+)$", result.stderr, re.MULTILINE).group(1)
+    messages = totem.export(session_id)["messages"]
+    kept = [(m["turnId"], p["data"]) for m in messages for p in m["parts"] if p["type"] == "notice"]
+    assert {turn for turn, _ in kept} == {messages[0]["turnId"]}
+    texts = [data["text"] for _, data in kept]
+    assert texts[-1] == "MCP server time stopped: the run ended."
+    assert "MCP server time started, 2 tools." in texts
+    gone = next(data for data in (d for _, d in kept) if data["text"].startswith("MCP server gone did not start"))
+    assert gone["level"] == "warning"
+    shown = totem.run("sessions", "show", session_id).stdout
+    assert "[notice] MCP server time started, 2 tools." in shown and "[notice] MCP server time stopped: the run ended." in shown
+    assert none_left(totem.project) == []
+
+
+def git(project, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.org", "GIT_COMMITTER_NAME": "Ada",
+           "GIT_COMMITTER_EMAIL": "ada@example.org", "HOME": str(project), "PATH": os.environ["PATH"]}
+    return subprocess.run(["git", *args], cwd=project, env=env, capture_output=True, text=True, check=True).stdout
+
+
+def test_the_model_reads_a_repositorys_log_and_status_through_the_real_git_server(totem, user_mcp):
+    # A repository of the test's own: one commit, then a file changed and one not yet added.
+    project = totem.project
+    git(project, "init", "-q", "-b", "trunk")
+    (project / "app.py").write_text("print('hello')\n")
+    git(project, "add", "app.py")
+    git(project, "commit", "-q", "-m", "Say hello")
+    head = git(project, "rev-parse", "HEAD").strip()
+    (project / "app.py").write_text("print('goodbye')\n")
+    (project / "notes.txt").write_text("later\n")
+    user_mcp({"git": git_entry(project)})
+    totem.server.enqueue(tool_reply([("git__git_log", {"repo_path": str(project), "max_count": 5})]))
+    totem.server.enqueue(tool_reply([("git__git_status", {"repo_path": str(project)})]))
+    totem.server.enqueue(text_reply("One commit, app.py changed, notes.txt new."))
+    result = totem.agent("what happened in this repository?", extra=("--yes",))
+
+    assert result.code == 0, result.stderr
+    first, second, third = totem.server.requests
+    assert {"git__git_log", "git__git_status", "git__git_diff_unstaged", "git__git_commit"} <= set(offered(first))
+    schema = next(t["function"] for t in first["tools"] if t["function"]["name"] == "git__git_status")
+    assert schema["parameters"]["required"] == ["repo_path"]
+    # Each result, as the server read the repository, reaches the model's next request.
+    log = tool_messages(second)[-1]["content"]
+    assert f"Commit: {head}" in log and "Author: Ada" in log and "Message: Say hello" in log
+    status = tool_messages(third)[-1]["content"]
+    assert "On branch trunk" in status and "modified:   app.py" in status and "notes.txt" in status
+    start = next(e for e in result.of("toolStart") if e["tool"] == "mcp-start")
+    entry = git_entry(project)
+    assert start["input"] == {"server": "git", "command": shlex.join([entry["command"], *entry["args"]])}
+    calls = [e for e in result.of("toolEnd") if e["tool"].startswith("git__")]
+    assert [(c["tool"], c["status"]) for c in calls] == [("git__git_log", "ok"), ("git__git_status", "ok")]
+    # The server (and the git processes it keeps open) are gone once the run ends.
+    assert none_left(project) == []
 
 
 def test_without_a_terminal_or_yes_no_server_starts_and_the_run_goes_on(totem, user_mcp):

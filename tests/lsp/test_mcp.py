@@ -70,9 +70,16 @@ async def test_servers_unused_for_mcp_idle_stop_seconds_are_stopped_and_said(tmp
     try:
         editor.model.enqueue(text_reply("Hi."))
         editor.permission_answers.append({"outcome": "allow_once"})
-        await editor.request("totem/chat", {"text": "hello"})
+        result = await editor.request("totem/chat", {"text": "hello"})
         assert running_in(project)
         await eventually(lambda: any("stopped: unused for 0.5 s" in e["message"] for e in editor.of("notice")))
         assert none_left(project) == []
+
+        # The session keeps what the server said, the idle stop after the turn too, in that turn;
+        # a reopened chat shows them.
+        session = await editor.request("totem/session", {"sessionId": result.sessionId})
+        kept = [(m.turnId, p.data.text) for m in session.messages for p in m.parts if p.type == "notice"]
+        assert [text for _, text in kept] == ["MCP server echo started, 1 tool.", "MCP server echo stopped: unused for 0.5 s."]
+        assert {turn for turn, _ in kept} == {session.messages[0].turnId}
     finally:
         await editor.client.shutdown_session()

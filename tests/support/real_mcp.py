@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @functools.cache
 def installed_servers() -> dict[str, list[str]]:
-    """Server name (``filesystem``, ``time``) → the command line that starts it."""
+    """Server name (``filesystem``, ``time``, ``git``) → the command line that starts it."""
     setup = subprocess.run(
         ["bash", str(ROOT / "scripts" / "setup-mcp-servers.sh")], capture_output=True, text=True, timeout=900, check=False,
     )
@@ -41,6 +41,11 @@ def real_entries(project: Path) -> dict:
     """``fs`` (the filesystem server, allowed the project folder) and ``time`` (UTC)."""
     servers = installed_servers()
     return {"fs": stdio_entry([*servers["filesystem"], str(project)]), "time": stdio_entry(servers["time"])}
+
+
+def git_entry(repository: Path) -> dict:
+    """``git`` confined to ``repository`` (its tools still take the repository as ``repo_path``)."""
+    return stdio_entry([*installed_servers()["git"], "--repository", str(repository)])
 
 
 def write_mcp_json(path: Path, servers: dict) -> Path:

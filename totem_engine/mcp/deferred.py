@@ -1,7 +1,7 @@
 """Servers' schemas that would cost too much of the window, offered by name and one line.
 
 A server can bring thousands of tokens of tool schemas (the filesystem server's 14 tools, about
-2,300), which a small window cannot afford. When the MCP tools' specs of a request would take
+1,900), which a small window cannot afford. When the MCP tools' specs of a request would take
 more than ``mcp_schema_share`` of the model's window, or the model is small (a window under 64K
 tokens, seed 003), each is offered by its name and the first sentence of its description with an
 open schema, and one more tool, ``mcp_schema``, returns a chosen tool's full description and

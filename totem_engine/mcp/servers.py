@@ -8,7 +8,8 @@ project's own servers are left out (said once), each server not running asks to 
 (start.py), and the allowed ones start together, each within ``mcp_start_timeout``. Every step
 asks ``tools()`` for what the running servers offer now, so a server that died or was switched
 off offers nothing at the next step (seed 004). Starting, failing, dying and stopping are
-``notice`` events. The ``mcp`` package is imported only when a server is allowed to start.
+``notice`` events, said through the latest turn's ``say``, which keeps them in its session
+(loop.py ``Turn.server_notice``). The ``mcp`` package is imported only when a server is allowed to start.
 """
 
 from __future__ import annotations
@@ -16,14 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
-from totem_engine import events as ev
 from totem_engine.config import Config, ConfigError
+from totem_engine.events import NoticeLevel
 from totem_engine.mcp.forge import builtin_specs
 from totem_engine.mcp.naming import join_tools
 from totem_engine.mcp.specs import (
@@ -41,7 +41,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Say = Callable[[str, str], Awaitable[None]]  # (level, message)
+class Say(Protocol):
+    """How the servers tell the user: ``level`` info, warning or error; ``call_id`` the start's
+    pseudo call whose end the message also tells."""
+
+    async def __call__(self, level: NoticeLevel, message: str, *, call_id: str | None = None) -> None: ...
 
 
 class McpServers:
@@ -186,7 +190,7 @@ class McpServers:
         except StartFailed as exc:
             self.status[spec.name] = f"did not start: {exc}"
             await call.end("error", f"did not start: {exc}", f"MCP server {spec.name} did not start: {exc}")
-            await self._tell("warning", f"MCP server {spec.name} did not start: {exc}. Its tools are not offered.")
+            await self._tell("warning", f"MCP server {spec.name} did not start: {exc}. Its tools are not offered.", call.call_id)
             return
         except BaseException:  # the turn aborted while it started: nothing may be left running
             with anyio.CancelScope(shield=True):
@@ -198,7 +202,7 @@ class McpServers:
         count = len(connection.tools)
         summary = f"started, {count} tool{'s' if count != 1 else ''}" + (f", {len(connection.prompts)} prompts" if connection.prompts else "")
         await call.end("ok", summary, f"MCP server {spec.name} ({connection.server_name or spec.name}) {summary}.")
-        await self._tell("info", f"MCP server {spec.name} {summary}.")
+        await self._tell("info", f"MCP server {spec.name} {summary}.", call.call_id)
 
     async def _exited(self, connection: ServerConnection) -> None:
         if self.connections.get(connection.spec.name) is connection:
@@ -234,23 +238,15 @@ class McpServers:
         for clash in clashes:
             await self._once("error", f"MCP tool names clash: {clash}.")
 
-    async def _once(self, level: str, message: str) -> None:
+    async def _once(self, level: NoticeLevel, message: str) -> None:
         if message not in self._said:
             self._said.add(message)
             await self._tell(level, message)
 
-    async def _tell(self, level: str, message: str) -> None:
+    async def _tell(self, level: NoticeLevel, message: str, call_id: str | None = None) -> None:
         log.info("%s", message)
         if self._say is None:
             return
         with contextlib.suppress(Exception):  # a front end gone (the editor closed) must not stop a stop
-            await self._say(level, message)
+            await self._say(level, message, call_id=call_id)
 
-
-def notice_sayer(emit: Callable[[ev.Event], Awaitable[None]], session_id: str) -> Say:
-    """``say`` for ``prepare``: a notice event of ``session_id``."""
-
-    async def say(level: str, message: str) -> None:
-        await emit(ev.Notice(session_id=session_id, level=level, message=message))  # type: ignore[arg-type]
-
-    return say

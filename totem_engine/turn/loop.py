@@ -34,7 +34,7 @@ from totem_engine.command_changes import CommandChanges
 from totem_engine.jobs import Jobs
 from totem_engine.leases import holding
 from totem_engine.mcp.deferred import fit_schemas
-from totem_engine.mcp.servers import McpServers, notice_sayer
+from totem_engine.mcp.servers import McpServers
 from totem_engine.terminals import Terminals
 from totem_engine.prompt import system_prompt
 from totem_engine.prompt_files import prompt
@@ -414,7 +414,7 @@ class Turn:
         if self.agent.mcp is not None:
             self._mcp_prepared = True
             await self.agent.mcp.prepare(
-                self, self.calls.policy, notice_sayer(self.emit, self.session_id), totaljs=bool(self.state.totaljs)
+                self, self.calls.policy, self.server_notice, totaljs=bool(self.state.totaljs)
             )
             await self._search_forge()
         if wants_scripts(self.agent.config.code_mode, self.record, small=small):
@@ -591,11 +591,28 @@ class Turn:
                 malformed=stream.text_calls.malformed > 0,
             )
 
-    async def notice(self, message: str) -> None:
-        """An info notice the chat shows and the session keeps (a notice part of its own message)."""
+    async def notice(
+        self, message: str, *, level: ev.NoticeLevel = "info", call_id: str | None = None
+    ) -> None:
+        """A notice the chat shows and the session keeps (a notice part of its own message, with
+        its ``level`` unless info); ``call_id`` as in ``ev.Notice``."""
         notice_message = await self.agent.store.add_message(self.session_id, "assistant", turn_id=self.turn_id)
-        await self.agent.store.add_part(notice_message, "notice", {"text": message})
-        await self.emit(ev.Notice(session_id=self.session_id, level="info", message=message))
+        await self.agent.store.add_part(notice_message, "notice", {"text": message, **({} if level == "info" else {"level": level})})
+        await self.emit(ev.Notice(session_id=self.session_id, level=level, message=message, call_id=call_id))
+
+    async def server_notice(
+        self, level: ev.NoticeLevel, message: str, *, call_id: str | None = None
+    ) -> None:
+        """What the MCP servers say (started, failed, exited, stopped: mcp/servers.py), also after
+        this turn ended (a stop at the run's end, an idle stop, an exit between turns): kept as
+        this turn's notice while the session's conversation still ends in this turn, so a reopened
+        session shows it; once a newer turn of the session began, or a rewind moved it, only sent
+        (a turn's messages stay together)."""
+        messages, head = await self.agent.store.tree(self.session_id)
+        if any(m.id == head and m.turn_id == self.turn_id for m in messages):
+            await self.notice(message, level=level, call_id=call_id)
+        else:
+            await self.emit(ev.Notice(session_id=self.session_id, level=level, message=message, call_id=call_id))
 
     async def _retry_with_less_reasoning(self, message_id: str, step: int, notice: str) -> None:
         """Drop a reply that was all reasoning (kept in the store, marked discarded) and say so."""

@@ -288,7 +288,8 @@ export class ChatState {
             ended = (data.stopReason as StopReason) ?? "error";
             break;
           case "notice":
-            this.entries.push({ type: "notice", level: "warning", message: String(data.text ?? "") });
+            // Stored with its level unless info; a turn's end reason (stopReason) came as a warning.
+            this.entries.push({ type: "notice", level: String(data.level ?? (data.stopReason ? "warning" : "info")), message: String(data.text ?? "") });
             if (data.stopReason) ended = data.stopReason as StopReason;
             break;
         }

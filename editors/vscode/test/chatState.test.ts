@@ -80,6 +80,22 @@ describe("ChatState", () => {
     assert.match(s.plainText(), /feedback: not b/);
   });
 
+  it("draws a stored notice at the level it came with", () => {
+    const part = (type: string, data: any) => ({ id: `p${Math.random()}`, messageId: "m", seq: 0, type, data, status: null, discarded: false });
+    const s = new ChatState();
+    s.load({
+      sessionId: "ses_1",
+      title: "hello",
+      messages: [
+        { role: "user", parts: [part("text", { text: "hello" })] },
+        { role: "assistant", parts: [part("notice", { text: "MCP server time started, 2 tools." })] },
+        { role: "assistant", parts: [part("notice", { text: "MCP server gone did not start: not found.", level: "warning" })] },
+        { role: "assistant", parts: [part("notice", { stopReason: "guard", text: "The same call three times." })] },
+      ],
+    });
+    assert.deepEqual(s.entries.filter((e) => e.type === "notice").map((e: any) => e.level), ["info", "warning", "warning"]);
+  });
+
   it("reads a call's output and feedback, hints at a refused key", () => {
     assert.deepEqual(callResult("bash", "42\n"), { output: "42\n" });
     assert.deepEqual(callResult("read", "1\tx"), {});

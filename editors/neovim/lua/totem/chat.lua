@@ -1304,7 +1304,7 @@ function M.show_session(session, client_id, model)
               render.error(buf, { errorClass = data.errorClass, message = data.text, hint = data.hint, message_sent = last_text and { text = last_text } })
               turn.ended = data.stopReason or 'error'
             elseif part.type == 'notice' then
-              render.notice(buf, { level = 'info', message = data.text })
+              render.notice(buf, { level = data.level or 'info', message = data.text }) -- kept unless info
               turn.ended = data.stopReason or turn.ended
             end
           end
