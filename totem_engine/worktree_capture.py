@@ -187,29 +187,38 @@ class GitCapture:
             head = (await self._run("commit-tree", "-m", "capture", self._tree)).strip()
             await anyio.to_thread.run_sync((self.git_dir / "HEAD").write_text, f"{head}\n")
             return self._tree
-        changed = self._changed_paths(await self._run(*_STATUS))
+        changed, walk = self._changed_paths(await self._run(*_STATUS))
         if changed:
-            await self._run("add", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul",
-                            stdin="".join(f"{path}\0" for path in changed))
+            paths = "".join(f"{path}\0" for path in changed)
+            if walk:
+                # A new folder (its files, less the ignored ones) or a submodule: add walks them.
+                await self._run("add", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul", stdin=paths)
+            else:
+                # Files only: hashed and entered, or removed when gone, without add's pathspec pass
+                # over every entry.
+                await self._run("update-index", "--add", "--remove", "-z", "--stdin", stdin=paths)
             self._tree = (await self._run("write-tree")).strip()
         return self._tree
 
-    def _changed_paths(self, raw: str) -> list[str]:
+    def _changed_paths(self, raw: str) -> tuple[list[str], bool]:
         """The project's paths (from the repository's top) where the work tree differs from the
-        index, in ``status --porcelain=v2 -z``: ``1 XY … path`` (Y, the work tree's side, not
+        index, in ``status --porcelain=v2 -z``: ``1 XY sub … path`` (Y, the work tree's side, not
         ``.``: X only says the index differs from HEAD, an older capture) and ``? path``; an
-        untracked folder holding the project counts too."""
-        found = []
+        untracked folder holding the project counts too. And whether one is a folder (``dir/``)
+        or a submodule (``sub`` ``S…``), which ``update-index`` cannot enter."""
+        found, walk = [], False
         for entry in raw.split("\0"):
             if entry.startswith("1 ") and entry[3] != ".":
-                path = entry.split(" ", 8)[8]
+                fields = entry.split(" ", 8)
+                path, submodule = fields[8], fields[2].startswith("S")
             elif entry.startswith("? "):
-                path = entry[2:]
+                path, submodule = entry[2:], False
             else:
                 continue
             if path.startswith(self.prefix) or self.prefix.startswith(path):
                 found.append(path)
-        return found
+                walk = walk or submodule or path.endswith("/")
+        return found, walk
 
     async def _add_all(self) -> None:
         """Every file of the project into the private index."""

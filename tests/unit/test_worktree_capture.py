@@ -115,3 +115,28 @@ def test_a_project_inside_an_untracked_folder_of_the_repository(tmp_path):
         [("made.txt", None, b"made\n"), ("old.txt", b"old\n", b"new\n")],
         [("made.txt", b"made\n", None)],
     ]
+
+
+def test_a_file_turned_into_an_empty_folder_or_a_link_after_a_plain_edit(tmp_path):
+    repo(tmp_path, {"f": "f\n", "g": "g\n", "h": "h\n"})
+
+    def edit():
+        (tmp_path / "h").write_text("H\n")
+
+    def reshape():
+        (tmp_path / "f").unlink()
+        (tmp_path / "f").mkdir()
+        (tmp_path / "g").unlink()
+        (tmp_path / "g").symlink_to("h")
+
+    async def main():
+        changes = CommandChanges(tmp_path, max_file_bytes=10_000)
+        taken = []
+        for command in (edit, reshape):
+            scope = await changes.scope("s1", command="cmd", may_change=True)
+            command()
+            taken.append([(c.path, c.before, c.unrestorable is not None) for c in await scope.close()])
+        await changes.aclose()
+        return taken
+
+    assert anyio.run(main) == [[("h", b"h\n", False)], [("f", b"f\n", False), ("g", None, True)]]
