@@ -4,8 +4,8 @@ Without the sandbox a command writes the project directly, so its old content mu
 before it runs. In a git repository that is cheap: an index of Totem's own, kept for the whole
 session, knows every file's stat data and blob; ``git status`` against it is one pass over the
 files' dates (the untracked cache skips the folders whose dates did not change), and only the
-paths it names are read and hashed (``git add`` of those paths) before ``git write-tree`` names
-the whole tree by one id. A capture before the command and one after it, compared with ``git
+paths it names are read and hashed (``git update-index``, or ``git add`` for a new folder)
+before ``git write-tree`` names the whole tree by one id. A capture before the command and one after it, compared with ``git
 diff-tree``, give every file the command created, changed or deleted, with both contents as
 blobs (``changes``). Each capture reads the files as they are then: a file the user changed
 between two commands is in the next command's before-state with the user's content.
