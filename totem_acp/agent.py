@@ -11,6 +11,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -37,6 +38,7 @@ from totem_acp.mcp_servers import Declared, client_specs
 from totem_acp.prompt import Block
 from totem_acp.replay import replayed
 from totem_acp.session import AcpSession, project_root
+from totem_acp.trust_question import ask_trust
 from totem_acp.workspace import ClientWorkspace
 from totem_engine.config_error import ConfigError
 from totem_engine.local.errors import LocalServerError
@@ -58,6 +60,8 @@ class TotemAgent:
         # cannot place an update for a session it has not heard of yet.
         self._greetings: dict[str, Callable[[], Awaitable[None]]] = {}
         self.stopped_by: str | None = None  # the signal that stops the process, for the prompts' answers
+        self._declared: dict[str, list[Declared] | None] = {}  # session id -> its client's mcpServers, to reopen it
+        self._trust_asked: set[Path] = set()  # the untrusted projects asked about in this process
 
     def on_connect(self, conn: Any) -> None:
         self.client = conn
@@ -70,7 +74,7 @@ class TotemAgent:
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
@@ -140,6 +144,15 @@ class TotemAgent:
 
     async def prompt(self, session_id: str, prompt: list[Block], **_: Any) -> PromptResponse:
         session = self._session(session_id)
+        if session.runtime.trust_notice and not session.runtime.trusted and session.root not in self._trust_asked:
+            self._trust_asked.add(session.root)
+            trusted = await ask_trust(session.frontend, session.root, session.runtime.trust_notice)
+            if trusted is None:  # not an answer: the client is cancelling the prompt
+                self._trust_asked.discard(session.root)
+                return PromptResponse(stop_reason="cancelled")
+            if trusted:
+                with engine_errors():
+                    session = await self._reopen(session)
         with engine_errors():
             response = await session.prompt(prompt)
         if self.stopped_by is not None and response.stop_reason == "cancelled":
@@ -199,11 +212,18 @@ class TotemAgent:
                 await stack.aclose()
             raise
         workspace.session_id = stored.id
-        session = AcpSession(runtime, stored.id, self.client, workspace)
+        session = AcpSession(runtime, stored.id, self.client, workspace, terminal=bool(self.capabilities.terminal))
         session.notices += left_out
         self.sessions[stored.id] = session
+        self._declared[stored.id] = mcp_servers
         self._stacks[stored.id] = stack
         return session
+
+    async def _reopen(self, session: AcpSession) -> AcpSession:
+        """The session with an engine opened anew (its project now trusted: its whole config)."""
+        await self._stacks.pop(session.id).aclose()
+        del self.sessions[session.id]
+        return await self._open(session.root, self._declared.pop(session.id, None), session.id)
 
     def _session(self, session_id: str) -> AcpSession:
         session = self.sessions.get(session_id)

@@ -4,7 +4,8 @@ permission questions as ``session/request_permission`` requests (docs/acp.md "Up
 - ``textDelta`` → ``agent_message_chunk``; ``reasoningDelta`` → ``agent_thought_chunk``.
 - ``toolStart`` → ``tool_call`` (pending); an allowing ``permission`` → ``in_progress``;
   ``toolEnd`` → ``tool_call_update`` (completed or failed, its output, its diff when the
-  permission request had one, the changed files as locations).
+  permission request had one, the changed files as locations); a command run in the client's
+  terminal keeps that terminal as its content instead of its output.
 - ``todo`` → ``plan``; ``context`` → ``usage_update`` (when the window is known).
 - ``notice``: a warning or error (a guard's reason, the abort) is an agent message of its own
   paragraph, an info notice (a server started) a thought.
@@ -55,6 +56,7 @@ class AcpFrontEnd:
         self.finish: str | None = None  # the last stepEnd's finish
         self.failure: ev.Error | None = None  # the turn's error event, for the prompt's error answer
         self._diffs: dict[str, list[FileEditToolCallContent]] = {}  # callId -> the diff it was asked with
+        self.terminals: dict[str, str] = {}  # callId -> the client's terminal its command ran in (terminal.py)
 
     async def send(self, update: Any) -> None:
         """One ``session/update``; a client gone (the pipe closed) must not end the turn."""
@@ -82,7 +84,7 @@ class AcpFrontEnd:
         elif isinstance(event, ev.ToolEnd):
             await self.send(tool_calls.ended(
                 self.root, event.call_id, event.status, event.output, summary=event.summary, changed=event.changed,
-                diffs=self._diffs.pop(event.call_id, None),
+                diffs=self._diffs.pop(event.call_id, None), terminal=self.terminals.pop(event.call_id, None),
             ))
         elif isinstance(event, ev.Todo) and not nested:
             entries = [PlanEntry(content=t.content, priority="medium", status=t.status) for t in event.todos]

@@ -30,6 +30,7 @@ from acp.schema import (
 
 from totem_acp.frontend import AcpFrontEnd
 from totem_acp.prompt import Block, user_message
+from totem_acp.terminal import ClientTerminals
 from totem_acp.workspace import ClientWorkspace
 from totem_engine import events as ev
 from totem_engine.commands import ACTIONS
@@ -46,7 +47,9 @@ MODEL_LIST_WAIT = 5.0  # seconds a provider's model list may take before session
 
 
 class AcpSession:
-    def __init__(self, runtime: Runtime, session_id: str, client: Any, workspace: ClientWorkspace):
+    def __init__(self, runtime: Runtime, session_id: str, client: Any, workspace: ClientWorkspace, *, terminal: bool = False):
+        """``terminal``: the client offers ``terminal/*``; with config ``acp_client_terminal``
+        bash runs there (terminal.py)."""
         self.runtime = runtime
         self.id = session_id
         self.root = runtime.root
@@ -54,6 +57,10 @@ class AcpSession:
         self.frontend = AcpFrontEnd(
             client, session_id, runtime.root, abort=self.cancel, timeout=runtime.config.permission_timeout,
         )
+        if terminal and runtime.config.acp_client_terminal:
+            terminals = ClientTerminals(client, session_id, self.frontend.send)
+            self.frontend.terminals = terminals.shown
+            runtime.agent.command_runner = terminals
         self.turn: Turn | None = None
         self._busy = False
         self._cancelled = False  # session/cancel came while the prompt was being prepared
@@ -144,7 +151,7 @@ class AcpSession:
         model = runtime.resolve_model(prepared.model or stored.model)
         self.turn = runtime.turn(
             message.text(prepared.text), self.frontend, session=stored, model=model, mode=stored.mode,
-            typed=message.typed if prepared.command else None, as_agent=prepared.agent,
+            typed=message.typed if prepared.command else None, as_agent=prepared.agent, images=message.images,
         )
         if self._cancelled:
             self.turn.abort()

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from acp.schema import (
     ContentToolCallContent,
     FileEditToolCallContent,
+    TerminalToolCallContent,
     TextContentBlock,
     ToolCallLocation,
     ToolCallProgress,
@@ -116,11 +117,14 @@ def running(call_id: str) -> ToolCallProgress:
 
 def ended(
     root: Path, call_id: str, status: str, output: str, *, summary: str, changed: list[str],
-    diffs: list[FileEditToolCallContent] | None = None,
+    diffs: list[FileEditToolCallContent] | None = None, terminal: str | None = None,
 ) -> ToolCallProgress:
     """The ``tool_call_update`` that closes a call: its status, its diff (when it changed files
-    and the diff is known) and its output, and the files it changed as locations."""
-    content: list[Any] = [*(diffs if status == "ok" and diffs else []), text_content(output or summary)]
+    and the diff is known) and its output, and the files it changed as locations. A command run
+    in the client's ``terminal`` (its id) shows that terminal instead of its output, which the
+    client keeps showing after Totem released it; ``rawOutput`` has the output either way."""
+    shown: Any = TerminalToolCallContent(type="terminal", terminal_id=terminal) if terminal else text_content(output or summary)
+    content: list[Any] = [*(diffs if status == "ok" and diffs else []), shown]
     return ToolCallProgress(
         session_update="tool_call_update", tool_call_id=call_id, status=_STATUSES.get(status, "failed"),
         content=content, raw_output={"status": status, "summary": summary, "output": output},

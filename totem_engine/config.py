@@ -194,6 +194,9 @@ class Config(_Strict):
     request_timeout: Annotated[float, TIGHTEN] = Field(default=1800.0, gt=0)
     stall_timeout: Annotated[float, TIGHTEN] = Field(default=300.0, gt=0)
     permission_timeout: Annotated[float, TIGHTEN] = Field(default=600.0, gt=0)
+    # Under `totem acp`, bash runs in the client's terminal when the client offers `terminal`
+    # (totem_acp/terminal.py): how the user's editor shows commands is the user's choice.
+    acp_client_terminal: Annotated[bool, DROPPED] = True
     # Most bytes of one message from the editor to the language server (64 MiB); the editor's
     # connection is not the project's to set.
     lsp_max_message_bytes: Annotated[int, DROPPED] = Field(default=64 * 1024 * 1024, gt=0)

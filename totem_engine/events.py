@@ -177,6 +177,19 @@ class Job(Event):
     exit_code: int | None
 
 
+class ContextBreakdown(BaseModel):
+    """The estimate split by what fills the window (``context.Breakdown``), in tokens that add
+    up to it."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    system: int
+    history: int
+    tool_results: int
+    attachments: int
+    output: int
+
+
 class ForgePage(BaseModel):
     """One Forge result: its ``title`` and ``url`` (the address the page tool opens)."""
 
@@ -206,6 +219,7 @@ class ContextEstimate(Event):
     kind: Literal["context"] = "context"
     estimate: int
     window: int | None
+    breakdown: ContextBreakdown
 
 
 class Error(Event):

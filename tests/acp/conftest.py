@@ -102,8 +102,8 @@ class Acp:
     stderr: Path
     home: Path
 
-    async def initialize(self, *, fs: bool = False):
-        capabilities = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs))
+    async def initialize(self, *, fs: bool = False, terminal: bool = False):
+        capabilities = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal)
         return await self.conn.initialize(
             protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities,
             client_info=Implementation(name="pytest", version="1"),
@@ -126,18 +126,20 @@ def write_config(home: Path, model: ModelServer, extra: str = "") -> None:
     folder = home / "config" / "totem"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.toml").write_text(
-        'model = "sim/test-model"\nretry_max_wait = 1.0\npermission_timeout = 30.0\n'
+        # forge = false: the empty project is a Total.js one, whose Forge connection would be asked first.
+        'model = "sim/test-model"\nretry_max_wait = 1.0\npermission_timeout = 30.0\nforge = false\n'
         f"{extra}\n"
         f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
     )
 
 
 @contextlib.asynccontextmanager
-async def running_acp(tmp_path: Path, model: ModelServer, client: Client | None = None) -> AsyncIterator[Acp]:
+async def running_acp(tmp_path: Path, model: ModelServer, client: Client | None = None, *, config: str = "") -> AsyncIterator[Acp]:
+    """``config``: lines added to the user's config file."""
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
     home = tmp_path / "home"
-    write_config(home, model)
+    write_config(home, model, config)
     env = dict(os.environ, XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"), PYTHONPATH=str(ROOT))
     client = client or Client()
     stderr = tmp_path / "acp.stderr"

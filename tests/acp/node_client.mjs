@@ -12,8 +12,9 @@ import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
 const scenario = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const report = { initialize: null, sessionId: null, prompts: [], permissions: [], updates: [], writes: [], replay: [], leftRunning: null };
+const report = { initialize: null, sessionId: null, prompts: [], permissions: [], updates: [], writes: [], replay: [], leftRunning: null, terminals: [] };
 const buffers = new Map(); // the editor's unsaved buffers: what fs/write_text_file wrote
+const terminals = new Map(); // the editor's terminals: id -> {child, output, exit, closed, seen}
 let answers = [];
 
 function startAgent() {
@@ -39,7 +40,48 @@ function editor(updates) {
       report.writes.push({ path: params.path, content: params.content });
       buffers.set(params.path, params.content);
       return {};
+    })
+    .onRequest(acp.methods.client.terminal.create, ({ params }) => {
+      const terminalId = `node-term-${terminals.size + 1}`;
+      const child = spawn(params.command, params.args ?? [], { cwd: params.cwd, stdio: ["ignore", "pipe", "pipe"], detached: true });
+      const seen = { terminalId, command: params.command, args: params.args, cwd: params.cwd, outputByteLimit: params.outputByteLimit, calls: ["create"] };
+      const terminal = { child, output: "", exit: null, seen };
+      child.stdout.on("data", (data) => { terminal.output += data; });
+      child.stderr.on("data", (data) => { terminal.output += data; });
+      // "close": the process ended and its output has all been read.
+      terminal.closed = new Promise((resolve) => child.on("close", (code, signal) => { terminal.exit = { exitCode: code, signal }; resolve(); }));
+      terminals.set(terminalId, terminal);
+      report.terminals.push(seen);
+      return { terminalId };
+    })
+    .onRequest(acp.methods.client.terminal.output, ({ params }) => {
+      const terminal = terminals.get(params.terminalId);
+      terminal.seen.calls.push("output");
+      return { output: terminal.output, truncated: false, exitStatus: terminal.exit };
+    })
+    .onRequest(acp.methods.client.terminal.waitForExit, async ({ params }) => {
+      const terminal = terminals.get(params.terminalId);
+      await terminal.closed;
+      return terminal.exit;
+    })
+    .onRequest(acp.methods.client.terminal.kill, async ({ params }) => {
+      const terminal = terminals.get(params.terminalId);
+      terminal.seen.calls.push("kill");
+      await kill(terminal);
+      return {};
+    })
+    .onRequest(acp.methods.client.terminal.release, async ({ params }) => {
+      const terminal = terminals.get(params.terminalId);
+      terminal.seen.calls.push("release");
+      await kill(terminal);
+      return {};
     });
+}
+
+async function kill(terminal) {
+  if (terminal.exit !== null) return;
+  try { process.kill(-terminal.child.pid, "SIGKILL"); } catch { /* gone meanwhile */ }
+  await terminal.closed;
 }
 
 function running(marker) {
@@ -57,7 +99,7 @@ function running(marker) {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const messageText = () => report.updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
 
-const capabilities = { fs: { readTextFile: true, writeTextFile: true } };
+const capabilities = { fs: { readTextFile: true, writeTextFile: true }, terminal: true };
 const first = startAgent();
 await editor(report.updates).connectWith(first.stream, async (agent) => {
   report.initialize = await agent.request(acp.methods.agent.initialize, {
@@ -83,6 +125,8 @@ await editor(report.updates).connectWith(first.stream, async (agent) => {
   await prompt("say hello and shout it");
   answers = ["reject_once"];
   await prompt("write new.txt");
+  answers = ["allow_once"];
+  await prompt("compute it in the terminal");
   answers = ["allow_once"];
   const cancelled = prompt("start the server");
   while (!messageText().includes("The server is up and")) await sleep(20);

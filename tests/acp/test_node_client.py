@@ -39,6 +39,8 @@ def test_the_npm_sdks_client_sees_the_same_agent(tmp_path):
         model.enqueue(text_reply("Said and shouted."))
         model.enqueue(tool_reply([("write", {"path": "new.txt", "content": "x\n"})]))
         model.enqueue(text_reply("Left new.txt alone."))
+        model.enqueue(tool_reply([("bash", {"command": "echo terminal-$((6*7))"})]))
+        model.enqueue(text_reply("It printed 42."))
         model.enqueue(tool_reply([("job", {"action": "start", "command": f"sleep {marker}"})]))
         slow = text_reply("The server is up and", pieces=2)
         slow.events, slow.hold = slow.events[:3], 60
@@ -61,8 +63,8 @@ def test_the_npm_sdks_client_sees_the_same_agent(tmp_path):
     report = json.loads(run.stdout.strip().splitlines()[-1])
 
     assert report["initialize"]["protocolVersion"] == 1 and report["initialize"]["agentCapabilities"]["loadSession"] is True
-    assert [p.get("stopReason", p.get("error")) for p in report["prompts"]] == ["end_turn", "end_turn", "cancelled"]
-    start, edit, shout, rejected, job = report["permissions"]
+    assert [p.get("stopReason", p.get("error")) for p in report["prompts"]] == ["end_turn", "end_turn", "end_turn", "cancelled"]
+    start, edit, shout, rejected, command, job = report["permissions"]
     assert start["toolCall"]["title"].startswith("Start MCP server shouter: ")
     assert edit["options"] == ["allow_once", "allow_always", "reject_once", "reject_always"]
     [diff] = edit["toolCall"]["content"]
@@ -80,11 +82,20 @@ def test_the_npm_sdks_client_sees_the_same_agent(tmp_path):
     assert not (project / "new.txt").exists()
     text = "".join(u["content"]["text"] for u in report["updates"] if u["sessionUpdate"] == "agent_message_chunk")
     assert "Left new.txt alone." in text and "Stopped by the user." in text
+    # The command ran in the editor's terminal, which its call showed, and its output reached the model.
+    [terminal] = report["terminals"]
+    assert terminal["args"][-2:] == ["-c", "echo terminal-$((6*7))"] and terminal["cwd"] == str(project)
+    assert terminal["calls"] == ["create", "output", "release"]
+    shown = [u for u in report["updates"] if u["sessionUpdate"] == "tool_call_update" and u.get("content")
+             and u["toolCallId"] == command["toolCall"]["toolCallId"]]
+    assert {c["type"] for u in shown for c in u["content"]} == {"terminal"}
+    assert {c["terminalId"] for u in shown for c in u["content"]} == {terminal["terminalId"]}
+    assert "terminal-42" in json.dumps(model.requests[6]["messages"])
     # Cancelled mid-stream: the job the turn started was killed.
     assert job["toolCall"]["kind"] == "execute" and report["leftRunning"] == []
     kinds = {u["sessionUpdate"] for u in report["updates"]}
     assert {"available_commands_update", "tool_call", "tool_call_update", "agent_message_chunk"} <= kinds
     # session/load replayed the conversation to the second agent process.
     typed = [u["content"]["text"] for u in report["replay"] if u["sessionUpdate"] == "user_message_chunk"]
-    assert typed == ["say hello and shout it", "write new.txt", "start the server"]
+    assert typed == ["say hello and shout it", "write new.txt", "compute it in the terminal", "start the server"]
     assert none_left(project) == []

@@ -6,6 +6,8 @@ from __future__ import annotations
 import base64
 import json
 import os
+import struct
+import zlib
 
 import pytest
 from acp import RequestError
@@ -92,7 +94,9 @@ def test_locations_are_absolute_and_a_read_names_its_line(tmp_path):
 
 def test_prompt_blocks_become_the_users_message(tmp_path):
     root = tmp_path.resolve()
-    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + (640).to_bytes(4, "big") + (480).to_bytes(4, "big")).decode()
+    header = struct.pack(">IIBBBBB", 640, 480, 8, 2, 0, 0, 0)  # a whole IHDR chunk, as every PNG has
+    ihdr = struct.pack(">I", 13) + b"IHDR" + header + struct.pack(">I", zlib.crc32(b"IHDR" + header))
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + ihdr).decode()
     message = user_message([
         TextContentBlock(type="text", text="fix "),
         ResourceContentBlock(type="resource_link", uri=(root / "a.py").as_uri(), name="a.py"),
@@ -104,9 +108,18 @@ def test_prompt_blocks_become_the_users_message(tmp_path):
     assert message.typed == "fix this"
     assert message.context == [
         '<context file="a.py"/>', '<context file="b.py">\nx = 1\n</context>', "[resource: https://example.com/doc (doc)]",
-        "[image: attached image, 640x480 PNG, 1 KB]",
     ]
-    assert message.text("fix this").endswith("</context>\n\n[resource: https://example.com/doc (doc)]\n\n[image: attached image, 640x480 PNG, 1 KB]\n\nfix this")
+    assert message.text("fix this").endswith("</context>\n\n[resource: https://example.com/doc (doc)]\n\nfix this")
+    # The image is attached to the message, as the language server's attachments are.
+    [image] = message.images
+    assert (image.mime_type, image.width, image.height, image.data) == ("image/png", 640, 480, png)
+    assert image.caption == "[image: image 1, 640x480 PNG, 1 KB]"
+
+
+def test_an_image_the_engine_cannot_take_is_its_caption(tmp_path):
+    bmp = base64.b64encode(b"BM" + b"\x00" * 64).decode()
+    message = user_message([ImageContentBlock(type="image", mime_type="image/bmp", data=bmp, uri="file:///tmp/shot.bmp")], tmp_path)
+    assert message.images == () and message.context == ["[image: attached image, BMP, 1 KB]"]
 
 
 def test_permission_answers_map_one_to_one_and_cancelled_is_not_a_reject():

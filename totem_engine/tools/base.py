@@ -26,6 +26,7 @@ from totem_engine.providers.base import ArgumentsError, Image, decode_arguments
 if TYPE_CHECKING:
     from totem_engine.command_changes import CommandChanges
     from totem_engine.file_changes import FileChange
+    from totem_engine.tools.command_runner import CommandRunner
     from totem_engine.tools.workspace import Workspace
 
 
@@ -168,7 +169,8 @@ class ToolContext:
     config's (a script may import the project's own modules).
     ``commands``: where commands run and what they changed (command_changes.py; None: run as
     they are, nothing kept); ``taken``: a command tool adds what its commands changed here, and
-    the round records it for undo.
+    the round records it for undo. ``runner``: where ``bash`` runs its command when not in
+    Totem (a front end's, command_runner.py: an ACP client's terminal; None: in Totem).
     """
 
     root: Path
@@ -188,6 +190,7 @@ class ToolContext:
     agent_mode: bool = False
     commands: "CommandChanges | None" = None
     taken: "list[FileChange]" = field(default_factory=list)
+    runner: "CommandRunner | None" = None
 
 
 @dataclass

@@ -22,6 +22,7 @@ from anyio.abc import ByteReceiveStream, Process
 from pydantic import Field
 
 from totem_engine.command_changes import SandboxRequired
+from totem_engine.tools.command_runner import Outcome
 from totem_engine.tools.workspace import unsaved_note
 from totem_engine.tools.base import (
     Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short, whole_lines_head, with_note,
@@ -216,13 +217,6 @@ def command_permission(command: str, root: Path) -> dict[str, Any]:
 # --- running ----------------------------------------------------------------------------------
 
 
-@dataclass
-class Outcome:
-    output: str
-    exit_code: int | None  # None: killed at the timeout
-    timed_out: bool
-
-
 class HeadTail:
     """Keeps the first and the last ``limit // 2`` characters of a stream, and counts what falls between.
 
@@ -364,15 +358,23 @@ class BashAction(Action):
         # from the editor's buffer until the round shows it there).
         note = await unsaved_note(ctx.workspace, ctx.root, ctx.root.resolve())
         if ctx.commands is None:
-            outcome = await run_command(self.command, ctx.root, self.timeout, limit)
+            outcome = await self._run(ctx, limit)
         else:
             scope = await ctx.commands.scope(ctx.session_id, command=self.command, may_change=self.changes, escape=self.escape)
             try:
-                outcome = await run_command(self.command, ctx.root, self.timeout, limit, scope.argv)
+                outcome = await self._run(ctx, limit, scope.argv)
             finally:
                 with anyio.CancelScope(shield=True):  # what it did before an abort is kept too
                     ctx.taken.extend(await scope.close())
         return _result(outcome, self.timeout, [*self.notes, *([note] if note else [])])
+
+    async def _run(self, ctx: ToolContext, limit: int, wrap: Wrap = as_is) -> Outcome:
+        """In Totem, or where the front end runs commands (an ACP client's terminal), the same
+        argv either way, so the sandbox's wrapper goes along."""
+        if ctx.runner is None:
+            return await run_command(self.command, ctx.root, self.timeout, limit, wrap)
+        argv = wrap([shell(), "-c", self.command])
+        return await ctx.runner.run(argv, cwd=ctx.root, timeout=self.timeout, limit=limit, call_id=ctx.call_id)
 
 
 def _result(outcome: Outcome, timeout: int, notes: list[str]) -> ToolResult:

@@ -168,6 +168,7 @@ class ToolCalls:
             test_command=self.agent.config.test_command,
             agent_mode=self.agent.config.agent_mode,
             commands=self.agent.command_changes,
+            runner=self.agent.command_runner,
         )
         return ctx
 

@@ -12,10 +12,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 
 from totem_engine import events as ev
-from totem_engine.images import CAPTIONED
-from totem_engine.compaction import Complete, DerivedHistory, Fitted, completer, fit, ledger_present
+from totem_engine.compaction import (
+    Complete,
+    DerivedHistory,
+    Fitted,
+    completer,
+    fit,
+    ledger_present,
+)
 from totem_engine.config import Config, ConfigError
-from totem_engine.context import output_reserve
+from totem_engine.context import breakdown, output_reserve
+from totem_engine.images import CAPTIONED
 from totem_engine.providers.base import ChatRequest, Provider
 from totem_engine.session_state import SessionState
 from totem_engine.store import Store
@@ -86,8 +93,26 @@ class Fitter:
         )
         if fitted.compacted and not ledger_present(fitted.messages, ledger):
             await self.emit(ev.Notice(session_id=self.session_id, level="warning", message="Compaction lost part of the pinned ledger."))
-        await self.emit(ev.ContextEstimate(session_id=self.session_id, estimate=fitted.estimate, window=self.window))
+        await self.emit(self.context_event(fitted, state.calibration.factor))
         return fitted
+
+    def context_event(self, fitted: Fitted, calibration: float) -> ev.ContextEstimate:
+        """The ``context`` event of ``fitted``: its estimate, split by what fills the window."""
+        request = fitted.request
+        system = self.history.fixed(request.system, request.tools)
+        shares = breakdown(request, self.reserve, calibration, self.history.tokens, system)
+        return ev.ContextEstimate(
+            session_id=self.session_id,
+            estimate=fitted.estimate,
+            window=self.window,
+            breakdown=ev.ContextBreakdown(
+                system=shares.system,
+                history=shares.history,
+                tool_results=shares.tool_results,
+                attachments=shares.attachments,
+                output=shares.output,
+            ),
+        )
 
 
     async def images_sent(self) -> None:

@@ -49,6 +49,7 @@ from totem_engine.skills import Skill, discover
 from totem_engine.snapshots import Snapshots
 from totem_engine.store import Session, Store, new_id
 from totem_engine.tools.base import Tool
+from totem_engine.tools.command_runner import CommandRunner
 from totem_engine.tools.freshness import mark_seen_in
 from totem_engine.tools.registry import is_small, surface, tool_specs
 from totem_engine.tools.skill import SkillTool
@@ -156,6 +157,9 @@ class Agent:
         self.jobs = jobs  # the runtime's background jobs: an aborted turn kills its session's
         self.terminals = terminals  # and its terminals
         self.command_changes = commands  # where commands run and what they changed (None: nothing kept)
+        # Where bash runs its commands when a front end offers a place (an ACP client's
+        # terminal, tools/command_runner.py); None: in Totem. Set by the front end.
+        self.command_runner: CommandRunner | None = None
         self.mcp = mcp  # the runtime's MCP servers, whose tools its turns offer (a sub-agent's: None, seed 000)
         # The front end its turns take their session's lease as ("totem run" ..., leases.py);
         # None: no lease (a sub-agent's thread lives in a store of its own).
@@ -181,12 +185,14 @@ class Agent:
         ``rules``; the same files, snapshots, providers and config; no task tool, and no MCP
         server's tools unless ``mcp`` is given (a sub-agent gets none, seed 000), no lease
         unless ``lease_holder`` is given (a turn run as an agent takes its session's)."""
-        return Agent(
+        nested = Agent(
             root=self.root, store=store, provider_for=self.provider_for, tools=tools, workspace=self.workspace,
             snapshots=self.snapshots, capabilities=self.capabilities, config=self.config, rules=rules,
             trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals, commands=self.command_changes, mcp=mcp,
             lease_holder=lease_holder,
         )
+        nested.command_runner = self.command_runner  # a sub-agent's commands show where the session's do
+        return nested
 
     def checkers(self, *, totaljs: bool) -> list[Checker]:
         """The project's checks, the one place they are built: the Total.js rules when ``totaljs``
