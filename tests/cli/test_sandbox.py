@@ -132,8 +132,10 @@ def escaping_calls(totem, tool: str, *calls: dict):
 
 def test_a_job_may_leave_the_sandbox_when_the_user_allows_it_and_not_otherwise(totem):
     command = "echo y > ../job-escape; echo ran"
-    _, inside, _ = escaping_calls(totem, "job", {"action": "start", "command": command},
-                                  {"action": "wait", "id": "job1", "timeout": 20})
+    result, start, _ = escaping_calls(totem, "job", {"action": "start", "command": command},
+                                      {"action": "wait", "id": "job1", "timeout": 20})
+    [waited] = [e for e in result.of("toolEnd") if e["tool"] == "job" and e["callId"] != start["callId"]]
+    assert "Read-only file system" in waited["output"], waited["output"]
     assert not (totem.project.parent / "job-escape").exists()
     result, start, [asked] = escaping_calls(totem, "job", {"action": "start", "command": command, "outside_sandbox": True},
                                             {"action": "wait", "id": "job1", "timeout": 20})

@@ -2,8 +2,8 @@
 
 The jobs themselves live in the runtime's registry (jobs.py), by session. ``start`` is asked
 like ``bash`` (the same rules, matched against each simple command, and ``outside_sandbox`` as
-``sandbox-escape``: bash.py ``asked_as``); reading, waiting for, stopping and listing the session's own jobs are
-permission ``job``, allowed by default.
+``sandbox-escape``: bash.py ``asked_as``); reading, waiting for, stopping and listing the
+session's own jobs are permission ``job``, allowed by default.
 """
 
 from __future__ import annotations

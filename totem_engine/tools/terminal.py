@@ -1,8 +1,8 @@
 """terminal: programs that want a terminal (a REPL, ``npm init``, a y/n prompt, a curses program).
 
 The terminals live in the runtime's registry (terminals.py), by session. ``start`` is asked like
-``bash`` (the same rules, matched against each simple command: bash.py ``command_permission``);
-sending keys to, reading, stopping and listing the session's own terminals are permission
+``bash`` (the same rules, matched against each simple command, and ``outside_sandbox`` as
+``sandbox-escape``: bash.py ``asked_as``); sending keys to, reading, stopping and listing the session's own terminals are permission
 ``terminal``, allowed by default: what a started program may do was asked at its start.
 """
 
