@@ -11,7 +11,8 @@ committed), then measures, alternating, `--runs` times after one warm-up:
   `bash` is (the session's namespace joined, bwrap with the project overlaid, the overlay taken
   into the project): the overhead is the difference of their medians.
 
-It prints the medians, the ratio capture/git status and the overlay's overhead for each size.
+It prints the medians (wall time, and CPU time: user + system of the git processes, steadier on a
+shared machine: their mean), the ratios capture/git status and the overlay's overhead for each size.
 Nothing is asserted but that each found the one changed file.
 
     .venv/bin/python bench/command_snapshots.py [--sizes 10,100000] [--runs R]
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import tempfile
@@ -44,15 +46,23 @@ def build(root: Path, files: int) -> None:
         subprocess.run(["git", *args], cwd=root, env=GIT_ENV, check=True)
 
 
-def git_status(root: Path) -> float:
-    start = time.perf_counter()
+def children_cpu() -> float:
+    """Seconds of CPU (user + system) of the child processes waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def git_status(root: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of one ``git status``."""
+    start, cpu = time.perf_counter(), children_cpu()
     subprocess.run(["git", "status", "--porcelain"], cwd=root, env=GIT_ENV, check=True, capture_output=True)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, children_cpu() - cpu
 
 
-async def capture(changes: CommandChanges, target: Path, n: int) -> float:
-    """Seconds of capture around one change of ``target``; the change itself untimed."""
-    start = time.perf_counter()
+async def capture(changes: CommandChanges, target: Path, n: int) -> tuple[float, float]:
+    """Wall and CPU seconds (its git processes) of the capture around one change of ``target``;
+    the change itself untimed."""
+    start, cpu = time.perf_counter(), children_cpu()
     scope = await changes.scope("bench", command="echo >> f", may_change=True)
     middle = time.perf_counter()
     target.write_text(f"run {n}\n")
@@ -60,7 +70,7 @@ async def capture(changes: CommandChanges, target: Path, n: int) -> float:
     taken = await scope.close()
     end = time.perf_counter()
     assert [c.path for c in taken] == [target.parent.name + "/" + target.name], taken
-    return (middle - start) + (end - resumed)
+    return (middle - start) + (end - resumed), children_cpu() - cpu
 
 
 async def run(argv: list[str], root: Path) -> None:
@@ -97,7 +107,7 @@ async def overlay_overhead(root: Path, runs: int) -> float | None:
     return statistics.median(inside) - statistics.median(outside)
 
 
-async def measure(files: int, runs: int) -> tuple[float, float, float | None]:
+async def measure(files: int, runs: int) -> tuple[tuple[float, float], tuple[float, float], float | None]:
     with tempfile.TemporaryDirectory(prefix="totem-bench-", ignore_cleanup_errors=True) as folder:
         root = Path(folder)
         build(root, files)
@@ -110,7 +120,9 @@ async def measure(files: int, runs: int) -> tuple[float, float, float | None]:
             status.append(git_status(root))
             captured.append(await capture(changes, target, n))
         await changes.aclose()
-        return statistics.median(status), statistics.median(captured), await overlay_overhead(root, runs)
+        # Wall: the median; CPU: the mean (getrusage counts in clock ticks on some kernels).
+        medians = [(statistics.median(r[0] for r in rs), statistics.mean(r[1] for r in rs)) for rs in (status, captured)]
+        return medians[0], medians[1], await overlay_overhead(root, runs)
 
 
 async def main() -> None:
@@ -121,8 +133,10 @@ async def main() -> None:
     for files in (int(size) for size in args.sizes.split(",")):
         status, captured, overlay = await measure(files, args.runs)
         shown = "no sandbox here" if overlay is None else f"{overlay * 1000:.1f} ms"
-        print(f"{files:>7} files: git status {status * 1000:7.1f} ms   capture {captured * 1000:7.1f} ms"
-              f"   capture/git status {captured / status:.2f}   overlay overhead {shown}")
+        print(f"{files:>7} files: git status {status[0] * 1000:7.1f} ms (CPU {status[1] * 1000:.0f})"
+              f"   capture {captured[0] * 1000:7.1f} ms (CPU {captured[1] * 1000:.0f})"
+              f"   capture/git status {captured[0] / status[0]:.2f} (CPU {captured[1] / max(status[1], 1e-9):.2f})"
+              f"   overlay overhead {shown}")
 
 
 if __name__ == "__main__":

@@ -136,15 +136,15 @@ class GitScope(Boxed):
         self.command = command
 
     async def take_in(self) -> list[FileChange]:
-        return await self._compare(keep=True)
+        return await self._compare(close=False)
 
     async def close(self) -> list[FileChange]:
-        return await self._compare(keep=False) if self.tree else []
+        return await self._compare(close=True) if self.tree else []
 
-    async def _compare(self, *, keep: bool) -> list[FileChange]:
+    async def _compare(self, *, close: bool) -> list[FileChange]:
         try:
-            found, now = await self.capture.changed_since(self.tree, keep=keep)
-            self.tree = now or ""  # "": closed, nothing more to compare
+            found, now = await self.capture.changed_since(self.tree)
+            self.tree = "" if close else now  # "": closed, nothing more to compare
             return await file_changes(self.capture, found, self.max_file_bytes)
         except (GitError, OSError) as exc:
             self.tree = ""

@@ -97,8 +97,11 @@ class Jobs:
     def listen(self, session_id: str, emit: Emit) -> None:
         self._emit[session_id] = emit
 
-    async def start(self, session_id: str, command: str, *, limit: int, emit: Emit, may_change: bool = True) -> Job:
-        """``command`` started as a job of the session (``may_change``: not a read-only command)."""
+    async def start(
+        self, session_id: str, command: str, *, limit: int, emit: Emit, may_change: bool = True, escape: bool = False,
+    ) -> Job:
+        """``command`` started as a job of the session (``may_change``: not a read-only command;
+        ``escape``: outside the sandbox, as the user allowed)."""
         if self._closed:
             raise JobRefused("The project is closing: no job can start.")
         jobs = self._jobs.setdefault(session_id, {})
@@ -107,7 +110,7 @@ class Jobs:
         self.listen(session_id, emit)
         scope = None
         if self.commands is not None:
-            scope = await self.commands.scope(session_id, command=command, may_change=may_change, long_lived=True)
+            scope = await self.commands.scope(session_id, command=command, may_change=may_change, long_lived=True, escape=escape)
         process = await spawn(command, self.root, scope.argv if scope else as_is)
         job = Job(id=f"job{len(jobs) + 1}", session_id=session_id, command=command, process=process, limit=limit, scope=scope)
         jobs[job.id] = job

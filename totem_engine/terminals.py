@@ -155,7 +155,9 @@ class Terminals:
         self._terminals: dict[str, dict[str, Terminal]] = {}
         self._closed = False
 
-    async def start(self, session_id: str, command: str, *, may_change: bool = True) -> Terminal:
+    async def start(self, session_id: str, command: str, *, may_change: bool = True, escape: bool = False) -> Terminal:
+        """``command`` started in a terminal of the session (``may_change``: not a read-only
+        command; ``escape``: outside the sandbox, as the user allowed)."""
         if sys.platform == "win32":
             raise TerminalRefused("The terminal needs a pseudo-terminal (pty), which only macOS and Linux have.")
         if self._closed:
@@ -171,7 +173,7 @@ class Terminals:
 
         scope = None
         if self.commands is not None:
-            scope = await self.commands.scope(session_id, command=command, may_change=may_change, long_lived=True)
+            scope = await self.commands.scope(session_id, command=command, may_change=may_change, long_lived=True, escape=escape)
         argv = scope.argv([shell(), "-c", command]) if scope else [shell(), "-c", command]
         master, child = os.openpty()
         fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))

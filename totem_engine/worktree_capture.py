@@ -1,11 +1,14 @@
 """The project's working tree captured as git objects, so what a command changed can be undone.
 
 Without the sandbox a command writes the project directly, so its old content must be kept
-before it runs. In a git repository that is cheap: ``git add -A`` into an index of Totem's own
-hashes only the files whose stat data changed since the last capture (git's index stat cache),
-and ``git write-tree`` names the whole tree by one id. A capture before the command and one after
-it, compared with ``git diff-tree``, give every file the command created, changed or deleted,
-with both contents as blobs (``changes``).
+before it runs. In a git repository that is cheap: an index of Totem's own, kept for the whole
+session, knows every file's stat data and blob; ``git status`` against it is one pass over the
+files' dates (the untracked cache skips the folders whose dates did not change), and only the
+paths it names are read and hashed (``git update-index``, or ``git add`` for a new folder)
+before ``git write-tree`` names the whole tree by one id. A capture before the command and one after it, compared with ``git
+diff-tree``, give every file the command created, changed or deleted, with both contents as
+blobs (``changes``). Each capture reads the files as they are then: a file the user changed
+between two commands is in the next command's before-state with the user's content.
 
 Nothing of the user's repository is touched: the capture runs with a git directory of its own
 (``GIT_DIR``: a private index, seeded from a copy of the user's for its stat data, and a private
@@ -34,10 +37,17 @@ __all__ = ["GitCapture", "TreeChange"]
 # Whatever a repository's .gitattributes says, a file goes in as its bytes.
 _ATTRIBUTES = "* -text -filter -ident -working-tree-encoding\n"
 # A split index: a capture rewrites only the entries that changed, not the whole index (on
-# 100,000 files that is most of write-tree's time); old shared parts are removed at once.
+# 100,000 files that is most of write-tree's time); old shared parts are removed at once. The
+# untracked cache: ``status`` reads again only the folders whose stat data changed (git checks
+# racily clean folders as it does files).
 _OPTIONS = ("-c", "core.fsmonitor=false", "-c", "core.autocrlf=false", "-c", "core.safecrlf=false",
             "-c", "core.quotepath=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
-            "-c", "core.splitIndex=true", "-c", "splitIndex.sharedIndexExpire=now")
+            "-c", "core.splitIndex=true", "-c", "splitIndex.sharedIndexExpire=now",
+            "-c", "core.untrackedCache=true", "-c", "status.relativePaths=false",
+            "-c", "user.name=Totem", "-c", "user.email=totem@localhost")
+# What ``status`` lists: the work tree against the index, untracked folders as one entry each
+# (what the untracked cache serves), a submodule by its commit only (its own files are not ours).
+_STATUS = ("status", "--porcelain=v2", "-z", "--no-renames", "--untracked-files=normal", "--ignore-submodules=dirty")
 _REGULAR = ("100644", "100755")
 _ABSENT = "0" * 40
 
@@ -76,7 +86,7 @@ class GitCapture:
         self.user_index = user_index
         self.prefix = prefix  # the project's path inside the repository, "" or "sub/dir/"
         self._lock = anyio.Lock()  # one index: captures run one at a time
-        self._ready = False
+        self._tree: str | None = None  # the index's tree when the last capture wrote it
 
     @classmethod
     async def open(cls, root: Path, state_dir: Path) -> GitCapture | None:
@@ -96,22 +106,17 @@ class GitCapture:
     async def tree(self) -> str:
         """The project's files as they are now, as one tree id (their blobs stored)."""
         async with self._lock:
-            await self._add()
-            return (await self._run("write-tree")).strip()
+            return await self._capture()
 
-    async def changed_since(self, tree: str, *, keep: bool) -> tuple[list[TreeChange], str | None]:
-        """What differs between ``tree`` and the project's files now, sorted by path; with
-        ``keep`` also the tree of now (for the next comparison), else None (one pass less)."""
+    async def changed_since(self, tree: str) -> tuple[list[TreeChange], str]:
+        """What differs between ``tree`` and the project's files now, sorted by path, and the
+        tree of now (for the next comparison)."""
         async with self._lock:
-            await self._add()
-            if keep:
-                now = (await self._run("write-tree")).strip()
-                if now == tree:
-                    return [], now
-                out = await self._run("diff-tree", "-r", "-z", "--no-renames", tree, now, "--", self.prefix or ".")
-                return self._parse(out), now
-            out = await self._run("diff-index", "--cached", "-z", "--no-renames", tree, "--", self.prefix or ".")
-            return self._parse(out), None
+            now = await self._capture()
+            if now == tree:
+                return [], now
+            out = await self._run("diff-tree", "-r", "-z", "--no-renames", tree, now, "--", self.prefix or ".")
+            return self._parse(out), now
 
     def _parse(self, raw: str) -> list[TreeChange]:
         """git's raw diff format (``-z``): ``:mode mode blob blob status NUL path NUL`` each."""
@@ -140,7 +145,7 @@ class GitCapture:
         """Each blob's bytes, read in one ``git cat-file --batch``."""
         if not blobs:
             return {}
-        out = await _git_bytes(self.root, self._env(), "cat-file", "--batch", stdin="".join(f"{b}\n" for b in blobs))
+        out = await _git_bytes(self.toplevel, self._env(), "cat-file", "--batch", stdin="".join(f"{b}\n" for b in blobs))
         found, at = {}, 0
         while at < len(out):
             header_end = out.index(b"\n", at)
@@ -170,26 +175,71 @@ class GitCapture:
         with contextlib.suppress(OSError):
             shutil.copyfile(self.user_index, self.git_dir / "index")
 
-    async def _add(self) -> None:
-        """The private index brought up to the files as they are (git's stat cache: only what
-        changed since the last capture is read and hashed)."""
-        if not self._ready:
+    async def _capture(self) -> str:
+        """The private index brought up to the files as they are, and its tree. The first
+        capture adds the whole project (git's stat cache, seeded from the user's index, spares
+        the files the user's index knows unchanged); later ones add only what ``status`` names."""
+        if self._tree is None:
             await anyio.to_thread.run_sync(self._make_git_dir)
-            self._ready = True
+            await self._add_all()
+            self._tree = (await self._run("write-tree")).strip()
+            # status compares with HEAD as well: a commit of this tree keeps that part short.
+            head = (await self._run("commit-tree", "-m", "capture", self._tree)).strip()
+            await anyio.to_thread.run_sync((self.git_dir / "HEAD").write_text, f"{head}\n")
+            return self._tree
+        changed, walk = self._changed_paths(await self._run(*_STATUS))
+        if changed:
+            paths = "".join(f"{path}\0" for path in changed)
+            if walk:
+                # A new folder (its files, less the ignored ones) or a submodule: add walks them.
+                await self._run("add", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul", stdin=paths)
+            else:
+                # Files only: hashed and entered, or removed when gone, without add's pathspec pass
+                # over every entry.
+                await self._run("update-index", "--add", "--remove", "-z", "--stdin", stdin=paths)
+            self._tree = (await self._run("write-tree")).strip()
+        return self._tree
+
+    def _changed_paths(self, raw: str) -> tuple[list[str], bool]:
+        """The project's paths (from the repository's top) where the work tree differs from the
+        index, in ``status --porcelain=v2 -z``: ``1 XY sub … path`` (Y, the work tree's side, not
+        ``.``: X only says the index differs from HEAD, an older capture) and ``? path``; an
+        untracked folder holding the project counts too. And whether one is a folder (``dir/``)
+        or a submodule (``sub`` ``S…``), which ``update-index`` cannot enter."""
+        found, walk = [], False
+        for entry in raw.split("\0"):
+            if entry.startswith("1 ") and entry[3] != ".":
+                fields = entry.split(" ", 8)
+                path, submodule = fields[8], fields[2].startswith("S")
+            elif entry.startswith("? "):
+                path, submodule = entry[2:], False
+            else:
+                continue
+            if path.startswith(self.prefix) or self.prefix.startswith(path):
+                found.append(path)
+                walk = walk or submodule or path.endswith("/")
+        return found, walk
+
+    async def _add_all(self) -> None:
+        """Every file of the project into the private index."""
         try:
-            await self._run("add", "-A", "--ignore-errors", "--", ".")
+            await self._run("add", "-A", "--ignore-errors", "--", self.prefix or ".")
         except GitError:
             # An index git cannot read (a split index of the user's, a newer format): start from
             # an empty one; this capture then hashes every file once.
             with contextlib.suppress(FileNotFoundError):
                 (self.git_dir / "index").unlink()
-            await self._run("add", "-A", "--ignore-errors", "--", ".")
+            await self._run("add", "-A", "--ignore-errors", "--", self.prefix or ".")
 
     def _env(self) -> dict[str, str]:
-        return {**_plain_env(), "GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.toplevel)}
+        # Optional locks on: status writes the refreshed stat data and untracked cache into the
+        # private index. Literal pathspecs: a path status names is a path, not a pattern.
+        return {**_plain_env(), "GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.toplevel),
+                "GIT_OPTIONAL_LOCKS": "1", "GIT_LITERAL_PATHSPECS": "1"}
 
     async def _run(self, *args: str, stdin: str | None = None) -> str:
-        return (await _git_bytes(self.root, self._env(), *args, stdin=stdin)).decode("utf-8", "surrogateescape")
+        """git in the private directory, from the repository's top (status names paths from there)."""
+        return (await _git_bytes(self.toplevel, self._env(), *args, stdin=stdin)).decode("utf-8", "surrogateescape")
 
 
 def _plain_env() -> dict[str, str]:

@@ -116,3 +116,47 @@ def test_sandbox_never_runs_commands_as_they_are(totem):
     _, [end] = bash_calls(totem, {"command": "echo y > ../escape && cat /proc/net/dev | wc -l"})
     assert end["status"] == "ok", end["output"]
     assert (totem.project.parent / "escape").read_text() == "y\n"
+
+
+def escaping_calls(totem, tool: str, *calls: dict):
+    """``tool`` calls (a job's or a terminal's), each answered by the scripted server in turn;
+    the run's result and the ``start`` call's end and permission events."""
+    for arguments in calls:
+        totem.server.enqueue(tool_reply([(tool, arguments)]))
+    totem.server.enqueue(text_reply("Done."))
+    result = totem.agent("do it", extra=("--yes",))
+    assert result.code == 0, result.stderr
+    start = next(e for e in result.of("toolEnd") if e["tool"] == tool)
+    return result, start, [e for e in result.of("permission") if e["callId"] == start["callId"]]
+
+
+def test_a_job_may_leave_the_sandbox_when_the_user_allows_it_and_not_otherwise(totem):
+    command = "echo y > ../job-escape; echo ran"
+    result, start, _ = escaping_calls(totem, "job", {"action": "start", "command": command},
+                                      {"action": "wait", "id": "job1", "timeout": 20})
+    [waited] = [e for e in result.of("toolEnd") if e["tool"] == "job" and e["callId"] != start["callId"]]
+    assert "Read-only file system" in waited["output"], waited["output"]
+    assert not (totem.project.parent / "job-escape").exists()
+    result, start, [asked] = escaping_calls(totem, "job", {"action": "start", "command": command, "outside_sandbox": True},
+                                            {"action": "wait", "id": "job1", "timeout": 20})
+    assert asked["rule"]["permission"] == "sandbox-escape"
+    [waited] = [e for e in result.of("toolEnd") if e["tool"] == "job" and e["callId"] != start["callId"]]
+    assert "ran" in waited["output"] and "exited with code 0" in waited["output"], waited["output"]
+    assert (totem.project.parent / "job-escape").read_text() == "y\n"
+    assert none_left(totem.project) == []
+
+
+def test_a_terminal_may_leave_the_sandbox_when_the_user_allows_it(totem):
+    _, start, [asked] = escaping_calls(
+        totem, "terminal", {"action": "start", "command": "echo y > ../term-escape && echo written", "outside_sandbox": True},
+    )
+    assert asked["rule"]["permission"] == "sandbox-escape"
+    assert "written" in start["output"], start["output"]
+    assert (totem.project.parent / "term-escape").read_text() == "y\n"
+
+
+def test_a_bash_deny_rule_still_holds_for_a_job_outside_the_sandbox(totem):
+    totem.config.write_text(totem.config.read_text() + '[permission]\nbash = { "echo *" = "deny" }\n')
+    _, start, _ = escaping_calls(totem, "job", {"action": "start", "command": "echo y > ../job-escape", "outside_sandbox": True})
+    assert start["status"] == "denied"
+    assert not (totem.project.parent / "job-escape").exists()

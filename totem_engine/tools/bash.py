@@ -69,6 +69,11 @@ _BRANCH_LISTING = frozenset({
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
+OUTSIDE = " (outside the sandbox)"  # what an action's title adds when it leaves the sandbox
+# The ``outside_sandbox`` parameter of bash, and of job and terminal ``start`` (``asked_as``).
+OUTSIDE_SANDBOX = "true: outside the sandbox (asked), after it failed there."
+
+
 class BashInput(ToolInput):
     command: str = Field(description="The command to run with bash, in the project root.")
     timeout: Annotated[int | None, Bounded(default=DEFAULT_TIMEOUT, maximum=MAX_TIMEOUT)] = Field(
@@ -76,7 +81,7 @@ class BashInput(ToolInput):
     )
     description: str | None = Field(None, description="What the command does, in five to ten words, for the user.")
     # Short: every model pays for it in every request, a 4K-window one too.
-    outside_sandbox: bool | None = Field(None, description="true: outside the sandbox (asked), after it failed there.")
+    outside_sandbox: bool | None = Field(None, description=OUTSIDE_SANDBOX)
 
 
 # --- which commands only read ----------------------------------------------------------------
@@ -181,6 +186,15 @@ def outside_sandbox(permission: dict[str, Any]) -> dict[str, Any]:
     """``command_permission`` of a command run outside the sandbox: asked as ``sandbox-escape``
     (default ask, never the read-only exemption), the ``bash`` rules still applying."""
     return {**permission, "permission": "sandbox-escape", "requires": ("bash",), "changes": True, "safe_patterns": None}
+
+
+async def asked_as(ctx: ToolContext, command: str, outside: bool | None) -> tuple[dict[str, Any], bool]:
+    """How an ``Action`` running ``command`` (bash, a job's or a terminal's ``start``) is asked
+    (``command_permission``, or ``outside_sandbox`` of it when it leaves the sandbox), and whether
+    it leaves it (``outside``: the model's ``outside_sandbox``; ``escapes``)."""
+    permission = command_permission(command, ctx.root)
+    escape = await escapes(ctx, outside)
+    return (outside_sandbox(permission) if escape else permission), escape
 
 
 def command_permission(command: str, root: Path) -> dict[str, Any]:
@@ -426,12 +440,11 @@ class BashTool(Tool):
         )
 
     async def prepare(self, args: BashInput, ctx: ToolContext) -> Action:
-        permission = command_permission(args.command, ctx.root)
-        escape = await escapes(ctx, args.outside_sandbox)
+        permission, escape = await asked_as(ctx, args.command, args.outside_sandbox)
         title = args.description or f"$ {args.command}"
         return BashAction(
-            title=f"{title} (outside the sandbox)" if escape else title,
-            **(outside_sandbox(permission) if escape else permission),
+            title=f"{title}{OUTSIDE if escape else ''}",
+            **permission,
             escape=escape,
             notes=list(args.notes),
             runs_commands=True,

@@ -1,9 +1,9 @@
 """job: commands that run in the background (a dev server, a watcher), started, read and stopped.
 
 The jobs themselves live in the runtime's registry (jobs.py), by session. ``start`` is asked
-like ``bash`` (the same rules, matched against each simple command: bash.py
-``command_permission``); reading, waiting for, stopping and listing the session's own jobs are
-permission ``job``, allowed by default.
+like ``bash`` (the same rules, matched against each simple command, and ``outside_sandbox`` as
+``sandbox-escape``: bash.py ``asked_as``); reading, waiting for, stopping and listing the
+session's own jobs are permission ``job``, allowed by default.
 """
 
 from __future__ import annotations
@@ -25,7 +25,13 @@ from totem_engine.tools.base import (
     ToolResult,
     short,
 )
-from totem_engine.tools.bash import MAX_OUTPUT, MAX_TIMEOUT, command_permission
+from totem_engine.tools.bash import (
+    MAX_OUTPUT,
+    MAX_TIMEOUT,
+    OUTSIDE,
+    OUTSIDE_SANDBOX,
+    asked_as,
+)
 
 DEFAULT_WAIT = 30  # seconds
 
@@ -39,6 +45,7 @@ class JobInput(ToolInput):
     timeout: Annotated[int | None, Bounded(default=DEFAULT_WAIT, maximum=MAX_TIMEOUT)] = Field(
         None, description=f"wait: seconds to wait for the job to end (default {DEFAULT_WAIT}, at most {MAX_TIMEOUT})."
     )
+    outside_sandbox: bool | None = Field(None, description=f"start, {OUTSIDE_SANDBOX}")
 
 
 @dataclass
@@ -48,6 +55,7 @@ class JobCall(Action):
     command: str = ""
     job_id: str = ""
     timeout: int = DEFAULT_WAIT
+    escape: bool = False  # start: outside the sandbox, as the user allowed
 
     async def apply(self, ctx: ToolContext) -> ToolResult:
         assert self.jobs is not None
@@ -61,6 +69,7 @@ class JobCall(Action):
         if self.action == "start":
             job = await jobs.start(
                 ctx.session_id, self.command, limit=min(ctx.output_budget, MAX_OUTPUT), emit=ctx.publish, may_change=self.changes,
+                escape=self.escape,
             )
             return self._result(
                 f"Started {job.id}: `{job.command}` (process group {job.process.pid}). It keeps running after this"
@@ -113,9 +122,10 @@ class JobTool(Tool):
         if args.action == "start":
             if not args.command or not args.command.strip():
                 raise ToolError('start needs a command: job(action="start", command="npm run dev").')
+            permission, escape = await asked_as(ctx, args.command, args.outside_sandbox)
             return JobCall(
-                title=f"job: $ {args.command}", **command_permission(args.command, ctx.root), notes=list(args.notes),
-                runs_commands=True, jobs=self.jobs, action="start", command=args.command,
+                title=f"job: $ {args.command}{OUTSIDE if escape else ''}", **permission, notes=list(args.notes),
+                runs_commands=True, jobs=self.jobs, action="start", command=args.command, escape=escape,
             )
         if args.action != "list" and not args.id:
             raise ToolError(f'{args.action} needs the id of a job (start gave it; job(action="list") shows them).')

@@ -1,8 +1,8 @@
 """terminal: programs that want a terminal (a REPL, ``npm init``, a y/n prompt, a curses program).
 
 The terminals live in the runtime's registry (terminals.py), by session. ``start`` is asked like
-``bash`` (the same rules, matched against each simple command: bash.py ``command_permission``);
-sending keys to, reading, stopping and listing the session's own terminals are permission
+``bash`` (the same rules, matched against each simple command, and ``outside_sandbox`` as
+``sandbox-escape``: bash.py ``asked_as``); sending keys to, reading, stopping and listing the session's own terminals are permission
 ``terminal``, allowed by default: what a started program may do was asked at its start.
 """
 
@@ -32,7 +32,7 @@ from totem_engine.tools.base import (
     ToolResult,
     short,
 )
-from totem_engine.tools.bash import MAX_TIMEOUT, command_permission
+from totem_engine.tools.bash import MAX_TIMEOUT, OUTSIDE, OUTSIDE_SANDBOX, asked_as
 
 TerminalAction = Literal["start", "send", "read", "stop", "list"]
 
@@ -48,6 +48,7 @@ class TerminalInput(ToolInput):
     timeout: Annotated[float | None, Bounded(default=DEFAULT_WAIT, maximum=MAX_TIMEOUT)] = Field(
         None, description=f"start, send, read: seconds to wait at most for the program to stop printing (default {DEFAULT_WAIT:g})."
     )
+    outside_sandbox: bool | None = Field(None, description=f"start, {OUTSIDE_SANDBOX}")
 
 
 @dataclass
@@ -58,6 +59,7 @@ class TerminalCall(Action):
     keys: str = ""
     terminal_id: str = ""
     timeout: float = DEFAULT_WAIT
+    escape: bool = False  # start: outside the sandbox, as the user allowed
 
     async def apply(self, ctx: ToolContext) -> ToolResult:
         assert self.terminals is not None
@@ -71,7 +73,7 @@ class TerminalCall(Action):
             listed = terminals.of(ctx.session_id)
             return self._result("\n".join(_line(t) for t in listed) or "No terminals in this session.", f"{len(listed)} terminals")
         if self.action == "start":
-            terminal = await terminals.start(ctx.session_id, self.command, may_change=self.changes)
+            terminal = await terminals.start(ctx.session_id, self.command, may_change=self.changes, escape=self.escape)
         else:
             terminal = terminals.get(ctx.session_id, self.terminal_id)
         if self.action == "stop":
@@ -124,9 +126,11 @@ class TerminalTool(Tool):
         if args.action == "start":
             if not args.command or not args.command.strip():
                 raise ToolError('start needs a command: terminal(action="start", command="python3 -i").')
+            permission, escape = await asked_as(ctx, args.command, args.outside_sandbox)
             return TerminalCall(
-                title=f"terminal: $ {args.command}", **command_permission(args.command, ctx.root), notes=list(args.notes),
-                runs_commands=True, terminals=self.terminals, action="start", command=args.command, timeout=args.timeout or DEFAULT_WAIT,
+                title=f"terminal: $ {args.command}{OUTSIDE if escape else ''}", **permission, notes=list(args.notes),
+                runs_commands=True, terminals=self.terminals, action="start", command=args.command,
+                timeout=args.timeout or DEFAULT_WAIT, escape=escape,
             )
         if args.action != "list" and not args.id:
             raise ToolError(f'{args.action} needs the id of a terminal (start gave it; terminal(action="list") shows them).')
