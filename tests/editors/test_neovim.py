@@ -437,6 +437,10 @@ def test_a_wide_table_fits_the_chat_window_and_again_when_it_is_resized_or_reope
                     " local out = {} for _, m in ipairs(r.result.messages) do for _, p in ipairs(m.parts or {}) do"
                     " if m.role == 'assistant' and p.type == 'text' then out[#out + 1] = p.data.text end end end return out")
     assert stored == [TABLE_ANSWER], stored
+    # Lines yanked in the chat: a fitted table among them as the model wrote it, to paste elsewhere.
+    nv.lua("vim.api.nvim_win_call(vim.fn.bufwinid(require('totem.chat').buf()), function() vim.cmd('normal! ggVGy') end)")
+    yanked = nv.lua("return { vim.fn.getreg('\"'), vim.fn.getreg('0') }")
+    assert yanked[0] == yanked[1] and TABLE_ANSWER in yanked[0] and "Where are things?" in yanked[0], yanked
 
     # The chat window made wider: drawn again for it; as wide as Neovim, the table fits as written.
     nv.lua("vim.api.nvim_win_set_width(vim.fn.bufwinid(require('totem.chat').buf()), 70)")

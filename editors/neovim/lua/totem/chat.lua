@@ -217,6 +217,12 @@ function M.buf()
       end)
     end,
   })
+  vim.api.nvim_create_autocmd('TextYankPost', {
+    buffer = buf,
+    callback = function(args)
+      M.on_yank(args.buf)
+    end,
+  })
   vim.bo[buf].filetype = 'markdown'
   markdown.attach(buf) -- treesitter Markdown when Neovim has the parser; else the syntax above
   vim.bo[buf].modifiable = false
@@ -516,6 +522,7 @@ end
 --- A part's text as the chat shows it: the model's Markdown with its headings demoted and its
 --- complete tables fitted to the window (markdown.lua; `final`: the part has all its text);
 --- reasoning as a quote under a header line, so the folded block (two lines at least) can close.
+--- Second: the tables fitted (markdown.lines).
 local function part_lines(kind, raw, final)
   if kind ~= 'reasoning' then
     return markdown.lines(raw, { width = text_width(), final = final })
@@ -524,13 +531,13 @@ local function part_lines(kind, raw, final)
     return '> ' .. line
   end, markdown.lines(raw))
   table.insert(lines, 1, REASONING)
-  return lines
+  return lines, {}
 end
 
 --- Shows `lines` in place of what the part shows (`part.shown`, from its mark's row on): from
 --- the first line that differs. When only the last line grows, the new text is inserted, so
---- marks on the line stay.
-local function redraw_part(buf, part, lines)
+--- marks on the line stay. `fitted`: its tables drawn to fit (tables.fit_all), kept for a yank.
+local function redraw_part(buf, part, lines, fitted)
   local start = vim.api.nvim_buf_get_extmark_by_id(buf, ns, part.mark, {})[1]
   if not start then
     return
@@ -547,7 +554,7 @@ local function redraw_part(buf, part, lines)
   else
     vim.api.nvim_buf_set_lines(buf, row, start + #shown, false, { unpack(lines, from) })
   end
-  part.shown = lines
+  part.shown, part.fitted = lines, fitted
 end
 
 --- The part being streamed has all its text: a table at its end is fitted now; a text part
@@ -560,7 +567,6 @@ function finish_part(buf)
     return
   end
   redraw_part(buf, part, part_lines(part.kind, part.raw, true))
-  part.final = true
   if part.raw:find('|', 1, true) then
     table.insert(state.texts, part)
   end
@@ -599,6 +605,57 @@ local function refit(buf)
   state.texts = kept
   if state.part and state.part.kind == 'text' then
     redraw_part(buf, state.part, part_lines('text', state.part.raw, false))
+  end
+end
+
+--- What a yank of whole lines in the chat gives: a table drawn to fit the window, when all its
+--- lines are yanked, as the model wrote it (Markdown to paste elsewhere); nil when the yank has
+--- none of them.
+local function yanked_source(buf, event)
+  local first = vim.api.nvim_buf_get_mark(buf, '[')[1] - 1
+  local last = vim.api.nvim_buf_get_mark(buf, ']')[1] - 1
+  if event.operator ~= 'y' or event.regtype ~= 'V' or #event.regcontents ~= last - first + 1 then
+    return nil
+  end
+  local swaps, found = {}, false -- first row of a table -> {to = its last row, source}
+  local parts = vim.list_extend({}, state.texts)
+  if state.part then
+    table.insert(parts, state.part)
+  end
+  for _, part in ipairs(parts) do
+    local start = vim.api.nvim_buf_get_extmark_by_id(buf, ns, part.mark, {})[1]
+    local intact = start and vim.deep_equal(vim.api.nvim_buf_get_lines(buf, start, start + #part.shown, false), part.shown)
+    for _, t in ipairs(intact and part.fitted or {}) do
+      local from, to = start + t.first - 1, start + t.last - 1
+      if from >= first and to <= last then
+        swaps[from], found = { to = to, source = t.source }, true
+      end
+    end
+  end
+  if not found then
+    return nil
+  end
+  local out, row = {}, first
+  while row <= last do
+    local swap = swaps[row]
+    if swap then
+      vim.list_extend(out, swap.source)
+      row = swap.to + 1
+    else
+      table.insert(out, event.regcontents[row - first + 1])
+      row = row + 1
+    end
+  end
+  return out
+end
+
+function M.on_yank(buf)
+  local event = vim.v.event
+  local lines = with(M.chat_of_buf(buf), yanked_source, buf, event)
+  if lines then
+    for _, reg in ipairs(event.regname == '' and { '"', '0' } or { event.regname }) do
+      pcall(vim.fn.setreg, reg, lines, 'V')
+    end
   end
 end
 

@@ -102,7 +102,8 @@ local SPEAKER_LEVEL = 2 -- `## You`, `## Totem`
 --- levels down (`## Findings` becomes `#### Findings`, at most `######`), so it sits below the
 --- speaker headings; lines inside fenced code blocks are left alone (`# comment`). With
 --- `fit = {width, final}`, a complete table wider than `width` display cells is drawn to fit it
---- (tables.lua; `final`: the text is all there, so a table at its end is complete).
+--- (tables.lua; `final`: the text is all there, so a table at its end is complete); then the
+--- tables drawn so are returned second (tables.fit_all).
 function M.lines(text, fit)
   local lines = vim.split(text, '\n', { plain = true })
   local fence = nil -- { char, length } of the open fence
@@ -129,7 +130,7 @@ function M.lines(text, fit)
   if fit then
     return tables.fit_all(lines, fit.width, fit.final, code)
   end
-  return lines
+  return lines, {}
 end
 
 return M

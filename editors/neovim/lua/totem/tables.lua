@@ -183,14 +183,16 @@ local function fit(source, width)
   return out
 end
 
---- `lines` with each complete table wider than `width` drawn to fit it (see the top). A table
---- is complete when a whole line follows its last row (`lines`' last line may still be growing
---- while an answer streams), or when `final`. `skip[i]`: line i is in a code block.
+--- `lines` with each complete table wider than `width` drawn to fit it (see the top), and the
+--- tables so drawn: a list of {first, last, source} (`first`..`last`: its lines in the result;
+--- `source`: its lines as written). A table is complete when a whole line follows its last row
+--- (`lines`' last line may still be growing while an answer streams), or when `final`.
+--- `skip[i]`: line i is in a code block.
 function M.fit_all(lines, width, final, skip)
   if not width or width < 1 then
-    return lines
+    return lines, {}
   end
-  local out, i = {}, 1
+  local out, fitted, i = {}, {}, 1
   while i <= #lines do
     local line = lines[i]
     if not skip[i] and not skip[i + 1] and is_row(line) and is_delimiter(lines[i + 1])
@@ -200,15 +202,19 @@ function M.fit_all(lines, width, final, skip)
         last = last + 1
       end
       local complete = final or last < #lines - 1
-      local fitted = complete and fit({ unpack(lines, i, last) }, width)
-      vim.list_extend(out, fitted or { unpack(lines, i, last) })
+      local source = { unpack(lines, i, last) }
+      local drawn = complete and fit(source, width)
+      if drawn then
+        table.insert(fitted, { first = #out + 1, last = #out + #drawn, source = source })
+      end
+      vim.list_extend(out, drawn or source)
       i = last + 1
     else
       table.insert(out, line)
       i = i + 1
     end
   end
-  return out
+  return out, fitted
 end
 
 return M
