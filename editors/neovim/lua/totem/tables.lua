@@ -78,7 +78,8 @@ local function column_widths(rows, room)
 end
 
 --- `text` cut into pieces of at most `width` display cells: at spaces, a word longer than the
---- width cut where it must. At least one piece ('' for an empty cell).
+--- width cut where it must (after its last `/`, `_`, `-` or `,` that fits, else anywhere). At
+--- least one piece ('' for an empty cell).
 local function wrap(text, width)
   local pieces, current = {}, ''
   for word in text:gmatch('%S+') do
@@ -90,6 +91,11 @@ local function wrap(text, width)
       local cut = vim.fn.strcharpart(word, 0, width)
       while width_of(cut) > width and #cut > 1 do
         cut = vim.fn.strcharpart(cut, 0, vim.fn.strchars(cut) - 1)
+      end
+      -- A path or a name is cut after a separator when one is there: `totem_` `engine/` `loop.py`.
+      local after = cut:match('^.*[/_%-,]()')
+      if after and after > 2 and after <= #cut then
+        cut = cut:sub(1, after - 1)
       end
       table.insert(pieces, cut)
       word = word:sub(#cut + 1)
