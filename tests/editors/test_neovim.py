@@ -355,6 +355,113 @@ def test_markdown_in_the_chat_paths_verbatim_headings_below_the_speakers_multi_l
     assert "And what is [_re] for?" in shown, shown
 
 
+WIDE_TABLE = [
+    ["Module", "What it does", "Depends on", "Notes"],
+    ["totem_engine/loop.py", "the agent loop, streaming events",
+     "providers, tools, sessions", "never imports pygls"],
+    ["totem_lsp/server.py", "the language server on the engine",
+     "totem_engine, pygls", "a handler a method, async"],
+    ["editors/neovim", "the chat, the permission window and the review", "totem lsp", "Lua, no dependencies"],
+]
+NARROW_TABLE = "| a | b |\n|:--|--:|\n| 1 | 2 |"
+
+
+def table_markdown(rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join([lines[0], "|---|:---|---:|---|", *lines[1:]])
+
+
+TABLE_ANSWER = f"Where things are:\n\n{table_markdown(WIDE_TABLE)}\nThat is all, and in short:\n\n{NARROW_TABLE}"
+# The narrowest of the chat's windows, in display cells for text.
+CHAT_TEXT_WIDTH = ("local w = nil for _, win in ipairs(vim.fn.win_findbuf(require('totem.chat').buf())) do"
+                   " local n = vim.api.nvim_win_get_width(win) - vim.fn.getwininfo(win)[1].textoff"
+                   " w = math.min(w or n, n) end return w")
+
+
+def table_shown(lines: list[str], first: str) -> list[str]:
+    """The lines of the table of the chat whose first line starts with ``first``."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(first))
+    end = start
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    return lines[start:end]
+
+
+def table_cells(shown: list[str]) -> list[list[str]]:
+    """A fitted table's rows read back: each cell's pieces from its continuation lines, joined
+    without spaces (a word too long for its column is cut); the delimiter and rule lines are
+    where one row ends."""
+    rows, current = [], None
+    for line in shown:
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if all(re.fullmatch(r":?-+:?", cell) for cell in cells):
+            current = None
+            continue
+        if current is None:
+            current = [""] * len(cells)
+            rows.append(current)
+        for c, cell in enumerate(cells):
+            current[c] += cell.replace(" ", "")
+    return rows
+
+
+def test_a_wide_table_fits_the_chat_window_and_again_when_it_is_resized_or_reopened(neovim, project, model):
+    """An answer's table wider than the chat window (about 120 columns in a window of 48) is
+    drawn to fit it, each cell's words wrapped inside its column; a narrow table stays as the
+    model wrote it; the session keeps the model's text; a wider window draws it again, and a
+    reopened session the same as the live one."""
+    nv = neovim
+    model.enqueue(text_reply(TABLE_ANSWER, pieces=11))
+    wait_for_client(nv)
+    nv.command("TotemAsk Where are things?")
+    lines = wait_idle(nv, "the answer", "That is all")
+    width = nv.lua(CHAT_TEXT_WIDTH)
+    assert width < 60 and max(len(line) for line in table_markdown(WIDE_TABLE).split("\n")) > 100
+
+    def check_fitted(lines: list[str], width: int) -> list[str]:
+        shown = table_shown(lines, "| Module")
+        assert len(shown) > len(WIDE_TABLE) + 1, shown  # wrapped onto continuation lines
+        widths = nv.lua("return vim.tbl_map(vim.fn.strdisplaywidth, ...)", shown)
+        assert max(widths) <= width, "\n".join(shown)
+        assert len(set(widths)) == 1, "\n".join(shown)  # the column separators line up
+        assert table_cells(shown) == [[cell.replace(" ", "") for cell in row] for row in WIDE_TABLE], shown
+        assert lines[lines.index(shown[-1]) + 1] == "That is all, and in short:", lines
+        return shown
+
+    check_fitted(lines, width)
+    assert "\n".join(lines).endswith("\n" + NARROW_TABLE + "\n\n*— sim/test-model*"), lines
+
+    # The session keeps what the model wrote.
+    stored = nv.lua("local c = vim.lsp.get_client_by_id(require('totem.chat').state.client_id)"
+                    " local r = c:request_sync('totem/session', { sessionId = require('totem.chat').state.session }, 5000)"
+                    " local out = {} for _, m in ipairs(r.result.messages) do for _, p in ipairs(m.parts or {}) do"
+                    " if m.role == 'assistant' and p.type == 'text' then out[#out + 1] = p.data.text end end end return out")
+    assert stored == [TABLE_ANSWER], stored
+    # Lines yanked in the chat: a fitted table among them as the model wrote it, to paste elsewhere.
+    nv.lua("vim.api.nvim_win_call(vim.fn.bufwinid(require('totem.chat').buf()), function() vim.cmd('normal! ggVGy') end)")
+    yanked = nv.lua("return { vim.fn.getreg('\"'), vim.fn.getreg('0') }")
+    assert yanked[0] == yanked[1] and TABLE_ANSWER in yanked[0] and "Where are things?" in yanked[0], yanked
+
+    # The chat window made wider: drawn again for it; as wide as Neovim, the table fits as written.
+    nv.lua("vim.api.nvim_win_set_width(vim.fn.bufwinid(require('totem.chat').buf()), 70)")
+    wider = nv.wait(lambda: (now := nv.lua(CHAT_LINES)) != lines and now, "the table drawn again")
+    check_fitted(wider, nv.lua(CHAT_TEXT_WIDTH))
+    nv.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(require('totem.chat').buf())) vim.cmd('only')")
+    assert nv.lua(CHAT_TEXT_WIDTH) >= 118
+    whole = nv.wait(lambda: table_markdown(WIDE_TABLE) in "\n".join(now := nv.lua(CHAT_LINES)) and now,
+                    "the table as the model wrote it")
+    assert "Where things are:\n\n" + table_markdown(WIDE_TABLE) + "\nThat is all" in "\n".join(whole)
+
+    # Back to a narrow split, then the session reopened in a new chat: drawn as the live one.
+    nv.command("vsplit | vertical resize 48")
+    live = nv.wait(lambda: (now := nv.lua(CHAT_LINES)) != whole and now, "fitted again")
+    check_fitted(live, nv.lua(CHAT_TEXT_WIDTH))
+    nv.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
+    nv.command("TotemNew")
+    nv.command("TotemSessions")
+    nv.wait(lambda: nv.lua(CHAT_LINES) == live, "the session shown again, as it was")
+
+
 def finish_turn_allowing(nv, what: str) -> None:
     """Waits for the end of the turn, allowing once each call that asks."""
     def done():

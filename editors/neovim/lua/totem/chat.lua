@@ -33,6 +33,7 @@ local function new_chat(n)
     retry = nil, -- when the session's last turn failed: {cut = extmark where it starts, message?}
     step_mark = nil, -- extmark where the current step's output starts
     calls = {}, -- callId -> extmark on its tool line
+    texts = {}, -- the answer's text parts that may hold a table (finish_part), fitted on resize
     todos = nil,
     model = nil,
     mode = nil, -- the session's mode (build, plan) when known
@@ -89,6 +90,21 @@ vim.api.nvim_create_autocmd('BufEnter', {
   callback = function(args)
     if vim.bo[args.buf].buftype == '' and vim.api.nvim_buf_get_name(args.buf) ~= '' then
       M.last_file_buf = args.buf
+    end
+  end,
+})
+
+-- A chat window that changes width, or a chat shown in a window: its tables fitted again.
+vim.api.nvim_create_autocmd({ 'WinResized', 'BufWinEnter' }, {
+  group = 'totem.chat',
+  callback = function(args)
+    local resized = args.event == 'WinResized' and (vim.v.event.windows or {}) or {}
+    local shown = args.event == 'BufWinEnter' and M.chat_of_buf(args.buf) ~= nil
+    for _, win in ipairs(resized) do
+      shown = shown or (vim.api.nvim_win_is_valid(win) and M.chat_of_buf(vim.api.nvim_win_get_buf(win)) ~= nil)
+    end
+    if shown then
+      vim.schedule(M.refit)
     end
   end,
 })
@@ -201,6 +217,12 @@ function M.buf()
       end)
     end,
   })
+  vim.api.nvim_create_autocmd('TextYankPost', {
+    buffer = buf,
+    callback = function(args)
+      M.on_yank(args.buf)
+    end,
+  })
   vim.bo[buf].filetype = 'markdown'
   markdown.attach(buf) -- treesitter Markdown when Neovim has the parser; else the syntax above
   vim.bo[buf].modifiable = false
@@ -307,8 +329,11 @@ local function append_lines(buf, lines)
   end
 end
 
---- Starts a block on a fresh line; `gap`: after a blank line.
+local finish_part -- below: the part being streamed is over
+
+--- Starts a block on a fresh line (the part streamed so far is over); `gap`: after a blank line.
 local function open_block(buf, kind, gap)
+  finish_part(buf)
   if not is_empty(buf) then
     local row = last_row(buf)
     local line = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
@@ -319,7 +344,6 @@ local function open_block(buf, kind, gap)
     end
   end
   state.last = kind
-  state.part = nil
 end
 
 -- Window ----------------------------------------------------------------------------------
@@ -483,18 +507,69 @@ local function one_line(text)
   return text
 end
 
---- A part's text as the chat shows it: the model's Markdown with its headings demoted
---- (markdown.lua); reasoning as a quote under a header line, so the folded block (two lines at
---- least) can close.
-local function part_lines(kind, raw)
-  local lines = markdown.lines(raw)
-  if kind == 'reasoning' then
-    lines = vim.tbl_map(function(line)
-      return '> ' .. line
-    end, lines)
-    table.insert(lines, 1, REASONING)
+--- The display cells a chat line has in the narrowest window showing the chat; nil when none
+--- shows it.
+local function text_width()
+  local width = nil
+  for _, win in ipairs(windows()) do
+    local info = vim.fn.getwininfo(win)[1]
+    local cells = vim.api.nvim_win_get_width(win) - (info and info.textoff or 0)
+    width = math.min(width or cells, cells)
   end
-  return lines
+  return width
+end
+
+--- A part's text as the chat shows it: the model's Markdown with its headings demoted and its
+--- complete tables fitted to the window (markdown.lua; `final`: the part has all its text);
+--- reasoning as a quote under a header line, so the folded block (two lines at least) can close.
+--- Second: the tables fitted (markdown.lines).
+local function part_lines(kind, raw, final)
+  if kind ~= 'reasoning' then
+    return markdown.lines(raw, { width = text_width(), final = final })
+  end
+  local lines = vim.tbl_map(function(line)
+    return '> ' .. line
+  end, markdown.lines(raw))
+  table.insert(lines, 1, REASONING)
+  return lines, {}
+end
+
+--- Shows `lines` in place of what the part shows (`part.shown`, from its mark's row on): from
+--- the first line that differs. When only the last line grows, the new text is inserted, so
+--- marks on the line stay. `fitted`: its tables drawn to fit (tables.fit_all), kept for a yank.
+local function redraw_part(buf, part, lines, fitted)
+  local start = vim.api.nvim_buf_get_extmark_by_id(buf, ns, part.mark, {})[1]
+  if not start then
+    return
+  end
+  local shown = part.shown
+  local from = 1
+  while from < #shown and from < #lines and shown[from] == lines[from] do
+    from = from + 1
+  end
+  local row, current = start + from - 1, shown[from]
+  if from == #shown and vim.startswith(lines[from], current) then
+    local added = { lines[from]:sub(#current + 1), unpack(lines, from + 1) }
+    vim.api.nvim_buf_set_text(buf, row, #current, row, #current, added)
+  else
+    vim.api.nvim_buf_set_lines(buf, row, start + #shown, false, { unpack(lines, from) })
+  end
+  part.shown, part.fitted = lines, fitted
+end
+
+--- The part being streamed has all its text: a table at its end is fitted now; a text part
+--- that may hold a table is kept (`state.texts`) to be fitted again when the window's width
+--- changes.
+function finish_part(buf)
+  local part = state.part
+  state.part = nil
+  if not part or part.kind ~= 'text' then
+    return
+  end
+  redraw_part(buf, part, part_lines(part.kind, part.raw, true))
+  if part.raw:find('|', 1, true) then
+    table.insert(state.texts, part)
+  end
 end
 
 local function stream(buf, kind, part_id, text)
@@ -510,19 +585,90 @@ local function stream(buf, kind, part_id, text)
   end
   local part = state.part
   part.raw = part.raw .. text
-  local lines = part_lines(kind, part.raw)
-  -- A line is shown as its text so far decides: only the last line shown and the new ones can
-  -- change (`#` becoming a heading). Appending is an insert, so marks on the line stay.
-  local from = #part.shown
-  local row = vim.api.nvim_buf_get_extmark_by_id(buf, ns, part.mark, {})[1] + from - 1
-  local current = part.shown[from]
-  if vim.startswith(lines[from], current) then
-    local added = { lines[from]:sub(#current + 1), unpack(lines, from + 1) }
-    vim.api.nvim_buf_set_text(buf, row, #current, row, #current, added)
-  else
-    vim.api.nvim_buf_set_lines(buf, row, row + 1, false, { unpack(lines, from) })
+  redraw_part(buf, part, part_lines(kind, part.raw, false))
+end
+
+--- Fits the tables of the chat's answers to the width of its window again (after a resize, or
+--- when the chat is shown): a part whose lines are no longer what it drew is left alone.
+local function refit(buf)
+  local kept = {}
+  for _, part in ipairs(state.texts) do
+    local start = vim.api.nvim_buf_get_extmark_by_id(buf, ns, part.mark, {})[1]
+    if start then
+      local now = vim.api.nvim_buf_get_lines(buf, start, start + #part.shown, false)
+      if vim.deep_equal(now, part.shown) then
+        redraw_part(buf, part, part_lines(part.kind, part.raw, true))
+        table.insert(kept, part)
+      end
+    end
   end
-  part.shown = lines
+  state.texts = kept
+  if state.part and state.part.kind == 'text' then
+    redraw_part(buf, state.part, part_lines('text', state.part.raw, false))
+  end
+end
+
+--- What a yank of whole lines in the chat gives: a table drawn to fit the window, when all its
+--- lines are yanked, as the model wrote it (Markdown to paste elsewhere); nil when the yank has
+--- none of them.
+local function yanked_source(buf, event)
+  local first = vim.api.nvim_buf_get_mark(buf, '[')[1] - 1
+  local last = vim.api.nvim_buf_get_mark(buf, ']')[1] - 1
+  if event.operator ~= 'y' or event.regtype ~= 'V' or #event.regcontents ~= last - first + 1 then
+    return nil
+  end
+  local swaps, found = {}, false -- first row of a table -> {to = its last row, source}
+  local parts = vim.list_extend({}, state.texts)
+  if state.part then
+    table.insert(parts, state.part)
+  end
+  for _, part in ipairs(parts) do
+    local start = vim.api.nvim_buf_get_extmark_by_id(buf, ns, part.mark, {})[1]
+    local intact = start and vim.deep_equal(vim.api.nvim_buf_get_lines(buf, start, start + #part.shown, false), part.shown)
+    for _, t in ipairs(intact and part.fitted or {}) do
+      local from, to = start + t.first - 1, start + t.last - 1
+      if from >= first and to <= last then
+        swaps[from], found = { to = to, source = t.source }, true
+      end
+    end
+  end
+  if not found then
+    return nil
+  end
+  local out, row = {}, first
+  while row <= last do
+    local swap = swaps[row]
+    if swap then
+      vim.list_extend(out, swap.source)
+      row = swap.to + 1
+    else
+      table.insert(out, event.regcontents[row - first + 1])
+      row = row + 1
+    end
+  end
+  return out
+end
+
+function M.on_yank(buf)
+  local event = vim.v.event
+  local lines = with(M.chat_of_buf(buf), yanked_source, buf, event)
+  if lines then
+    for _, reg in ipairs(event.regname == '' and { '"', '0' } or { event.regname }) do
+      pcall(vim.fn.setreg, reg, lines, 'V')
+    end
+  end
+end
+
+function M.refit()
+  for _, chat in ipairs(M.chats) do
+    if chat.buf and vim.api.nvim_buf_is_valid(chat.buf) and (#chat.texts > 0 or chat.part) then
+      with(chat, function()
+        if #windows() > 0 then
+          edit(refit)
+        end
+      end)
+    end
+  end
 end
 
 function M.foldtext()
@@ -576,9 +722,9 @@ function render.stepDiscarded(buf)
   state.part = nil
 end
 
-function render.stepEnd(_, e)
+function render.stepEnd(buf, e)
+  finish_part(buf)
   state.step_mark = nil
-  state.part = nil
   state.model = e.model or state.model
 end
 
@@ -806,6 +952,7 @@ function M.reset()
   state.step_mark = nil
   state.retry = nil
   state.context = nil
+  state.texts = {}
   edit(function(buf)
     subagent.reset(buf, true)
     vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
@@ -1296,8 +1443,8 @@ function M.show_session(session, client_id, model)
               stream(buf, part.type, part.id, data.text or '')
             elseif part.type == 'step' then
               turn.model = data.model or turn.model
+              finish_part(buf)
               state.step_mark = nil
-              state.part = nil
             elseif part.type == 'tool' then
               show_call(buf, part)
             elseif part.type == 'error' then

@@ -5,6 +5,8 @@
 -- queries (editors/neovim/queries/totem_chat*) can differ from markdown's without touching other
 -- Markdown buffers: Totem's own tool paragraphs get no inline Markdown, and emphasis glued to a
 -- word or a path is not concealed (tree-sitter-markdown would hide the `_` of `src/tomli/_re.py`).
+local tables = require('totem.tables')
+
 local M = {}
 
 local registered = nil -- true/false once tried
@@ -98,27 +100,37 @@ local SPEAKER_LEVEL = 2 -- `## You`, `## Totem`
 
 --- The lines of the model's Markdown `text` as the chat shows them: an ATX heading is moved two
 --- levels down (`## Findings` becomes `#### Findings`, at most `######`), so it sits below the
---- speaker headings; lines inside fenced code blocks are left alone (`# comment`).
-function M.lines(text)
+--- speaker headings; lines inside fenced code blocks are left alone (`# comment`). With
+--- `fit = {width, final}`, a complete table wider than `width` display cells is drawn to fit it
+--- (tables.lua; `final`: the text is all there, so a table at its end is complete); then the
+--- tables drawn so are returned second (tables.fit_all).
+function M.lines(text, fit)
   local lines = vim.split(text, '\n', { plain = true })
   local fence = nil -- { char, length } of the open fence
+  local code = {} -- code[i]: line i is a fence or inside one
   for i, line in ipairs(lines) do
     local indent, run = line:match('^( ? ? ?)([`~][`~][`~]+)')
     if run and (run:match('^`+$') or run:match('^~+$')) then
       local char, length = run:sub(1, 1), #run
+      code[i] = true
       if not fence then
         fence = { char = char, length = length }
       elseif char == fence.char and length >= fence.length and line:sub(#indent + length + 1):match('^%s*$') then
         fence = nil
       end
-    elseif not fence then
+    elseif fence then
+      code[i] = true
+    else
       local lead, hashes, rest = line:match('^( ? ? ?)(#+)(.*)$')
       if hashes and #hashes <= 6 and (rest == '' or rest:match('^%s')) then
         lines[i] = lead .. string.rep('#', math.min(6, #hashes + SPEAKER_LEVEL)) .. rest
       end
     end
   end
-  return lines
+  if fit then
+    return tables.fit_all(lines, fit.width, fit.final, code)
+  end
+  return lines, {}
 end
 
 return M
