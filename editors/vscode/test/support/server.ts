@@ -19,10 +19,12 @@ export function totemPath(): string {
 export class ScriptedUi implements TotemUi {
   permissions: PermissionParams[] = [];
   questions: QuestionParams[] = [];
-  permissionAnswers: PermissionAnswer[] = [];
+  /** The answers, in order; a function answers from the question (a reviewed change). */
+  permissionAnswers: (PermissionAnswer | ((p: PermissionParams) => PermissionAnswer))[] = [];
   async permission(p: PermissionParams): Promise<PermissionAnswer> {
     this.permissions.push(p);
-    return this.permissionAnswers.shift() ?? { outcome: "reject_once" };
+    const answer = this.permissionAnswers.shift() ?? { outcome: "reject_once" };
+    return typeof answer === "function" ? answer(p) : answer;
   }
   async question(p: QuestionParams) {
     this.questions.push(p);
