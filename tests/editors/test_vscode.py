@@ -390,6 +390,7 @@ def _assert_review(seen: dict, project: Path, model: ModelServer) -> None:
     assert sum("Hunk 1 of 2" in lens for lens in r["lenses"]) == 1 and sum("Hunk 2 of 2" in lens for lens in r["lenses"]) == 1, r["lenses"]
     assert all("Take" in lens and "Leave" in lens for lens in r["lenses"]), r["lenses"]
     assert len(r["lensesAfter"]) == 1 and "Hunk 1 of 1" in r["lensesAfter"][0] and "Taken" in r["lensesAfter"][0], r["lensesAfter"]
+    assert "diffEditor.codeLens" in r["lensOffer"] and "Show Them" in r["lensOffer"], r["lensOffer"]
     assert r["reviewBefore"] == f"{REVIEW_FILE}: keeps all 2 hunks", r["reviewBefore"]
     assert r["reviewAfter"] == f"{REVIEW_FILE}: keeps 1 of 2 hunks", r["reviewAfter"]
     assert r["disk"] == REVIEW_TAKEN

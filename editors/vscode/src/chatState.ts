@@ -82,8 +82,11 @@ export class ChatState {
   turnState: TurnState = "idle";
   /** The model of the running turn, else the one that answered last. */
   model: string | undefined;
-  /** Input plus output tokens of the last completed step: an estimate of the context in use. */
+  /** The context the next request takes: the last `context` event's estimate (from servers
+   * without it, the last step's input plus output tokens). */
   contextTokens: number | undefined;
+  /** Whether `contextTokens` came from a `context` event. */
+  private contextFromEvent = false;
   /** The model's context window when known (the `context` event, else `totem/models`). */
   contextWindow: number | undefined;
   /** What the `context` event says the estimate is made of (tokens by part), when it says. */
@@ -111,6 +114,7 @@ export class ChatState {
     this.busy = false;
     this.turnState = "idle";
     this.contextTokens = undefined;
+    this.contextFromEvent = false;
     this.contextBreakdown = undefined;
     this.pending = undefined;
     this.awaitingSession = false;
@@ -199,7 +203,7 @@ export class ChatState {
       case "stepEnd":
         this.step = event.step + 1;
         this.model = event.model;
-        this.contextTokens = event.usage.inputTokens + event.usage.outputTokens;
+        if (!this.contextFromEvent) this.contextTokens = event.usage.inputTokens + event.usage.outputTokens;
         return true;
       case "stepDiscarded": {
         const keep = this.entries.slice(0, this.turnStartIndex);
@@ -252,7 +256,10 @@ export class ChatState {
         this.pending = undefined;
         return true;
       case "context": {
-        if (typeof event.estimate === "number") this.contextTokens = event.estimate;
+        if (typeof event.estimate === "number") {
+          this.contextTokens = event.estimate;
+          this.contextFromEvent = true;
+        }
         if (typeof event.window === "number") this.contextWindow = event.window;
         const breakdown = event.breakdown;
         if (breakdown && typeof breakdown === "object") {
@@ -275,6 +282,9 @@ export class ChatState {
    * (reviews, the context window) stays. */
   load(history: SessionHistory): void {
     const reviews = new Map(this.reviews);
+    // The last context event's estimate stays: the store keeps only the steps' usage.
+    const same = this.sessionId === history.sessionId && this.contextFromEvent;
+    const estimate = same ? { tokens: this.contextTokens, breakdown: this.contextBreakdown } : undefined;
     this.reset();
     for (const [callId, lines] of reviews) this.reviews.set(callId, lines);
     this.sessionId = history.sessionId;
@@ -327,7 +337,7 @@ export class ChatState {
             step = data.step ?? step + 1;
             model = data.model ?? model;
             lastModel = model;
-            if (data.usage) this.contextTokens = (data.usage.inputTokens ?? 0) + (data.usage.outputTokens ?? 0);
+            if (data.usage && !estimate) this.contextTokens = (data.usage.inputTokens ?? 0) + (data.usage.outputTokens ?? 0);
             break;
           case "tool": {
             const callId = data.callId ?? part.id;
@@ -363,6 +373,11 @@ export class ChatState {
             break;
         }
       }
+    }
+    if (estimate) {
+      this.contextTokens = estimate.tokens;
+      this.contextBreakdown = estimate.breakdown;
+      this.contextFromEvent = true;
     }
     // Only the session's last turn can be retried, when it failed.
     if (failed && ended === "error") failed.retry = true;

@@ -94,11 +94,13 @@ export class TotemExtension implements vscode.Disposable {
     this.prompts = new Prompts({
       pendingChanged: (sessionId, pending) => {
         const chat = this.chats.forSession(sessionId) ?? this.chats.current;
+        const asked = pending && pending.callId !== chat.pending?.callId;
         chat.setPending(pending);
-        // What waits for the user is shown, whichever chat it is in.
+        // What waits for the user is shown, whichever chat it is in; once: a review's progress
+        // must not take the focus from the diff editor (its code lenses refresh only while it has it).
         if (pending && chat !== this.chats.current && !this.chats.current.pending) this.chats.current = chat;
         this.refresh(true);
-        if (pending) void this.view.reveal();
+        if (asked) void this.view.reveal();
       },
       reviewed: (params, lines) => {
         const chat = this.chats.forSession(params.sessionId);

@@ -103,6 +103,7 @@ export class Review implements vscode.CodeLensProvider, vscode.Disposable {
   private readonly files = new ProposalFiles();
   private open: Open | undefined;
   private counter = 0;
+  private offeredLenses = false;
   private lensesChanged = new vscode.EventEmitter<void>();
   readonly onDidChangeCodeLenses = this.lensesChanged.event;
   private disposables: vscode.Disposable[] = [];
@@ -143,7 +144,24 @@ export class Review implements vscode.CodeLensProvider, vscode.Disposable {
       await vscode.commands.executeCommand("vscode.diff", file.left, file.right, `${name} ↔ Totem's proposal${of}`, { preview: false });
     }
     this.report();
+    void this.offerLenses();
     return answer;
+  }
+
+  /** The lenses need `diffEditor.codeLens`, off by default (an extension's configurationDefaults
+   * for it reach the extension host but not the workbench's diff editor, tried on code-server
+   * 4.139): offer to turn it on, once a window. */
+  private async offerLenses(): Promise<void> {
+    const config = vscode.workspace.getConfiguration("diffEditor");
+    if (config.get<boolean>("codeLens") || this.offeredLenses) return;
+    this.offeredLenses = true;
+    const show = "Show Them";
+    const picked = await vscode.window.showInformationMessage(
+      "Totem puts Take and Leave over each hunk of its proposal as code lenses, which VS Code hides in diff editors (diffEditor.codeLens). Show them? (The proposal's context menu has the same two commands.)",
+      show,
+      "Not Now",
+    );
+    if (picked === show) await config.update("codeLens", true, vscode.ConfigurationTarget.Global);
   }
 
   get waiting(): PermissionParams | undefined {

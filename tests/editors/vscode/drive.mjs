@@ -390,6 +390,11 @@ async function review21(page, args) {
   // The diff editor: the file against the proposal, a lens row over each hunk.
   const diff = page.locator(".monaco-diff-editor").first();
   await diff.waitFor({ state: "visible", timeout: 60000 });
+  // VS Code hides code lenses in diff editors: the extension offers to show them, once.
+  const offer = page.locator(".notifications-toasts .notification-toast", { hasText: "diffEditor.codeLens" });
+  await offer.waitFor({ state: "visible", timeout: 30000 });
+  out.lensOffer = await offer.innerText();
+  await offer.locator(".monaco-button", { hasText: "Show Them" }).click();
   const lenses = diff.locator(".editor.modified .codelens-decoration");
   await lenses.filter({ hasText: "Hunk 2 of 2" }).first().waitFor({ timeout: 30000 });
   out.lenses = await lenses.allInnerTexts();
