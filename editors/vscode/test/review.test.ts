@@ -128,13 +128,13 @@ describe("issue 21 against totem lsp", () => {
     const context = events.find((e) => e.kind === "context" && e.sessionId === result.sessionId) as any;
     assert.equal(typeof context.estimate, "number");
     const ringed = new ChatState();
-    ringed.apply({ ...context, sessionId: undefined } as any);
-    ringed.sessionId = undefined;
-    ringed.contextTokens = context.estimate;
-    ringed.contextWindow = 8192;
+    ringed.sessionId = context.sessionId;
+    ringed.apply({ ...context, window: context.estimate * 4, breakdown: { history: 7, tools: 3 } });
     const ring = contextRing(ringed)!;
-    assert.equal(ring.percent, Math.round((100 * context.estimate) / 8192));
-    assert.match(ring.tooltip, new RegExp(`^${context.estimate.toLocaleString("en-US")} of 8,192 tokens`));
+    assert.equal(ring.percent, 25);
+    assert.equal(ring.label, "25%");
+    const n = (x: number) => x.toLocaleString("en-US");
+    assert.equal(ring.tooltip, `${n(context.estimate)} of ${n(context.estimate * 4)} tokens (25%)\nhistory: 7\ntools: 3`);
     assert.ok(contextRing(live), "the live chat has a ring");
   });
 
