@@ -323,6 +323,10 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         assert "const greeting = 'Hello there, ';" in seen["diffModified"]
         assert "this.plain(greeting + name + '!');" in seen["diffModified"]
         assert seen["diffClosed"], "the diff editor stayed open after Accept"
+        # The first review offered to show the hunks' code lenses; shown, each hunk has its row
+        # (the edit adds a line, then changes one two lines further).
+        assert "diffEditor.codeLens" in seen["lensOffer"] and "Show Them" in seen["lensOffer"], seen["lensOffer"]
+        assert [lens.split("\n")[0] for lens in seen["firstLenses"]] == ["Hunk 1 of 2", "Hunk 2 of 2"], seen["firstLenses"]
         # The chat view: the question, the streamed first text, the tool line, the final answer, the model.
         chat = seen["chat"]
         tool_line = f"▸ Edit {FILE}"
@@ -390,7 +394,6 @@ def _assert_review(seen: dict, project: Path, model: ModelServer) -> None:
     assert sum("Hunk 1 of 2" in lens for lens in r["lenses"]) == 1 and sum("Hunk 2 of 2" in lens for lens in r["lenses"]) == 1, r["lenses"]
     assert all("Take" in lens and "Leave" in lens for lens in r["lenses"]), r["lenses"]
     assert len(r["lensesAfter"]) == 1 and "Hunk 1 of 1" in r["lensesAfter"][0] and "Taken" in r["lensesAfter"][0], r["lensesAfter"]
-    assert "diffEditor.codeLens" in r["lensOffer"] and "Show Them" in r["lensOffer"], r["lensOffer"]
     assert r["reviewBefore"] == f"{REVIEW_FILE}: keeps all 2 hunks", r["reviewBefore"]
     assert r["reviewAfter"] == f"{REVIEW_FILE}: keeps 1 of 2 hunks", r["reviewAfter"]
     assert r["disk"] == REVIEW_TAKEN

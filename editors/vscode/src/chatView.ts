@@ -48,8 +48,11 @@ export class ChatView implements vscode.WebviewViewProvider {
     this.post();
   }
 
-  async reveal(): Promise<void> {
-    await vscode.commands.executeCommand(`${ChatView.viewId}.focus`);
+  /** Show the chat view; with `preserveFocus`, the editor keeps the focus (a diff under review:
+   * its code lenses are computed only while it has it). */
+  async reveal(preserveFocus = false): Promise<void> {
+    if (preserveFocus && this.view) this.view.show(true);
+    else await vscode.commands.executeCommand(`${ChatView.viewId}.focus`);
   }
 
   /** Put text in the input box (a rewound message, to edit and send again). */

@@ -100,7 +100,7 @@ export class TotemExtension implements vscode.Disposable {
         // must not take the focus from the diff editor (its code lenses refresh only while it has it).
         if (pending && chat !== this.chats.current && !this.chats.current.pending) this.chats.current = chat;
         this.refresh(true);
-        if (asked) void this.view.reveal();
+        if (asked) void this.view.reveal(this.prompts.review.waiting?.callId === pending.callId);
       },
       reviewed: (params, lines) => {
         const chat = this.chats.forSession(params.sessionId);

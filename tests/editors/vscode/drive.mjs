@@ -390,11 +390,6 @@ async function review21(page, args) {
   // The diff editor: the file against the proposal, a lens row over each hunk.
   const diff = page.locator(".monaco-diff-editor").first();
   await diff.waitFor({ state: "visible", timeout: 60000 });
-  // VS Code hides code lenses in diff editors: the extension offers to show them, once.
-  const offer = page.locator(".notifications-toasts .notification-toast", { hasText: "diffEditor.codeLens" });
-  await offer.waitFor({ state: "visible", timeout: 30000 });
-  out.lensOffer = await offer.innerText();
-  await offer.locator(".monaco-button", { hasText: "Show Them" }).click();
   const lenses = diff.locator(".editor.modified .codelens-decoration");
   await lenses.filter({ hasText: "Hunk 2 of 2" }).first().waitFor({ timeout: 30000 });
   out.lenses = await lenses.allInnerTexts();
@@ -414,10 +409,13 @@ async function review21(page, args) {
   await frame.locator(".msg.answer", { hasText: r.answer }).waitFor({ timeout: 60000 });
   await frame.locator("#send:not([disabled])").waitFor();
   await frame.locator(".tool .review").first().waitFor();
-  out.disk = fs.readFileSync(r.path, "utf8");
+  // The edit lands in the file's buffer (the diff opened it) and is saved a moment later (autoSave).
+  const saved = Date.now() + 10000;
+  while ((out.disk = fs.readFileSync(r.path, "utf8")) === r.original && Date.now() < saved) await page.waitForTimeout(200);
   out.toolReview = await frame.locator(".tool .review").allInnerTexts();
   out.userChips = await frame.locator(".msg.user .chip.mention").allInnerTexts();
-  out.diffTabsAfter = await page.locator(".tabs-container .tab", { hasText: "Totem's proposal" }).count();
+  const proposalTabs = page.locator(".tabs-container .tab", { hasText: "Totem's proposal" });
+  out.diffTabsAfter = await proposalTabs.first().waitFor({ state: "detached", timeout: 10000 }).then(() => 0, () => proposalTabs.count());
   step("two-hunk review accepted");
 
   // The context ring, from the context event.
@@ -440,7 +438,7 @@ async function review21(page, args) {
   await frame.locator("#mode").selectOption("plan");
   out.tabs = await frame.locator("#tabs .tab").allInnerTexts();
   await frame.locator("#tabs .tab").first().click();
-  await frame.locator("#tabs .tab.current").first().waitFor();
+  await frame.locator("#title", { hasText: args.question }).waitFor({ timeout: 10000 }).catch(() => undefined);
   out.firstTabTitle = await frame.locator("#title").innerText();
   await frame.locator("#tabs .tab").last().click();
   await frame.locator(".msg.answer", { hasText: r.answer }).waitFor();
@@ -541,6 +539,13 @@ try {
   seen.chatWhileAsking = await frameBeforeAccept.locator("#totem-chat").innerText();
   await page.screenshot({ path: path.join(args.artifacts, "vscode-diff.png") });
   step("diff editor shown");
+  // VS Code hides code lenses in diff editors: the first review offers to show them.
+  const offer = page.locator(".notifications-toasts .notification-toast", { hasText: "diffEditor.codeLens" });
+  await offer.waitFor({ state: "visible", timeout: 30000 });
+  seen.lensOffer = await offer.innerText();
+  await offer.locator(".monaco-button", { hasText: "Show Them" }).click();
+  seen.firstLenses = await diff.locator(".editor.modified .codelens-decoration").first().waitFor({ timeout: 15000 })
+    .then(() => diff.locator(".editor.modified .codelens-decoration").allInnerTexts(), () => []);
 
   // Accept, from the diff editor's title bar.
   const accept = page.locator('.editor-actions .action-label[aria-label^="Accept"]').first();
