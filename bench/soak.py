@@ -109,7 +109,7 @@ class Editor:
         config = tmp / "config" / "totem"
         config.mkdir(parents=True)
         (config / "config.toml").write_text(
-            'model = "sim/test-model"\nretry_max_wait = 0.05\npermission_timeout = 30\n\n'
+            'model = "sim/test-model"\nforge = false\nretry_max_wait = 0.05\npermission_timeout = 30\n\n'
             f'[providers.sim]\nkind = "openai"\nbase_url = "{base_url}"\n'
         )
         self.env = dict(os.environ)

@@ -105,7 +105,7 @@ def main() -> None:
         project.mkdir()
         (project / "README.md").write_text("A tiny project.\n")
         config = home / "totem.toml"
-        config.write_text(f'model = "sim/test-model"\n[providers.sim]\nkind = "openai"\n'
+        config.write_text(f'model = "sim/test-model"\nforge = false\n[providers.sim]\nkind = "openai"\n'
                           f'base_url = "{server.base_url}"\napi_key = "sk-bench"\n')
         base_env = dict(os.environ, XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"),
                         XDG_CACHE_HOME=str(home / "cache"), XDG_STATE_HOME=str(home / "state"))

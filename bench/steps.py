@@ -59,7 +59,7 @@ def run_totem(server: TimedServer, home: Path, project: Path, steps: int, code: 
     server.enqueue(text_reply("Done."))
     config = home / "totem.toml"
     config.write_text(
-        f'model = "sim/test-model"\nmax_steps = 0\n'
+        f'model = "sim/test-model"\nforge = false\nmax_steps = 0\n'
         f'[providers.sim]\nkind = "openai"\nbase_url = "{server.base_url}"\napi_key = "sk-bench"\n'
     )
     env = dict(os.environ, XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"),

@@ -221,7 +221,7 @@ class TotemEditor:
         config_dir = tmp / "config" / "totem"
         config_dir.mkdir(parents=True)
         (config_dir / "config.toml").write_text(
-            f'model = "sim/test-model"\n\n[providers.sim]\nkind = "openai"\nbase_url = "{base_url}"\n'
+            f'model = "sim/test-model"\nforge = false\n\n[providers.sim]\nkind = "openai"\nbase_url = "{base_url}"\n'
         )
         self.env = dict(os.environ)
         for name in ("CONFIG", "DATA", "CACHE", "STATE"):

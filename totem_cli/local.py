@@ -61,6 +61,10 @@ def _setup(args: argparse.Namespace, config, root: Path) -> int:
         speed = benchmark(root, install, port=config.local_port, ctx=config.local_ctx)
         print(f"  speed   {speed.line()}")
     except BenchmarkError as exc:
+        if not exc.server_ran:
+            # A server that does not start here is not ready, whatever the build said.
+            print(f"totem local setup: the server was built but does not run on this machine: {exc}", file=sys.stderr)
+            return 1
         print(f"  speed   not measured: {exc}")
     print("With no model configured, `totem run` and `totem lsp` now use it; `totem local start` keeps it running.")
     return 0

@@ -1,4 +1,4 @@
-"""The ``totem`` command: ``run``, ``models``, ``sessions``, ``mcp`` ...
+"""The ``totem`` command: ``run``, ``lsp``, ``acp``, ``models``, ``sessions``, ``mcp`` ...
 
 Exit codes of ``totem run``: 0 finished, 1 error, 2 usage or config error, 3 ended by the step
 limit or a guard, 130 aborted (Ctrl-C).
@@ -53,11 +53,17 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="write the event stream as NDJSON on stdout")
     run.add_argument("--session", help="continue this session")
     run.add_argument("--max-steps", type=_steps, default=None, help="step limit (0: none; 1-9 are raised to 10)")
+    run.add_argument(
+        "--attach", metavar="FILE", type=Path, action="append", default=[],
+        help="attach an image (PNG, JPEG, GIF, WebP) to the prompt; may be repeated",
+    )
     run.add_argument("prompt", nargs="+", help="what to do")
 
     lsp = sub.add_parser("lsp", help="run the language server (stdio by default)")
     lsp.add_argument("--tcp", metavar="HOST:PORT", help="listen on a loopback address instead (a token is required)")
     lsp.add_argument("--token", help="the token clients must send in initializationOptions.token (default: generated)")
+
+    sub.add_parser("acp", help="run as an Agent Client Protocol agent on stdio (Zed, JetBrains, CodeCompanion, ...)")
 
     models = sub.add_parser("models", help="list the models of the configured providers and of local servers")
     common(models)
@@ -121,11 +127,15 @@ def main(argv: list[str] | None = None) -> int:
         from totem_cli.lsp import lsp_command
 
         return lsp_command(args)
+    if args.command == "acp":
+        from totem_acp.command import acp_command
+
+        return acp_command(args)
     import anyio
 
     # Light modules only: what the command needs is imported by the command.
     from totem_engine.config_error import ConfigError
-    from totem_engine.store import MessageNotFound, SessionElsewhere, SessionNotFound
+    from totem_engine.store import MessageNotFound, SessionNotFound, SessionUnavailable
 
     try:
         if args.command == "local":
@@ -158,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"totem: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (SessionNotFound, MessageNotFound, SessionElsewhere) as exc:
+    except (SessionNotFound, MessageNotFound, SessionUnavailable) as exc:  # another project's, or running elsewhere
         print(f"totem: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -212,7 +222,8 @@ async def _list_models(args: argparse.Namespace, runtime: "Runtime") -> int:
 
 
 async def history_command(args: argparse.Namespace) -> int:
-    """``totem undo`` / ``totem redo``: one line per file, and exit 1 when a file was left alone."""
+    """``totem undo`` / ``totem redo``: one line per file, and exit 1 when a file was left alone
+    (a conflict, or what a command changed that was not kept)."""
     from totem_engine.opening import open_project
 
     root = project_root(args)
@@ -222,7 +233,7 @@ async def history_command(args: argparse.Namespace) -> int:
 
         async with Store() as store:
             root = Path((await store.get_session(args.session)).cwd)
-    async with open_project(root, config_file=args.config, start_local=False) as runtime:
+    async with open_project(root, config_file=args.config, start_local=False, holder=f"totem {args.command}") as runtime:
         session_id = args.session
         if session_id is None:
             sessions = await runtime.store.list_sessions(cwd=str(runtime.root))
@@ -235,7 +246,7 @@ async def history_command(args: argparse.Namespace) -> int:
         print(f"nothing to {args.command}")
     for outcome in outcomes:
         print(f"{outcome.action}\t{outcome.path}" + (f"\t{outcome.reason}" if outcome.reason else ""))
-    return 1 if any(o.action == "conflict" for o in outcomes) else 0
+    return 1 if any(o.action in ("conflict", "unrestorable") for o in outcomes) else 0
 
 
 async def trust_command(args: argparse.Namespace) -> int:
@@ -300,10 +311,10 @@ def _when(timestamp: float) -> str:
 
 def console() -> int:
     """The `totem` executable (pyproject's ``[project.scripts]``); returns the exit status."""
-    if sys.argv[1:2] != ["lsp"]:
+    if sys.argv[1:2] not in (["lsp"], ["acp"]):
         # Output piped into `head` and the like: end quietly when the reader goes away. Only
         # the executable does this: in-process callers such as tests keep BrokenPipeError, and
-        # the language server shuts down through its own transport.
+        # the language server and the ACP agent shut down through their own transport.
         import signal
 
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)

@@ -1,13 +1,20 @@
-"""``totem mcp list [--cwd DIR] [--config FILE] [--yes]``: each declared MCP server, whether it
+"""``totem mcp list|serve``: the MCP servers Totem uses, and Totem as one.
+
+``totem mcp serve [--cwd DIR] [--config FILE] [--http HOST:PORT]`` serves Totem's sessions to
+other agents over MCP (totem_mcp_server, docs/mcp-server.md): stdio, or streamable HTTP on a
+loopback address with a bearer token.
+
+``totem mcp list [--cwd DIR] [--config FILE] [--yes]``: each declared MCP server, whether it
 started, and its tools.
 
-The servers are started as a run starts them (totem_engine/mcp/servers.py): an untrusted
+The servers are started as a run starts them (totem_engine/mcp/servers.py; in a Total.js
+project the built-in Forge too, mcp/forge.py): an untrusted
 project's are not, and each start asks first, on the terminal, or is allowed by ``--yes`` (not
 one whose URL leaves this machine). Then one line per server (``NAME<TAB>what became of
 it<TAB>its command line or URL<TAB>the file that declares it``) and one indented line per tool
 (``NAME__tool<TAB>the first line of its description``); every server is stopped before it exits.
 
-Exit codes: 0 listed, 2 usage or config error.
+Exit codes: 0 listed (served and stopped), 2 usage or config error.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from pathlib import Path
 
 def add_subcommands(sub: argparse._SubParsersAction, command: str | None) -> None:
     """``mcp``; its action only when it is the ``command`` given (main.build_parser)."""
-    mcp = sub.add_parser("mcp", help="the MCP servers of the project and the user, and their tools")
+    mcp = sub.add_parser("mcp", help="the MCP servers Totem uses (list), and Totem as an MCP server (serve)")
     if command != "mcp":
         return
     actions = mcp.add_subparsers(dest="action", required=True)
@@ -27,6 +34,13 @@ def add_subcommands(sub: argparse._SubParsersAction, command: str | None) -> Non
     listing.add_argument("--cwd", type=Path, default=None, help="project root (default: the current directory)")
     listing.add_argument("--config", type=Path, default=None, help="a config file applied after the others")
     listing.add_argument("--yes", action="store_true", help="allow each start once (not a server outside this machine)")
+    serve = actions.add_parser("serve", help="serve Totem's sessions to other agents over MCP (stdio by default)")
+    serve.add_argument("--cwd", type=Path, default=None, help="the project a tool means when it names none (default: the current directory)")
+    serve.add_argument("--config", type=Path, default=None, help="a config file applied after the others, for every project")
+    serve.add_argument(
+        "--http", metavar="HOST:PORT",
+        help="serve streamable HTTP on a loopback address instead (port 0: a free one; a bearer token is required)",
+    )
 
 
 class _ListHost:
@@ -43,7 +57,18 @@ class _ListHost:
 
 async def run(args: argparse.Namespace) -> int:
     from totem_cli.main import project_root
+
+    if args.action == "serve":
+        from totem_mcp_server.main import serve
+
+        return await serve(root=project_root(args), config_file=args.config, http=args.http)
+    return await _list(args)
+
+
+async def _list(args: argparse.Namespace) -> int:
+    from totem_cli.main import project_root
     from totem_cli.terminal import TerminalFrontEnd
+    from totem_engine.checks.totaljs import is_totaljs_project
     from totem_engine.opening import open_project
     from totem_engine.permissions import Policy
 
@@ -60,7 +85,8 @@ async def run(args: argparse.Namespace) -> int:
             if level != "info":
                 print(f"! {message}", file=sys.stderr)
 
-        await servers.prepare(_ListHost(frontend), Policy(rules=list(runtime.agent.rules)), say)
+        totaljs = is_totaljs_project(runtime.root, runtime.config.totaljs)  # which declares the built-in Forge
+        await servers.prepare(_ListHost(frontend), Policy(rules=list(runtime.agent.rules)), say, totaljs=totaljs)
         tools = servers.tools(set(runtime.agent.tools))
         if not servers.specs:
             print("No MCP server is declared (docs/config.md \"MCP servers\": .totem/mcp.json, or mcp.json beside config.toml).",

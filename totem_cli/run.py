@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import signal
 import sys
+from pathlib import Path
 
 import anyio
 
@@ -18,6 +19,7 @@ from totem_engine.opening import open_project
 
 async def run_command(args: argparse.Namespace) -> int:
     root = project_root(args)
+    images = await anyio.to_thread.run_sync(attached_images, args.attach)
     interactive = sys.stdin.isatty()
     frontend = TerminalFrontEnd(
         json_mode=args.json, assume_yes=args.yes, interactive=interactive, hold_text=not sys.stdout.isatty()
@@ -26,7 +28,10 @@ async def run_command(args: argparse.Namespace) -> int:
         try:
             # With no model configured, the model `totem local setup` installed, started for this run.
             runtime = await stack.enter_async_context(
-                open_project(root, config_file=args.config, ask_trust=frontend.ask_trust if interactive else None, model=args.model)
+                open_project(
+                    root, config_file=args.config, ask_trust=frontend.ask_trust if interactive else None, model=args.model,
+                    holder="totem run",
+                )
             )
         except LocalServerError as exc:
             print(f"totem: {exc}", file=sys.stderr)
@@ -51,15 +56,34 @@ async def run_command(args: argparse.Namespace) -> int:
         session = await runtime.open_session(args.session, model=model, mode=mode, text=prompt)
         turn = runtime.turn(
             prepared.text, frontend, session=session, model=model, mode=mode, max_steps=args.max_steps,
-            typed=prompt if prepared.command else None, as_agent=prepared.agent,
+            typed=prompt if prepared.command else None, as_agent=prepared.agent, images=images,
         )
-        async with anyio.create_task_group() as group:
-            group.start_soon(_abort_on_interrupt, turn, group.cancel_scope)
-            result = await turn.run()
-            group.cancel_scope.cancel()
+        result = await _run_until_interrupted(turn)
         if not args.json:
             print(f"session {result.session_id}", file=sys.stderr)
         return EXIT_CODES[result.stop_reason]
+
+
+def attached_images(files: list[Path]) -> tuple:
+    """``--attach FILE`` as images (totem_engine/images.py), read before the project is opened;
+    ConfigError (exit 2) for a file that cannot be read or is not an image the wires take."""
+    from totem_engine.images import (
+        MAX_IMAGE_BYTES,
+        AttachmentError,
+        image_from_bytes,
+    )
+
+    images = []
+    for file in files:
+        try:
+            if file.stat().st_size > MAX_IMAGE_BYTES:
+                raise AttachmentError(f"{file.name} is over the {MAX_IMAGE_BYTES // (1024 * 1024)} MB an image may have")
+            images.append(image_from_bytes(file.read_bytes(), file.name))
+        except OSError as exc:
+            raise ConfigError(f"--attach {file}: {exc.strerror or exc}") from None
+        except AttachmentError as exc:
+            raise ConfigError(f"--attach {file}: {exc}") from None
+    return tuple(images)
 
 
 async def _latest(runtime, session_id: str | None) -> str | None:
@@ -83,7 +107,7 @@ async def _undo(runtime, session_id: str | None) -> int:
         print("nothing to undo")
     for outcome in outcomes:
         print(f"{outcome.action}\t{outcome.path}" + (f"\t{outcome.reason}" if outcome.reason else ""))
-    return 1 if any(o.action == "conflict" for o in outcomes) else 0
+    return 1 if any(o.action in ("conflict", "unrestorable") for o in outcomes) else 0
 
 
 async def _compact(runtime, session_id: str | None) -> int:
@@ -99,6 +123,21 @@ async def _compact(runtime, session_id: str | None) -> int:
         print(f"compacted {count} of session {session_id} into a checkpoint:")
         print(checkpoint.text)
     return 0
+
+
+async def _run_until_interrupted(turn):
+    """The turn's result, a signal aborting it; what the turn raises (``SessionInUse``: another
+    process runs the session) is raised as it is, not inside an ExceptionGroup."""
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_abort_on_interrupt, turn, group.cancel_scope)
+            result = await turn.run()
+            group.cancel_scope.cancel()
+        return result
+    except BaseExceptionGroup as caught:
+        if len(caught.exceptions) == 1:  # the signal watcher never raises: the turn's alone
+            raise caught.exceptions[0] from None
+        raise
 
 
 async def _abort_on_interrupt(turn, scope: anyio.CancelScope) -> None:

@@ -85,6 +85,9 @@ class TerminalFrontEnd:
             self._end_text_line()
             code = "" if event.exit_code is None else f" (exit code {event.exit_code})"
             self._line(f"   job {event.job_id} {event.state}{code}: {event.command}")
+        elif isinstance(event, ev.Forge):
+            self._end_text_line()
+            self._line(_forge_line(event))
         elif isinstance(event, ev.StepDiscarded):
             self.answer.discard()
             self._end_text_line()
@@ -179,3 +182,13 @@ class TerminalFrontEnd:
     def _line(self, text: str) -> None:
         self.err.write(text + "\n")
         self.err.flush()
+
+
+def _forge_line(event: ev.Forge) -> str:
+    """``Forge: Title (url), Title (url); 3 more listed`` for the pages put beside the request."""
+    if not event.pages:
+        found = f"{len(event.others)} results listed, no page opened" if event.others else "nothing found"
+        return f"Forge ({event.query!r}): {found}"
+    pages = ", ".join(f"{page.title} ({page.url})" for page in event.pages)
+    more = f"; {len(event.others)} more listed" if event.others else ""
+    return f"Forge: {pages}{more}"

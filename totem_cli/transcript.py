@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from totem_engine.images import IMAGE_PART, image_of
 from totem_engine.store import Session, StoredMessage
 
 
@@ -30,6 +31,8 @@ def render_session(session: Session, messages: list[StoredMessage]) -> str:
                 lines.append(f"(step {data.get('step')}: {data.get('model')}, {usage.get('inputTokens', 0)} in / {usage.get('outputTokens', 0)} out)")
             elif part.type in ("notice", "error"):
                 lines.append(f"[{data.get('stopReason', part.type)}] {data.get('text', '')}")
+            elif part.type == IMAGE_PART:
+                lines.append(f"   {image_of(data).caption}{mark}")  # under the request, or the call, it came with
     return "\n".join(lines)
 
 

@@ -127,10 +127,13 @@ class ProviderConfig(_Strict):
 
 
 class ModelOverride(_Strict):
-    """``[models."<provider>/<model id>"]``: limits that override what the provider reports."""
+    """``[models."<provider>/<model id>"]``: what the user knows of a model, over what the provider
+    reports: its limits, and whether it sees images (a local server started with a vision
+    projector, which no catalogue says)."""
 
     context_window: int | None = Field(default=None, gt=0)
     max_output_tokens: int | None = Field(default=None, gt=0)
+    vision: bool | None = None
 
 
 class SnapshotsConfig(_Strict):
@@ -138,6 +141,8 @@ class SnapshotsConfig(_Strict):
 
     max_bytes: int = Field(default=500 * 1024 * 1024, gt=0)
     max_age_days: float = Field(default=30.0, gt=0)
+    # A file a command changed that is larger than this is recorded as not restorable.
+    max_file_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
 
 
 class CheckConfig(_Strict):
@@ -174,6 +179,13 @@ class Config(_Strict):
     max_agents: Annotated[int, TIGHTEN] = Field(default=3, ge=1)  # sub-agents (task calls) running at once
     # Background jobs (the job tool) left running when the user aborts a turn; False kills them.
     jobs_survive_abort: Annotated[bool, Untrusted("tighten", order=(True, False))] = False
+    # Commands (bash, jobs, terminals) in a bubblewrap sandbox: the file system read-only but the
+    # project (through an overlay), a private /tmp, no network; "auto" where it works (sandbox/).
+    sandbox: Annotated[Literal["auto", "always", "never"], Untrusted("tighten", order=("never", "auto", "always"))] = "auto"
+    # The sandbox's commands may reach the network (they share one namespace per session either way).
+    sandbox_network: Annotated[bool, Untrusted("tighten", order=(True, False))] = False
+    # Folders a sandboxed command may write besides the project (tool caches: "~/.npm", "~/.cache/pip").
+    sandbox_writable: Annotated[list[str], DROPPED] = Field(default_factory=list)
     # Code mode as a turn's shape (turn/scripts.py): "auto" by the model's record and evidence.
     code_mode: Annotated[Literal["auto", "always", "never"], KEPT] = "auto"
     # run_script's scripts may import the project's own modules (and so read the project).
@@ -182,6 +194,9 @@ class Config(_Strict):
     request_timeout: Annotated[float, TIGHTEN] = Field(default=1800.0, gt=0)
     stall_timeout: Annotated[float, TIGHTEN] = Field(default=300.0, gt=0)
     permission_timeout: Annotated[float, TIGHTEN] = Field(default=600.0, gt=0)
+    # Under `totem acp`, bash runs in the client's terminal when the client offers `terminal`
+    # (totem_acp/terminal.py): how the user's editor shows commands is the user's choice.
+    acp_client_terminal: Annotated[bool, DROPPED] = True
     # Most bytes of one message from the editor to the language server (64 MiB); the editor's
     # connection is not the project's to set.
     lsp_max_message_bytes: Annotated[int, DROPPED] = Field(default=64 * 1024 * 1024, gt=0)
@@ -203,6 +218,14 @@ class Config(_Strict):
     # conventions checked. "auto": package.json depends on total5, or the folder is new.
     totaljs: Annotated[Literal["auto", "always", "never"], KEPT] = "auto"
     conventions: Annotated[bool, KEPT] = True
+    # Forge, the Total.js documentation as an MCP server (docs/config.md "Forge", mcp/forge.py):
+    # declared in a Total.js project unless false (a project may only switch it off); its address
+    # (the user's alone: it is where the prompts' searches go); how many of its pages go into the
+    # first request of a turn, and the characters of each (forge/prefetch.py).
+    forge: Annotated[bool, Untrusted("tighten", order=(True, False))] = True
+    forge_url: Annotated[str, DROPPED] = Field(default="https://forge.totaljs.es/mcp/", pattern=r"^https?://")
+    forge_pages: Annotated[int, TIGHTEN] = Field(default=2, ge=0)
+    forge_chars: Annotated[int, TIGHTEN] = Field(default=3000, ge=200)
     # Totem's own local model (docs/local.md): where `totem local setup` installs llama-server
     # and the model (default: <user data dir>/local), the server's loopback port (default: a
     # free one), its context size and the sampling temperature sent to it (0: the same answer to
@@ -230,6 +253,9 @@ class Config(_Strict):
     # Share of the model's window past which the MCP tools' schemas are offered by name and one
     # line, with one tool that gives a chosen tool's schema (mcp/deferred.py); smaller defers sooner.
     mcp_schema_share: Annotated[float, TIGHTEN] = Field(default=0.1, gt=0, le=1)
+    # The bearer token `totem mcp serve --http` requires (unset: a new one, printed once at
+    # start); a secret, so only the user's own config layers may set it.
+    mcp_serve_token: Annotated[SecretStr | None, DROPPED] = None
 
     _notes: list[str] = PrivateAttr(default_factory=list)
 

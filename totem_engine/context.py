@@ -3,7 +3,7 @@
 ``estimate(request, reserved_output, calibration)`` counts what goes on the wire: the system
 prompt, each tool's JSON entry (name, description, schema), every message's text, reasoning, tool
 name and the JSON of each tool call's arguments, plus a few tokens of framing per message, at
-about ``CHARS_PER_TOKEN`` characters a token. The input part is multiplied by the session's
+about ``CHARS_PER_TOKEN`` characters a token, and each image sent by its size (``Image.tokens``). The input part is multiplied by the session's
 calibration factor; the reserved output tokens are added as they are (they are a limit, not a
 guess).
 
@@ -13,14 +13,16 @@ session's meta (``CALIBRATION_KEY``, a float) so it survives turns.
 
 The estimate is additive (``fixed_tokens`` for the system prompt and tools, ``message_tokens``
 per message), so compaction can update it message by message instead of re-counting the whole
-request after every change.
+request after every change; ``breakdown`` splits it by what fills the window (the editor's
+context indicator).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,11 +57,12 @@ def fixed_tokens(system: str, tools: Iterable[ToolSpec]) -> int:
 
 
 def message_tokens(message: Message) -> int:
-    """Uncalibrated tokens of one message: its text, reasoning and calls, plus framing."""
+    """Uncalibrated tokens of one message: its text, reasoning, calls and images, plus framing."""
     chars = len(message.text) + len(message.reasoning) + len(message.name or "") + len(message.tool_call_id or "")
     for call in message.tool_calls:
         chars += len(call.id) + len(call.name) + len(call.arguments)
-    return _tokens(chars) + MESSAGE_OVERHEAD + CALL_OVERHEAD * len(message.tool_calls)
+    images = sum(image.tokens for image in message.images)
+    return _tokens(chars) + images + MESSAGE_OVERHEAD + CALL_OVERHEAD * len(message.tool_calls)
 
 
 def input_tokens(request: ChatRequest) -> int:
@@ -77,6 +80,66 @@ def calibrated(raw_input: int, reserved_output: int, calibration: float = 1.0) -
 def estimate(request: ChatRequest, reserved_output: int, calibration: float = 1.0) -> int:
     """Tokens the request will occupy in the window: its calibrated input plus the reserved output."""
     return calibrated(input_tokens(request), reserved_output, calibration)
+
+
+# A ``<context file="…">`` block of a user message (attachments.py renders them): what the user
+# or the editor attached, as opposed to what they typed.
+_ATTACHMENT = re.compile(r"<context file=\"[^\n]*?(?:/>|\">\n.*?\n</context>)", re.DOTALL)
+
+
+def attachment_chars(text: str) -> int:
+    """Characters of the attached context blocks in a user message's ``text``."""
+    if "<context file=" not in text:
+        return 0
+    return sum(len(m[0]) for m in _ATTACHMENT.finditer(text))
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """What fills the window, in calibrated tokens that add up to the estimate: ``system`` (the
+    system prompt and the tool schemas), ``history`` (the conversation's messages, less the two
+    below), ``tool_results`` (the tools' results as sent, after compaction, their images
+    included), ``attachments`` (what is attached to user messages: the context blocks of the
+    editor's context and mentions, and images), ``output`` (the reserve kept for the answer)."""
+
+    system: int
+    history: int
+    tool_results: int
+    attachments: int
+    output: int
+
+
+def breakdown(
+    request: ChatRequest,
+    reserved_output: int,
+    calibration: float = 1.0,
+    tokens: Callable[[Message], int] = message_tokens,
+    system_tokens: int | None = None,
+) -> Breakdown:
+    """``estimate(request, reserved_output, calibration)`` split by kind (``Breakdown``).
+    ``tokens``: a message's uncalibrated tokens (``message_tokens``, or a cache of them);
+    ``system_tokens``: ``fixed_tokens`` of the request, when already counted. Each share is
+    rounded down and the history takes what rounding left, so the shares add up."""
+    system = fixed_tokens(request.system, request.tools) if system_tokens is None else system_tokens
+    body = results = attached = 0
+    for message in request.messages:
+        cost = tokens(message)
+        body += cost
+        if message.role == "tool":
+            results += cost
+        elif message.role == "user":
+            images = sum(image.tokens for image in message.images)
+            attached += min(cost, _tokens(attachment_chars(message.text)) + images)
+    total = calibrated(system + body, reserved_output, calibration)
+    shares = [math.floor(part * calibration) for part in (system, results, attached)]
+    output = max(0, reserved_output)
+    return Breakdown(
+        system=shares[0],
+        history=total - output - sum(shares),
+        tool_results=shares[1],
+        attachments=shares[2],
+        output=output,
+    )
 
 
 def output_reserve(max_output_tokens: int | None, window: int | None) -> int:
@@ -117,7 +180,7 @@ class Calibration:
         return self.factor
 
     @classmethod
-    def from_meta(cls, meta: Mapping[str, Any]) -> "Calibration":
+    def from_meta(cls, meta: Mapping[str, Any]) -> Calibration:
         """The session's calibration from its meta (a float under ``CALIBRATION_KEY``); the
         default 1.0, not yet learned, when absent or unreadable."""
         factor = meta.get(CALIBRATION_KEY)

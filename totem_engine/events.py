@@ -113,10 +113,14 @@ class Usage(BaseModel):
 
 
 class StepEnd(Event):
+    """``finish``: the answer was cut at the output limit (``length``) or stopped by the
+    provider's content filter (``refusal``); None for any other end (providers/base.finish_kind)."""
+
     kind: Literal["stepEnd"] = "stepEnd"
     step: int
     model: str
     usage: Usage
+    finish: Literal["length", "refusal"] | None = None
 
 
 class StepDiscarded(Event):
@@ -173,6 +177,41 @@ class Job(Event):
     exit_code: int | None
 
 
+class ContextBreakdown(BaseModel):
+    """The estimate split by what fills the window (``context.Breakdown``), in tokens that add
+    up to it."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    system: int
+    history: int
+    tool_results: int
+    attachments: int
+    output: int
+
+
+class ForgePage(BaseModel):
+    """One Forge result: its ``title`` and ``url`` (the address the page tool opens)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, defer_build=True)
+
+    title: str
+    url: str
+
+
+class Forge(Event):
+    """Before a turn's first step in a Total.js project: Totem searched Forge with the prompt
+    (forge/prefetch.py). ``query`` and ``product`` (``jcomponent``, ``total5``): what was sent;
+    ``pages``: the pages put into the request, best first; ``others``: the other results, listed
+    to the model for the page tool."""
+
+    kind: Literal["forge"] = "forge"
+    query: str
+    product: str
+    pages: list[ForgePage]
+    others: list[ForgePage]
+
+
 class ContextEstimate(Event):
     """Before a model call: what the request is estimated to occupy of the model's window
     (totem_engine.context; the editor shows it as a ring). ``window`` None: not known."""
@@ -180,6 +219,7 @@ class ContextEstimate(Event):
     kind: Literal["context"] = "context"
     estimate: int
     window: int | None
+    breakdown: ContextBreakdown
 
 
 class Error(Event):

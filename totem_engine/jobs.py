@@ -26,9 +26,12 @@ import anyio
 from anyio.abc import Process
 
 from totem_engine import events as ev
+from totem_engine.command_changes import CommandChanges, CommandScope
+from totem_engine.file_changes import FileChange
 from totem_engine.tools.bash import (
     DRAIN_SECONDS,
     HeadTail,
+    as_is,
     kill_group,
     read_into,
     spawn,
@@ -62,6 +65,7 @@ class Job:
     read_all: anyio.Event = field(default_factory=anyio.Event)  # the pipe is at its end
     ended: anyio.Event = field(default_factory=anyio.Event)  # the shell exited and it was said
     tasks: list[asyncio.Task] = field(default_factory=list)
+    scope: CommandScope | None = None  # where it runs, and what it changed (command_changes.py)
 
     def __post_init__(self) -> None:
         self.unread = HeadTail(self.limit)
@@ -83,8 +87,9 @@ class Jobs:
     """The jobs of every session of one runtime, by session. Each session's ``job`` events go to
     the front end of its latest job call (``listen``): a job can end after its turn."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, commands: CommandChanges | None = None):
         self.root = root
+        self.commands = commands  # None: jobs run as they are and nothing they change is kept
         self._jobs: dict[str, dict[str, Job]] = {}
         self._emit: dict[str, Emit] = {}
         self._closed = False
@@ -92,15 +97,19 @@ class Jobs:
     def listen(self, session_id: str, emit: Emit) -> None:
         self._emit[session_id] = emit
 
-    async def start(self, session_id: str, command: str, *, limit: int, emit: Emit) -> Job:
+    async def start(self, session_id: str, command: str, *, limit: int, emit: Emit, may_change: bool = True) -> Job:
+        """``command`` started as a job of the session (``may_change``: not a read-only command)."""
         if self._closed:
             raise JobRefused("The project is closing: no job can start.")
         jobs = self._jobs.setdefault(session_id, {})
         if sum(job.state == "running" for job in jobs.values()) >= MAX_RUNNING:
             raise JobRefused(f"{MAX_RUNNING} jobs are running already: stop one first (job list shows them).")
         self.listen(session_id, emit)
-        process = await spawn(command, self.root)
-        job = Job(id=f"job{len(jobs) + 1}", session_id=session_id, command=command, process=process, limit=limit)
+        scope = None
+        if self.commands is not None:
+            scope = await self.commands.scope(session_id, command=command, may_change=may_change, long_lived=True)
+        process = await spawn(command, self.root, scope.argv if scope else as_is)
+        job = Job(id=f"job{len(jobs) + 1}", session_id=session_id, command=command, process=process, limit=limit, scope=scope)
         jobs[job.id] = job
         assert process.stdout is not None
         job.tasks = [
@@ -125,6 +134,13 @@ class Jobs:
         with anyio.move_on_after(timeout):
             await job.ended.wait()
         return job.ended.is_set()
+
+    async def take_in(self, job: Job) -> list[FileChange]:
+        """What the job changed since it started or was last read (command_changes.py)."""
+        if job.scope is None:
+            return []
+        with anyio.CancelScope(shield=True):
+            return await job.scope.take_in()
 
     async def stop(self, session_id: str, job_id: str) -> Job:
         """Its group killed (SIGTERM, then SIGKILL after a grace period); ``stopped`` when it was running."""

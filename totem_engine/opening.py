@@ -38,6 +38,7 @@ async def open_project(
     start_local: bool = True,
     store: Store | None = None,
     workspace: Workspace | None = None,
+    holder: str = "totem",
 ) -> AsyncIterator[Runtime]:
     """The engine of the project at ``root``, open for the ``async with`` block.
 
@@ -48,6 +49,7 @@ async def open_project(
     ``local/...`` and ``start_local``, the local model is used if the config names no model of its
     own and setup has finished (its server started if needed, for as long as the block runs).
     ``store`` is shared and left open; without one the runtime opens and closes its own.
+    ``holder`` names the front end in the leases its turns take ("totem run"; leases.py).
 
     Raises ConfigError (a config that does not load) and LocalServerError (the local model's
     server cannot be started).
@@ -66,7 +68,9 @@ async def open_project(
             config, _spec, lease = found
             loaded = replace(loaded, config=config)
     try:
-        runtime = Runtime(root, loaded, store=store, workspace=workspace, trust_notice=notice, trusted=trusted)
+        runtime = Runtime(
+            root, loaded, store=store, workspace=workspace, trust_notice=notice, trusted=trusted, holder=holder
+        )
         try:
             yield runtime
         finally:

@@ -97,6 +97,11 @@ def matches(pattern: str, value: str) -> bool:
     return fnmatch.fnmatchcase(value, pattern) or fnmatch.fnmatchcase(value, pattern + " *")
 
 
+def strictest(decisions: list[Decision]) -> Decision:
+    """deny over ask over allow; of equals, the first."""
+    return max(decisions, key=lambda d: _RANK[d.action])
+
+
 @dataclass
 class Policy:
     """The rules in force for one session, plus the answers the user gave in it."""

@@ -18,22 +18,25 @@ from totem_engine.commands import prepare as prepare_prompt
 from totem_engine.compaction.checkpoints import Checkpoint
 from totem_engine.compaction.now import checkpoint_now
 from totem_engine.checks.totaljs import is_totaljs_project
-from totem_engine.config import Config, ConfigError, LoadedConfig
+from totem_engine.config import Config, ConfigError, LoadedConfig, user_config_path
 from totem_engine.frontend import FrontEnd
+from totem_engine.command_changes import CommandChanges, SandboxSettings
 from totem_engine.jobs import Jobs
+from totem_engine.leases import holding, lease_in_force
 from totem_engine.mcp.servers import McpServers
 from totem_engine.terminals import Terminals
 from totem_engine.turn.fitting import summariser
 from totem_engine.retry import MAX_TURN_RETRIES
 from totem_engine.turn.loop import Agent, Again, Turn, TurnOptions
 from totem_engine.permissions import rules_from_config
-from totem_engine.providers.base import Provider
+from totem_engine.providers.base import Image, Provider
 from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecord, record_for, with_evidence
 from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.registry import make_provider
+from totem_engine.session_diff import FileDiff, session_diff
 from totem_engine.session_state import SessionState
 from totem_engine.snapshots import FileOutcome, Snapshots
-from totem_engine.store import Session, SessionElsewhere, Store, new_id
+from totem_engine.store import Session, SessionElsewhere, SessionInUse, Store, new_id
 from totem_engine.tools import temp_journal
 from totem_engine.tools.freshness import mark_restored, mark_seen_in
 from totem_engine.tools.registry import builtin_tools
@@ -88,8 +91,12 @@ class Runtime:
         workspace: Workspace | None = None,
         trust_notice: str | None = None,
         trusted: bool = False,
+        holder: str = "totem",
     ):
+        """``holder``: the front end, as a session's lease names it to another process that
+        wants the session ("totem run", "totem lsp", "totem mcp serve"; leases.py)."""
         self.root = root.resolve()
+        self.holder = holder
         self.loaded = loaded
         self.trust_notice = trust_notice  # what an untrusted project's config lost (trust.apply_trust)
         self.trusted = trusted  # the user trusts the project: its agent files may widen (agents.py)
@@ -102,8 +109,15 @@ class Runtime:
         self._providers: dict[str, Provider] = {}
         self.capabilities = Capabilities(self)
         self._editor_checkers: list | None = None
-        self.jobs = Jobs(self.root)  # the sessions' background jobs; all killed when the runtime closes
-        self.terminals = Terminals(self.root)  # and their interactive terminals, the same way
+        # Where commands run and what they change, kept for undo (command_changes.py).
+        self.command_changes = CommandChanges(
+            self.root, max_file_bytes=settings.max_file_bytes, sandbox=sandbox_settings(loaded.config, self.store.path.parent),
+        )
+        self.jobs = Jobs(self.root, self.command_changes)  # the sessions' background jobs; all killed when the runtime closes
+        self.terminals = Terminals(self.root, self.command_changes)  # and their interactive terminals, the same way
+        self.command_changes.busy = lambda session_id: any(j.state == "running" for j in self.jobs.of(session_id)) or any(
+            t.running for t in self.terminals.of(session_id)
+        )
         self.mcp = McpServers(self.root, loaded.config, trusted=trusted)  # started by turns, stopped when it closes
         self.agent = Agent(
             root=self.root,
@@ -112,6 +126,7 @@ class Runtime:
             tools=builtin_tools(jobs=self.jobs, terminals=self.terminals),
             jobs=self.jobs,
             terminals=self.terminals,
+            commands=self.command_changes,
             mcp=self.mcp,
             workspace=self.workspace,
             snapshots=self.snapshots,
@@ -119,6 +134,7 @@ class Runtime:
             capabilities=self.capabilities,
             trusted=trusted,
             rules=[r for layer in loaded.layers for r in rules_from_config(layer.data.get("permission", {}), layer.kind)],
+            lease_holder=holder,
         )
         swept = temp_journal.sweep(self.root)
         if swept:
@@ -190,13 +206,14 @@ class Runtime:
     def turn(
         self, text: str, frontend: FrontEnd, *, session: Session, model: str, mode: str | None = None, max_steps: int | None = None,
         typed: str | None = None, as_agent: str | None = None, again: Again | None = None,
-        attached: list[Attachment] | None = None,
+        attached: list[Attachment] | None = None, images: tuple[Image, ...] = (),
     ) -> Turn:
         """A turn of ``session``, as just read or created (the turn does not read it again).
         ``typed``: what the user typed when ``text`` is a command's expansion; ``as_agent``: run as
         that agent (its prompt, tools, rules and step limit; a command's ``agent``), ConfigError
         when there is none; ``again``: the turn answers a stored request again (``regenerate``, ``retry``);
-        ``attached``: the context blocks ``text`` begins with (attachments.py)."""
+        ``attached``: the context blocks ``text`` begins with (attachments.py); ``images``: images
+        the user attached (images.py)."""
         options = TurnOptions(
             mode=mode or self.config.mode,
             max_steps=self.config.max_steps if max_steps is None else max_steps,
@@ -212,13 +229,14 @@ class Runtime:
             agent = agent.nested(
                 store=self.store, tools=tools, rules=[*agent.rules, *definition.rules()],
                 mcp=self.mcp if definition.tools is None else None,  # an agent that lists its tools lists no server's
+                lease_holder=self.agent.lease_holder,
             )
             agent.notices, self.agent.notices = self.agent.notices, []
             steps = definition.max_steps if max_steps is None and definition.max_steps is not None else options.max_steps
             options = replace(options, persona=definition.prompt, max_steps=steps)
         return agent.turn(
             text, frontend, session_id=session.id, model=model, options=options, session=session, typed=typed, again=again,
-            attached=attached,
+            attached=attached, images=images,
         )
 
     async def regenerate(
@@ -226,8 +244,10 @@ class Runtime:
     ) -> Turn:
         """A new variant of the answer that ``message_id`` is part of (or of the request it is):
         the conversation follows its request again, and the turn answers it; the earlier answer
-        stays, a variant to switch back to (``switch_variant``). Files are left as they are."""
+        stays, a variant to switch back to (``switch_variant``). Files are left as they are.
+        ``SessionInUse`` while a turn of the session runs (this process's or another's)."""
         session = await self.project_session(session_id)
+        await self.not_running(session_id)
         tree = Tree(*await self.store.tree(session_id))
         request = tree.request_of(tree.active(message_id))
         await self.store.move_head(session_id, request.id)
@@ -240,8 +260,9 @@ class Runtime:
         """The conversation's last turn, which failed, taken up again: the step that failed (and
         what came after it) set aside, the steps that completed kept, and a turn answering the
         same request from there. ``NothingToRetry`` when the last turn did not fail, or failed
-        again after ``MAX_TURN_RETRIES`` retries in a row."""
+        again after ``MAX_TURN_RETRIES`` retries in a row; ``SessionInUse`` while a turn of it runs."""
         session = await self.project_session(session_id)
+        await self.not_running(session_id)
         tree = Tree(*await self.store.tree(session_id))
         failed = tree.failed_turn()
         if failed is None:
@@ -261,8 +282,9 @@ class Runtime:
         """The conversation follows answer ``index`` (0: the oldest) of the request that
         ``message_id`` is or answers, from its newest message on; (the request's id, how many
         answers it has). ``NotInConversation`` when the request is not in the conversation;
-        ``IndexError`` for an index it has no answer for."""
+        ``IndexError`` for an index it has no answer for; ``SessionInUse`` while a turn of it runs."""
         await self.project_session(session_id)
+        await self.not_running(session_id)
         tree = Tree(*await self.store.tree(session_id))
         request = tree.request_of(tree.get(message_id))
         if not tree.on_path(request.id):
@@ -285,8 +307,10 @@ class Runtime:
     async def compact(self, session_id: str) -> Checkpoint | None:
         """``/compact``: the session so far summarised into a checkpoint now, by the model that
         writes its summaries (``small_model`` or the session's); None when nothing is new since the
-        last checkpoint. Provider errors fall back to the one-line accounts (summary.py)."""
+        last checkpoint. Provider errors fall back to the one-line accounts (summary.py).
+        ``SessionInUse`` while a turn of it runs."""
         session = await self.project_session(session_id)
+        await self.not_running(session_id)
         provider_name, model_id = session.model.split("/", 1)
         provider = self.provider(provider_name)
         record = await self.capabilities.record(provider_name, model_id)
@@ -301,22 +325,38 @@ class Runtime:
         )
 
     async def undo(self, session_id: str) -> list[FileOutcome]:
-        """Restore the files of the session's last turn that changed something (not while it runs)."""
+        """Restore the files of the session's last turn that changed something, holding its
+        lease: ``SessionInUse`` while a turn of it runs (this process's or another's)."""
         await self.project_session(session_id)
-        outcomes = await self.snapshots.undo(self.workspace, session_id=session_id, root=self.root)
-        await self._remember_restored(session_id, outcomes)
+        async with holding(self.store, session_id, holder=self.holder):
+            outcomes = await self.snapshots.undo(self.workspace, session_id=session_id, root=self.root)
+            await self._remember_restored(session_id, outcomes)
         return outcomes
 
     async def redo(self, session_id: str) -> list[FileOutcome]:
+        """Re-apply the session's last undone turn, holding its lease (as ``undo``)."""
         await self.project_session(session_id)
-        outcomes = await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
-        await self._remember_restored(session_id, outcomes)
+        async with holding(self.store, session_id, holder=self.holder):
+            outcomes = await self.snapshots.redo(self.workspace, session_id=session_id, root=self.root)
+            await self._remember_restored(session_id, outcomes)
         return outcomes
+
+    async def diff(self, session_id: str, *, turn_id: str | None = None) -> list[FileDiff]:
+        """What the session (one of its turns, with ``turn_id``) changed in the project, from its
+        snapshots (session_diff.py)."""
+        await self.project_session(session_id)
+        return await session_diff(self.snapshots, self.workspace, self.root, session_id, turn_id=turn_id)
+
+    async def not_running(self, session_id: str) -> None:
+        """``SessionInUse`` when a process (this one included) is running a turn of the session."""
+        lease = await lease_in_force(self.store, session_id)
+        if lease is not None:
+            raise SessionInUse(lease)
 
     async def _remember_restored(self, session_id: str, outcomes: list[FileOutcome]) -> None:
         """What undo or redo left in each file becomes what the session knows of it (so the
         agent's next change of it is not stale), and the next turn tells the model (loop.py)."""
-        moved = [o for o in outcomes if o.action != "conflict"]
+        moved = [o for o in outcomes if o.action in ("restored", "deleted")]
         if not moved:
             return
         session = await self.store.get_session(session_id)
@@ -336,8 +376,19 @@ class Runtime:
         ``files``, the files go back to their state at that point (the start of its turn,
         ``FilesNotAtTurnStart`` otherwise) through the snapshots: a file the user changed since is a
         conflict and left alone unless ``overwrite(path)`` (snapshots.rewind). ``dry_run``: what
-        would happen, nothing done. Not while a turn of the session runs."""
+        would happen, nothing done. ``SessionInUse`` while a turn of the session runs: the
+        rewind holds its lease."""
         session = await self.project_session(session_id)
+        if dry_run:
+            await self.not_running(session_id)
+            return await self._rewind(session, message_id, files=files, overwrite=overwrite, dry_run=True)
+        async with holding(self.store, session_id, holder=self.holder):
+            return await self._rewind(session, message_id, files=files, overwrite=overwrite, dry_run=False)
+
+    async def _rewind(
+        self, session: Session, message_id: str, *, files: bool, overwrite: Callable[[str], bool], dry_run: bool
+    ) -> Rewound:
+        session_id = session.id
         tree = Tree(*await self.store.tree(session_id))
         message = tree.active(message_id)
         if files and not tree.starts_turn(message):
@@ -362,7 +413,7 @@ class Runtime:
         conversation is back at the point where it saw them so (its freshness check follows)."""
         state = SessionState.from_meta(session.meta)
         for outcome in outcomes:
-            if outcome.path not in state.reads.seen or outcome.action == "conflict":
+            if outcome.path not in state.reads.seen or outcome.action not in ("restored", "deleted"):
                 continue
             if outcome.action == "deleted":
                 del state.reads.seen[outcome.path]
@@ -376,6 +427,7 @@ class Runtime:
         await self.mcp.aclose()
         await self.jobs.aclose()
         await self.terminals.aclose()
+        await self.command_changes.aclose()
         for provider in self._providers.values():
             await provider.aclose()
         await self.capabilities.cache.aclose()
@@ -384,6 +436,16 @@ class Runtime:
     async def aclose(self) -> None:
         await self.close_providers()
         await self.store.close()
+
+
+def sandbox_settings(config: Config, data_dir: Path) -> SandboxSettings:
+    """The config's sandbox keys; Totem's data folder (``data_dir``: sessions, snapshots, keys)
+    and config folder hidden from commands."""
+    return SandboxSettings(
+        mode=config.sandbox, network=config.sandbox_network,
+        writable=tuple(Path(p).expanduser().resolve() for p in config.sandbox_writable),
+        hidden=(data_dir.resolve(), user_config_path().parent.resolve()),
+    )
 
 
 def session_title(text: str) -> str:

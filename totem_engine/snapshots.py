@@ -7,6 +7,8 @@ atomically, identical content stored once), or its absence is noted. After the c
 
     turns:   seq (order), turn_id, session_id, undone (0/1), created_at
     changes: turn_seq, path (project-relative, "/"), before_hash, after_hash  (NULL = absent)
+    command_changes: turn_seq, path, reason   (what a command changed: reason NULL = restorable,
+                     on disk; else why undo cannot put it back, path "" when the files are unknown)
 
 ``before_change`` seeds ``after_hash`` with ``before_hash``, so a file whose change never happened
 (the apply failed and ``after_change`` was not called) counts as unchanged, never as deleted.
@@ -17,6 +19,11 @@ the one undone last (undone turns are always newer than the others: a new turn t
 forgets them, the usual redo-stack rule). A file that no longer holds what the turn (or the undo)
 left there is reported as a conflict and left alone. ``restore_turn`` puts a running turn's files
 back to their before-state and records them unchanged, all of them or none.
+
+What a command changed (``record_command_changes``, command_changes.py) was written to the disk,
+not through the editor, so undo puts it back on the disk, and an open buffer that shows another
+content follows (a buffer with changes of the user's own is a conflict). A change recorded as not
+restorable (a file over the size cap, outside git) is reported as such and left alone.
 
 The index is its own SQLite file (``snapshots.db`` beside ``totem.db``), not a table in the
 history database: its schema and migrations stay independent of the history's, and pruning it
@@ -36,18 +43,21 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 
 from totem_engine.sqlite_worker import SqliteWorker, Transaction
 from totem_engine.store import default_db_path
 from totem_engine.tools.paths import relative
-from totem_engine.tools.workspace import Workspace, write_atomically
+from totem_engine.tools.workspace import DiskWorkspace, Workspace, write_atomically
+
+if TYPE_CHECKING:
+    from totem_engine.file_changes import FileChange
 
 __all__ = ["FileOutcome", "Snapshots"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: command_changes
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS turns (
@@ -67,6 +77,13 @@ CREATE TABLE IF NOT EXISTS changes (
     after_hash TEXT,
     PRIMARY KEY (turn_seq, path)
 );
+
+CREATE TABLE IF NOT EXISTS command_changes (
+    turn_seq INTEGER NOT NULL REFERENCES turns(seq) ON DELETE CASCADE,
+    path TEXT NOT NULL,
+    reason TEXT,
+    PRIMARY KEY (turn_seq, path)
+);
 """
 
 # An unreferenced blob this young is left alone: another Totem process sharing the data dir may
@@ -75,17 +92,33 @@ _BLOB_GRACE = 3600.0
 
 _DAY = 86400.0
 
-# (path, before_hash, after_hash) of one changed file.
-_Change = tuple[str, str | None, str | None]
+
+@dataclass(frozen=True)
+class _Change:
+    """One changed file of a turn: its hashes (None = absent); ``on_disk``: a command changed it."""
+
+    path: str
+    before: str | None
+    after: str | None
+    on_disk: bool = False
+
+
+@dataclass(frozen=True)
+class _TurnChanges:
+    """A turn's changed files, and what it changed that cannot be put back (path -> reason)."""
+
+    files: list[_Change]
+    unrestorable: dict[str, str]
 
 
 @dataclass(frozen=True)
 class FileOutcome:
     """What undo or redo did to one file. ``path`` is project-relative with forward slashes;
-    ``reason`` says why for a conflict."""
+    ``reason`` says why for a conflict, and for ``unrestorable`` (what a command changed that
+    was not kept: left as it is)."""
 
-    path: str
-    action: Literal["restored", "deleted", "conflict"]
+    path: str  # "" for an unrestorable change whose files are not known
+    action: Literal["restored", "deleted", "conflict", "unrestorable"]
     reason: str | None = None
 
 
@@ -109,6 +142,7 @@ class Snapshots:
         self.max_bytes = max_bytes
         self.max_age_days = max_age_days
         self._clock = clock
+        self._disk = DiskWorkspace()  # what commands changed is put back here
         self._db = SqliteWorker(
             self.store_dir / "snapshots.db", schema=_SCHEMA, version=SCHEMA_VERSION,
             closed_message="snapshots are closed",
@@ -145,6 +179,45 @@ class Snapshots:
         rels = _relative_paths(root, paths)
         states = [(rel, await self._snapshot(workspace, root / rel)) for rel in rels]
         await self._db.run(self._record_after, session_id, turn_id, states)
+
+    async def record_command_changes(self, *, session_id: str, turn_id: str, changes: list[FileChange]) -> None:
+        """What a command changed (command_changes.py) joins the turn's change set: each file's
+        bytes before (kept when the turn recorded the file already) and after, marked as changed
+        on disk; a change that cannot be put back with its reason."""
+        if not changes:
+            return
+        kept = [c for c in changes if not c.unrestorable]
+        states = [
+            (c.path, await self._put(c.before), await self._put(c.after)) for c in kept
+        ]
+        notes = [(c.path, c.unrestorable) for c in changes if c.unrestorable]
+        await self._db.run(self._record_command, session_id, turn_id, states, notes)
+
+    async def _put(self, data: bytes | None) -> str | None:
+        return None if data is None else await anyio.to_thread.run_sync(self._put_blob, data)
+
+    def _record_command(
+        self, conn: sqlite3.Connection, session_id: str, turn_id: str,
+        states: list[tuple[str, str | None, str | None]], notes: list[tuple[str, str]],
+    ) -> None:
+        seq, _ = self._open_turn(conn, session_id, turn_id, [])
+        with Transaction(conn):
+            conn.executemany(
+                "INSERT OR IGNORE INTO changes (turn_seq, path, before_hash, after_hash) VALUES (?, ?, ?, ?)",
+                [(seq, rel, before, before) for rel, before, _ in states],
+            )
+            conn.executemany(
+                "UPDATE changes SET after_hash = ? WHERE turn_seq = ? AND path = ?",
+                [(after, seq, rel) for rel, _, after in states],
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO command_changes (turn_seq, path, reason) VALUES (?, ?, NULL)",
+                [(seq, rel) for rel, _, _ in states],
+            )
+            conn.executemany(
+                "INSERT OR REPLACE INTO command_changes (turn_seq, path, reason) VALUES (?, ?, ?)",
+                [(seq, rel, reason) for rel, reason in notes],
+            )
 
     async def _snapshot(self, workspace: Workspace, path: Path) -> str | None:
         """The hash of the file's bytes, now stored as a blob; None when there is no file."""
@@ -202,26 +275,32 @@ class Snapshots:
         """Put back the files of the session's newest changing turn not yet undone.
 
         Returns one outcome per changed file, sorted by path; ``[]`` when there is nothing to
-        undo. A file that no longer holds the turn's after-state is a conflict and left alone.
+        undo. A file that no longer holds the turn's after-state is a conflict and left alone; what
+        a command changed that was not kept is ``unrestorable`` and left alone.
         """
-        changes = await self._db.run(self._claim, session_id, True)
-        return [
-            await self._move(workspace, root / path, path, expect=after, target=before,
-                             conflict="changed since the turn; left as it is")
-            for path, before, after in changes
-        ]
+        claimed = await self._db.run(self._claim, session_id, True)
+        return await self._move_all(workspace, root, claimed, undo=True, conflict="changed since the turn; left as it is")
 
     async def redo(self, workspace: Workspace, *, session_id: str, root: Path) -> list[FileOutcome]:
         """Re-apply the session's most recently undone turn; ``[]`` when there is none.
 
         A file that no longer holds the turn's before-state is a conflict and left alone.
         """
-        changes = await self._db.run(self._claim, session_id, False)
-        return [
-            await self._move(workspace, root / path, path, expect=before, target=after,
-                             conflict="changed since the undo; left as it is")
-            for path, before, after in changes
+        claimed = await self._db.run(self._claim, session_id, False)
+        return await self._move_all(workspace, root, claimed, undo=False, conflict="changed since the undo; left as it is")
+
+    async def _move_all(
+        self, workspace: Workspace, root: Path, claimed: _TurnChanges, *, undo: bool, conflict: str,
+    ) -> list[FileOutcome]:
+        outcomes = [
+            FileOutcome(path, "unrestorable", f"{reason}; left as it is") for path, reason in claimed.unrestorable.items()
         ]
+        for change in claimed.files:
+            if change.path in claimed.unrestorable:
+                continue
+            expect, target = (change.after, change.before) if undo else (change.before, change.after)
+            outcomes.append(await self._move(workspace, root / change.path, change, expect=expect, target=target, conflict=conflict))
+        return sorted(outcomes, key=lambda o: o.path)
 
     async def restore_turn(
         self, workspace: Workspace, *, session_id: str, turn_id: str, root: Path
@@ -232,20 +311,21 @@ class Snapshots:
         All or nothing: when any file no longer holds what the turn left there (the user changed
         it meanwhile), nothing is touched and the outcomes list those conflicts alone.
         """
-        changes = await self._db.run(self._turn_changes, session_id, turn_id)
+        claimed = await self._db.run(self._turn_changes, session_id, turn_id)
+        changes = [c for c in claimed.files if c.path not in claimed.unrestorable]
         conflicts = [
-            FileOutcome(path, "conflict", "changed since the turn changed it")
-            for path, _, after in changes
-            if await self._current_hash(workspace, root / path) != after
+            FileOutcome(change.path, "conflict", "changed since the turn changed it")
+            for change in changes
+            if await self._current_hash(self._disk if change.on_disk else workspace, root / change.path) != change.after
         ]
         if conflicts:
             return conflicts
         outcomes = [
-            await self._move(workspace, root / path, path, expect=after, target=before,
+            await self._move(workspace, root / change.path, change, expect=change.after, target=change.before,
                              conflict="changed since the turn changed it")
-            for path, before, after in changes
+            for change in changes
         ]
-        restored = [(path, before) for (path, before, _), done in zip(changes, outcomes) if done.action != "conflict"]
+        restored = [(c.path, c.before) for c, done in zip(changes, outcomes) if done.action != "conflict"]
         await self._db.run(self._record_after, session_id, turn_id, restored)
         return outcomes
 
@@ -292,7 +372,7 @@ class Snapshots:
         return list(outcomes.values())
 
     @staticmethod
-    def _changes_since(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]) -> list[_Change]:
+    def _changes_since(conn: sqlite3.Connection, session_id: str, turn_ids: list[str]) -> list[tuple[str, str | None, str | None]]:
         """(path, its before-state at the first change, its after-state at the last) of every
         file changed by the session's turns not undone from the first of ``turn_ids`` on."""
         marks = ",".join("?" * len(turn_ids))
@@ -311,21 +391,41 @@ class Snapshots:
             span.setdefault(row["path"], [row["before_hash"], None])[1] = row["after_hash"]
         return [(path, before, after) for path, (before, after) in sorted(span.items()) if before != after]
 
+    async def session_changes(
+        self, *, session_id: str, turn_id: str | None = None
+    ) -> list[tuple[str, str | None, str | None]]:
+        """``(path, before, after)`` hashes (None: absent) of each file the session changed: its
+        state before the session's first change of it and after its last, over the turns not
+        undone; with ``turn_id``, that turn's changes alone. A file put back as it was is left
+        out, and so is what a command changed that was not kept (unrestorable). Sorted by path;
+        read the states with ``blob``."""
+
+        def read(conn: sqlite3.Connection) -> list[tuple[str, str | None, str | None]]:
+            if turn_id is not None:
+                return [(c.path, c.before, c.after) for c in self._turn_changes(conn, session_id, turn_id).files]
+            turns = [row[0] for row in conn.execute("SELECT turn_id FROM turns WHERE session_id = ?", (session_id,))]
+            return self._changes_since(conn, session_id, turns)
+
+        return await self._db.run(read)
+
+    async def blob(self, digest: str) -> bytes:
+        """The bytes stored under ``digest`` (a hash ``session_changes`` gave). Raises OSError
+        when it is gone (pruned)."""
+        return await anyio.to_thread.run_sync(self._blob_path(digest).read_bytes)
+
     async def turn_paths(self, *, session_id: str, turn_id: str) -> list[str]:
         """The project-relative paths the turn ``turn_id`` has changed so far, sorted."""
-        return [path for path, _, _ in await self._db.run(self._turn_changes, session_id, turn_id)]
+        return [change.path for change in (await self._db.run(self._turn_changes, session_id, turn_id)).files]
 
     @staticmethod
-    def _turn_changes(conn: sqlite3.Connection, session_id: str, turn_id: str) -> list[_Change]:
-        rows = conn.execute(
-            "SELECT path, before_hash, after_hash FROM changes JOIN turns ON turns.seq = changes.turn_seq"
-            " WHERE turns.turn_id = ? AND turns.session_id = ? AND before_hash IS NOT after_hash ORDER BY path",
-            (turn_id, session_id),
-        ).fetchall()
-        return [(r["path"], r["before_hash"], r["after_hash"]) for r in rows]
+    def _turn_changes(conn: sqlite3.Connection, session_id: str, turn_id: str) -> _TurnChanges:
+        row = conn.execute(
+            "SELECT seq FROM turns WHERE turn_id = ? AND session_id = ?", (turn_id, session_id)
+        ).fetchone()
+        return _changes_of(conn, row["seq"]) if row is not None else _TurnChanges([], {})
 
     @staticmethod
-    def _claim(conn: sqlite3.Connection, session_id: str, undo: bool) -> list[_Change]:
+    def _claim(conn: sqlite3.Connection, session_id: str, undo: bool) -> _TurnChanges:
         """Mark the turn to undo (or redo) as such and return its changed files by path.
 
         Marked before the files are touched, so two undos at once never take the same turn; an
@@ -333,8 +433,9 @@ class Snapshots:
         """
         # Undone turns are always newer than the others, so the one undone last is the oldest.
         query = (
-            "SELECT seq FROM turns t WHERE session_id = ? AND undone = 0 AND EXISTS (SELECT 1"
-            " FROM changes c WHERE c.turn_seq = t.seq AND c.before_hash IS NOT c.after_hash)"
+            "SELECT seq FROM turns t WHERE session_id = ? AND undone = 0 AND (EXISTS (SELECT 1"
+            " FROM changes c WHERE c.turn_seq = t.seq AND c.before_hash IS NOT c.after_hash) OR EXISTS"
+            " (SELECT 1 FROM command_changes n WHERE n.turn_seq = t.seq AND n.reason IS NOT NULL))"
             " ORDER BY seq DESC LIMIT 1"
             if undo else
             "SELECT seq FROM turns WHERE session_id = ? AND undone = 1 ORDER BY seq LIMIT 1"
@@ -342,35 +443,51 @@ class Snapshots:
         with Transaction(conn):
             row = conn.execute(query, (session_id,)).fetchone()
             if row is None:
-                return []
+                return _TurnChanges([], {})
             conn.execute("UPDATE turns SET undone = ? WHERE seq = ?", (int(undo), row["seq"]))
-            rows = conn.execute(
-                "SELECT path, before_hash, after_hash FROM changes WHERE turn_seq = ?"
-                " AND before_hash IS NOT after_hash ORDER BY path",
-                (row["seq"],),
-            ).fetchall()
-        return [(r["path"], r["before_hash"], r["after_hash"]) for r in rows]
+            return _changes_of(conn, row["seq"])
 
     async def _move(
-        self, workspace: Workspace, path: Path, rel: str, *,
+        self, workspace: Workspace, path: Path, change: _Change, *,
         expect: str | None, target: str | None, conflict: str,
     ) -> FileOutcome:
         """Bring the file from state ``expect`` to state ``target`` (hashes; None = absent)."""
-        done = FileOutcome(rel, "deleted" if target is None else "restored")
+        done = FileOutcome(change.path, "deleted" if target is None else "restored")
         try:
+            if change.on_disk:
+                return await self._move_on_disk(workspace, path, done, expect=expect, target=target, conflict=conflict)
             current = await self._current_hash(workspace, path)
             if current == target:
                 return done
             if current != expect:
-                return FileOutcome(rel, "conflict", conflict)
-            if target is None:
-                await workspace.delete(path)
-            else:
-                data = await anyio.to_thread.run_sync(self._blob_path(target).read_bytes)
-                await workspace.write_bytes(path, data)
+                return FileOutcome(change.path, "conflict", conflict)
+            await self._put_state(workspace, path, target)
         except OSError as exc:
-            return FileOutcome(rel, "conflict", f"could not be changed: {exc.strerror or exc}")
+            return FileOutcome(change.path, "conflict", f"could not be changed: {exc.strerror or exc}")
         return done
+
+    async def _move_on_disk(
+        self, workspace: Workspace, path: Path, done: FileOutcome, *,
+        expect: str | None, target: str | None, conflict: str,
+    ) -> FileOutcome:
+        """A command's change moved on the disk; an open buffer showing the other state (or the
+        stale one from before the command) follows; one with changes of its own is a conflict."""
+        on_disk = await self._current_hash(self._disk, path)
+        shown = await self._current_hash(workspace, path)
+        if on_disk not in (expect, target) or shown not in (expect, target, on_disk):
+            return FileOutcome(done.path, "conflict", conflict)
+        if on_disk != target:
+            await self._put_state(self._disk, path, target)
+        if target is not None and await self._current_hash(workspace, path) != target:
+            await self._put_state(workspace, path, target)
+        return done
+
+    async def _put_state(self, workspace: Workspace, path: Path, target: str | None) -> None:
+        if target is None:
+            await workspace.delete(path)
+        else:
+            data = await anyio.to_thread.run_sync(self._blob_path(target).read_bytes)
+            await workspace.write_bytes(path, data)
 
     @staticmethod
     async def _current_hash(workspace: Workspace, path: Path) -> str | None:
@@ -477,6 +594,21 @@ class Snapshots:
     async def close(self) -> None:
         """Close the index; later calls raise ``RuntimeError``. Safe to call twice."""
         await self._db.close()
+
+
+def _changes_of(conn: sqlite3.Connection, seq: int) -> _TurnChanges:
+    """The turn's changed files by path, and its unrestorable changes."""
+    notes = conn.execute("SELECT path, reason FROM command_changes WHERE turn_seq = ?", (seq,)).fetchall()
+    on_disk = {r["path"] for r in notes if r["reason"] is None}
+    rows = conn.execute(
+        "SELECT path, before_hash, after_hash FROM changes WHERE turn_seq = ?"
+        " AND before_hash IS NOT after_hash ORDER BY path",
+        (seq,),
+    ).fetchall()
+    return _TurnChanges(
+        files=[_Change(r["path"], r["before_hash"], r["after_hash"], r["path"] in on_disk) for r in rows],
+        unrestorable={r["path"]: r["reason"] for r in notes if r["reason"] is not None},
+    )
 
 
 def _relative_paths(root: Path, paths: Iterable[Path]) -> list[str]:

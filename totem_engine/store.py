@@ -6,7 +6,8 @@ place.
 
 Layout: a session holds messages (ordered by ``seq``); a message holds parts (ordered by ``seq``).
 A part is one unit the loop streams: ``text``, ``reasoning``, ``tool``, ``step``, ``error`` or
-``notice``, with a JSON ``data`` object and an optional ``status``; a ``checkpoint`` part
+``notice``, with a JSON ``data`` object and an optional ``status``; an ``image`` part holds an
+attached image (totem_engine/images.py: status ``fresh``, then ``captioned``); a ``checkpoint`` part
 (totem_engine.compaction) holds a summary that later requests replay in place of the messages it
 covers.
 
@@ -32,11 +33,12 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import socket
 import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -46,12 +48,16 @@ import platformdirs
 from totem_engine.sqlite_worker import SqliteWorker, Transaction
 
 __all__ = [
+    "Lease",
     "MessageNotFound",
     "PartNotFound",
     "PART_TYPES",
     "ROLES",
     "Session",
+    "SessionElsewhere",
+    "SessionInUse",
     "SessionNotFound",
+    "SessionUnavailable",
     "Store",
     "StoredMessage",
     "StoredPart",
@@ -60,11 +66,11 @@ __all__ = [
 ]
 
 ROLES = frozenset({"user", "assistant"})
-PART_TYPES = frozenset({"text", "reasoning", "tool", "step", "state", "error", "notice", "checkpoint", "context"})
+PART_TYPES = frozenset({"text", "reasoning", "tool", "step", "state", "error", "notice", "checkpoint", "context", "image"})
 
 # Bump with a migration when the schema changes; a database written by a newer Totem is refused
 # rather than misread.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -111,6 +117,17 @@ CREATE TABLE IF NOT EXISTS parts (
     UNIQUE (message_id, seq)
 );
 CREATE INDEX IF NOT EXISTS parts_by_session ON parts(session_id);
+
+CREATE TABLE IF NOT EXISTS leases (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+    token TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    holder TEXT NOT NULL,
+    taken_at REAL NOT NULL,
+    heartbeat REAL NOT NULL,
+    abort_requested INTEGER NOT NULL DEFAULT 0
+);
 """
 
 # Version 2: the conversation is a tree (a rewind, a regenerated answer): each message names the
@@ -126,6 +143,10 @@ UPDATE messages SET parent_id = (SELECT p.id FROM messages AS p
 UPDATE sessions SET head = (SELECT m.id FROM messages AS m WHERE m.session_id = sessions.id
     ORDER BY m.seq DESC LIMIT 1)
 """,
+    # Version 3: the ``leases`` table (one process runs a session's turns at a time,
+    # totem_engine/leases.py), added by the schema's CREATE TABLE IF NOT EXISTS. Bumped all the
+    # same, so a Totem that would not respect a lease refuses the database.
+    3: "",
 }
 
 
@@ -135,11 +156,34 @@ class SessionNotFound(LookupError):
         self.session_id = session_id
 
 
-class SessionElsewhere(LookupError):
+class SessionUnavailable(LookupError):
+    """A session that exists but cannot be used here and now (its subclasses say why)."""
+
+    def __init__(self, message: str, session_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+
+
+class SessionElsewhere(SessionUnavailable):
     """A session asked for in another project than its own."""
 
     def __init__(self, session_id: str, cwd: str, root: Path):
-        super().__init__(f"session {session_id} belongs to the project {cwd}, not {root}; run from there (or --cwd {cwd})")
+        super().__init__(
+            f"session {session_id} belongs to the project {cwd}, not {root}; run from there (or --cwd {cwd})", session_id
+        )
+
+
+class SessionInUse(SessionUnavailable):
+    """A session whose lease a live process holds: it is running a turn (or an undo) there.
+    ``lease`` is that process's (``Lease``)."""
+
+    def __init__(self, lease: Lease):
+        super().__init__(
+            f"session {lease.session_id} is running a turn in {lease.holder} (pid {lease.pid}"
+            f"{'' if lease.host == THIS_HOST else ' on ' + lease.host}); wait for it to end, or abort it there",
+            lease.session_id,
+        )
+        self.lease = lease
 
 
 class MessageNotFound(LookupError):
@@ -234,6 +278,33 @@ class StoredMessage(_Row):
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "parts": [part.to_dict() for part in self.parts]}
+
+
+@dataclass(frozen=True)
+class Lease(_Row):
+    """Who runs a session's turns now (totem_engine/leases.py): the process ``pid`` on ``host``,
+    a front end named ``holder`` ("totem run", "totem lsp" ...), the ``token`` of that one
+    taking, when it was taken and last renewed (``heartbeat``, seconds since the epoch), and
+    whether another process asked it to abort its turn."""
+
+    session_id: str
+    token: str
+    pid: int
+    host: str
+    holder: str
+    taken_at: float
+    heartbeat: float
+    abort_requested: bool = False
+
+
+THIS_HOST = socket.gethostname()  # a lease's ``host`` when this machine's process holds it
+
+
+def _lease(row: sqlite3.Row) -> Lease:
+    return Lease(
+        row["session_id"], row["token"], row["pid"], row["host"], row["holder"], row["taken_at"], row["heartbeat"],
+        bool(row["abort_requested"]),
+    )
 
 
 def _session(row: sqlite3.Row) -> Session:
@@ -543,6 +614,85 @@ class Store:
                 raise SessionNotFound(session_id)
 
         await self._db.run(update)
+
+    async def projects(self) -> list[tuple[str, int, float]]:
+        """Every project (session ``cwd``) with sessions: ``(cwd, how many, when the newest was
+        last updated)``, most recently updated first."""
+
+        def query(conn: sqlite3.Connection) -> list[tuple[str, int, float]]:
+            rows = conn.execute(
+                "SELECT cwd, COUNT(*) AS count, MAX(updated_at) AS updated FROM sessions"
+                " GROUP BY cwd ORDER BY updated DESC, cwd"
+            )
+            return [(row["cwd"], row["count"], row["updated"]) for row in rows]
+
+        return await self._db.run(query)
+
+    # -- leases (totem_engine/leases.py decides who holds one) ----------------------------
+
+    async def take_lease(self, lease: Lease, *, in_force: Callable[[Lease], bool]) -> Lease:
+        """Record ``lease`` as its session's, unless the lease recorded for the session is
+        another one that is still ``in_force`` (its holder alive); returns the lease in force
+        after the call: ``lease`` when it was taken. One transaction, so of two processes taking
+        at once one wins. Raises ``SessionNotFound``."""
+
+        def take(conn: sqlite3.Connection) -> Lease:
+            with Transaction(conn):
+                self._session_row(conn, lease.session_id)
+                row = conn.execute("SELECT * FROM leases WHERE session_id = ?", (lease.session_id,)).fetchone()
+                if row is not None:
+                    current = _lease(row)
+                    if current.token != lease.token and in_force(current):
+                        return current
+                conn.execute(
+                    "INSERT OR REPLACE INTO leases (session_id, token, pid, host, holder, taken_at, heartbeat, abort_requested)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
+                    (lease.session_id, lease.token, lease.pid, lease.host, lease.holder, lease.taken_at, lease.heartbeat),
+                )
+            return replace(lease, abort_requested=False)
+
+        return await self._db.run(take)
+
+    async def renew_lease(self, session_id: str, token: str, heartbeat: float) -> Lease | None:
+        """The lease ``token`` of the session with its heartbeat set to ``heartbeat``, as it now
+        stands (``abort_requested`` included); None when it is no longer recorded (released, or
+        taken over by another process that found it stale)."""
+
+        def renew(conn: sqlite3.Connection) -> Lease | None:
+            rows = conn.execute(
+                "UPDATE leases SET heartbeat = ? WHERE session_id = ? AND token = ? RETURNING *",
+                (heartbeat, session_id, token),
+            ).fetchall()
+            return _lease(rows[0]) if rows else None
+
+        return await self._db.run(renew)
+
+    async def release_lease(self, session_id: str, token: str) -> None:
+        """Forget the lease ``token`` of the session (nothing when another one is recorded)."""
+        await self._db.run(
+            lambda conn: conn.execute("DELETE FROM leases WHERE session_id = ? AND token = ?", (session_id, token))
+        )
+
+    async def leases(self, session_id: str | None = None) -> list[Lease]:
+        """The recorded leases (of ``session_id`` alone when given), live or not."""
+
+        def query(conn: sqlite3.Connection) -> list[Lease]:
+            where, args = ("WHERE session_id = ?", (session_id,)) if session_id is not None else ("", ())
+            return [_lease(row) for row in conn.execute(f"SELECT * FROM leases {where}", args)]
+
+        return await self._db.run(query)
+
+    async def request_abort(self, session_id: str, token: str) -> bool:
+        """Ask the holder of the lease ``token`` to abort its turn (it reads the flag at its next
+        heartbeat); False when that lease is no longer recorded."""
+
+        def flag(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "UPDATE leases SET abort_requested = 1 WHERE session_id = ? AND token = ?", (session_id, token)
+            )
+            return cursor.rowcount > 0
+
+        return await self._db.run(flag)
 
     # -- messages and parts ---------------------------------------------------------------
 

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import Process
 
+from totem_engine.command_changes import CommandChanges, CommandScope
+from totem_engine.file_changes import FileChange
 from totem_engine.tools.bash import kill_group, shell
 
 if TYPE_CHECKING:  # imported when the first terminal opens: most runs open none
@@ -36,6 +38,9 @@ if TYPE_CHECKING:  # imported when the first terminal opens: most runs open none
 MAX_OPEN = 5  # terminals open at once in one session
 COLUMNS, LINES = 100, 30  # the screen a program sees (TIOCGWINSZ) and the agent reads
 QUIET = 0.3  # seconds without output after which a screen counts as drawn
+# Before its first output a program may still be starting (a sandbox, an interpreter): a start
+# counts as drawn only after this long without any output.
+QUIET_AT_START = 2.0
 DEFAULT_WAIT = 5.0  # seconds a read waits at most for the program to go quiet
 
 # The child makes the pty its controlling terminal before the shell starts: Popen's
@@ -87,14 +92,17 @@ class Terminal:
     stream: pyte.Stream
     started_at: float = field(default_factory=time.monotonic)
     last_output: float = field(default_factory=time.monotonic)
+    printed: bool = False  # it wrote something
     ended: anyio.Event = field(default_factory=anyio.Event)  # the pty is at its end: the program is gone
     decoder: codecs.IncrementalDecoder = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace"))
+    scope: CommandScope | None = None  # where it runs, and what it changed (command_changes.py)
 
     @property
     def running(self) -> bool:
         return self.process.returncode is None
 
     def feed(self, data: bytes) -> None:
+        self.printed = True
         self.last_output = time.monotonic()
         self.stream.feed(self.decoder.decode(data))
 
@@ -126,25 +134,28 @@ class Terminal:
         return "\n".join(lines)
 
     async def settle(self, timeout: float) -> None:
-        """Until the program has been quiet for ``QUIET`` seconds, has ended, or ``timeout`` passed."""
+        """Until the program has been quiet for ``QUIET`` seconds (``QUIET_AT_START`` before it
+        printed anything), has ended, or ``timeout`` passed."""
         deadline = time.monotonic() + timeout
         while not self.ended.is_set() and time.monotonic() < deadline:
+            quiet = QUIET if self.printed else QUIET_AT_START
             quiet_for = time.monotonic() - self.last_output
-            if quiet_for >= QUIET:
+            if quiet_for >= quiet:
                 return
-            with anyio.move_on_after(min(QUIET - quiet_for, deadline - time.monotonic())):
+            with anyio.move_on_after(min(QUIET, quiet - quiet_for, deadline - time.monotonic())):
                 await self.ended.wait()
 
 
 class Terminals:
     """The terminals of every session of one runtime, by session."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, commands: CommandChanges | None = None):
         self.root = root
+        self.commands = commands  # None: terminals run as they are and nothing they change is kept
         self._terminals: dict[str, dict[str, Terminal]] = {}
         self._closed = False
 
-    async def start(self, session_id: str, command: str) -> Terminal:
+    async def start(self, session_id: str, command: str, *, may_change: bool = True) -> Terminal:
         if sys.platform == "win32":
             raise TerminalRefused("The terminal needs a pseudo-terminal (pty), which only macOS and Linux have.")
         if self._closed:
@@ -158,6 +169,10 @@ class Terminals:
 
         import pyte
 
+        scope = None
+        if self.commands is not None:
+            scope = await self.commands.scope(session_id, command=command, may_change=may_change, long_lived=True)
+        argv = scope.argv([shell(), "-c", command]) if scope else [shell(), "-c", command]
         master, child = os.openpty()
         fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
         os.set_blocking(master, False)
@@ -165,7 +180,7 @@ class Terminals:
         try:
             with anyio.CancelScope(shield=True):  # a cancel mid-spawn would leave a group nobody kills
                 process = await anyio.open_process(
-                    [sys.executable, "-c", _TAKE_TERMINAL, shell(), "-c", command], cwd=self.root,
+                    [sys.executable, "-c", _TAKE_TERMINAL, *argv], cwd=self.root,
                     stdin=child, stdout=child, stderr=child, start_new_session=True, env=env,
                 )
         except OSError as exc:
@@ -176,7 +191,7 @@ class Terminals:
         screen = pyte.Screen(COLUMNS, LINES)
         terminal = Terminal(
             id=f"term{len(terminals) + 1}", session_id=session_id, command=command, process=process,
-            master=master, screen=screen, stream=pyte.Stream(screen),
+            master=master, screen=screen, stream=pyte.Stream(screen), scope=scope,
         )
         # What the program asks of its terminal (a cursor position report, the device
         # attributes) is answered as a terminal would, so a curses program does not hang on it.
@@ -194,6 +209,13 @@ class Terminals:
             known = ", ".join(self._terminals.get(session_id, {})) or "none"
             raise TerminalNotFound(f"There is no terminal {terminal_id!r} in this session (its terminals: {known}).")
         return terminal
+
+    async def take_in(self, terminal: Terminal) -> list[FileChange]:
+        """What the terminal's program changed since it started or was last read."""
+        if terminal.scope is None:
+            return []
+        with anyio.CancelScope(shield=True):
+            return await terminal.scope.take_in()
 
     async def stop(self, session_id: str, terminal_id: str) -> Terminal:
         """Its group killed (SIGTERM, then SIGKILL after a grace period) and its pty closed."""

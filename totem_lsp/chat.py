@@ -27,6 +27,7 @@ from totem_engine.store import Session
 from totem_engine.turn.loop import Turn, TurnResult
 from totem_lsp import protocol
 from totem_lsp.attach import Attacher
+from totem_lsp.images import images_of
 from totem_lsp.diagnostics import Diagnostics
 from totem_lsp.messages import (
     AskParams,
@@ -171,6 +172,7 @@ class Chats:
             # Before the session is read: a turn ending meanwhile would leave its state unread.
             raise SessionBusy(f"Session {params.session_id} is busy: a turn is still running. Abort it or wait for it to end.")
         session = await self.projects.store.get_session(params.session_id) if params.session_id else None
+        images = await images_of(params.attachments)  # a bad one refuses the request before a session is made
         # A session continues in its own project, whatever document the request came from.
         root = Path(session.cwd).resolve() if session else self.projects.root_for(params.context.uri if params.context else None)
         runtime = await self.projects.runtime(root)
@@ -196,7 +198,7 @@ class Chats:
         turn = runtime.turn(
             with_attachments(prepared.text, attached), LspFrontEnd(self, runtime, params.work_done_token),
             session=session, model=model, mode=mode, typed=params.text if prepared.command or mentioned else None,
-            as_agent=prepared.agent, attached=attached,
+            as_agent=prepared.agent, attached=attached, images=images,
         )
         self.turns[session.id] = turn
         if params.work_done_token is not None:

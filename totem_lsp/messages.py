@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from totem_lsp.protocol import plain
@@ -55,6 +55,22 @@ class EditorState(ChatContext):
     diagnostics: list[EditorDiagnostic] | None = None
 
 
+class ChatAttachment(Payload):
+    """One attached image: its bytes as base64 ``data``, or a ``uri`` (``file:`` or ``data:``)."""
+
+    type: Literal["image"]
+    mime_type: str
+    data: str | None = None
+    uri: str | None = None
+    name: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ChatAttachment:
+        if (self.data is None) == (self.uri is None):
+            raise ValueError("give either data (base64) or uri, not both and not neither")
+        return self
+
+
 class ChatParams(Payload):
     text: str
     session_id: str | None = None
@@ -63,6 +79,7 @@ class ChatParams(Payload):
     context: ChatContext | None = None
     editor: EditorState | None = None
     work_done_token: str | int | None = None
+    attachments: list[ChatAttachment] = []
 
 
 class RetryParams(Payload):
@@ -218,5 +235,5 @@ class ApplyEditAnswer(ClientAnswer):
 
 class FileOutcome(Payload):
     path: str
-    action: Literal["restored", "deleted", "conflict"]
+    action: Literal["restored", "deleted", "conflict", "unrestorable"]
     reason: str | None = None

@@ -62,7 +62,7 @@ class Projects:
             # No model configured: the one `totem local setup` installed, while the server runs.
             opening = open_project(
                 root, editor_settings=self.settings, ask_trust=self.asker.trust, model=self.model,
-                store=self.store, workspace=self.workspace,
+                store=self.store, workspace=self.workspace, holder="totem lsp",
             )
             try:
                 runtime = await self._opened.enter_async_context(opening)

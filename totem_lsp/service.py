@@ -23,7 +23,7 @@ from totem_engine.config import ConfigError
 from totem_engine.jobs import JobNotFound
 from totem_engine.providers.errors import ProviderError
 from totem_engine.runtime import Runtime
-from totem_engine.store import MessageNotFound, SessionElsewhere, SessionNotFound
+from totem_engine.store import MessageNotFound, SessionElsewhere, SessionInUse, SessionNotFound
 from totem_lsp import conversation, protocol
 from totem_lsp.chat import Chats, SessionBusy
 from totem_lsp.complete import complete, open_documents
@@ -296,6 +296,8 @@ def _engine_errors() -> Iterator[None]:
         yield
     except ConfigError as exc:
         raise ConfigProblem(str(exc)) from None
+    except SessionInUse as exc:  # another process (totem run, totem mcp serve ...) runs the session
+        raise SessionBusy(str(exc)) from None
     except (
         SessionNotFound, SessionElsewhere, MessageNotFound, NotInConversation, FilesNotAtTurnStart, NothingToRetry, IndexError,
     ) as exc:

@@ -54,7 +54,9 @@ class Totem:
         path = self.home / "totem.toml"
         if not path.exists():
             path.write_text(
-                'model = "sim/test-model"\nretry_max_wait = 2.0\n'
+                # forge = false: an empty project folder is a Total.js one, whose built-in Forge
+                # would ask to start in every test; tests/cli/test_forge.py points it to its stand-in.
+                'model = "sim/test-model"\nretry_max_wait = 2.0\nforge = false\n'
                 f'[providers.sim]\nkind = "openai"\nbase_url = "{self.server.base_url}"\napi_key = "sk-secret-test-key"\n'
             )
         return path

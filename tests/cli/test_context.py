@@ -45,7 +45,9 @@ def test_forty_large_reads_in_a_4096_token_window(totem):
     last = totem.server.requests[-1]["messages"]
     pinned = last[1]["content"]
     assert "read every data file, one by one" in pinned  # the pinned ledger: the first request, verbatim
-    assert any("[compacted] read data" in (m.get("content") or "") for m in last)
+    # Old results were compacted to stubs on the way (the last request may hold the checkpoint
+    # that later replaced them: where it falls depends on the size of the fixed prompt).
+    assert any("[compacted] read data" in (m.get("content") or "") for r in totem.server.requests for m in r["messages"])
     assert summaries >= 1 and "Goal: read the data files" in pinned  # a checkpoint replaces old turns
 
     export = totem.export(result.events[0]["sessionId"])

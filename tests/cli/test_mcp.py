@@ -194,6 +194,9 @@ def test_mcp_list_shows_each_server_whether_it_started_and_its_tools(totem, user
     assert result.code == 0, result.stderr
     lines = result.stdout.splitlines()
     servers = {line.split("\t")[0]: line.split("\t")[1] for line in lines if not line.startswith("  ")}
+    # No --config here, so Forge is on: the folder is a new one (a Total.js project), and --yes
+    # does not start a server outside this machine.
+    assert servers.pop("forge").startswith("not started: it reaches outside this machine")
     assert servers == {
         "time": "started", "off": "off (enabled: false)", "echo": "started", "mine": "not started: the project is not trusted",
     }

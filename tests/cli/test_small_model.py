@@ -19,7 +19,7 @@ JUNK = "def scaled(a):\n    return mul(a, factor)\n"  # an undefined name: F821
 def small_config(totem):
     path = totem.home / "small.toml"
     path.write_text(
-        'model = "sim/qwen2.5-coder-1.5b"\n'
+        'model = "sim/qwen2.5-coder-1.5b"\nforge = false\n'
         f'[providers.sim]\nkind = "openai"\nbase_url = "{totem.server.base_url}"\ntemperature = 0\n'
         '[models."sim/qwen2.5-coder-1.5b"]\ncontext_window = 8192\n'
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import socket
 import urllib.request
 from pathlib import Path
@@ -89,7 +90,9 @@ def neovim(tmp_path, project, model):
     home = tmp_path / "home"
     (home / "config" / "totem").mkdir(parents=True)
     (home / "config" / "totem" / "config.toml").write_text(
-        'model = "sim/test-model"\nretry_max_wait = 1.0\n'
+        # The host's network in the sandbox: the tests reach a job's server from outside it. A
+        # Total.js project: no Forge start.
+        'model = "sim/test-model"\nretry_max_wait = 1.0\nsandbox_network = true\nforge = false\n'
         f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
     )
     editor = Neovim(home, project, model="sim/test-model", settings={"permission_timeout": 30})
@@ -364,6 +367,8 @@ def finish_turn_allowing(nv, what: str) -> None:
 
 FOLD_AT = ("local row = ... " + "local win = vim.fn.bufwinid(require('totem.chat').buf())"
            " return vim.api.nvim_win_call(win, function() return { vim.fn.foldclosed(row), vim.fn.foldtextresult(row) } end)")
+OPEN_FOLD_AT = ("local row = ... " + "local win = vim.fn.bufwinid(require('totem.chat').buf())"
+                " vim.api.nvim_win_call(win, function() vim.cmd(row .. 'foldopen') end)")
 
 
 def test_command_output_folded_failures_open_and_a_refused_key_with_its_fix_and_retry(neovim, project, model):
@@ -388,14 +393,20 @@ def test_command_output_folded_failures_open_and_a_refused_key_with_its_fix_and_
     assert output[:2] == ["    │ 1", "    │ 2"] and output[19] == "    │ 20", chat
     assert output[20] == "    │ … 20 more lines …" and output[21] == "    │ 41" and output[40] == "    │ 60", chat
     assert not lines[ok + 2 + 41].startswith("    │"), chat
-    closed, text = nv.lua(FOLD_AT, ok + 3)
-    assert closed == ok + 3 and text == "    │ Output (41 lines)", (closed, text)
-    # The second exited 3: its output is open.
+    # The call that worked is one closed line, its result beside it; opened, its output is a
+    # closed fold of its own.
+    assert nv.lua(FOLD_AT, ok + 1) == [ok + 1, "▶ $ seq 1 60  ✓ exit 0"]
+    assert nv.lua(FOLD_AT, ok + 3)[0] == ok + 1
+    # The second exited 3: the call and its output are open.
     failed = lines.index("▶ $ echo boom; exit 3")
     assert lines[failed + 1: failed + 4] == ["    ✓ exit 3", "    │ boom", "    │ [exit code 3]"], chat
-    assert nv.lua(FOLD_AT, failed + 3)[0] == -1
+    assert nv.lua(FOLD_AT, failed + 1)[0] == -1 and nv.lua(FOLD_AT, failed + 3)[0] == -1
     assert "The second one failed." in lines
     save_artifact("neovim-output.txt", nv.capture() or chat)
+    nv.lua(OPEN_FOLD_AT, ok + 1)
+    closed, text = nv.lua(FOLD_AT, ok + 3)
+    assert closed == ok + 3 and text == "    │ Output (41 lines)", (closed, text)
+    assert nv.lua(FOLD_AT, ok + 2)[0] == -1  # the result line, out of the output's fold
 
     # A refused key: the provider's message, what fixes it, and `r` to send the message again.
     model.enqueue(Reply(status=401, body='{"error": {"message": "Incorrect API key provided"}}'))
@@ -430,7 +441,7 @@ def test_command_output_folded_failures_open_and_a_refused_key_with_its_fix_and_
     nv.command("TotemNew")
     nv.command("TotemSessions")
     nv.wait(lambda: nv.lua(CHAT_LINES) == live, "the session shown again as it was")
-    assert nv.lua(FOLD_AT, ok + 3)[0] == ok + 3 and nv.lua(FOLD_AT, failed + 3)[0] == -1
+    assert nv.lua(FOLD_AT, ok + 1)[0] == ok + 1 and nv.lua(FOLD_AT, failed + 3)[0] == -1
 
 
 WINDOW_OF_CHAT = "local win = vim.fn.bufwinid(require('totem.chat').buf())"
@@ -480,16 +491,19 @@ def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, proj
     assert answer > block[-1]
     folds = nv.lua("local rows = ... " + WINDOW_OF_CHAT + " return vim.api.nvim_win_call(win, function() local r = {}"
                    " for _, l in ipairs(rows) do r[#r + 1] = vim.fn.foldclosed(l + 1) end return r end)",
-                   [block[0], lines.index(BLOCK + SUB_ANSWER), answer])
-    assert folds[0] == block[0] + 1 and folds[1] == block[0] + 1, folds  # one fold, closed
-    assert folds[2] == -1, folds  # the answer is not in it
-    shown = nv.lua("local row = ... " + WINDOW_OF_CHAT + " return vim.api.nvim_win_call(win, function()"
-                   " return vim.fn.foldtextresult(row) end)", block[0] + 1)
-    assert shown.startswith(BLOCK + "[explore on sim/test-model]") and "folded" in shown, shown
+                   [block[0] - 1, block[0], lines.index(BLOCK + SUB_ANSWER), answer])
+    # The task call is one closed line; opened, the sub-agent's block is a closed fold in it.
+    assert folds[:3] == [block[0]] * 3, folds
+    assert folds[3] == -1, folds  # the answer is not in it
+    assert nv.lua(FOLD_AT, block[0])[1].startswith("▶ explore: find the greeting  ✓ explore answered")
     save_artifact("neovim-subagent.txt", nv.capture() or chat)
+    nv.lua(OPEN_FOLD_AT, block[0])
+    closed, shown = nv.lua(FOLD_AT, block[0] + 1)
+    assert closed == block[0] + 1 and nv.lua(FOLD_AT, lines.index(BLOCK + SUB_ANSWER) + 1)[0] == block[0] + 1
+    assert shown.startswith(BLOCK + "[explore on sim/test-model]") and "folded" in shown, shown
+    assert nv.lua(FOLD_AT, block[-1] + 2)[0] == -1  # the call's result, out of the block's fold
 
-    # The chat input completes "/" with totem/commands: "/fi<Tab>" is "/fix ".
-    assert {"/fix ", "/init ", "/undo "} <= set(nv.lua("return require('totem.chat').complete('/')"))
+    # The chat input completes "/" with totem/complete: "/fi<Tab>" is "/fix ".
     nv.lua(WINDOW_OF_CHAT + " vim.api.nvim_set_current_win(win)")
     nv.input("i")
     wait_for_input(nv)
@@ -535,12 +549,12 @@ def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, proj
     nv.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
     nv.command("TotemNew")
     nv.command("TotemSessions")
-    lines = nv.wait(lambda: (lambda ls: ls if BLOCK + SUB_ANSWER in ls else None)(nv.lua(CHAT_LINES)), "the session shown again")
+    lines = nv.wait(lambda: chat_holding(nv, BLOCK + SUB_ANSWER), "the session shown again")
     assert lines[lines.index(BLOCK + SUB_ANSWER) - 1] == BLOCK + "[explore on sim/test-model]", lines
     assert "/fix the login bug" in lines and PARENT_ANSWER in lines, lines
     closed = nv.lua("local row = ... " + WINDOW_OF_CHAT + " return vim.api.nvim_win_call(win, function()"
                     " return vim.fn.foldclosed(row) end)", lines.index(BLOCK + SUB_ANSWER) + 1)
-    assert closed == lines.index(BLOCK + SUB_ANSWER), closed
+    assert closed == lines.index(BLOCK + SUB_ANSWER) - 1, closed  # in its call's closed fold
 
 
 JOBS_LIST = "return vim.api.nvim_buf_get_lines(require('totem.jobs').buf(), 0, -1, false)"
@@ -632,3 +646,273 @@ def test_jobs_shown_in_the_chat_listed_and_stopped(neovim, project, model):
     assert rows[2].startswith("job3   killed") and rows[2].endswith(sleep_b) and len(rows) == 3, rows
     assert "running" not in nv.lua(WINBAR)
     assert model.pending == 0
+
+
+# Issue 21: the change reviewed hunk by hunk, the proposal edited, rewind; a killed server;
+# regenerate and variants, the mode, the context line, mention completion.
+
+TWO_HUNKS = ORIGINAL.replace("/api/hello/", "/api/hi/").replace("'Hello '", "'Hi '")
+FIRST_HUNK = ORIGINAL.replace("/api/hello/", "/api/hi/")
+HEY = FIRST_HUNK.replace("'Hello '", "'Hey '")
+HOWDY = FIRST_HUNK.replace("'Hello '", "'Howdy '")
+REVIEW = (
+    "local p = require('totem.permission').current"
+    " if not p or not p.win or not vim.api.nvim_win_is_valid(p.win) or p.editing then return nil end"
+    " local hunks = {} for _, e in ipairs(p.hunks or {}) do hunks[#hunks + 1] = { row = e.row, taken = e.hunk.taken } end"
+    " return { hunks = hunks, cursor = vim.api.nvim_win_get_cursor(p.win)[1] - 1,"
+    " current = vim.api.nvim_get_current_win() == p.win, lines = vim.api.nvim_buf_get_lines(p.buf, 0, -1, false),"
+    " edited = p.files and p.files[1].edited }"
+)
+NOTIFIED = "_G.notified = {} vim.notify = function(msg) table.insert(_G.notified, msg) end"
+
+
+def children_with(parent: int, marker: str) -> list[int]:
+    """The processes whose parent is ``parent`` and whose command line holds ``marker``."""
+    found = []
+    for pid in processes_with(marker):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        if f"\nPPid:\t{parent}\n" in status:
+            found.append(pid)
+    return found
+
+
+def wait_for_client(nv) -> int:
+    return nv.wait(lambda: nv.lua("local c = vim.lsp.get_clients({ bufnr = 0, name = 'totem' })[1]"
+                                  " return c and c.initialized and c.id"), "the totem client")
+
+
+def chat_holding(nv, line: str) -> list[str] | None:
+    """The chat's lines when one of them is ``line``."""
+    lines = nv.lua(CHAT_LINES)
+    return lines if line in lines else None
+
+
+def wait_idle(nv, what: str, text: str | None = None) -> list[str]:
+    """The chat's lines once its turn is over (and, with ``text``, holds it)."""
+    def done():
+        if nv.lua("return require('totem.chat').state.busy"):
+            return None
+        lines = nv.lua(CHAT_LINES)
+        return lines if text is None or text in "\n".join(lines) else None
+    return nv.wait(done, what)
+
+
+def test_review_by_hunk_edit_the_proposal_and_rewind_files_and_chat(neovim, project, model):
+    """A two-hunk change: one hunk taken, one left, and the file holds exactly the one taken; a
+    proposal edited in its split is applied as edited; :TotemRewind (dryRun, then the user
+    confirms the file they changed since) puts back the file and the chat as they were."""
+    nv = neovim
+    target = project / "controllers" / "api.js"
+    model.enqueue(tool_reply([("read", {"path": "controllers/api.js"})]))
+    model.enqueue(tool_reply([("write", {"path": "controllers/api.js", "content": TWO_HUNKS})]))
+    model.enqueue(text_reply("Kept the route, as you chose."))
+    wait_for_client(nv)
+    nv.lua(NOTIFIED)
+
+    nv.command("TotemAsk Rename the route and the greeting")
+    review = nv.wait(lambda: nv.lua(REVIEW), "the permission window, by hunk")
+    assert review["current"] and [h["taken"] for h in review["hunks"]] == [True, True], review
+    first, second = (h["row"] for h in review["hunks"])
+    assert review["cursor"] == first
+    assert review["lines"][:2] == ["--- a/controllers/api.js", "+++ b/controllers/api.js"], review
+    assert review["lines"][first].startswith("@@ -2,1 +2,1 @@"), review
+    assert "-\tROUTE('GET /api/hello/', hello);" in review["lines"] and "+\tthis.plain('Hi ' + name);" in review["lines"]
+    save_artifact("neovim-review.txt", nv.capture() or "\n".join(review["lines"]))
+
+    nv.input("]c")
+    nv.wait(lambda: (nv.lua(REVIEW) or {}).get("cursor") == second, "the cursor on the second hunk")
+    nv.input("x")  # leave the greeting
+    assert [h["taken"] for h in nv.lua(REVIEW)["hunks"]] == [True, False]
+    nv.input("[c")
+    nv.wait(lambda: (nv.lua(REVIEW) or {}).get("cursor") == first, "the cursor back on the first hunk")
+    nv.input("a")
+    live = wait_idle(nv, "the end of the reviewed turn", "Kept the route")
+
+    # Exactly the hunk taken: on disk and in the buffer.
+    assert target.read_text() == FIRST_HUNK
+    assert "\n".join(nv.lua(FILE_LINES, str(target))) + "\n" == FIRST_HUNK
+    chat = "\n".join(live)
+    assert "    Reviewed controllers/api.js: took 1 of 2 hunks" in chat, chat
+    assert "    ✓ applied as reviewed: controllers/api.js changed by the user" in chat, chat
+    told = [m["content"] for m in model.requests[-1]["messages"] if m.get("role") == "tool"][-1]
+    assert "the user changed your proposal" in told and "'Hello '" in told, told
+
+    # The next change, edited by the user in its split before it is allowed.
+    model.enqueue(tool_reply([("write", {"path": "controllers/api.js", "content": HEY})]))
+    model.enqueue(text_reply("Howdy it is."))
+    nv.command("TotemAsk Now make it friendlier")
+    nv.wait(lambda: nv.lua(REVIEW), "the second permission window")
+    nv.input("e")
+    nv.wait(lambda: nv.lua("return vim.api.nvim_buf_get_name(0)").startswith("totem://proposal/controllers/api.js"),
+            "the proposal in a split")
+    assert nv.lua("return vim.wo.diff and #vim.api.nvim_tabpage_list_wins(0) == 2")
+    assert nv.lua("return vim.api.nvim_buf_get_lines(0, 6, 7, false)[1]") == "\tthis.plain('Hey ' + name);"
+    nv.lua("vim.api.nvim_buf_set_lines(0, 6, 7, false, { \"\\tthis.plain('Howdy ' + name);\" })")
+    nv.command("write")
+    review = nv.wait(lambda: nv.lua(REVIEW), "back in the permission window")
+    assert review["edited"] and "+\tthis.plain('Howdy ' + name);" in review["lines"], review
+    assert nv.lua("return #vim.api.nvim_list_tabpages()") == 1
+    nv.input("a")
+    lines = wait_idle(nv, "the end of the edited turn", "Howdy it is.")
+    assert target.read_text() == HOWDY
+    assert "    Reviewed controllers/api.js: edited by you" in "\n".join(lines)
+    told = [m["content"] for m in model.requests[-1]["messages"] if m.get("role") == "tool"][-1]
+    assert "+\tthis.plain('Howdy ' + name);" in told and "-\tthis.plain('Hey ' + name);" in told, told
+
+    # The user changes the file by hand; :TotemRewind to before the second message asks first
+    # (dryRun names the file), and once confirmed puts back the file and the chat.
+    nv.lua("local b = vim.fn.bufnr(...) vim.api.nvim_buf_set_lines(b, 0, 1, false, { '// by hand' })"
+           " vim.api.nvim_buf_call(b, function() vim.cmd('write') end)", str(target))
+    nv.wait(lambda: target.read_text().startswith("// by hand"), "the hand edit saved")
+    nv.lua("_G.asked = {} vim.ui.select = function(items, opts, on_choice)"
+           " table.insert(_G.asked, { prompt = opts.prompt, items = vim.tbl_map(opts.format_item or tostring, items) })"
+           " on_choice(items[1], 1) end")
+    nv.command("TotemRewind")
+    nv.wait(lambda: target.read_text() == FIRST_HUNK, "the file as it was after the first turn")
+    nv.wait(lambda: nv.lua(CHAT_LINES) == live, "the chat as it was after the first turn")
+    asked = nv.lua("return _G.asked")
+    assert asked[0]["items"] == ["2. Now make it friendlier", "1. Rename the route and the greeting"], asked
+    assert asked[1]["prompt"] == "Changed since that turn: controllers/api.js", asked
+    assert asked[1]["items"][0] == "Overwrite them"
+    assert "\n".join(nv.lua(FILE_LINES, str(target))) + "\n" == FIRST_HUNK
+    assert any(m.startswith("Totem: rewound 3 messages; files: restored controllers/api.js") for m in nv.lua("return _G.notified")), \
+        nv.lua("return _G.notified")
+
+    # The conversation goes on from there: the rewound turn is not in the next request.
+    model.enqueue(text_reply("Back to the route only."))
+    nv.command("TotemAsk Where are we?")
+    wait_idle(nv, "the turn after the rewind", "Back to the route only.")
+    sent = json.dumps(model.requests[-1]["messages"])
+    assert "Rename the route" in sent and "Now make it friendlier" not in sent and "Howdy" not in sent
+
+
+def test_a_killed_server_comes_back_and_the_chat_takes_up_its_session(neovim, project, model):
+    """The server killed during a command: the plugin says so, starts it again, and the chat
+    shows the session as stored, the command interrupted; the next message continues it."""
+    nv = neovim
+    marker = random.randint(10**5, 10**6)
+    command = f"sleep 40.{marker}"
+    model.enqueue(tool_reply([("bash", {"command": command})]))
+    first = wait_for_client(nv)
+    nv.lua(NOTIFIED)
+    nv.command("TotemAsk Wait a while")
+    nv.wait(lambda: nv.lua("return require('totem.permission').current ~= nil"), "the permission window")
+    nv.input("a")
+    nv.wait(lambda: processes_with(command), "the command running")
+    session = nv.lua("return require('totem.chat').state.session")
+    [pid] = children_with(nv.pids[0], "totem_cli.main lsp")
+    try:
+        os.kill(pid, 9)
+        said = nv.wait(lambda: [m for m in nv.lua("return _G.notified") if "server stopped" in m], "the plugin saying so")
+        assert said[0] == "Totem: the server stopped (signal 9); restarting it (1 of 3)", said
+        second = nv.wait(lambda: nv.lua("local c = vim.lsp.get_clients({ bufnr = 0, name = 'totem' })[1]"
+                                        " return c and c.initialized and c.id ~= ... and c.id", first),
+                         "a new server for the buffer")
+        nv.wait(lambda: nv.lua("return require('totem.chat').state.client_id") == second, "the chat on the new server")
+        lines = nv.wait(lambda: chat_holding(nv, "    … interrupted"), "the session as stored, the command interrupted")
+    finally:
+        for leftover in processes_with(command):
+            os.kill(leftover, 9)
+    assert lines[lines.index("    … interrupted") - 1] == f"▶ $ {command}", lines
+    assert not nv.lua("return require('totem.chat').state.busy")
+    assert nv.lua("return require('totem.chat').state.session") == session
+
+    model.enqueue(text_reply("Still here."))
+    nv.command("TotemAsk Are you back?")
+    wait_idle(nv, "the turn on the new server", "Still here.")
+    assert nv.lua("return require('totem.chat').state.session") == session
+    sent = model.requests[-1]["messages"]
+    assert any("Wait a while" in (m.get("content") or "") for m in sent if m["role"] == "user"), sent
+    assert any(m.get("role") == "tool" and "interrupted" in (m.get("content") or "").lower() for m in sent), sent
+
+
+def test_regenerate_variants_mode_context_line_and_mention_completion(neovim, project, model):
+    """:TotemRegenerate answers again; `[v` and `]v` switch between the answers; the window bar
+    has the context used of the window (and :TotemContext the shares); :TotemMode plan refuses
+    a change; `@` and `#` complete in the input, and the mentioned file reaches the model."""
+    nv = neovim
+    model.models = [{"id": "test-model", "object": "model", "context_length": 32768}]
+    model.enqueue(text_reply("First answer."))
+    wait_for_client(nv)
+    nv.lua(NOTIFIED)
+    nv.command("TotemAsk Tell me a joke")
+    wait_idle(nv, "the first answer", "First answer.")
+    winbar = nv.lua(WINBAR)
+    assert re.search(r" · \d+(\.\d)?k?/32\.8k \(\d+%%\)%<", winbar), winbar  # % doubled in a winbar
+    nv.command("TotemContext")
+    said = [m for m in nv.lua("return _G.notified") if m.startswith("Totem: context: ")]
+    assert said and "system prompt and tools " in said[0] and "kept for the answer " in said[0], said
+
+    model.enqueue(text_reply("Second answer."))
+    nv.command("TotemRegenerate")
+    lines = wait_idle(nv, "the second answer", "*Answer 2 of 2: `[v` and `]v` switch.*")
+    assert "Second answer." in lines and "First answer." not in lines, lines
+    assert lines.count("## You") == 1
+    regenerated = model.requests[-1]["messages"]
+    assert regenerated[-1]["content"].endswith("Tell me a joke") and "First answer." not in json.dumps(regenerated)
+
+    nv.lua(WINDOW_OF_CHAT + " vim.api.nvim_set_current_win(win) vim.api.nvim_win_set_cursor(win, { vim.fn.line('$', win), 0 })")
+    nv.input("[v")
+    lines = nv.wait(lambda: chat_holding(nv, "First answer."), "the first answer again")
+    assert "*Answer 1 of 2: `[v` and `]v` switch.*" in lines and "Second answer." not in lines, lines
+    nv.input("]v")
+    nv.wait(lambda: "Second answer." in nv.lua(CHAT_LINES), "the second answer again")
+    save_artifact("neovim-variants.txt", nv.capture() or "\n".join(nv.lua(CHAT_LINES)))
+
+    # Plan mode: the session's, shown in the window bar; a change is refused without asking.
+    nv.command("TotemMode plan")
+    nv.wait(lambda: " · plan" in nv.lua(WINBAR), "the mode in the window bar")
+    model.enqueue(tool_reply([("write", {"path": "notes.txt", "content": "x\n"})]))
+    model.enqueue(text_reply("Planned, not written."))
+    nv.command("TotemAsk Write the notes")
+    lines = wait_idle(nv, "the plan turn", "Planned, not written.")
+    assert "    ⊘ denied: denied (plan mode)" in lines, lines
+    assert not (project / "notes.txt").exists()
+    nv.command("TotemMode build")
+    nv.wait(lambda: " · plan" not in nv.lua(WINBAR), "build again")
+    assert nv.lua("return require('totem.chat').state.mode") == "build"
+
+    # Mentions completed in the input: `@contr<Tab>` to the file, `#bu<Tab>` to #buffer.
+    model.enqueue(text_reply("It is the API controller."))
+    nv.lua(WINDOW_OF_CHAT + " vim.api.nvim_set_current_win(win)")
+    nv.input("i")
+    wait_for_input(nv)
+    nv.input("What is @contr<Tab>")
+    nv.wait(lambda: (nv.lua(INPUT) or {}).get("lines") == ["What is @controllers/api.js"], "the file completed")
+    nv.input(" vs #bu<Tab>")
+    nv.wait(lambda: (nv.lua(INPUT) or {}).get("lines") == ["What is @controllers/api.js vs #buffer"], "#buffer completed")
+    nv.input("<C-s>")
+    wait_idle(nv, "the turn with mentions", "It is the API controller.")
+    sent = model.requests[-1]["messages"][-1]["content"]
+    assert '<context file="controllers/api.js">\n' + ORIGINAL.rstrip("\n") + "\n</context>" in sent, sent
+    assert sent.endswith("What is @controllers/api.js vs #buffer"), sent
+
+    # Several chats: :TotemNew opens a second one (a buffer and a session of its own); its turn
+    # goes on in its buffer while :TotemSessions shows the first chat in the window.
+    nv.command("TotemNew")
+    assert nv.lua("return #require('totem.chat').chats") == 2 and nv.lua(CHAT_LINES) == [""]
+    model.enqueue(tool_reply([("write", {"path": "other.txt", "content": "x\n"})]))
+    model.enqueue(text_reply("Other answer."))
+    nv.command("TotemAsk Another topic")
+    nv.wait(lambda: nv.lua("return require('totem.permission').current ~= nil"), "the second chat's permission window")
+    assert nv.lua(WINBAR).startswith(" Totem 2/2")
+    nv.lua("_G.offered = nil vim.ui.select = function(items, opts, on_choice) _G.offered = vim.tbl_map(opts.format_item, items)"
+           " for i, item in ipairs(items) do if item.title == 'Tell me a joke' then return on_choice(item, i) end end end")
+    nv.command("TotemSessions")
+    nv.wait(lambda: nv.lua("return require('totem.chat').state.n") == 1, "the first chat shown")
+    offered = nv.lua("return _G.offered")
+    assert any("Another topic" in o and o.endswith("(this chat)") for o in offered), offered
+    assert any("Tell me a joke" in o and o.endswith("(open)") for o in offered), offered
+    assert nv.lua(WINBAR).startswith(" Totem 1/2") and "Second answer." in nv.lua(CHAT_LINES)
+    assert nv.lua("return vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(vim.fn.bufwinid(require('totem.chat').buf())))") \
+        == "totem://chat"
+    nv.lua("vim.api.nvim_set_current_win(require('totem.permission').current.win)")
+    nv.input("r")
+    other = "return vim.api.nvim_buf_get_lines(require('totem.chat').chats[2].buf, 0, -1, false)"
+    nv.wait(lambda: not nv.lua("return require('totem.chat').chats[2].busy") and "Other answer." in nv.lua(other),
+            "the second chat's turn, in its own buffer")
+    assert "Other answer." not in nv.lua(CHAT_LINES) and "Another topic" not in nv.lua(CHAT_LINES)
+    assert not (project / "other.txt").exists()

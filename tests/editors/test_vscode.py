@@ -202,7 +202,9 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
     with ModelServer() as model:
         (home / "config" / "totem").mkdir(parents=True)
         (home / "config" / "totem" / "config.toml").write_text(
-            'model = "sim/test-model"\nretry_max_wait = 1.0\n\n'
+            # The host's network in the sandbox: the test reaches a job's server from outside it. A
+            # Total.js project: no Forge start.
+            'model = "sim/test-model"\nretry_max_wait = 1.0\nsandbox_network = true\nforge = false\n\n'
             f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n\n'
             # A window far above what the test's requests take (no compaction): the ring has a share.
             '[models."sim/test-model"]\ncontext_window = 200000\n'

@@ -70,7 +70,7 @@ def home(tmp_path, model_id) -> Path:
     home = tmp_path / "home"
     config = home / "config" / "totem" / "config.toml"
     config.parent.mkdir(parents=True)
-    config.write_text(f"local_dir = {json.dumps(str(LOCAL_DIR))}\nlocal_temperature = 0\n")
+    config.write_text(f"local_dir = {json.dumps(str(LOCAL_DIR))}\nlocal_temperature = 0\nforge = false\n")
     return home
 
 

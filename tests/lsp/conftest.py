@@ -107,14 +107,18 @@ async def start_editor(
     apply_edit: bool = True,
     init_options: dict | None = None,
     extra_config: str = "",
+    forge_url: str | None = None,
 ) -> Editor:
+    """``forge_url``: Forge on, at that address (tests/lsp/test_forge.py); else ``forge = false``:
+    the empty project is a Total.js one, whose built-in Forge would ask to start."""
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
     home = tmp_path / "home"
     (home / "config" / "totem").mkdir(parents=True, exist_ok=True)
+    forge = "forge = false\n" if forge_url is None else f'forge_url = "{forge_url}"\n'
     (home / "config" / "totem" / "config.toml").write_text(
         'model = "sim/test-model"\nretry_max_wait = 1.0\npermission_timeout = 5.0\n'
-        f'{extra_config}\n'
+        f'{forge}{extra_config}\n'
         f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
     )
     env = dict(os.environ, XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"))

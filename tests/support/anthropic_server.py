@@ -27,6 +27,10 @@ Checks on ``POST /v1/messages`` (each one a documented rule of the API):
 - ``x-api-key`` present, and equal to ``api_key`` when the server was given one (401);
 - ``anthropic-version`` header present; ``model``, ``messages`` and a positive ``max_tokens``;
 - text blocks non-empty;
+- image blocks (https://platform.claude.com/docs/en/build-with-claude/vision) only in user
+  messages, at the top level or inside a ``tool_result``'s ``content`` list; ``source`` of type
+  ``base64`` with a ``media_type`` of PNG, JPEG, GIF or WebP that the bytes are ("Image does not
+  match the provided media type"); a ``tool_result``'s content list holds only text and images;
 - every ``tool_use`` of an assistant message answered by a ``tool_result`` in the next message,
   which is a user message whose ``tool_result`` blocks come before anything else;
 - with ``thinking``: ``budget_tokens`` >= 1024 and < ``max_tokens``, no ``temperature``, the last
@@ -47,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.support.images import image_problem
 from tests.support.loopback import (
     LoopbackHandler,
     LoopbackServer,
@@ -95,6 +100,9 @@ def _check_messages(messages: list) -> str | None:
         for m, block in enumerate(blocks):
             if block.get("type") == "text" and not block.get("text"):
                 return f"messages.{n}.content.{m}: text content blocks must be non-empty"
+            problem = _check_images(message.get("role"), block, f"messages.{n}.content.{m}")
+            if problem:
+                return problem
         if message.get("role") == "user":
             kinds = [b.get("type") for b in blocks]
             if "tool_result" in kinds:
@@ -120,6 +128,34 @@ def _check_messages(messages: list) -> str | None:
                 "corresponding `tool_result` block in the next message."
             )
     return None
+
+
+def _check_images(role: Any, block: dict, where: str) -> str | None:
+    """The API's answer to a block's images (module docstring), or None."""
+    kind = block.get("type")
+    if kind == "tool_result" and isinstance(block.get("content"), list):
+        for k, inner in enumerate(block["content"]):
+            inner_kind = inner.get("type") if isinstance(inner, dict) else None
+            if inner_kind not in ("text", "image"):
+                return f"{where}.content.{k}.type: Input tag {inner_kind!r} found is not one of 'text', 'image'"
+            if inner_kind == "image":
+                problem = _image_source(inner)
+                if problem:
+                    return f"{where}.content.{k}.source: {problem}"
+        return None
+    if kind != "image":
+        return None
+    if role != "user":
+        return f"{where}: image content blocks are only allowed in user messages"
+    problem = _image_source(block)
+    return f"{where}.source: {problem}" if problem else None
+
+
+def _image_source(block: dict) -> str | None:
+    source = block.get("source")
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        return "source.type: expected 'base64'"
+    return image_problem(source.get("data"), source.get("media_type"))
 
 
 def _check_thinking(body: dict, thinking: Any) -> str | None:

@@ -16,7 +16,10 @@ Routes:
   serves the next queued ``Reply`` as SSE (``data: <json>\\n\\n`` per event, no end marker: the
   stream just ends, as Gemini's does). Without ``alt=sse`` it answers a JSON array, as Gemini
   does. With ``api_key`` set, a request whose ``x-goog-api-key`` differs gets Gemini's own
-  answer to a bad key: 400 ``API key not valid``. An empty queue answers 500.
+  answer to a bad key: 400 ``API key not valid``. An empty queue answers 500. Images are checked
+  as inline data is documented (https://ai.google.dev/gemini-api/docs/image-understanding): an
+  ``inlineData`` part only in a ``user`` content, with a ``mimeType`` of PNG, JPEG, GIF or WebP
+  and base64 ``data`` of that type; anything else answers 400 ``INVALID_ARGUMENT``.
 - ``GET /v1beta/models?pageSize=N&pageToken=T``: pages over ``models`` (``pageSize`` default
   50, capped by ``page_cap``), ``nextPageToken`` while more remain; queries are recorded in
   ``model_queries``.
@@ -32,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from tests.support.images import image_problem
 from tests.support.loopback import (
     LoopbackHandler,
     LoopbackServer,
@@ -90,6 +94,9 @@ class _Handler(LoopbackHandler):
             state.paths.append(path)
             state.queries.append(parse_qs(url.query))
         state._record(body, dict(self.headers.items()))
+        problem = check_images(body)
+        if problem:
+            return self.send_json(400, _error(400, problem, "INVALID_ARGUMENT"))
         if self._key_ok():
             self.serve_next_reply()
 
@@ -146,6 +153,23 @@ class GeminiServer(LoopbackServer):
         self.model_headers: list[dict] = []
         self.models: list[dict] = [model_entry("gemini-test")]
         self.page_cap = 1000
+
+
+def check_images(body: Any) -> str | None:
+    """Gemini's answer to the request's ``inlineData`` parts (module docstring), or None."""
+    contents = body.get("contents") if isinstance(body, dict) else None
+    for n, content in enumerate(contents or []):
+        for m, part in enumerate((content or {}).get("parts") or []):
+            blob = part.get("inlineData") if isinstance(part, dict) else None
+            if blob is None:
+                continue
+            where = f"contents[{n}].parts[{m}].inline_data"
+            if content.get("role") != "user":
+                return f"Invalid value at '{where}': inline data is only accepted in user content here"
+            problem = image_problem(blob.get("data"), blob.get("mimeType")) if isinstance(blob, dict) else "not an object"
+            if problem:
+                return f"Invalid value at '{where}': {problem}"
+    return None
 
 
 def _error(code: int, message: str, status: str, details: list | None = None) -> dict:

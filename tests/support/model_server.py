@@ -14,6 +14,11 @@ Routes: ``POST .../chat/completions`` serves the queued replies FIFO (an empty q
 500 ``{"error": {"message": "no scripted reply"}}``); ``GET .../models`` serves
 ``{"object": "list", "data": srv.models}``.
 
+Images are checked as the API checks them (https://platform.openai.com/docs/guides/images-vision):
+``image_url`` content parts only in user messages (any other role answers 400 "Image URLs are only
+allowed for messages with role 'user'"), each a ``data:<mime>;base64,`` URL of a PNG, JPEG, GIF or
+WebP whose bytes are that type (else 400 "Invalid image data"); content parts of a known type.
+
 Streams are sent with ``Transfer-Encoding: chunked`` and ``Connection: close``, one HTTP chunk
 per SSE event, so ``cut_after`` closes the socket without the chunked terminator: the client
 sees a real mid-stream drop. Wire format follows
@@ -23,9 +28,11 @@ https://platform.openai.com/docs/api-reference/chat/streaming.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.support.images import image_problem
 from tests.support.loopback import (
     LoopbackHandler,
     LoopbackServer,
@@ -74,6 +81,10 @@ class _Handler(LoopbackHandler):
             self.send_json(404, {"error": {"message": f"no route POST {self.path}"}})
             return
         self.server_state._record(body, dict(self.headers.items()))
+        problem = check_images(body)
+        if problem:
+            self.send_json(400, {"error": {"message": problem, "type": "invalid_request_error", "code": None}})
+            return
         window = self.server_state.context_window
         if window is not None and request_tokens(body) > window:
             # What an OpenAI-compatible server answers to a request over the model's window.
@@ -109,6 +120,34 @@ class ModelServer(LoopbackServer):
         super().__init__()
         self.models: list[dict] = [{"id": "test-model", "object": "model"}]
         self.context_window: int | None = None  # when set, larger requests get the overflow error
+
+
+_DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)", re.DOTALL)
+
+
+def check_images(body: dict) -> str | None:
+    """What the API would answer to the request's content parts (module docstring), or None."""
+    for n, message in enumerate(body.get("messages") or []):
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        for m, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind not in ("text", "image_url"):
+                return f"Invalid value: {kind!r}. Supported values are: 'text' and 'image_url'. (messages[{n}].content[{m}].type)"
+            if kind != "image_url":
+                continue
+            if message.get("role") != "user":
+                return (
+                    f"Invalid 'messages[{n}]'. Image URLs are only allowed for messages with role 'user', "
+                    f"but this message with role '{message.get('role')}' contains an image URL."
+                )
+            url = (part.get("image_url") or {}).get("url") if isinstance(part.get("image_url"), dict) else None
+            found = _DATA_URL.fullmatch(url) if isinstance(url, str) else None
+            problem = image_problem(found.group(2), found.group(1)) if found else "not a data URL"
+            if problem:
+                return f"Invalid image data (messages[{n}].content[{m}]): {problem}"
+    return None
 
 
 def request_tokens(body: dict) -> int:

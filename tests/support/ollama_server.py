@@ -15,7 +15,10 @@ and /api/errors:
 - ``POST /api/chat``: records the body in ``srv.requests``. A model not in ``srv.models``
   answers 404 ``{"error": "model \\"<name>\\" not found, try pulling it first"}`` (Ollama's
   wording); otherwise the next queued ``Reply`` is served (an empty queue answers 500
-  ``{"error": "no scripted reply"}``).
+  ``{"error": "no scripted reply"}``). A message's ``images`` must be a list of plain base64
+  strings of PNG, JPEG, GIF or WebP bytes (a ``data:`` prefix is not base64: Ollama answers
+  ``illegal base64 data``), sent to a model whose capabilities list ``vision``; else 400 with an
+  ``error`` saying which (the wording of the last two is ours).
 - ``GET /api/tags``: ``{"models": [...]}`` built from ``srv.models``.
 - ``POST /api/show``: records the body in ``srv.show_requests``; the model's
   ``{"capabilities", "model_info": {"general.architecture", "<arch>.context_length"}, ...}``,
@@ -33,6 +36,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.support.images import SIGNATURES, image_problem
 from tests.support.loopback import (
     LoopbackHandler,
     LoopbackServer,
@@ -133,6 +137,10 @@ class _Handler(LoopbackHandler):
             if name not in state.models:
                 self.send_json(404, {"error": f'model "{name}" not found, try pulling it first'})
                 return
+            problem = check_images(body, state.models[name])
+            if problem:
+                self.send_json(400, {"error": problem})
+                return
             self.serve_next_reply()
         else:
             self.send_json(404, {"error": f"no route POST {self.path}"})
@@ -158,6 +166,24 @@ class _Handler(LoopbackHandler):
             pieces = encoded
         headers = with_defaults(reply.headers, {"content-type": "application/x-ndjson"})
         self.stream(reply.status, headers, pieces, delay=reply.delay, cut=reply.cut_after is not None)
+
+
+def check_images(body: dict, model: SimModel) -> str | None:
+    """The server's answer to the request's ``images`` (module docstring), or None."""
+    for n, message in enumerate(body.get("messages") or []):
+        images = message.get("images") if isinstance(message, dict) else None
+        if images is None:
+            continue
+        if "vision" not in (model.capabilities or []):
+            return f"model {model.name!r} does not support images (messages[{n}])"
+        if not isinstance(images, list):
+            return f"messages[{n}].images: expected a list of base64 strings"
+        for image in images:
+            if isinstance(image, str) and image.startswith("data:"):
+                return "illegal base64 data at input byte 4"
+            if all(image_problem(image, mime) for mime in SIGNATURES):
+                return f"messages[{n}].images: not base64 of a PNG, JPEG, GIF or WebP image"
+    return None
 
 
 class OllamaServer(LoopbackServer):

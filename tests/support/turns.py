@@ -138,7 +138,8 @@ class Scene:
         self.provider = ScriptedProvider()
         self.capabilities = FixedCapabilities(record or CapabilityRecord(context_window=128_000))
         # The runtime's MCP servers, as mcp.json declares them (a trusted project's too).
-        self.mcp = McpServers(self.root, config or Config(), trusted=True) if mcp else None
+        # forge=False unless the test's config says otherwise: the empty project is a Total.js one.
+        self.mcp = McpServers(self.root, config or Config(forge=False), trusted=True) if mcp else None
         self.agent = Agent(
             root=self.root,
             store=self.store,
@@ -154,12 +155,14 @@ class Scene:
         )
         self.session_id = ""
 
-    async def turn(self, text: str, frontend: RecordingFrontEnd | None = None, **options) -> Turn:
+    async def turn(self, text: str, frontend: RecordingFrontEnd | None = None, *, images: tuple = (), **options) -> Turn:
+        """``images``: images the user attached (``totem_engine.images``)."""
         if not self.session_id:
             self.session_id = (await self.store.create_session(cwd=str(self.root), model="scripted/m")).id
         options.setdefault("retry_max_wait", 0.0)
         return self.agent.turn(
-            text, frontend or RecordingFrontEnd(), session_id=self.session_id, model="scripted/m", options=TurnOptions(**options)
+            text, frontend or RecordingFrontEnd(), session_id=self.session_id, model="scripted/m", options=TurnOptions(**options),
+            images=images,
         )
 
     async def run(self, text: str, frontend: RecordingFrontEnd | None = None, **options) -> TurnResult:

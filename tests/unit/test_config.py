@@ -189,7 +189,7 @@ def test_unknown_key_without_close_match_lists_known(user_file: Path) -> None:
     write(user_file, '[models."a/b"]\nwindow_thing = 1\n')
     assert load_error(None) == (
         f'{user_file}: models."a/b": unknown key "window_thing"; '
-        "known keys: context_window, max_output_tokens"
+        "known keys: context_window, max_output_tokens, vision"
     )
 
 

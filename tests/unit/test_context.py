@@ -7,12 +7,14 @@ import json
 import pytest
 
 from totem_engine import events as ev
-from totem_engine.config import Config, ConfigError, merge_layers, ConfigLayer
+from totem_engine.config import Config, ConfigError, ConfigLayer, merge_layers
 from totem_engine.context import (
     CALIBRATION_KEY,
     CALIBRATION_MAX,
     CALIBRATION_MIN,
     Calibration,
+    attachment_chars,
+    breakdown,
     estimate,
     input_tokens,
     message_tokens,
@@ -110,10 +112,47 @@ def test_output_reserve_is_the_limit_but_at_most_a_quarter_of_the_window():
     assert output_reserve(None, None) == 4096
 
 
+SHARES = ev.ContextBreakdown(system=900, history=300, tool_results=200, attachments=7, output=1024)
+
+
 def test_context_event_wire_form():
-    wire = ev.ContextEstimate(session_id="s", estimate=2431, window=8192).to_wire()
-    assert wire == {"sessionId": "s", "kind": "context", "estimate": 2431, "window": 8192}
-    assert ev.ContextEstimate(session_id="s", estimate=1, window=None).to_wire()["window"] is None
+    wire = ev.ContextEstimate(session_id="s", estimate=2431, window=8192, breakdown=SHARES).to_wire()
+    assert wire == {
+        "sessionId": "s", "kind": "context", "estimate": 2431, "window": 8192,
+        "breakdown": {"system": 900, "history": 300, "toolResults": 200, "attachments": 7, "output": 1024},
+    }
+    assert ev.ContextEstimate(session_id="s", estimate=1, window=None, breakdown=SHARES).to_wire()["window"] is None
+
+
+BLOCK = '<context file="src/app.py" lines="1-2">\n' + "a" * 396 + "\n</context>"
+
+
+def test_attachment_chars_are_the_context_blocks_only():
+    assert attachment_chars("no blocks here") == 0
+    text = f'{BLOCK}\n\n<context file="b.py"/>\n\nwhat does it do?'
+    assert attachment_chars(text) == len(BLOCK) + len('<context file="b.py"/>')
+    assert attachment_chars("I typed <context file= by hand") == 0
+
+
+def test_breakdown_splits_the_estimate_by_what_fills_the_window():
+    call = ToolCall(id="c1", name="read", arguments='{"path": "a"}')
+    req = request(
+        Message(role="user", text=f"{BLOCK}\n\nexplain it"),
+        Message(role="assistant", text="Let me read.", tool_calls=(call,)),
+        Message(role="tool", text="r" * 800, tool_call_id="c1", name="read"),
+        system="s" * 2000,
+        tools=(ToolSpec("read", "Read a file", {"type": "object"}),),
+    )
+    shares = breakdown(req, 500)
+    assert shares.system > 500 and shares.output == 500
+    assert shares.tool_results >= 200 and shares.attachments >= len(BLOCK) // 4
+    assert shares.history > 0
+    total = shares.system + shares.history + shares.tool_results + shares.attachments + shares.output
+    assert total == estimate(req, 500)
+    # Calibrated the same way as the estimate, and still adding up to it.
+    scaled = breakdown(req, 500, 1.7)
+    assert scaled.system + scaled.history + scaled.tool_results + scaled.attachments + scaled.output == estimate(req, 500, 1.7)
+    assert scaled.tool_results > shares.tool_results
 
 
 def test_compact_at_config_key():

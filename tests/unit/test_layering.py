@@ -1,7 +1,7 @@
 """The house rules of the layout, checked on the source itself.
 
 - The engine knows no front end: importing every module of ``totem_engine`` loads neither pygls,
-  lsprotocol nor totem_lsp.
+  lsprotocol, totem_lsp, totem_cli, totem_mcp_server, the ACP SDK (``acp``) nor totem_acp.
 - ``import totem_lsp.server`` loads no engine module, so ``initialize`` is answered before the
   engine's imports are paid for (README "Performance").
 - ``totem_engine`` has no import cycle, ``TYPE_CHECKING`` imports included: a part of the turn
@@ -43,7 +43,7 @@ def test_the_engine_imports_no_front_end():
     imports = "\n".join(f"import {name}" for name in _engine_modules())
     loaded = _loaded_after(imports)
     assert "totem_engine.runtime" in loaded  # the imports above did run
-    front = [name for name in loaded if name.split(".")[0] in ("pygls", "lsprotocol", "totem_lsp")]
+    front = [name for name in loaded if name.split(".")[0] in ("pygls", "lsprotocol", "totem_lsp", "totem_cli", "totem_mcp_server", "acp", "totem_acp")]
     assert front == []
 
 

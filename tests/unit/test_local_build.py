@@ -127,6 +127,24 @@ def test_a_second_setup_skips_every_stage_after_re_verifying(tmp_path):
     assert setup.out.getvalue().count("already done") == 6
 
 
+def test_a_server_built_with_other_flags_is_built_again(tmp_path):
+    root = tmp_path / "local"
+    setup_for(root, FakeRunner(root)).run()
+    paths = LocalPaths(root)
+    marker = paths.read_marker("build")
+    paths.write_marker("build", {**marker, "flags": [flag for flag in marker["flags"] if "AMX" not in flag.upper()][:-1]})
+    again = FakeRunner(root)
+    setup_for(root, again).run()
+    assert "cmake build" in again.kinds() and paths.read_marker("build")["flags"] == list(CMAKE_FLAGS)
+
+
+def test_amx_is_switched_off_on_x86_where_march_native_would_turn_it_on():
+    import platform
+
+    no_amx = [flag for flag in CMAKE_FLAGS if "-mno-amx-tile" in flag]
+    assert len(no_amx) == (2 if platform.machine() in ("x86_64", "AMD64") else 0)
+
+
 def test_setup_removes_its_downloads_sources_and_build_tree_which_are_not_needed_again(tmp_path):
     root = tmp_path / "local"
     paths = LocalPaths(root)

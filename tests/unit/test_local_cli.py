@@ -119,7 +119,7 @@ def test_setup_measures_the_speed_and_status_shows_it(tmp_path, capsys, monkeypa
         server.stop(root)
 
 
-def test_setup_says_when_the_speed_could_not_be_measured(tmp_path, capsys, monkeypatch):
+def test_setup_fails_when_the_built_server_does_not_run(tmp_path, capsys, monkeypatch):
     from totem_engine.local.build import Setup
 
     root = tmp_path / "local"
@@ -128,6 +128,26 @@ def test_setup_says_when_the_speed_could_not_be_measured(tmp_path, capsys, monke
     install = fake_install(root)
     monkeypatch.setattr(Setup, "run", lambda self: install)
     monkeypatch.setenv("FAKE_SERVER_FAIL", "1")
-    assert main(["local", "--config", str(config), "setup"]) == 0  # set up all the same
+    assert main(["local", "--config", str(config), "setup"]) == 1
+    captured = capsys.readouterr()
+    assert "the server was built but does not run on this machine: llama-server exited" in captured.err
+    assert "now use it" not in captured.out
+
+
+def test_setup_says_when_the_speed_could_not_be_measured(tmp_path, capsys, monkeypatch):
+    from totem_engine.local import benchmark
+    from totem_engine.local.build import Setup
+
+    root = tmp_path / "local"
+    config = tmp_path / "c.toml"
+    config.write_text(f'local_dir = "{root}"\n')
+    install = fake_install(root)
+    monkeypatch.setattr(Setup, "run", lambda self: install)
+
+    def unanswered(*args, **kwargs):
+        raise benchmark.BenchmarkError("the server did not answer the benchmark: timed out")
+
+    monkeypatch.setattr(benchmark, "benchmark", unanswered)
+    assert main(["local", "--config", str(config), "setup"]) == 0  # the server runs: set up all the same
     out = capsys.readouterr().out
-    assert "  speed   not measured: llama-server exited" in out
+    assert "  speed   not measured: the server did not answer the benchmark: timed out" in out

@@ -137,8 +137,17 @@ def test_an_error_result_is_an_error_and_links_and_images_are_text():
     )
     read = read_result(result, "s__shot result")
     size = round(len(png(640, 480)) / 1024) or 1
-    assert read.is_error and read.images == 1
-    assert read.text == f"Failed halfway.\n[resource: file:///srv/log.txt (log.txt)]\n[image: s__shot result, 640x480 PNG, {size} KB]"
+    assert read.is_error and [i.caption for i in read.images] == [f"[image: s__shot result, 640x480 PNG, {size} KB]"]
+    assert base64.b64decode(read.images[0].data) == png(640, 480)
+    # The caption follows the text in every request (history.py), the image itself once.
+    assert read.text == "Failed halfway.\n[resource: file:///srv/log.txt (log.txt)]"
+
+
+def test_an_image_that_cannot_be_sent_is_its_caption():
+    svg = base64.b64encode(b"<svg xmlns='http://www.w3.org/2000/svg'/>").decode()
+    result = mcp_types.CallToolResult(content=[mcp_types.ImageContent(type="image", data=svg, mime_type="image/svg+xml")])
+    read = read_result(result, "d__draw result")
+    assert read.images == () and read.text == "[image: d__draw result, SVG+XML, 1 KB]"
 
 
 def test_image_sizes_from_their_headers():

@@ -20,6 +20,7 @@ from totem_engine.mcp.specs import load_specs, project_mcp_path, user_mcp_path
 from totem_engine.mcp.start import ask_start
 from totem_engine.opening import open_project
 from totem_engine.permissions import Policy
+from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.tools.base import ToolError
 
 
@@ -86,7 +87,7 @@ async def test_an_always_answer_is_kept_for_the_project_and_bound_to_the_command
 
     # The next runtime of the same project (its servers all stopped): not asked again.
     await scene.mcp.aclose()
-    scene.agent.mcp = scene.mcp = McpServers(scene.root, Config(), trusted=True)
+    scene.agent.mcp = scene.mcp = McpServers(scene.root, Config(forge=False), trusted=True)
     scene.provider.enqueue(answer("Hi."))
     front = RecordingFrontEnd("reject_once")
     await scene.run("hello", front)
@@ -216,3 +217,20 @@ async def test_an_image_result_reaches_the_model_as_its_caption(scene):
     result = [m.text for m in scene.provider.requests[1].messages if m.role == "tool"][-1]
     assert result.startswith("Here it is.\n[image: cam__picture result, 640x480 PNG, ")
     assert "base64" not in result and len(result) < 200
+    assert not any(m.images for m in scene.provider.requests[1].messages)  # the test model does not see images
+
+
+async def test_an_image_result_reaches_a_vision_model_once_then_its_caption(tmp_path):
+    scene = Scene(tmp_path, mcp=True, record=CapabilityRecord(context_window=128_000, vision=True))
+    write_mcp_json(project_mcp_path(scene.root), {"cam": standin("--image")})
+    scene.provider.enqueue(calls(("cam__picture", {})), calls(("cam__echo", {"text": "again"})), answer("A grey picture."))
+    await scene.run("show me the picture", RecordingFrontEnd())
+    await scene.close()
+    assert none_left(scene.root) == []
+
+    second, third = scene.provider.requests[1:]
+    [picture] = [m for m in second.messages if m.role == "tool"]
+    assert [image.mime_type for image in picture.images] == ["image/png"]
+    assert picture.text.startswith("Here it is.\n[image: cam__picture result, 640x480 PNG, ")
+    later = [m for m in third.messages if m.role == "tool"]
+    assert [m.images for m in later] == [(), ()] and later[0].text == picture.text

@@ -98,7 +98,7 @@ async def test_a_turn_reads_its_session_not_again_and_sets_no_title(root, tmp_pa
     from tests.support.model_server import ModelServer, text_reply
 
     with ModelServer() as model:
-        config_file = user_config(tmp_path, f'model = "sim/m"\n[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n')
+        config_file = user_config(tmp_path, f'model = "sim/m"\nforge = false\n[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n')
         async with open_project(root, config_file=config_file) as runtime:
             reads = []
             get_session = runtime.store.get_session

@@ -117,7 +117,7 @@ async def test_unknown_role_or_part_type_is_refused(store: Store):
         await store.add_message(session.id, "tool", turn_id="trn_1")
     message = await store.add_message(session.id, "assistant", turn_id="trn_1")
     with pytest.raises(ValueError):
-        await store.add_part(message, "image", {})
+        await store.add_part(message, "video", {})
     assert (await store.messages(session.id))[0].parts == []
 
 

@@ -61,6 +61,8 @@ _NUMBERS = {
     "mcp_call_timeout": st.floats(0.001, 1e12),
     "mcp_idle_stop": st.floats(0, 1e12),
     "mcp_schema_share": st.floats(0.001, 1),
+    "forge_pages": st.integers(0, 10**4),
+    "forge_chars": st.integers(200, 10**9),
 }
 
 

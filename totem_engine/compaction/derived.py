@@ -5,11 +5,14 @@ and converts only what it has not seen: each stored message is converted (``hist
 counted (``context.message_tokens``) and scanned (its checkpoint, its AGENTS.md blocks, its call
 ids) once per version of it. The key is the stored message object: the store gives an unchanged
 message back as the same object and a changed one (a part added, updated or discarded, an image
-turned into its caption) as a new one, so the cache keeps the longest prefix of the list whose
+turned into its caption: its part set ``captioned`` once a step was answered with it) as a new
+one, so the cache keeps the longest prefix of the list whose
 objects are the ones it converted and converts again from the first that differs (a discarded
 step, a fresh attempt, a rewind, a regenerated variant: ``Store.messages`` is the conversation's
 path, and a message not on it is simply not in the list). A ``DerivedHistory`` is made for one
-session and one provider (whose replay state goes back): the Fitter of a turn holds one.
+session, one provider (whose replay state goes back) and one answer to "does the model see
+images": the Fitter of a turn holds one. It also lists the image parts still fresh
+(``fresh_images``), which the turn marks captioned once a step was answered with them.
 
 What it answers in time independent of the session's length (besides the list copy): the latest
 checkpoint and where the messages after it start, the tokens of those messages (prefix sums),
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from itertools import compress, count
 from operator import is_, is_not
 
+from totem_engine.images import FRESH, IMAGE_PART
 from totem_engine.compaction.checkpoints import CHECKPOINT_PART, Checkpoint
 from totem_engine.compaction.ledger import Ledger, instruction_blocks, todo_items
 from totem_engine.context import fixed_tokens, message_tokens
@@ -43,14 +47,16 @@ class _Entry:
     first_text: str | None  # a user message's typed text (the ledger's first request)
     blocks: tuple[tuple[str, ...], ...]  # AGENTS.md blocks of each of its tool results that has any
     call_ids: tuple[str, ...]
+    fresh_images: tuple[str, ...]  # ids of its image parts no step has been answered with yet
 
 
-def _entry(message: StoredMessage, provider: str | None) -> _Entry:
-    derived = tuple(to_messages([message], provider=provider))
+def _entry(message: StoredMessage, provider: str | None, vision: bool) -> _Entry:
+    derived = tuple(to_messages([message], provider=provider, vision=vision))
     checkpoint = None
     first_text = None
     blocks: list[tuple[str, ...]] = []
     call_ids: list[str] = []
+    fresh_images: list[str] = []
     only_checkpoints = bool(message.parts)
     # One pass over the parts: this runs for every stored message a cold fit converts.
     for part in message.parts:
@@ -73,6 +79,8 @@ def _entry(message: StoredMessage, provider: str | None) -> _Entry:
             found = instruction_blocks(part.data.get("output"))
             if found:
                 blocks.append(found)
+        elif kind == IMAGE_PART and part.status == FRESH:
+            fresh_images.append(part.id)
     return _Entry(
         stored=message,
         messages=derived,
@@ -82,15 +90,18 @@ def _entry(message: StoredMessage, provider: str | None) -> _Entry:
         first_text=first_text,
         blocks=tuple(blocks),
         call_ids=tuple(call_ids),
+        fresh_images=tuple(fresh_images),
     )
 
 
 class DerivedHistory:
     """The stored messages of one session as the model's messages, converted once per version of
-    each (see the module docstring). ``provider``: whose replay state goes back (``to_messages``)."""
+    each (see the module docstring). ``provider``: whose replay state goes back; ``vision``: the
+    model sees images, so fresh ones are sent (``to_messages``)."""
 
-    def __init__(self, provider: str | None = None) -> None:
+    def __init__(self, provider: str | None = None, *, vision: bool = False) -> None:
         self.provider = provider
+        self.vision = vision
         self._entries: list[_Entry] = []
         self._stored: list[StoredMessage] = []  # the entries' stored messages, in order
         self._index: dict[str, int] = {}  # stored message id -> entry index
@@ -100,6 +111,7 @@ class DerivedHistory:
         self._tokens_by_id: dict[int, int] = {}  # id(message) -> tokens, for the messages in _flat
         self._checkpoints: list[int] = []  # indices of entries holding a checkpoint
         self._blocks: list[int] = []  # indices of entries holding AGENTS.md blocks
+        self._images: list[int] = []  # indices of entries holding fresh images
         self._fixed: tuple[str, tuple[ToolSpec, ...], int] | None = None
         self.call_ids: set[str] = set()  # every call id seen, never forgotten
         self.converted = 0  # stored messages converted so far (what the tests of the cache read)
@@ -112,7 +124,7 @@ class DerivedHistory:
         if keep < len(seen):
             self._truncate(keep)
         for message in stored[keep:]:
-            self._append(_entry(message, self.provider))
+            self._append(_entry(message, self.provider, self.vision))
 
     def _truncate(self, keep: int) -> None:
         del self._stored[keep:]
@@ -126,6 +138,7 @@ class DerivedHistory:
         del self._sums[keep + 1 :]
         self._checkpoints = [i for i in self._checkpoints if i < keep]
         self._blocks = [i for i in self._blocks if i < keep]
+        self._images = [i for i in self._images if i < keep]
 
     def _append(self, entry: _Entry) -> None:
         index = len(self._entries)
@@ -140,6 +153,8 @@ class DerivedHistory:
             self._checkpoints.append(index)
         if entry.blocks:
             self._blocks.append(index)
+        if entry.fresh_images:
+            self._images.append(index)
         self.call_ids.update(entry.call_ids)
         self.converted += 1
 
@@ -155,6 +170,11 @@ class DerivedHistory:
         if covered is None:
             return None, 0
         return latest, covered + 1
+
+    def fresh_images(self) -> list[str]:
+        """The ids of the image parts still ``fresh`` in the messages last given to ``update``: those
+        the next request is the first (and only) one to send."""
+        return [part_id for index in self._images for part_id in self._entries[index].fresh_images]
 
     def stored_from(self, start: int) -> list[StoredMessage]:
         """The stored messages from entry ``start``, less those that hold only checkpoints."""

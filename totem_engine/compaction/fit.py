@@ -368,9 +368,9 @@ def _replace_results(state: _State, limit: int, accounts: Accounts) -> None:
             if message.text.startswith(ACCOUNT_PREFIX):
                 continue
             line = ACCOUNT_PREFIX + accounts.line(message)
-            if len(line) >= len(message.text):
+            if len(line) >= len(message.text) and not message.images:
                 continue
-            state.set(group, index, replace(message, text=line))
+            state.set(group, index, replace(message, text=line, images=()))  # the account stands for all of it
             state.accounts += 1
 
 

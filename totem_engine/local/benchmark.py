@@ -30,7 +30,12 @@ TIMEOUT = 300.0
 
 
 class BenchmarkError(Exception):
-    """The benchmark could not be run or its answer read; worded for the user."""
+    """The benchmark could not be run or its answer read; worded for the user. ``server_ran``:
+    False when the server itself could not be started (it crashed, or never answered)."""
+
+    def __init__(self, message: str, *, server_ran: bool = True):
+        super().__init__(message)
+        self.server_ran = server_ran
 
 
 @dataclass(frozen=True)
@@ -103,7 +108,7 @@ def benchmark(root: Path, install: InstalledModel, *, port: int | None = None, c
         state, _started = start(root, install, port=port, ctx=ctx, owner=os.getpid())
         speed = measure(state.address, install.model_id)
     except LocalServerError as exc:
-        raise BenchmarkError(str(exc)) from None
+        raise BenchmarkError(str(exc), server_ran=False) from None
     finally:
         release_lease(root)
     path = LocalPaths(root).benchmark

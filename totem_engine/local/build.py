@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -61,6 +62,11 @@ from .model import (
     sha256_file,
 )
 
+# No AMX on x86: a CPU may advertise it where using it faults (seen on a 2-core Xeon VM: the
+# server died at its first matrix product, in `ldtilecfg`, though the kernel granted the tile
+# state). -march=native would turn it on; an explicit -mno- wins over -march in GCC and Clang,
+# and int8/bf16 tiles matter little to a 1.5B Q4 model on a few cores.
+_NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 CMAKE_FLAGS = (
     "-DCMAKE_BUILD_TYPE=Release",
     "-DBUILD_SHARED_LIBS=OFF",
@@ -69,6 +75,7 @@ CMAKE_FLAGS = (
     "-DLLAMA_USE_PREBUILT_UI=OFF",
     "-DLLAMA_BUILD_UI=OFF",
     "-DLLAMA_OPENSSL=OFF",
+    *((f"-DCMAKE_C_FLAGS={_NO_AMX}", f"-DCMAKE_CXX_FLAGS={_NO_AMX}") if platform.machine() in ("x86_64", "AMD64") else ()),
 )
 TARGET = "llama-server"
 
@@ -427,8 +434,14 @@ class Setup:
         return {"flags": list(CMAKE_FLAGS), "sha256": self.source_sha256}
 
     def _build_done(self) -> bool:
+        """Built from this source with today's flags (a server built with others is built again)."""
         marker = self.paths.read_marker("build")
-        return bool(marker) and marker.get("sha256") == self.source_sha256 and self.paths.server_binary.is_file()
+        return (
+            bool(marker)
+            and marker.get("sha256") == self.source_sha256
+            and marker.get("flags") == list(CMAKE_FLAGS)
+            and self.paths.server_binary.is_file()
+        )
 
     def _build(self) -> dict:
         progress = Progress(f"build {TARGET} ({self.jobs} jobs)", 100, out=self.out, amounts=False)

@@ -5,7 +5,9 @@
     {"projects": {"/home/me/app": {"fs": {"target": "node /srv/fs.js .", "action": "allow"}}}}
 
 An answer holds only while the server's command line (or URL) is exactly the one it was given
-for: a project that changes ``"command"`` of a server the user allowed is asked again.
+for: a project that changes ``"command"`` of a server the user allowed is asked again. A built-in
+server's answer (Forge, mcp/forge.py) holds for every project: it is kept under ``"*"`` (``root``
+None), since what it reaches is the user's choice (``forge_url``), not the project's.
 """
 
 from __future__ import annotations
@@ -33,16 +35,23 @@ def _read() -> dict:
     return data if isinstance(data, dict) and isinstance(data.get("projects"), dict) else {"projects": {}}
 
 
-def stored_answer(root: Path, name: str, target: str) -> Answer | None:
-    """The stored answer for server ``name`` of the project at ``root``, when it was given for
-    this very ``target``; None otherwise."""
-    entry = _read()["projects"].get(str(root.resolve()), {}).get(name)
+EVERY_PROJECT = "*"
+
+
+def _key(root: Path | None) -> str:
+    return EVERY_PROJECT if root is None else str(root.resolve())
+
+
+def stored_answer(root: Path | None, name: str, target: str) -> Answer | None:
+    """The stored answer for server ``name`` of the project at ``root`` (None: of every project),
+    when it was given for this very ``target``; None otherwise."""
+    entry = _read()["projects"].get(_key(root), {}).get(name)
     if isinstance(entry, dict) and entry.get("target") == target and entry.get("action") in ("allow", "deny"):
         return entry["action"]
     return None
 
 
-def store_answer(root: Path, name: str, target: str, action: Answer) -> None:
+def store_answer(root: Path | None, name: str, target: str, action: Answer) -> None:
     data = _read()
-    data["projects"].setdefault(str(root.resolve()), {})[name] = {"target": target, "action": action}
+    data["projects"].setdefault(_key(root), {})[name] = {"target": target, "action": action}
     write_atomically(answers_file(), json.dumps(data, indent=2, sort_keys=True).encode("utf-8"))

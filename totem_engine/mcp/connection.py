@@ -160,6 +160,8 @@ class ServerConnection:
                 initialized = await session.initialize()
                 self.server_name = initialized.server_info.name
                 self.tools = await _listed(session.list_tools, "tools") if initialized.capabilities.tools else []
+                if self.spec.only_tools is not None:  # a built-in server's whitelist (mcp/forge.py)
+                    self.tools = [tool for tool in self.tools if tool.name in self.spec.only_tools]
                 self.prompts = await _listed(session.list_prompts, "prompts") if initialized.capabilities.prompts else []
                 self.session = session
                 self.state = "running"

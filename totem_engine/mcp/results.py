@@ -5,8 +5,9 @@ Follows the MCP ``CallToolResult`` (https://modelcontextprotocol.io/specificatio
 and ``isError``. Text blocks are kept as they are; structured content is added as JSON unless a
 text block already carries it (the spec asks servers to send its JSON as text too, so both
 would say the same twice); a resource link is a line naming its URI; an embedded text resource
-is its text; an image is its caption (images.py) and audio or a binary resource a line saying
-what it was. The blocks are read by their ``type`` field, so this module needs no ``mcp`` import.
+is its text; an image is attached to the result (images.py: a model that sees images gets it in
+the next request, every request its caption), or only captioned when it cannot be sent (another
+format, over 5 MB); audio or a binary resource is a line saying what it was. The blocks are read by their ``type`` field, so this module needs no ``mcp`` import.
 """
 
 from __future__ import annotations
@@ -17,31 +18,49 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from totem_engine.images import caption
+from totem_engine.images import AttachmentError, caption, image_from_base64
+from totem_engine.providers.base import Image
 
 
 @dataclass(frozen=True)
 class ReadResult:
     """``text`` for the model; ``is_error``: the server said the call failed (``isError``);
-    ``images``: how many images were captioned."""
+    ``images``: the images attached to the result, in order (their captions are not in ``text``:
+    history.py adds them after it)."""
 
     text: str
     is_error: bool = False
-    images: int = 0
+    images: tuple[Image, ...] = ()
 
 
 def read_result(result: Any, label: str) -> ReadResult:
     """``result``: an ``mcp_types.CallToolResult``; ``label``: what an image caption calls it
     (``fs__read_media_file result``)."""
     blocks = getattr(result, "content", None) or []
-    pieces = [block_text(block, label) for block in blocks]
+    pieces: list[str] = []
+    images: list[Image] = []
+    for block in blocks:
+        image = _attachable(block, label)
+        if image is not None:
+            images.append(image)
+        else:
+            pieces.append(block_text(block, label))
     texts = [block.text for block in blocks if getattr(block, "type", None) == "text"]
     structured = getattr(result, "structured_content", None)
     if structured is not None and not _carried(structured, texts):
         pieces.append(json.dumps(structured, ensure_ascii=False, indent=2))
-    text = "\n".join(p for p in pieces if p) or "(no output)"
-    images = sum(getattr(block, "type", None) == "image" for block in blocks)
-    return ReadResult(text=text, is_error=bool(getattr(result, "is_error", False)), images=images)
+    text = "\n".join(p for p in pieces if p) or ("" if images else "(no output)")
+    return ReadResult(text=text, is_error=bool(getattr(result, "is_error", False)), images=tuple(images))
+
+
+def _attachable(block: Any, label: str) -> Image | None:
+    """An image block as an attachment; None for any other block, or an image that cannot be sent."""
+    if getattr(block, "type", None) != "image":
+        return None
+    try:
+        return image_from_base64(block.data, label)
+    except AttachmentError:
+        return None
 
 
 def block_text(block: Any, label: str) -> str:

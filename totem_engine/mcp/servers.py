@@ -24,6 +24,7 @@ import anyio
 
 from totem_engine import events as ev
 from totem_engine.config import Config, ConfigError
+from totem_engine.mcp.forge import builtin_specs
 from totem_engine.mcp.naming import join_tools
 from totem_engine.mcp.specs import (
     ServerSpec,
@@ -61,20 +62,30 @@ class McpServers:
         self._idle: asyncio.Task | None = None
         self._closed = False
         self._read_at: tuple = ()  # the files' stamps when the specs were read (_stamps)
+        self._builtin: dict[str, ServerSpec] = {}  # Totem's own servers for the latest prepare (mcp/forge.py)
         self._starting = anyio.Lock()
+        self._joined: dict[str, ServerSpec] = {}  # the client's servers (join), beside the files'
 
-    async def prepare(self, host: StartHost, policy: Policy, say: Say) -> None:
+    def join(self, specs: list[ServerSpec]) -> None:
+        """Servers a front end's client declared (``source`` "client": an ACP client's
+        ``mcpServers``), served beside the files' from the next ``prepare`` on, each started after
+        the same question; one of the same name replaces the file's entry."""
+        self._joined = {spec.name: spec for spec in specs}
+
+    async def prepare(self, host: StartHost, policy: Policy, say: Say, *, totaljs: bool = False) -> None:
         """Before a turn's first step: the specs read again, and each allowed server that is not
-        running started (asking first). Never raises: what fails is a notice."""
+        running started (asking first). ``totaljs``: the session's project is a Total.js one, which
+        declares the built-in Forge (mcp/forge.py). Never raises: what fails is a notice."""
         self._say = say
         self._in_use += 1
         if self._idle is not None:
             self._idle.cancel()
             self._idle = None
         async with self._starting:  # two sessions' first turns must not start one server twice
-            await self._prepare(host, policy)
+            await self._prepare(host, policy, totaljs)
 
-    async def _prepare(self, host: StartHost, policy: Policy) -> None:
+    async def _prepare(self, host: StartHost, policy: Policy, totaljs: bool) -> None:
+        self._builtin = builtin_specs(self.config, totaljs=totaljs)
         if not await self._refresh():
             return
         wanted = [spec for spec in self.specs.values() if spec.enabled and spec.name not in self.connections]
@@ -155,7 +166,8 @@ class McpServers:
         stopped. False when the files could not be read (said)."""
         try:
             self._read_at = self._stamps()
-            self.specs = await anyio.to_thread.run_sync(load_specs, self.root)
+            # A file's server replaces a built-in one; a client's joins them.
+            self.specs = {**self._builtin, **await anyio.to_thread.run_sync(load_specs, self.root), **self._joined}
         except ConfigError as exc:
             await self._tell("warning", f"No MCP server was started: {exc}")
             return False

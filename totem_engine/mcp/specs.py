@@ -31,7 +31,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from totem_engine.config_error import ConfigError
 
-Source = Literal["user", "project"]
+# "builtin": declared by Totem itself (mcp/forge.py), replaced by a file's server of its name;
+# "client": given by the front end (ACP session/new).
+Source = Literal["builtin", "user", "project", "client"]
 
 
 class _ServerEntry(BaseModel):
@@ -67,8 +69,14 @@ class _McpFile(BaseModel):
 
 @dataclass(frozen=True)
 class ServerSpec:
-    """One declared server. ``source``: the file it came from (``user`` or ``project``);
-    ``path``: that file, for messages."""
+    """One declared server. ``source``: the file it came from (``user`` or ``project``), or
+    ``client`` for one the front end's client declared (an ACP client's ``mcpServers``), or
+    ``builtin``; ``path``: that file (for a client's, the request that declared it; a built-in
+    one's: the user's mcp.json, where a server of its name would replace it), for messages. A
+    built-in server may also say that it reaches outside this machine whatever its address
+    (``outside``: Forge stands for a third-party site, also when a test points it to loopback),
+    which of its tools are offered (``only_tools``; None: all) and what its start question says
+    (``question``; empty: start.py's wording)."""
 
     name: str
     source: Source
@@ -79,6 +87,9 @@ class ServerSpec:
     url: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
     enabled: bool = True
+    outside: bool = False
+    only_tools: frozenset[str] | None = None
+    question: str = ""
 
     @property
     def transport(self) -> Literal["stdio", "http"]:
@@ -97,7 +108,7 @@ class ServerSpec:
     def remote(self) -> bool:
         """A URL server whose host is not this machine: its requests leave it, so ``--yes`` does not
         start it (docs/config.md ``mcp_allow``)."""
-        return self.url is not None and not is_loopback(urlsplit(self.url).hostname or "")
+        return self.outside or (self.url is not None and not is_loopback(urlsplit(self.url).hostname or ""))
 
 
 def is_loopback(host: str) -> bool:

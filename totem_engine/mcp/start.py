@@ -58,7 +58,10 @@ class StartCall:
 
 
 def start_title(spec: ServerSpec) -> str:
-    """What the question says: the command line, or the URL and that requests go there."""
+    """What the question says: the command line, or the URL and that requests go there (a
+    built-in server's own wording, when it has one)."""
+    if spec.question:
+        return spec.question
     if spec.transport == "stdio":
         return f"Start MCP server {spec.name}: {spec.target}"
     where = "outside this machine" if spec.remote else "on this machine"
@@ -91,7 +94,8 @@ async def _decide(
     configured = policy.decide(TOOL, [spec.name], changes=False)
     if configured.action == "deny":
         return False, configured.rule, None
-    stored = await anyio.to_thread.run_sync(stored_answer, root, spec.name, spec.target)
+    where = None if spec.source == "builtin" else root  # a built-in server's "always": every project (answers.py)
+    stored = await anyio.to_thread.run_sync(stored_answer, where, spec.name, spec.target)
     if stored is not None:
         return stored == "allow", rule("stored", stored, spec.target), None
     if configured.action == "allow" and configured.rule.source != "default":
@@ -105,7 +109,7 @@ async def _decide(
     reply = await host.frontend.permission(request)
     if reply.outcome in ("allow_always", "reject_always"):
         action = "allow" if reply.outcome == "allow_always" else "deny"
-        await anyio.to_thread.run_sync(store_answer, root, spec.name, spec.target, action)
+        await anyio.to_thread.run_sync(store_answer, where, spec.name, spec.target, action)
         return action == "allow", rule("stored", action, spec.target), None
     return reply.outcome == "allow_once", rule("answer", "allow" if reply.outcome == "allow_once" else "deny"), reply.reason
 

@@ -52,8 +52,9 @@ class _CallAction(Action):
             raise ToolError(str(exc)) from None
         read = read_result(result, f"{self.label} result")
         output = cut_lines(read.text, ctx.output_budget, lambda kept: plain_cut_note(kept, len(read.text)))
-        summary = short(next((line for line in read.text.splitlines() if line.strip()), ""), 100)
-        return ToolResult(output=output, summary=summary, is_error=read.is_error, metadata={"images": read.images} if read.images else {})
+        first = next((line for line in read.text.splitlines() if line.strip()), "")
+        summary = short(first or (read.images[0].caption if read.images else ""), 100)
+        return ToolResult(output=output, summary=summary, is_error=read.is_error, attachments=list(read.images))
 
 
 class McpTool(Tool):

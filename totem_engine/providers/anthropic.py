@@ -36,6 +36,10 @@ Translation of the engine's neutral messages:
   arguments; arguments that are not a JSON object are sent as ``{}``).
 - consecutive ``tool`` messages -> ONE user message of ``tool_result`` blocks; ``is_error`` is set
   from ``Message.is_error`` (never guessed from the text); an empty result omits ``content``.
+- images (https://platform.claude.com/docs/en/build-with-claude/vision): ``{"type": "image",
+  "source": {"type": "base64", "media_type", "data"}}`` blocks, after the text of a user message
+  and inside the ``content`` list of a tool's ``tool_result`` (after its text block), where the
+  tool-use page allows them.
 
 Thinking: ``ChatRequest.reasoning`` "low" / "medium" / "high" turns on extended thinking with a
 budget of 2048 / 8192 / 16384 tokens, ``max_tokens`` grown by the budget, and ``temperature``
@@ -78,6 +82,7 @@ import httpx
 from .base import (
     ChatRequest,
     FinishChunk,
+    Image,
     Message,
     ModelInfo,
     ReasoningChunk,
@@ -297,9 +302,11 @@ def build_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
                 out.append({"role": "user", "content": [block]})
         elif message.role == "user":
             last = out[-1] if out else None
+            blocks = ([{"type": "text", "text": message.text}] if message.text else []) + [image_block(i) for i in message.images]
             if last is not None and last["role"] == "user" and isinstance(last["content"], list):
-                if message.text:
-                    last["content"].append({"type": "text", "text": message.text})
+                last["content"].extend(blocks)
+            elif message.images:
+                out.append({"role": "user", "content": blocks})
             else:
                 out.append({"role": "user", "content": message.text})
         elif message.role == "assistant":
@@ -313,9 +320,16 @@ def _only_tool_results(content: Any) -> bool:
     return isinstance(content, list) and all(b.get("type") == "tool_result" for b in content)
 
 
+def image_block(image: Image) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": image.mime_type, "data": image.data}}
+
+
 def tool_result_block(message: Message) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
-    if message.text:
+    if message.images:
+        text = [{"type": "text", "text": message.text}] if message.text else []
+        block["content"] = text + [image_block(image) for image in message.images]
+    elif message.text:
         block["content"] = message.text
     if message.is_error:
         block["is_error"] = True

@@ -1,7 +1,7 @@
 """The capability record: what a model can do, decided by the model, not by who sells it.
 
 ``record_for`` builds a record from, in order of precedence: the user's overrides
-(``[models."<provider>/<model>"]``: the window and output limit), the provider's own metadata
+(``[models."<provider>/<model>"]``: the window, output limit and ``vision``), the provider's own metadata
 (``ModelInfo``), the table shipped in ``capabilities.json`` (model-id patterns for the Claude,
 Gemini, DeepSeek and GPT families and a few open models), then the defaults: an unknown
 OpenAI-compatible model starts with native tool calls, assumed reliable, window unknown.
@@ -152,8 +152,8 @@ def record_for(
 ) -> CapabilityRecord:
     """The record for ``model_id`` served by a provider of ``provider_kind``.
 
-    ``overrides``: a mapping or object with ``context_window`` / ``max_output_tokens`` (the
-    config's ``ModelOverride``); they win over everything. Then ``info`` (the provider's own
+    ``overrides``: a mapping or object with ``context_window`` / ``max_output_tokens`` /
+    ``vision`` (the config's ``ModelOverride``); they win over everything. Then ``info`` (the provider's own
     metadata), then the table, then the defaults.
     """
     values: dict[str, Any] = {}
@@ -194,6 +194,9 @@ def record_for(
         value = _override(overrides, key)
         if value is not None:
             values[key] = value
+    vision = overrides.get("vision") if isinstance(overrides, Mapping) else getattr(overrides, "vision", None)
+    if isinstance(vision, bool):
+        values["vision"] = vision
     return CapabilityRecord(**values, source=source)
 
 

@@ -38,6 +38,12 @@ Stream: each SSE ``data`` is a ``GenerateContentResponse``::
      "usageMetadata"?: {"promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount"?},
      "modelVersion", "responseId", "promptFeedback"?: {"blockReason"}}   or   {"error": {...}}
 
+Images (https://ai.google.dev/gemini-api/docs/image-understanding, "Passing images inline"):
+``{"inlineData": {"mimeType", "data"}}`` parts, after the text of a user content; the images of a
+run of tool results follow its ``functionResponse`` parts in the same user content, each after a
+text part with its caption (``FunctionResponse.parts`` carries media only from Gemini 3 on; parts
+beside the responses work for every version).
+
 Translation:
 
 - ``text`` parts -> TextChunk; ``thought: true`` parts -> ReasoningChunk (as they arrive).
@@ -84,6 +90,7 @@ import httpx
 from .base import (
     ChatRequest,
     FinishChunk,
+    Image,
     Message,
     ModelInfo,
     ReasoningChunk,
@@ -406,7 +413,7 @@ def build_contents(messages: Iterable[Message]) -> list[dict[str, Any]]:
     while i < len(messages):
         message = messages[i]
         if message.role == "user":
-            _append(contents, "user", [{"text": message.text}])
+            _append(contents, "user", [{"text": message.text}, *map(inline_data, message.images)])
             i += 1
         elif message.role == "assistant":
             parts, ids = model_parts(message)
@@ -420,10 +427,15 @@ def build_contents(messages: Iterable[Message]) -> list[dict[str, Any]]:
             while i < len(messages) and messages[i].role == "tool":
                 run.append(messages[i])
                 i += 1
-            _append(contents, "user", function_responses(run, last_calls, vendor_ids))
+            images = [part for result in run for image in result.images for part in ({"text": image.caption}, inline_data(image))]
+            _append(contents, "user", function_responses(run, last_calls, vendor_ids) + images)
         else:
             raise ValueError(f"unknown message role {message.role!r}")
     return contents
+
+
+def inline_data(image: Image) -> dict[str, Any]:
+    return {"inlineData": {"mimeType": image.mime_type, "data": image.data}}
 
 
 def _append(contents: list[dict[str, Any]], role: str, parts: list[dict[str, Any]]) -> None:

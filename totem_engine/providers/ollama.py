@@ -8,12 +8,15 @@ before and during a stream). The repository's docs/api.md (github.com/ollama/oll
 Request (``POST {base_url}/api/chat``)::
 
     {"model", "stream": true,
-     "messages": [{"role": "system"|"user", "content"},
+     "messages": [{"role": "system"|"user", "content", "images"?: [base64]},
                   {"role": "assistant", "content", "thinking"?,
                    "tool_calls"?: [{"function": {"name", "arguments": {...}}}]},
-                  {"role": "tool", "content", "tool_name"}],
+                  {"role": "tool", "content", "tool_name", "images"?: [base64]}],
      "tools"?: [{"type": "function", "function": {"name", "description", "parameters"}}],
      "options": {"num_ctx", "temperature"?, "num_predict"?, "seed"?}, "think"?: true}
+
+``images``: the message's images as plain base64 (no ``data:`` prefix), for models with the
+``vision`` capability; Ollama places them with the message they come with, a tool result's too.
 
 ``options.num_ctx`` is Ollama's context size for this request; the server truncates the prompt
 to it silently, so it is sized per request (``context_size``): at least ``ctx``, grown to the
@@ -212,16 +215,18 @@ def estimate_tokens(request: ChatRequest) -> int:
     """A characters-based estimate of the prompt's tokens: (system + messages + tool schemas)/4.
 
     Counts what is sent: message text, reasoning, tool names and arguments, tool results, and
-    each tool's JSON entry. Deliberately rough; a tokenizer-based count can replace it.
+    each tool's JSON entry; an image by its size (``Image.tokens``). Deliberately rough; a tokenizer-based count can replace it.
     """
     chars = len(request.system)
+    images = 0
     for message in request.messages:
         chars += len(message.text) + len(message.reasoning)
         for call in message.tool_calls:
             chars += len(call.name) + len(call.arguments)
+        images += sum(image.tokens for image in message.images)
     for tool in request.tools:
         chars += len(json.dumps(tool_entry(tool), ensure_ascii=False))
-    return math.ceil(chars / CHARS_PER_TOKEN)
+    return math.ceil(chars / CHARS_PER_TOKEN) + images
 
 
 def context_size(
@@ -297,7 +302,7 @@ def build_messages(system: str, messages: Iterable[Message]) -> list[dict[str, A
     names: dict[str, str] = {}
     for message in messages:
         if message.role == "user":
-            out.append({"role": "user", "content": message.text})
+            out.append(_with_images({"role": "user", "content": message.text}, message))
         elif message.role == "assistant":
             entry: dict[str, Any] = {"role": "assistant", "content": message.text}
             if message.reasoning:
@@ -313,10 +318,16 @@ def build_messages(system: str, messages: Iterable[Message]) -> list[dict[str, A
             out.append(entry)
         elif message.role == "tool":
             name = message.name or names.get(message.tool_call_id or "", "")
-            out.append({"role": "tool", "content": message.text, "tool_name": name})
+            out.append(_with_images({"role": "tool", "content": message.text, "tool_name": name}, message))
         else:
             raise ValueError(f"unknown message role {message.role!r}")
     return out
+
+
+def _with_images(entry: dict[str, Any], message: Message) -> dict[str, Any]:
+    if message.images:
+        entry["images"] = [image.data for image in message.images]
+    return entry
 
 
 def arguments_text(arguments: Any) -> str:

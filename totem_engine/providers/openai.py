@@ -19,7 +19,14 @@ Stream: SSE ``data:`` payloads, each a ``chat.completion.chunk``::
      "finish_reason": null|"stop"|"length"|"tool_calls"|...}], "usage"?: {"prompt_tokens",
      "completion_tokens"}}
 
-ending with ``data: [DONE]``. Each payload is validated against ``wire/openai.py`` (strict
+ending with ``data: [DONE]``.
+
+Images (https://platform.openai.com/docs/guides/images-vision, "Analyze images"): a user message
+with images is sent as content parts, ``[{"type": "text", "text"}, {"type": "image_url",
+"image_url": {"url": "data:<mime>;base64,<data>"}}, ...]``. A tool message cannot carry an image
+on this wire (the API answers "Image URLs are only allowed for messages with role 'user'"), so
+the images of a run of tool results follow it as one user message: the words of
+``prompts/tool_images.txt``, then each image's caption and the image. Each payload is validated against ``wire/openai.py`` (strict
 types) before it is read: a field of the wrong type is MalformedStream. Yields TextChunk /
 ReasoningChunk as they arrive, then at the end every assembled ToolCallChunk in order, one
 UsageChunk (the last usage seen) and a FinishChunk.
@@ -35,9 +42,12 @@ from typing import Any
 
 import httpx
 
+from totem_engine.prompt_files import prompt
+
 from .base import (
     ChatRequest,
     FinishChunk,
+    Image,
     Message,
     ModelInfo,
     ReasoningChunk,
@@ -148,8 +158,30 @@ def build_messages(system: str, messages: tuple[Message, ...]) -> list[dict[str,
     out: list[dict[str, Any]] = []
     if system:
         out.append({"role": "system", "content": system})
-    out.extend(wire_message(message) for message in messages)
+    held: list[Image] = []  # the images of the tool results since the last other message
+    for message in messages:
+        if held and message.role != "tool":
+            out.append(tool_images_message(held))
+            held = []
+        out.append(wire_message(message))
+        if message.role == "tool":
+            held.extend(message.images)
+    if held:
+        out.append(tool_images_message(held))
     return out
+
+
+def image_part(image: Image) -> dict[str, Any]:
+    """One ``image_url`` content part, the image inline as a data URL."""
+    return {"type": "image_url", "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"}}
+
+
+def tool_images_message(images: list[Image]) -> dict[str, Any]:
+    """The user message that carries the images of the tool results just before it."""
+    content: list[dict[str, Any]] = [{"type": "text", "text": prompt("tool_images.txt")}]
+    for image in images:
+        content += [{"type": "text", "text": image.caption}, image_part(image)]
+    return {"role": "user", "content": content}
 
 
 def wire_message(message: Message) -> dict[str, Any]:
@@ -159,6 +191,9 @@ def wire_message(message: Message) -> dict[str, Any]:
     other servers ignore it.
     """
     if message.role == "user":
+        if message.images:
+            parts = [{"type": "text", "text": message.text}] if message.text else []
+            return {"role": "user", "content": parts + [image_part(image) for image in message.images]}
         return {"role": "user", "content": message.text}
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}

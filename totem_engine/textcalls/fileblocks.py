@@ -38,7 +38,7 @@ import json
 import re
 from collections.abc import Callable, Iterable
 
-from totem_engine.providers.base import Message, ToolCall, arguments_object
+from totem_engine.providers.base import Image, Message, ToolCall, arguments_object
 from totem_engine.verify import TEST_RUN
 
 from .buffer import ScanBuffer
@@ -235,9 +235,9 @@ def as_written(messages: Iterable[Message]) -> list[Message]:
         elif message.role == "tool" and message.name == _SCRIPT_CALL:
             _add_user(out, f"The script printed:\n{message.text}")
         elif message.role == "tool":
-            _add_user(out, f"The {message.name} call returned:\n{message.text}")
+            _add_user(out, f"The {message.name} call returned:\n{message.text}", message.images)
         elif message.role == "user":
-            _add_user(out, message.text)
+            _add_user(out, message.text, message.images)
         else:
             out.append(message)
     return out
@@ -291,8 +291,8 @@ def _without_path_lines(text: str, paths: set[str]) -> str:
     return _EMPTY_FENCE.sub("", "\n".join(kept)).strip()
 
 
-def _add_user(out: list[Message], text: str) -> None:
+def _add_user(out: list[Message], text: str, images: tuple[Image, ...] = ()) -> None:
     if out and out[-1].role == "user":
-        out[-1] = Message(role="user", text=f"{out[-1].text}\n\n{text}")
+        out[-1] = Message(role="user", text=f"{out[-1].text}\n\n{text}", images=out[-1].images + images)
     else:
-        out.append(Message(role="user", text=text))
+        out.append(Message(role="user", text=text, images=images))

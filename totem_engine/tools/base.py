@@ -21,9 +21,12 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_
 
 from totem_engine.checks.base import CheckResult
 from totem_engine.prompt_files import tool_description
-from totem_engine.providers.base import ArgumentsError, decode_arguments
+from totem_engine.providers.base import ArgumentsError, Image, decode_arguments
 
 if TYPE_CHECKING:
+    from totem_engine.command_changes import CommandChanges
+    from totem_engine.file_changes import FileChange
+    from totem_engine.tools.command_runner import CommandRunner
     from totem_engine.tools.workspace import Workspace
 
 
@@ -164,6 +167,10 @@ class ToolContext:
     permitted one as the turn applies a call (snapshot for undo, formatter, checks).
     ``test_command``: the config's (None: find it, verify.py; "": none); ``agent_mode``: the
     config's (a script may import the project's own modules).
+    ``commands``: where commands run and what they changed (command_changes.py; None: run as
+    they are, nothing kept); ``taken``: a command tool adds what its commands changed here, and
+    the round records it for undo. ``runner``: where ``bash`` runs its command when not in
+    Totem (a front end's, command_runner.py: an ACP client's terminal; None: in Totem).
     """
 
     root: Path
@@ -181,6 +188,9 @@ class ToolContext:
     commit: Callable[["Action"], Awaitable["ToolResult"]] = _uncommitted
     test_command: str | None = None
     agent_mode: bool = False
+    commands: "CommandChanges | None" = None
+    taken: "list[FileChange]" = field(default_factory=list)
+    runner: "CommandRunner | None" = None
 
 
 @dataclass
@@ -196,7 +206,9 @@ class ReadLedger:
 
 @dataclass
 class ToolResult:
-    """What comes back from a call: ``output`` for the model, ``summary`` (one line) for people."""
+    """What comes back from a call: ``output`` for the model, ``summary`` (one line) for people,
+    ``attachments``: images that are part of the result (built with ``totem_engine.images``;
+    stored as image parts of the call, sent once to a model that sees images, captioned after)."""
 
     output: str
     summary: str
@@ -207,6 +219,7 @@ class ToolResult:
     checks: dict[str, CheckResult] = field(default_factory=dict)
     # Kept in the call's stored part beside its output (a sub-agent's ``thread``), never sent.
     part: dict[str, Any] = field(default_factory=dict)
+    attachments: list[Image] = field(default_factory=list)
 
 
 @dataclass
@@ -239,6 +252,10 @@ class Action(ABC):
     notes: list[str] = field(default_factory=list)
     changes: bool = False
     safe_patterns: frozenset[str] | None = None
+    # It runs commands (bash, job, terminal): what they change is taken in (ToolContext.taken).
+    runs_commands: bool = False
+    # Other permissions whose rules it must also pass (a command outside the sandbox: "bash").
+    requires: tuple[str, ...] = ()
 
     @abstractmethod
     async def apply(self, ctx: ToolContext) -> ToolResult: ...

@@ -21,6 +21,8 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 from pydantic import Field
 
+from totem_engine.command_changes import SandboxRequired
+from totem_engine.tools.command_runner import Outcome
 from totem_engine.tools.workspace import unsaved_note
 from totem_engine.tools.base import (
     Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short, whole_lines_head, with_note,
@@ -73,6 +75,8 @@ class BashInput(ToolInput):
         None, description=f"Seconds before the command is killed (default {DEFAULT_TIMEOUT}, at most {MAX_TIMEOUT})."
     )
     description: str | None = Field(None, description="What the command does, in five to ten words, for the user.")
+    # Short: every model pays for it in every request, a 4K-window one too.
+    outside_sandbox: bool | None = Field(None, description="true: outside the sandbox (asked), after it failed there.")
 
 
 # --- which commands only read ----------------------------------------------------------------
@@ -162,6 +166,23 @@ def _is_subcommand(word: str) -> bool:
     return bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9_:-]*", word))
 
 
+async def escapes(ctx: ToolContext, wanted: bool | None) -> bool:
+    """Whether a command runs outside the sandbox: the model asked (``outside_sandbox``) and the
+    session has a sandbox to leave."""
+    if not wanted or ctx.commands is None:
+        return False
+    try:
+        return await ctx.commands.sandboxed(ctx.session_id)
+    except SandboxRequired:
+        return False  # no sandbox works here: the command itself is refused
+
+
+def outside_sandbox(permission: dict[str, Any]) -> dict[str, Any]:
+    """``command_permission`` of a command run outside the sandbox: asked as ``sandbox-escape``
+    (default ask, never the read-only exemption), the ``bash`` rules still applying."""
+    return {**permission, "permission": "sandbox-escape", "requires": ("bash",), "changes": True, "safe_patterns": None}
+
+
 def command_permission(command: str, root: Path) -> dict[str, Any]:
     """What an ``Action`` running ``command`` is asked about: the ``bash`` rules, matched against
     each simple command of it; what "always" stores; whether it may change the project; the parts
@@ -180,13 +201,6 @@ def command_permission(command: str, root: Path) -> dict[str, Any]:
 
 
 # --- running ----------------------------------------------------------------------------------
-
-
-@dataclass
-class Outcome:
-    output: str
-    exit_code: int | None  # None: killed at the timeout
-    timed_out: bool
 
 
 class HeadTail:
@@ -230,23 +244,31 @@ def shell() -> str:
     return "/bin/bash" if Path("/bin/bash").exists() else "/bin/sh"
 
 
-async def spawn(command: str, cwd: Path) -> Process:
+Wrap = Callable[[list[str]], list[str]]
+
+
+def as_is(argv: list[str]) -> list[str]:
+    return argv
+
+
+async def spawn(command: str, cwd: Path, wrap: Wrap = as_is) -> Process:
     """``command`` started under the shell in ``cwd``, in a process group of its own (its pid is
-    the group's id), no input, stdout and stderr merged into one pipe."""
+    the group's id), no input, stdout and stderr merged into one pipe. ``wrap``: how the shell's
+    argv is launched (a command scope's ``argv``: the sandbox)."""
     try:
         # Shielded: a cancel landing mid-spawn would leave a started group nobody kills.
         with anyio.CancelScope(shield=True):
             return await anyio.open_process(
-                [shell(), "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                wrap([shell(), "-c", command]), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, start_new_session=True,
             )
     except OSError as exc:
         raise ToolError(f"Could not start the shell: {exc}") from None
 
 
-async def run_command(command: str, cwd: Path, timeout: float, limit: int) -> Outcome:
+async def run_command(command: str, cwd: Path, timeout: float, limit: int, wrap: Wrap = as_is) -> Outcome:
     """Run ``command`` and collect its merged output; on timeout or cancellation kill its whole group."""
-    process = await spawn(command, cwd)
+    process = await spawn(command, cwd, wrap)
     collected = HeadTail(limit)
     finished_reading = anyio.Event()
     timed_out = False
@@ -314,12 +336,31 @@ def _group_alive(pgid: int) -> bool:
 class BashAction(Action):
     command: str = ""
     timeout: int = DEFAULT_TIMEOUT
+    escape: bool = False  # outside the sandbox, as the user allowed
 
     async def apply(self, ctx: ToolContext) -> ToolResult:
         limit = min(ctx.output_budget, MAX_OUTPUT)
-        outcome = await run_command(self.command, ctx.root, self.timeout, limit)
+        # Before it runs: what the command cannot see (after it, a file it changed on disk differs
+        # from the editor's buffer until the round shows it there).
         note = await unsaved_note(ctx.workspace, ctx.root, ctx.root.resolve())
+        if ctx.commands is None:
+            outcome = await self._run(ctx, limit)
+        else:
+            scope = await ctx.commands.scope(ctx.session_id, command=self.command, may_change=self.changes, escape=self.escape)
+            try:
+                outcome = await self._run(ctx, limit, scope.argv)
+            finally:
+                with anyio.CancelScope(shield=True):  # what it did before an abort is kept too
+                    ctx.taken.extend(await scope.close())
         return _result(outcome, self.timeout, [*self.notes, *([note] if note else [])])
+
+    async def _run(self, ctx: ToolContext, limit: int, wrap: Wrap = as_is) -> Outcome:
+        """In Totem, or where the front end runs commands (an ACP client's terminal), the same
+        argv either way, so the sandbox's wrapper goes along."""
+        if ctx.runner is None:
+            return await run_command(self.command, ctx.root, self.timeout, limit, wrap)
+        argv = wrap([shell(), "-c", self.command])
+        return await ctx.runner.run(argv, cwd=ctx.root, timeout=self.timeout, limit=limit, call_id=ctx.call_id)
 
 
 def _result(outcome: Outcome, timeout: int, notes: list[str]) -> ToolResult:
@@ -385,10 +426,15 @@ class BashTool(Tool):
         )
 
     async def prepare(self, args: BashInput, ctx: ToolContext) -> Action:
+        permission = command_permission(args.command, ctx.root)
+        escape = await escapes(ctx, args.outside_sandbox)
+        title = args.description or f"$ {args.command}"
         return BashAction(
-            title=args.description or f"$ {args.command}",
-            **command_permission(args.command, ctx.root),
+            title=f"{title} (outside the sandbox)" if escape else title,
+            **(outside_sandbox(permission) if escape else permission),
+            escape=escape,
             notes=list(args.notes),
+            runs_commands=True,
             command=args.command,
             timeout=args.timeout or DEFAULT_TIMEOUT,
         )

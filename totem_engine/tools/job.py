@@ -59,7 +59,9 @@ class JobCall(Action):
 
     async def _run(self, jobs: Jobs, ctx: ToolContext) -> ToolResult:
         if self.action == "start":
-            job = await jobs.start(ctx.session_id, self.command, limit=min(ctx.output_budget, MAX_OUTPUT), emit=ctx.publish)
+            job = await jobs.start(
+                ctx.session_id, self.command, limit=min(ctx.output_budget, MAX_OUTPUT), emit=ctx.publish, may_change=self.changes,
+            )
             return self._result(
                 f"Started {job.id}: `{job.command}` (process group {job.process.pid}). It keeps running after this"
                 f' call; read what it prints with job(action="output", id="{job.id}"), stop it with'
@@ -75,6 +77,7 @@ class JobCall(Action):
             await jobs.wait(job, self.timeout)
         elif self.action == "stop":
             await jobs.stop(ctx.session_id, job.id)
+        ctx.taken.extend(await jobs.take_in(job))  # what it changed so far joins this turn
         output = job.take_output().rstrip("\n") or "(no new output)"
         still = job.state == "running" and self.action == "wait"
         status = f"[{_state(job)}" + (f"; still running after {self.timeout} s" if still else "") + "]"
@@ -112,12 +115,12 @@ class JobTool(Tool):
                 raise ToolError('start needs a command: job(action="start", command="npm run dev").')
             return JobCall(
                 title=f"job: $ {args.command}", **command_permission(args.command, ctx.root), notes=list(args.notes),
-                jobs=self.jobs, action="start", command=args.command,
+                runs_commands=True, jobs=self.jobs, action="start", command=args.command,
             )
         if args.action != "list" and not args.id:
             raise ToolError(f'{args.action} needs the id of a job (start gave it; job(action="list") shows them).')
         return JobCall(
             title=f"job {args.action} {args.id or ''}".rstrip(), permission="job", patterns=[args.action],
             always_pattern=args.action, notes=list(args.notes), jobs=self.jobs, action=args.action,
-            job_id=args.id or "", timeout=args.timeout or DEFAULT_WAIT,
+            job_id=args.id or "", timeout=args.timeout or DEFAULT_WAIT, runs_commands=args.action != "list",
         )

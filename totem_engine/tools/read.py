@@ -1,4 +1,5 @@
-"""read: numbered lines of a text file, or the entries of a directory."""
+"""read: numbered lines of a text file, the entries of a directory, or an image (PNG, JPEG, GIF,
+WebP) as an attachment of the result, which a model that sees images gets once (images.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Annotated, Any
 import anyio
 from pydantic import Field
 
+from totem_engine.images import AttachmentError, image_from_bytes, sniff
+from totem_engine.providers.base import size_text
 from totem_engine.tools import instructions
 from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short
 from totem_engine.tools.freshness import content_hash, mark_seen
@@ -99,6 +102,8 @@ class ReadAction(Action):
         if stat.size > LARGE_FILE:
             return await anyio.to_thread.run_sync(read_large, self.target, rel, self.args, ctx.output_budget, self.notes)
         data = await ctx.workspace.read_bytes(self.target)
+        if sniff(data) is not None:
+            return image_result(rel, data)
         if looks_binary(data):
             return ToolResult(
                 output=f"{rel} is a binary file ({_kind(data)}, {len(data)} bytes); its bytes are not shown.",
@@ -119,6 +124,17 @@ class ReadAction(Action):
         if attached:
             parts.append(attached)
         return ToolResult(output="\n".join(parts), summary=f"{total} lines")
+
+
+def image_result(rel: str, data: bytes) -> ToolResult:
+    """An image file's result: a line saying so, with the image attached (its caption follows the
+    line in every request, history.py); one too large to attach is only described."""
+    try:
+        image = image_from_bytes(data, rel)
+    except AttachmentError as exc:
+        return ToolResult(output=f"Image file {rel}, not attached: {exc}.", summary=f"image, {size_text(len(data))}, not attached")
+    shape = f"{image.width}x{image.height}, " if image.width and image.height else ""
+    return ToolResult(output=f"Image file {rel}.", summary=f"{image.format} image, {shape}{size_text(image.size)}", attachments=[image])
 
 
 def _shown_as_is(ctx: ToolContext, rel: str, data: bytes) -> bool:
@@ -210,6 +226,8 @@ class ReadTool(Tool):
             return f"read {path} ({last} lines)"
         if "is a binary file" in output:
             return f"read {path} (binary file)"
+        if output.startswith("Image file "):
+            return f"read {path} ({summary or 'image'})"
         if output == "(empty file)":
             return f"read {path} (empty file)"
         return f"listed {path} ({len(output.splitlines())} entries)"

@@ -71,11 +71,12 @@ class TerminalCall(Action):
             listed = terminals.of(ctx.session_id)
             return self._result("\n".join(_line(t) for t in listed) or "No terminals in this session.", f"{len(listed)} terminals")
         if self.action == "start":
-            terminal = await terminals.start(ctx.session_id, self.command)
+            terminal = await terminals.start(ctx.session_id, self.command, may_change=self.changes)
         else:
             terminal = terminals.get(ctx.session_id, self.terminal_id)
         if self.action == "stop":
             await terminals.stop(ctx.session_id, terminal.id)
+            ctx.taken.extend(await terminals.take_in(terminal))
             return self._screen(terminal, f"{terminal.id} stopped")
         if self.action == "send":
             if not terminal.running:
@@ -85,6 +86,7 @@ class TerminalCall(Action):
         if terminal.ended.is_set():
             with anyio.move_on_after(1):  # the pty ends a moment before the exit is reaped
                 await terminal.process.wait()
+        ctx.taken.extend(await terminals.take_in(terminal))  # what it changed so far joins this turn
         return self._screen(terminal, _state(terminal))
 
     def _screen(self, terminal: Terminal, summary: str) -> ToolResult:
@@ -124,7 +126,7 @@ class TerminalTool(Tool):
                 raise ToolError('start needs a command: terminal(action="start", command="python3 -i").')
             return TerminalCall(
                 title=f"terminal: $ {args.command}", **command_permission(args.command, ctx.root), notes=list(args.notes),
-                terminals=self.terminals, action="start", command=args.command, timeout=args.timeout or DEFAULT_WAIT,
+                runs_commands=True, terminals=self.terminals, action="start", command=args.command, timeout=args.timeout or DEFAULT_WAIT,
             )
         if args.action != "list" and not args.id:
             raise ToolError(f'{args.action} needs the id of a terminal (start gave it; terminal(action="list") shows them).')
@@ -133,5 +135,6 @@ class TerminalTool(Tool):
         return TerminalCall(
             title=f"terminal {args.action} {args.id or ''}".rstrip(), permission="terminal", patterns=[args.action],
             always_pattern=args.action, notes=list(args.notes), terminals=self.terminals, action=args.action,
+            runs_commands=args.action != "list",
             keys=args.keys or "", terminal_id=args.id or "", timeout=args.timeout or DEFAULT_WAIT,
         )

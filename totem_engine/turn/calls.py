@@ -9,19 +9,24 @@ the round as a ``Round`` value (round.py).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 
 import anyio
 
 from totem_engine import events as ev
+from totem_engine.images import FRESH, IMAGE_PART, part_data
 from totem_engine.checks.base import CheckResult
 from totem_engine.checks.formatter import format_file
 from totem_engine.checks.registry import run_checks
+from totem_engine.file_changes import FileChange, describe
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
-from totem_engine.permissions import Decision, Policy
-from totem_engine.providers.base import ToolCall, arguments_object
+from totem_engine.command_changes import SandboxRequired
+from totem_engine.permissions import Decision, Policy, strictest
+from totem_engine.providers.base import Image, ToolCall, arguments_object
 from totem_engine.providers.capabilities import output_budget
 from totem_engine.tools.base import (
     Action,
@@ -33,6 +38,7 @@ from totem_engine.tools.base import (
     parse_arguments,
 )
 from totem_engine.tools.freshness import mark_seen
+from totem_engine.tools.workspace import Workspace
 from totem_engine.turn.guards import Guards, Novelty, call_key
 from totem_engine.turn.host import RoundHost
 from totem_engine.turn.review import reviewed
@@ -43,6 +49,7 @@ from totem_engine.turn.round import CallOutcome, Round
 class _Call:
     call: ToolCall
     part_id: str
+    message_id: str  # the step's message, which holds the call's part and its result's images
     data: dict  # the stored part's data, grown as the call goes on
     started: bool = False
     done: bool = False
@@ -87,7 +94,7 @@ class ToolCalls:
             shown = _shown_input(call.arguments)
             data = {"callId": call.id, "tool": call.name, "arguments": call.arguments, "input": shown}
             part_id = await self.agent.store.add_part(message_id, "tool", data, status="pending")
-            records.append(_Call(call=call, part_id=part_id, data=data, input=shown))
+            records.append(_Call(call=call, part_id=part_id, message_id=message_id, data=data, input=shown))
         self._open = records
         running = _Running()
         stop = running.stop
@@ -160,6 +167,8 @@ class ToolCalls:
             commit=commit,
             test_command=self.agent.config.test_command,
             agent_mode=self.agent.config.agent_mode,
+            commands=self.agent.command_changes,
+            runner=self.agent.command_runner,
         )
         return ctx
 
@@ -172,7 +181,10 @@ class ToolCalls:
     async def _execute_and_guard(self, record: _Call, running: _Running) -> None:
         result, status, arguments = await self._execute(record, running.flagged)
         record.data.update(result.part)
-        await self._close_call(record, status, result.summary, result.output, changed=result.changed, metadata=result.metadata, checks=result.checks)
+        await self._close_call(
+            record, status, result.summary, result.output, changed=result.changed, metadata=result.metadata, checks=result.checks,
+            images=result.attachments,
+        )
         running.results.append((record.call.name, arguments, result.output, bool(result.changed)))
         stop = running.stop
         reasons = []
@@ -235,6 +247,8 @@ class ToolCalls:
 
     async def _apply(self, action: Action, ctx: ToolContext, flagged: list[str]) -> ToolResult:
         """Apply an allowed action; a change to files is snapshotted first, so undo can restore it."""
+        if action.runs_commands:
+            return await self._with_findings(await self._run_commands(action, ctx), flagged)
         if not action.files:
             return await action.apply(ctx)
         snapshots, where = self.agent.snapshots, dict(session_id=self.session_id, turn_id=self.turn.turn_id, root=self.agent.root)
@@ -252,6 +266,30 @@ class ToolCalls:
             with anyio.CancelScope(shield=True):  # what apply did must be recorded, even on abort
                 await snapshots.after_change(self.agent.workspace, paths=paths, **where)
         return await self._with_findings(result, flagged)
+
+    async def _run_commands(self, action: Action, ctx: ToolContext) -> ToolResult:
+        """Run an action that runs commands; what they changed (``ctx.taken``, command_changes.py)
+        joins the turn's change set, even when the call is cut short, and the result names it."""
+        ctx.taken = []
+        try:
+            result = await action.apply(ctx)
+        except SandboxRequired as exc:
+            raise ToolError(str(exc)) from None
+        finally:
+            with anyio.CancelScope(shield=True):
+                if ctx.taken:
+                    await self.agent.snapshots.record_command_changes(
+                        session_id=self.session_id, turn_id=self.turn.turn_id, changes=ctx.taken,
+                    )
+                    await _show_in_editor(self.agent.workspace, self.agent.root, ctx.taken)
+        for line in describe(ctx.taken):
+            result.output += f"\n[{line}]"
+        notice = self.agent.command_changes.notice(self.session_id) if self.agent.command_changes else None
+        if notice:  # said once per session: the sandbox (auto) does not work here
+            result.output += f"\n[{notice}]"
+            await self.emit(ev.Notice(session_id=self.session_id, level="warning", message=notice))
+        result.changed += [c.path for c in ctx.taken if c.path and not c.unrestorable and c.path not in result.changed]
+        return result
 
     async def _format(self, action: Action, ctx: ToolContext, result: ToolResult) -> None:
         """Run the project's formatter on each written file. Its rewrite joins the call's change set
@@ -307,7 +345,14 @@ class ToolCalls:
         return await run_checks(self.turn.checkers, self.agent.root, rel, text)
 
     def _decide(self, action: Action) -> Decision:
-        return self.policy.decide(action.permission, action.patterns, changes=action.changes, safe=action.safe_patterns)
+        """The rules of the action's permission, and of those it also needs (``requires``: a
+        command run outside the sandbox is asked as ``sandbox-escape`` and still meets the ``bash``
+        rules): the strictest decides."""
+        decided = [
+            self.policy.decide(permission, action.patterns, changes=action.changes, safe=action.safe_patterns)
+            for permission in (action.permission, *action.requires)
+        ]
+        return strictest(decided)
 
     async def _say_permission(self, record: _Call, allowed: bool, decision: Decision, rule: ev.RuleRef) -> None:
         decided = "allow" if allowed else ("deny" if decision.action == "deny" else "reject")
@@ -369,9 +414,13 @@ class ToolCalls:
         changed: list[str] | None = None,
         metadata: dict | None = None,
         checks: dict[str, CheckResult] | None = None,
+        images: list[Image] | None = None,
     ) -> None:
         # Shielded: an abort landing here must not leave a call stored as done but never reported.
         with anyio.CancelScope(shield=True):
+            for image in images or ():
+                # Before the call's status: a call stored as done has all of its result.
+                await self.agent.store.add_part(record.message_id, IMAGE_PART, part_data(image, call_id=record.call.id), status=FRESH)
             record.done = True
             record.outcome = CallOutcome(
                 call=record.call, status=status, output=output,
@@ -399,6 +448,20 @@ class ToolCalls:
             record.data["rule"] = rule.model_dump(by_alias=True)
         return dict(record.data)
 
+
+
+async def _show_in_editor(workspace: Workspace, root: Path, changes: list[FileChange]) -> None:
+    """A file the command changed on disk that the editor shows as it was before (an open
+    buffer without unsaved changes) shows the new content, so the agent and the user read what
+    the disk holds. Best effort: a buffer the editor will not change stays as it is."""
+    for change in changes:
+        if change.unrestorable or change.before is None or change.after is None:
+            continue
+        path = root / change.path
+        with contextlib.suppress(ToolError, OSError, ValueError):
+            shown = await workspace.read_bytes(path)
+            if shown == change.before:
+                await workspace.write_bytes(path, change.after)
 
 
 def _lines(rel: str, checked: CheckResult) -> tuple[list[str], list[str]]:

@@ -3,7 +3,8 @@ functions (``fit``, ``build_ledger``, ``ledger_present``, ``completer``): estima
 over budget (tool results to one-line accounts, then a summary checkpoint written by the
 session's model or ``small_model``), with the pinned ledger checked and the estimate reported.
 The turn's derived history (``DerivedHistory``) is kept here from step to step, so each stored
-message is converted once, not once per step.
+message is converted once, not once per step; once a step has been answered, the images it was
+the first to carry are marked captioned (``images_sent``), so later requests carry only captions.
 """
 
 from __future__ import annotations
@@ -11,9 +12,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 
 from totem_engine import events as ev
-from totem_engine.compaction import Complete, DerivedHistory, Fitted, completer, fit, ledger_present
+from totem_engine.compaction import (
+    Complete,
+    DerivedHistory,
+    Fitted,
+    completer,
+    fit,
+    ledger_present,
+)
 from totem_engine.config import Config, ConfigError
-from totem_engine.context import output_reserve
+from totem_engine.context import breakdown, output_reserve
+from totem_engine.images import CAPTIONED
 from totem_engine.providers.base import ChatRequest, Provider
 from totem_engine.session_state import SessionState
 from totem_engine.store import Store
@@ -23,7 +32,8 @@ from totem_engine.tools.base import Tool
 class Fitter:
     """The requests of one turn's steps to ``model_id`` on ``provider``. ``build`` makes a step's
     request from its history; ``window`` and ``max_output_tokens`` are the model's (None: not known);
-    ``tools`` account for their results when compaction replaces them."""
+    ``vision``: the model sees images (its capability record); ``tools`` account for their results
+    when compaction replaces them."""
 
     def __init__(
         self,
@@ -40,6 +50,7 @@ class Fitter:
         session_id: str,
         turn_id: str,
         emit: Callable[[ev.Event], Awaitable[None]],
+        vision: bool = False,
     ):
         self.provider, self.model_id, self.build = provider, model_id, build
         self.max_output_tokens = max_output_tokens
@@ -49,7 +60,7 @@ class Fitter:
         self.config, self.store, self.emit = config, store, emit
         self.session_id, self.turn_id = session_id, turn_id
         self.complete = summariser(config, provider, model_id, provider_for)
-        self.history = DerivedHistory(provider.name)  # this session's, for this provider
+        self.history = DerivedHistory(provider.name, vision=vision)  # this session's, for this provider and model
 
     def overflowed_at(self, estimate: int) -> None:
         """The provider refused a request of about ``estimate`` tokens: with no window known, that
@@ -82,8 +93,35 @@ class Fitter:
         )
         if fitted.compacted and not ledger_present(fitted.messages, ledger):
             await self.emit(ev.Notice(session_id=self.session_id, level="warning", message="Compaction lost part of the pinned ledger."))
-        await self.emit(ev.ContextEstimate(session_id=self.session_id, estimate=fitted.estimate, window=self.window))
+        await self.emit(self.context_event(fitted, state.calibration.factor))
         return fitted
+
+    def context_event(self, fitted: Fitted, calibration: float) -> ev.ContextEstimate:
+        """The ``context`` event of ``fitted``: its estimate, split by what fills the window."""
+        request = fitted.request
+        system = self.history.fixed(request.system, request.tools)
+        shares = breakdown(request, self.reserve, calibration, self.history.tokens, system)
+        return ev.ContextEstimate(
+            session_id=self.session_id,
+            estimate=fitted.estimate,
+            window=self.window,
+            breakdown=ev.ContextBreakdown(
+                system=shares.system,
+                history=shares.history,
+                tool_results=shares.tool_results,
+                attachments=shares.attachments,
+                output=shares.output,
+            ),
+        )
+
+
+    async def images_sent(self) -> None:
+        """A step was answered with the request last fitted: the images still fresh in it (sent
+        to a model that sees images, captioned for one that does not) are captioned from now on,
+        in the store, so every later request (and another turn's, or another model's) carries
+        only their captions."""
+        for part_id in self.history.fresh_images():
+            await self.store.update_part(part_id, status=CAPTIONED)
 
 
 def summariser(config: Config, provider: Provider, model_id: str, provider_for: Callable[[str], Provider]) -> Complete:

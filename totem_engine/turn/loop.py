@@ -23,19 +23,22 @@ import anyio
 
 from totem_engine import events as ev
 from totem_engine.agents import Agents, discover_agents
+from totem_engine.images import CAPTIONED, FRESH, IMAGE_PART, part_data
 from totem_engine.attachments import Attachment
 from totem_engine.checks.base import Checker
 from totem_engine.checks.registry import checkers_from_config
 from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import MIN_MAX_STEPS, Config
 from totem_engine.frontend import FrontEnd
+from totem_engine.command_changes import CommandChanges
 from totem_engine.jobs import Jobs
+from totem_engine.leases import holding
 from totem_engine.mcp.deferred import fit_schemas
 from totem_engine.mcp.servers import McpServers, notice_sayer
 from totem_engine.terminals import Terminals
 from totem_engine.prompt import system_prompt
 from totem_engine.prompt_files import prompt
-from totem_engine.providers.base import ChatRequest, Provider, ToolCall, ToolSpec, arguments_object
+from totem_engine.providers.base import ChatRequest, Image, Provider, ToolCall, ToolSpec, arguments_object, finish_kind
 from totem_engine.providers.capabilities import CapabilityRecord, after_step, detect_prose_edit
 from totem_engine.providers.errors import ContextOverflowError, ProviderError
 from totem_engine.providers.hints import hint_for
@@ -46,6 +49,7 @@ from totem_engine.skills import Skill, discover
 from totem_engine.snapshots import Snapshots
 from totem_engine.store import Session, Store, new_id
 from totem_engine.tools.base import Tool
+from totem_engine.tools.command_runner import CommandRunner
 from totem_engine.tools.freshness import mark_seen_in
 from totem_engine.tools.registry import is_small, surface, tool_specs
 from totem_engine.tools.skill import SkillTool
@@ -135,7 +139,9 @@ class Agent:
         delegates: bool = True,
         jobs: Jobs | None = None,
         terminals: Terminals | None = None,
+        commands: CommandChanges | None = None,
         mcp: McpServers | None = None,
+        lease_holder: str | None = None,
     ):
         self.root = root.resolve()
         self.store = store
@@ -150,7 +156,14 @@ class Agent:
         self.delegates = delegates  # its turns get the task tool (a sub-agent's never do)
         self.jobs = jobs  # the runtime's background jobs: an aborted turn kills its session's
         self.terminals = terminals  # and its terminals
+        self.command_changes = commands  # where commands run and what they changed (None: nothing kept)
+        # Where bash runs its commands when a front end offers a place (an ACP client's
+        # terminal, tools/command_runner.py); None: in Totem. Set by the front end.
+        self.command_runner: CommandRunner | None = None
         self.mcp = mcp  # the runtime's MCP servers, whose tools its turns offer (a sub-agent's: None, seed 000)
+        # The front end its turns take their session's lease as ("totem run" ..., leases.py);
+        # None: no lease (a sub-agent's thread lives in a store of its own).
+        self.lease_holder = lease_holder
         self.notices: list[str] = []  # for the user, said at the start of the next turn
         self._said: set[str] = set()  # the agent files' notices already said
 
@@ -165,16 +178,21 @@ class Agent:
         return found
 
     def nested(
-        self, *, store: Store, tools: dict[str, Tool], rules: list[ev.RuleRef], mcp: McpServers | None = None
+        self, *, store: Store, tools: dict[str, Tool], rules: list[ev.RuleRef], mcp: McpServers | None = None,
+        lease_holder: str | None = None,
     ) -> "Agent":
         """The project as a sub-agent works in it: its own ``store`` (its thread), ``tools`` and
         ``rules``; the same files, snapshots, providers and config; no task tool, and no MCP
-        server's tools unless ``mcp`` is given (a sub-agent gets none, seed 000)."""
-        return Agent(
+        server's tools unless ``mcp`` is given (a sub-agent gets none, seed 000), no lease
+        unless ``lease_holder`` is given (a turn run as an agent takes its session's)."""
+        nested = Agent(
             root=self.root, store=store, provider_for=self.provider_for, tools=tools, workspace=self.workspace,
             snapshots=self.snapshots, capabilities=self.capabilities, config=self.config, rules=rules,
-            trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals, mcp=mcp,
+            trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals, commands=self.command_changes, mcp=mcp,
+            lease_holder=lease_holder,
         )
+        nested.command_runner = self.command_runner  # a sub-agent's commands show where the session's do
+        return nested
 
     def checkers(self, *, totaljs: bool) -> list[Checker]:
         """The project's checks, the one place they are built: the Total.js rules when ``totaljs``
@@ -184,16 +202,17 @@ class Agent:
     def turn(
         self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions, session: Session | None = None,
         turn_id: str | None = None, typed: str | None = None, again: Again | None = None,
-        attached: list[Attachment] | None = None,
+        attached: list[Attachment] | None = None, images: tuple[Image, ...] = (),
     ) -> "Turn":
         """``session``: the session as the front end just read it, so the turn does not read it again;
         ``turn_id``: a sub-agent's is its conversation's turn, so its changes are undone with it;
         ``typed``: what the user typed when ``text`` is its expansion (a slash command);
         ``again``: the turn answers a stored request again (``text`` is its text) instead of storing one;
-        ``attached``: the context blocks ``text`` begins with (attachments.py), stored with the request."""
+        ``attached``: the context blocks ``text`` begins with (attachments.py), stored with the request;
+        ``images``: images the user attached to ``text`` (images.py), stored with it too."""
         return Turn(
             self, text, frontend, session_id=session_id, model=model, options=options, session=session, turn_id=turn_id, typed=typed,
-            again=again, attached=attached,
+            again=again, attached=attached, images=images,
         )
 
 
@@ -205,13 +224,14 @@ class Turn:
     def __init__(
         self, agent: Agent, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions,
         session: Session | None = None, turn_id: str | None = None, typed: str | None = None, again: Again | None = None,
-        attached: list[Attachment] | None = None,
+        attached: list[Attachment] | None = None, images: tuple[Image, ...] = (),
     ):
         self.agent = agent
         self.again = again
         self.attached = attached or []
         self.text = text
         self.typed = typed  # a slash command as typed; ``text`` is what the model receives
+        self.images = images  # stored with the request as image parts
         self.frontend = frontend
         self.session_id = session_id
         self._session = session
@@ -254,6 +274,16 @@ class Turn:
         await self.frontend.emit(event)
 
     async def run(self) -> TurnResult:
+        """The turn, run to its end. With the agent's ``lease_holder``, the session's lease is
+        taken first and kept while it runs (an abort asked through the store aborts it):
+        ``SessionInUse``, before anything is stored, when another process runs the session."""
+        holder = self.agent.lease_holder
+        if holder is None:
+            return await self._run()
+        async with holding(self.agent.store, self.session_id, holder=holder) as lease:
+            return await lease.run(self._run, self.abort)
+
+    async def _run(self) -> TurnResult:
         store = self.agent.store
         session = self._session or await store.get_session(self.session_id)
         self.state = SessionState.from_meta(session.meta)
@@ -261,12 +291,16 @@ class Turn:
         self.calls = ToolCalls(self, session_rules=self.state.rules)
         if self.again is not None:
             self.user_message = self.again.request
+            if not self.again.retry:
+                await self._images_again()
         else:
             self.user_message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
             shown = {"typed": self.typed} if self.typed is not None and self.typed != self.text else {}
             if self.attached:
                 shown["attachments"] = [a.wire() for a in self.attached]
             await store.add_part(self.user_message, "text", {"text": self.text, **shown})
+            for image in self.images:
+                await store.add_part(self.user_message, IMAGE_PART, part_data(image), status=FRESH)
             for attachment in self.attached:  # a whole file shown with the request counts as read
                 if attachment.seen is not None:
                     mark_seen_in(self.state.reads, attachment.path, attachment.seen)
@@ -300,6 +334,15 @@ class Turn:
             stop, reason = "aborted", "Stopped by the user."
         with anyio.CancelScope(shield=True):
             return await self._finish(stop, reason, failure if stop == "error" else None)
+
+    async def _images_again(self) -> None:
+        """A regenerated answer looks at the request's own images again: they are fresh for its
+        first step, as they were for the answer it replaces (images.py)."""
+        for message in await self.agent.store.messages(self.session_id):
+            if message.id == self.user_message:
+                for part in message.parts:
+                    if part.type == IMAGE_PART and part.status == CAPTIONED:
+                        await self.agent.store.update_part(part.id, status=FRESH)
 
     async def _say_restored(self) -> None:
         """The files Totem's undo or redo changed since the last turn, told to the model beside
@@ -370,7 +413,10 @@ class Turn:
         small = is_small(self.record.context_window, self.record.tier)
         if self.agent.mcp is not None:
             self._mcp_prepared = True
-            await self.agent.mcp.prepare(self, self.calls.policy, notice_sayer(self.emit, self.session_id))
+            await self.agent.mcp.prepare(
+                self, self.calls.policy, notice_sayer(self.emit, self.session_id), totaljs=bool(self.state.totaljs)
+            )
+            await self._search_forge()
         if wants_scripts(self.agent.config.code_mode, self.record, small=small):
             self.use_scripts()
         else:
@@ -397,12 +443,25 @@ class Turn:
             session_id=self.session_id,
             turn_id=self.turn_id,
             emit=self.emit,
+            vision=self.record.vision,
         )
         rounds = RoundLimit(effective_max_steps(self.options.max_steps))
         while True:
             stop, reason, changed = await self._attempt(provider, fitter, rounds)
             if not await self.policy.afresh(stop, changed=changed):
                 return stop, reason
+
+    async def _search_forge(self) -> None:
+        """Forge's pages for the request, beside it (forge/prefetch.py); not for a request
+        answered again, which keeps the pages it got the first time."""
+        if self.again is not None or self.agent.mcp is None:
+            return
+        from totem_engine.forge.prefetch import put_forge_pages
+
+        await put_forge_pages(
+            self.agent.mcp.connections, self.agent.config, typed=self.typed if self.typed is not None else self.text,
+            store=self.agent.store, message_id=self.user_message, session_id=self.session_id, emit=self.emit,
+        )
 
     def _offer_tools(self) -> None:
         """The step's tools and their specs: the turn's own and what the MCP servers offer now (a
@@ -453,6 +512,7 @@ class Turn:
                 fitter.overflowed_at(fitted.estimate)
                 fitted = await fitter.fit(await self.agent.store.messages(self.session_id), self.state, force=True)
                 outcome = await self._step(provider, fitted.request, step, message_id)
+            await fitter.images_sent()  # the next request is no longer their first
             self.state.calibration.update(fitted.raw_input, outcome.usage.input_tokens)
             if outcome.guard:
                 return "guard", outcome.guard, changed
@@ -522,7 +582,10 @@ class Turn:
             await store.add_part(
                 message_id, "step", {"step": step, "model": self.answered_by, "usage": stream.usage.model_dump(by_alias=True)}
             )
-            await self.emit(ev.StepEnd(session_id=self.session_id, step=step, model=self.answered_by, usage=stream.usage))
+            await self.emit(ev.StepEnd(
+                session_id=self.session_id, step=step, model=self.answered_by, usage=stream.usage,
+                finish=finish_kind(stream.finish),
+            ))
             return _StepOutcome(
                 calls=calls, message_id=message_id, usage=stream.usage, guard=guard, text=text.text,
                 malformed=stream.text_calls.malformed > 0,

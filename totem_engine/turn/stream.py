@@ -123,6 +123,7 @@ class StepStream:
         self.calls: list[ToolCall] = []
         self.usage = ev.Usage()
         self.model: str | None = None
+        self.finish: str | None = None  # the provider's own stop reason (FinishChunk.reason)
         self.text_calls = TextCallStats()
         self._repeat_text = RepetitionDetector()
         self._repeat_reasoning = RepetitionDetector()
@@ -178,8 +179,10 @@ class StepStream:
             self.usage = ev.Usage(input_tokens=chunk.input_tokens, output_tokens=chunk.output_tokens)
         elif isinstance(chunk, StateChunk):
             await self.store.add_part(self.message_id, "state", {"provider": provider.name, "data": chunk.data})
-        elif isinstance(chunk, FinishChunk) and chunk.model:
-            self.model = chunk.model
+        elif isinstance(chunk, FinishChunk):
+            self.finish = chunk.reason
+            if chunk.model:
+                self.model = chunk.model
 
     async def flush(self) -> None:
         await self.text.flush()

@@ -72,7 +72,7 @@ export interface ModelInfo {
   default?: boolean;
 }
 
-export interface FileChange { path: string; action: "restored" | "deleted" | "conflict"; reason?: string }
+export interface FileChange { path: string; action: "restored" | "deleted" | "conflict" | "unrestorable"; reason?: string }
 
 export interface Rule { source: string; permission: string; pattern: string; action: "allow" | "ask" | "deny" }
 

@@ -1,6 +1,6 @@
--- The chat: one markdown buffer (`totem://chat`) in a split, showing the current session.
--- It renders `totem/event` notifications (docs/events.md) as they stream, and sends
--- `totem/chat` requests.
+-- The chats: one markdown buffer a session (`totem://chat`, `totem://chat/2`, …), the current
+-- one shown in a split. Each renders its session's `totem/event` notifications (docs/events.md)
+-- as they stream, whichever chat is shown, and sends its `totem/chat` requests.
 local client = require('totem.client')
 local input = require('totem.input')
 local markdown = require('totem.markdown')
@@ -11,25 +11,87 @@ local M = {}
 
 local ns = vim.api.nvim_create_namespace('totem.chat') -- tool lines, step starts
 local REASONING = '> *Reasoning*'
+local CALL = '▶ '
+M.YOU, M.TOTEM = '## You', '## Totem'
+M.VARIANT = '*Answer %d of %d: `[v` and `]v` switch.*'
 
-M.state = {
-  buf = nil,
-  client_id = nil,
-  session = nil, -- the session shown (and continued by the next message)
-  pending = false, -- a totem/chat for a new session is waiting for its turnStart
-  request_id = nil,
-  busy = false,
-  part = nil, -- {kind, id} of the part being streamed
-  last = nil, -- kind of the last block written: user, text, reasoning, tool, note, sign
-  last_message = nil, -- {text, context, bufnr} of the message last sent from this chat
-  retry = nil, -- when the session's last turn failed: {cut = extmark where it starts, message?}
-  step_mark = nil, -- extmark where the current step's output starts
-  calls = {}, -- callId -> extmark on its tool line
-  todos = nil,
-  model = nil,
-  commands = nil, -- totem/commands of the chat's server, for completing "/" in the input
-}
+--- A chat's state. Every function of this module works on `state`, the chat being drawn or
+--- sent from (`with`); at rest it is `M.state`, the current chat (the one shown).
+local function new_chat(n)
+  return {
+    n = n, -- its number: the buffer is totem://chat, totem://chat/2, …
+    buf = nil,
+    client_id = nil,
+    root = nil, -- the server's root (a restarted server of the same root takes the chat up)
+    session = nil, -- the session shown (and continued by the next message)
+    pending = false, -- a totem/chat for a new session is waiting for its turnStart
+    request_id = nil,
+    busy = false,
+    part = nil, -- {kind, id} of the part being streamed
+    last = nil, -- kind of the last block written: user, text, reasoning, tool, note, sign
+    last_message = nil, -- {text, context, bufnr} of the message last sent from this chat
+    retry = nil, -- when the session's last turn failed: {cut = extmark where it starts, message?}
+    step_mark = nil, -- extmark where the current step's output starts
+    calls = {}, -- callId -> extmark on its tool line
+    todos = nil,
+    model = nil,
+    mode = nil, -- the session's mode (build, plan) when known
+    context = nil, -- the last `context` event: {estimate, window, breakdown}
+    wanted = {}, -- {mode?, model?} chosen before the chat had a session: its first turn's
+  }
+end
+
+M.chats = { new_chat(1) } -- every chat of this Neovim, in the order they were made
+M.state = M.chats[1]
 local state = M.state
+
+--- Runs `fn(...)` with `chat` as the chat worked on, then goes back to the current chat.
+local function with(chat, fn, ...)
+  state = chat
+  local ok, result = pcall(fn, ...)
+  state = M.state
+  if not ok then
+    error(result, 0)
+  end
+  return result
+end
+M.with = with
+
+function M.add_chat()
+  local chat = new_chat(#M.chats + 1)
+  table.insert(M.chats, chat)
+  return chat
+end
+
+--- The chat of `session`, if one shows it.
+function M.chat_of(session)
+  for _, chat in ipairs(M.chats) do
+    if session and chat.session == session then
+      return chat
+    end
+  end
+end
+
+--- The chat whose buffer is `buf`, if any.
+function M.chat_of_buf(buf)
+  for _, chat in ipairs(M.chats) do
+    if chat.buf == buf then
+      return chat
+    end
+  end
+end
+
+-- The file buffer the user was last in: what `#buffer`, `#selection` and `#diagnostics` name
+-- when a message is typed in the chat.
+M.last_file_buf = nil
+vim.api.nvim_create_autocmd('BufEnter', {
+  group = vim.api.nvim_create_augroup('totem.chat', { clear = true }),
+  callback = function(args)
+    if vim.bo[args.buf].buftype == '' and vim.api.nvim_buf_get_name(args.buf) ~= '' then
+      M.last_file_buf = args.buf
+    end
+  end,
+})
 
 local function options()
   return require('totem').options or require('totem').defaults
@@ -37,23 +99,62 @@ end
 
 -- Buffer ----------------------------------------------------------------------------------
 
---- Reasoning blocks fold: a "> *Reasoning*" line opens a fold that the following "> " lines
---- continue (a quote in an answer, after a blank line, is not folded). A sub-agent's block
---- (subagent.lua: its lines start with subagent.PREFIX) is a fold of its own, and so is a
---- command's output (results.lua). The window's foldlevel is 1: these folds are level 2, so
---- closed, except the output of a command that failed, a level-1 fold, open.
+local function starts(line, prefix)
+  return line:sub(1, #prefix) == prefix
+end
+
+--- The fold level of the call whose `▶` line is `lnum`: 2 (closed) when it worked, 1 (open)
+--- when it did not (results.failed), 0 while it has no result (it runs, or it shows a todo list
+--- that stays in sight).
+local function call_level(lnum)
+  local below = lnum + 1
+  while starts(vim.fn.getline(below), subagent.PREFIX) do
+    below = below + 1
+  end
+  local result = vim.fn.getline(below)
+  if not results.is_result(result) then
+    return 0
+  end
+  return results.failed(result) and 1 or 2
+end
+
+--- Folds. The window's foldlevel is 1: level-2 folds and deeper are closed, level 1 open.
+--- - A tool call (its `▶` line, its result, feedback and what it printed) is a fold: closed to
+---   one line when it worked, open when it did not (an error, a denial, an interruption, a
+---   non-zero exit).
+--- - Inside it, a command's output (results.lua) and a sub-agent's block (subagent.lua: its
+---   lines start with subagent.PREFIX) are folds of their own, closed; a failed command's output
+---   is open with its call.
+--- - A "> *Reasoning*" line opens a closed fold that the following "> " lines continue (a quote
+---   in an answer, after a blank line, is not folded).
 function M.foldexpr(lnum)
   local line = vim.fn.getline(lnum)
   local prefix = subagent.PREFIX
-  if line:sub(1, #prefix) == prefix then
-    return vim.fn.getline(lnum - 1):sub(1, #prefix) == prefix and '2' or '>2'
-  elseif results.is_output(line) then
-    local above = vim.fn.getline(lnum - 1)
-    if results.is_output(above) then
+  if starts(line, prefix) then
+    if starts(vim.fn.getline(lnum - 1), prefix) then
       return '='
     end
-    return results.failed(above) and '>1' or '>2'
-  elseif line:sub(1, #REASONING) == REASONING then
+    return '>' .. (math.max(1, call_level(lnum - 1)) + 1)
+  elseif starts(line, CALL) then
+    local level = call_level(lnum)
+    return level == 0 and '0' or ('>' .. level)
+  elseif results.is_output(line) then
+    local above = vim.fn.getline(lnum - 1)
+    if results.is_output(above) or results.failed(above) then
+      return '='
+    end
+    return '>3'
+  elseif starts(line, '    ') then
+    -- A result, feedback or review line: its call's fold, also after a sub-agent's block.
+    local above = lnum - 1
+    while starts(vim.fn.getline(above), prefix) do
+      above = above - 1
+    end
+    if above < lnum - 1 and starts(vim.fn.getline(above), CALL) then
+      return tostring(call_level(above))
+    end
+    return '='
+  elseif starts(line, REASONING) then
     return '>2'
   elseif line:sub(1, 1) == '>' then
     return '='
@@ -87,7 +188,7 @@ function M.buf()
     return state.buf
   end
   local buf = vim.api.nvim_create_buf(false, true)
-  vim.api.nvim_buf_set_name(buf, 'totem://chat')
+  vim.api.nvim_buf_set_name(buf, state.n == 1 and 'totem://chat' or ('totem://chat/' .. state.n))
   vim.bo[buf].buftype = 'nofile'
   vim.bo[buf].bufhidden = 'hide'
   vim.bo[buf].swapfile = false
@@ -122,9 +223,16 @@ function M.buf()
   map('r', function()
     M.retry()
   end, 'Totem: send the failed message again')
+  map(']v', function()
+    require('totem.conversation').switch_variant(1)
+  end, 'Totem: the next answer to this message')
+  map('[v', function()
+    require('totem.conversation').switch_variant(-1)
+  end, 'Totem: the previous answer to this message')
   return buf
 end
 
+--- The windows that show this chat.
 local function windows()
   local buf = state.buf
   if not buf then
@@ -133,6 +241,28 @@ local function windows()
   return vim.tbl_filter(function(win)
     return vim.api.nvim_win_get_buf(win) == buf
   end, vim.api.nvim_list_wins())
+end
+
+--- The windows that show any chat.
+local function chat_windows()
+  return vim.tbl_filter(function(win)
+    return M.chat_of_buf(vim.api.nvim_win_get_buf(win)) ~= nil
+  end, vim.api.nvim_list_wins())
+end
+
+local function setup_window(win)
+  local wo = vim.wo[win]
+  wo.wrap = true
+  wo.linebreak = true
+  wo.number = false
+  wo.relativenumber = false
+  wo.signcolumn = 'no'
+  wo.foldmethod = 'expr'
+  wo.foldexpr = "v:lua.require'totem.chat'.foldexpr(v:lnum)"
+  wo.foldtext = "v:lua.require'totem.chat'.foldtext()"
+  wo.foldlevel = 1 -- see foldexpr: calls that worked, reasoning, sub-agents and output closed
+  wo.foldenable = true
+  wo.conceallevel = 2
 end
 
 local function edit(fn)
@@ -198,10 +328,19 @@ function M.is_open()
   return #windows() > 0
 end
 
---- Opens the chat in a split (focus it when `focus`); returns the window.
+--- Opens the chat in a split (focus it when `focus`), or in the window of another chat; returns
+--- the window.
 function M.open(focus)
   local buf = M.buf()
   local existing = windows()[1]
+  if not existing then
+    existing = chat_windows()[1]
+    if existing then
+      vim.api.nvim_win_set_buf(existing, buf)
+      setup_window(existing)
+      M.update_winbar()
+    end
+  end
   if existing then
     if focus then
       vim.api.nvim_set_current_win(existing)
@@ -223,25 +362,43 @@ function M.open(focus)
     width = vertical and size or nil,
     height = (not vertical) and size or nil,
   })
-  local wo = vim.wo[win]
-  wo.wrap = true
-  wo.linebreak = true
-  wo.number = false
-  wo.relativenumber = false
-  wo.signcolumn = 'no'
-  wo.foldmethod = 'expr'
-  wo.foldexpr = "v:lua.require'totem.chat'.foldexpr(v:lnum)"
-  wo.foldtext = "v:lua.require'totem.chat'.foldtext()"
-  wo.foldlevel = 1 -- see foldexpr: reasoning, sub-agents and output closed, failures open
-  wo.foldenable = true
-  wo.conceallevel = 2
+  setup_window(win)
   M.update_winbar()
   vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(buf), 0 })
   return win
 end
 
+--- Makes `chat` the current one; the chat window, when open, shows it.
+function M.show(chat)
+  M.state = chat
+  state = chat
+  local buf = M.buf()
+  for _, win in ipairs(chat_windows()) do
+    if vim.api.nvim_win_get_buf(win) ~= buf then
+      vim.api.nvim_win_set_buf(win, buf)
+      setup_window(win)
+    end
+  end
+  M.update_winbar()
+end
+
+--- Whether a chat has nothing in it and no session: a new message may start one there.
+local function unused(chat)
+  if chat.session or chat.busy or chat.pending then
+    return false
+  end
+  return not chat.buf or not vim.api.nvim_buf_is_valid(chat.buf) or is_empty(chat.buf)
+end
+
+--- A chat with no session (the current one when it is unused, else a new one), made current.
+function M.new()
+  local chat = unused(M.state) and M.state or M.add_chat()
+  M.show(chat)
+  return chat
+end
+
 function M.close()
-  for _, win in ipairs(windows()) do
+  for _, win in ipairs(chat_windows()) do
     if #vim.api.nvim_list_wins() > 1 then
       vim.api.nvim_win_close(win, false)
     end
@@ -256,13 +413,46 @@ function M.toggle()
   end
 end
 
---- The winbar: state of the turn and the todo list.
+local function tokens(n)
+  if n < 1000 then
+    return tostring(n)
+  end
+  return ('%.1fk'):format(n / 1000)
+end
+
+--- The context line: "2.4k/32.8k (7%)" (used / window, in tokens), from the session's last
+--- `context` event; "2.4k tokens" when the window is not known.
+function M.context_line(context)
+  if type(context) ~= 'table' or type(context.estimate) ~= 'number' then
+    return nil
+  end
+  local window = type(context.window) == 'number' and context.window or nil
+  if not window then
+    return tokens(context.estimate) .. ' tokens'
+  end
+  return ('%s/%s (%d%%)'):format(tokens(context.estimate), tokens(window), math.floor(context.estimate * 100 / window + 0.5))
+end
+
+--- The winbar: the model, plan mode, the context used, the state of the turn and the todo
+--- list; which chat of how many when there are several.
 function M.update_winbar()
   local bar = ' Totem'
+  if #M.chats > 1 then
+    bar = bar .. (' %d/%d'):format(state.n, #M.chats)
+  end
   if state.model then
     bar = bar .. ' · ' .. state.model
   end
-  bar = bar .. (state.busy and ' · working…' or '')
+  if state.mode == 'plan' then
+    bar = bar .. ' · plan' -- build, the default, goes without saying
+  end
+  local used = M.context_line(state.context)
+  if used then
+    bar = bar .. ' · ' .. used
+  end
+  -- A window too narrow for it all cuts the rest (`%<`), not the model and the context.
+  local head, tail = bar, state.busy and ' · working…' or ''
+  bar = tail
   if state.todos and #state.todos > 0 then
     local done, current = 0, nil
     for _, t in ipairs(state.todos) do
@@ -278,7 +468,7 @@ function M.update_winbar()
     end
   end
   bar = bar .. require('totem.jobs').winbar()
-  bar = bar:gsub('%%', '%%%%')
+  bar = head:gsub('%%', '%%%%') .. '%<' .. bar:gsub('%%', '%%%%')
   for _, win in ipairs(windows()) do
     vim.wo[win].winbar = bar
   end
@@ -338,7 +528,13 @@ end
 function M.foldtext()
   local lines = vim.v.foldend - vim.v.foldstart
   local first = vim.fn.getline(vim.v.foldstart)
-  if first:sub(1, #subagent.PREFIX) == subagent.PREFIX then
+  if starts(first, CALL) then
+    local below = vim.v.foldstart + 1
+    while starts(vim.fn.getline(below), subagent.PREFIX) do
+      below = below + 1
+    end
+    return first .. '  ' .. vim.trim(vim.fn.getline(below))
+  elseif starts(first, subagent.PREFIX) then
     return ('%s (%d line%s, folded)'):format(first, lines, lines == 1 and '' or 's')
   elseif results.is_output(first) then
     local count = lines + 1
@@ -355,7 +551,7 @@ function render.turnStart(buf, e)
   state.step_mark = nil
   if state.last ~= 'user' then
     open_block(buf, 'user', true)
-    append_lines(buf, { '## Totem' })
+    append_lines(buf, { M.TOTEM })
   end
   state.last = 'turn'
 end
@@ -392,7 +588,7 @@ function render.toolStart(buf, e)
   else
     open_block(buf, 'tool', false)
   end
-  append_lines(buf, { '▶ ' .. one_line(e.title ~= '' and e.title or e.tool) })
+  append_lines(buf, { CALL .. one_line(e.title ~= '' and e.title or e.tool) })
   state.calls[e.callId] = vim.api.nvim_buf_set_extmark(buf, ns, last_row(buf), 0, { right_gravity = false })
 end
 
@@ -402,14 +598,18 @@ function render.toolEnd(buf, e)
   local row = mark and vim.api.nvim_buf_get_extmark_by_id(buf, ns, mark, {})[1]
   if row then
     -- Under the call's line, after its sub-agent's block when it is a `task` call.
-    local at = row + 1 + subagent.size(e.callId)
+    local at = row + 1 + subagent.size(buf, e.callId)
     vim.api.nvim_buf_set_lines(buf, at, at, false, lines)
     vim.api.nvim_buf_del_extmark(buf, ns, mark)
     state.calls[e.callId] = nil
+    -- The call's fold depends on its result, below it (foldexpr looks ahead), and Neovim
+    -- evaluates the folds of the lines that change: the call's lines are written again.
+    local last = at + #lines
+    vim.api.nvim_buf_set_lines(buf, row, last, false, vim.api.nvim_buf_get_lines(buf, row, last, false))
   else
     append_lines(buf, lines)
   end
-  subagent.finish(e.callId)
+  subagent.finish(buf, e.callId)
   if type(e.changed) == 'table' and #e.changed > 0 then
     vim.schedule(function()
       pcall(vim.cmd, 'silent! checktime')
@@ -471,28 +671,104 @@ function render.turnEnd(buf, e)
   state.model = e.model or state.model
   sign(buf, e.model or state.model, e.stopReason)
   state.calls = {}
-  subagent.reset()
+  subagent.reset(buf)
   state.step_mark = nil
   require('totem.permission').close_for(e.sessionId)
+end
+
+-- callId -> the lines saying what the user took of the change it proposed. Only this Neovim
+-- knows it (the server stores what was applied, and the result line says whether the user
+-- changed it), so a session drawn again here shows them too.
+M.reviews = {}
+
+local function show_review(buf, call_id)
+  local lines = M.reviews[call_id]
+  local mark = state.calls[call_id]
+  local row = mark and vim.api.nvim_buf_get_extmark_by_id(buf, ns, mark, {})[1]
+  if not lines then
+    return
+  end
+  local shown = vim.tbl_map(function(line)
+    return '    ' .. line
+  end, lines)
+  if row then
+    local at = row + 1 + subagent.size(buf, call_id)
+    vim.api.nvim_buf_set_lines(buf, at, at, false, shown)
+  else
+    append_lines(buf, shown)
+  end
+end
+
+--- What the user took of a reviewed change (permission.lua), under the call's line: the lines
+--- go after its sub-agent block and before its result, which comes later.
+function M.reviewed(session, call_id, lines)
+  M.reviews[call_id] = lines
+  local chat = M.chat_of(session)
+  if chat then
+    with(chat, edit, function(buf)
+      show_review(buf, call_id)
+    end)
+  end
+end
+
+--- The session's mode and model chosen before it existed (`wanted`): its first turn had them
+--- (totem/chat's `mode` and `model`); from now on they are the session's.
+local function settle_wanted(chat, c)
+  if chat.wanted.mode then
+    client.request(c, 'totem/setMode', { sessionId = chat.session, mode = chat.wanted.mode })
+  end
+  if chat.wanted.model then
+    client.request(c, 'totem/setModel', { sessionId = chat.session, model = chat.wanted.model })
+  end
+  chat.wanted = {}
+end
+
+--- The chat a turn of an unknown session goes to: the chat that sent a message for a new session
+--- on that server, else (a turn started elsewhere: a code action's "Ask Totem to fix") the
+--- current chat when it is unused, else a new one, shown unless the current chat is busy.
+local function chat_for_new_session(client_id)
+  for _, chat in ipairs(M.chats) do
+    if chat.pending and chat.client_id == client_id then
+      return chat
+    end
+  end
+  local chat = unused(M.state) and M.state or M.add_chat()
+  if M.state.busy and chat ~= M.state then
+    client.notify('a session started in another chat (:TotemSessions shows it)')
+  else
+    M.show(chat)
+    M.open(false)
+  end
+  return chat
 end
 
 function M.on_event(e, client_id)
   if type(e) ~= 'table' or type(e.kind) ~= 'string' then
     return
   end
-  if e.sessionId ~= state.session then
-    -- A turn of another session: our own new one, or one started elsewhere (a code action's
-    -- "Ask Totem to fix") while the chat is idle. Anything else is not shown.
-    if e.kind ~= 'turnStart' or (state.busy and not state.pending) then
+  local chat = M.chat_of(e.sessionId)
+  if not chat then
+    if e.kind ~= 'turnStart' then
       return
     end
-    if not state.pending then
-      M.reset()
-      M.open(false)
+    chat = chat_for_new_session(client_id)
+    chat.session = e.sessionId
+    chat.client_id = client_id
+    chat.pending = false
+    local c = vim.lsp.get_client_by_id(client_id)
+    chat.root = c and c.root_dir or chat.root
+    if c then
+      settle_wanted(chat, c)
     end
-    state.session = e.sessionId
-    state.client_id = client_id
-    state.pending = false
+  end
+  with(chat, M.draw_event, e)
+end
+
+--- Draws the event `e` of the session of `state`.
+function M.draw_event(e)
+  if e.kind == 'context' then
+    state.context = { estimate = e.estimate, window = e.window, breakdown = e.breakdown }
+    return M.update_winbar()
   end
   if e.parentCallId ~= nil and e.parentCallId ~= vim.NIL then
     -- A sub-agent's event: into its task call's block, never into the conversation's answer.
@@ -529,8 +805,9 @@ function M.reset()
   state.todos = nil
   state.step_mark = nil
   state.retry = nil
+  state.context = nil
   edit(function(buf)
-    subagent.reset(buf)
+    subagent.reset(buf, true)
     vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
   end)
@@ -546,7 +823,92 @@ local function relative(uri, c)
   return vim.fn.fnamemodify(path, ':~:.')
 end
 
---- Sends `text` (with `context` {uri, range?}) in the current session (a new one when none).
+
+--- The lines of a message in the chat: the speaker, what the user wrote, the label of its
+--- context when it has one, and the answer's heading.
+local function user_lines(text, where)
+  local lines = { M.YOU }
+  vim.list_extend(lines, vim.split(text, '\n', { plain = true }))
+  if where then
+    table.insert(lines, '')
+    table.insert(lines, '*(context: ' .. where .. ')*')
+  end
+  vim.list_extend(lines, { '', M.TOTEM })
+  return lines
+end
+
+local function show_user(buf, text, where)
+  open_block(buf, 'user', true)
+  append_lines(buf, user_lines(text, where))
+  state.last = 'user'
+end
+
+local EDITOR_MENTION = { '#buffer', '#selection', '#diagnostics' }
+
+--- totem/chat's `editor` for a message that names `#buffer`, `#selection` or `#diagnostics`:
+--- the file buffer it is about (else the one the user was last in), the selection when the
+--- message's context has one there, and that buffer's diagnostics (as LSP's) for
+--- `#diagnostics`. Nil when the message names none.
+local function editor_state(text, context, bufnr)
+  local named = {}
+  for _, mention in ipairs(EDITOR_MENTION) do
+    named[mention] = text:find(mention, 1, true) ~= nil
+  end
+  if not (named['#buffer'] or named['#selection'] or named['#diagnostics']) then
+    return nil
+  end
+  local function is_file(b)
+    return b and vim.api.nvim_buf_is_valid(b) and vim.bo[b].buftype == '' and vim.api.nvim_buf_get_name(b) ~= ''
+  end
+  bufnr = is_file(bufnr) and bufnr or (is_file(M.last_file_buf) and M.last_file_buf or nil)
+  if not bufnr then
+    return nil
+  end
+  local out = { uri = vim.uri_from_bufnr(bufnr) }
+  if context and context.uri == out.uri and context.range then
+    out.range = context.range
+  end
+  if named['#diagnostics'] then
+    out.diagnostics = vim.lsp.diagnostic.from(vim.diagnostic.get(bufnr))
+  end
+  return out
+end
+
+--- Runs a request that runs a turn of the chat's session (totem/chat, totem/retry,
+--- totem/regenerate): the chat is busy until it answers; `done(err, result)` then runs with
+--- the chat as `state`.
+function M.request_turn(c, method, params, done)
+  local chat = state
+  chat.busy = true
+  M.update_winbar()
+  chat.request_id = client.request(c, method, params, function(err, result)
+    with(chat, function()
+      chat.request_id = nil
+      chat.pending = false
+      chat.busy = false
+      if not err and result and result.sessionId then
+        chat.session = result.sessionId
+      end
+      done(err, result)
+      M.update_winbar()
+    end)
+  end)
+  if not chat.request_id then
+    chat.busy = false
+    chat.pending = false
+    M.update_winbar()
+  end
+end
+
+local function busy_warning()
+  if state.busy or state.pending then
+    client.notify('a turn is still running (:TotemAbort stops it)', vim.log.levels.WARN)
+    return true
+  end
+  return false
+end
+
+--- Sends `text` (with `context` {uri, range?}) in the chat's session (a new one when none).
 function M.send(text, context, bufnr)
   if not text or vim.trim(text) == '' then
     return
@@ -561,109 +923,78 @@ function M.send(text, context, bufnr)
     client.notify('no Totem server is running: open a file inside a project first', vim.log.levels.ERROR)
     return
   end
-  if state.busy or state.pending then
-    client.notify('a turn is still running (:TotemAbort stops it)', vim.log.levels.WARN)
+  if busy_warning() then
     return
   end
   if state.client_id and state.client_id ~= c.id then
-    M.reset() -- another project: another server, another session
+    local mine = vim.lsp.get_client_by_id(state.client_id)
+    if state.session and mine and not mine:is_stopped() then
+      -- Another project: another server, another session, another chat.
+      with(M.new(), M.send, text, context, bufnr)
+      return M.open(false)
+    end
   end
   state.client_id = c.id
+  state.root = c.root_dir
   state.last_message = { text = text, context = context, bufnr = bufnr }
   state.retry = nil
   M.open(false)
   edit(function(buf)
-    open_block(buf, 'user', true)
-    local lines = { '## You' }
-    vim.list_extend(lines, vim.split(text, '\n', { plain = true }))
+    local where = nil
     if context then
-      local where = relative(context.uri, c)
+      where = relative(context.uri, c)
       if context.range then
         where = ('%s:%d-%d'):format(where, context.range.start.line + 1, context.range['end'].line)
       end
-      table.insert(lines, '')
-      table.insert(lines, '*(context: ' .. where .. ')*')
     end
-    vim.list_extend(lines, { '', '## Totem' })
-    append_lines(buf, lines)
-    state.last = 'user'
+    show_user(buf, text, where)
   end)
-  local params = { text = text, sessionId = state.session, context = context }
+  local params = { text = text, sessionId = state.session, context = context, editor = editor_state(text, context, bufnr) }
+  if not state.session then
+    params.mode, params.model = state.wanted.mode, state.wanted.model
+  end
   state.pending = state.session == nil
-  state.busy = true
-  M.update_winbar()
-  state.request_id = client.request(c, 'totem/chat', params, function(err, result)
-    state.request_id = nil
-    state.pending = false
+  M.request_turn(c, 'totem/chat', params, function(err)
     if err then
-      state.busy = false
       edit(function(buf)
         open_block(buf, 'note', true)
         append_lines(buf, { '**Error:** ' .. one_line(err.message or vim.inspect(err)) })
       end)
-      M.update_winbar()
-      return
-    end
-    if result and result.sessionId then
-      state.session = result.sessionId
-    end
-    state.busy = false
-    M.update_winbar()
-  end)
-  if not state.request_id then
-    state.busy = false
-    state.pending = false
-  end
-end
-
---- The slash commands of the chat's server, fetched again in the background (each prompt).
-function M.refresh_commands(c)
-  client.request(c, 'totem/commands', vim.empty_dict(), function(err, commands)
-    if not err and type(commands) == 'table' then
-      state.commands = commands
     end
   end)
 end
 
---- Completion of the chat input (vim.ui.input's `completion`): "/" and a word complete to the
---- slash commands of totem/commands. The input's whole text is `lead`.
-function M.complete(lead)
-  if not lead:match('^/[%w_.-]*$') then
-    return {}
+--- Completion of the chat input (input.lua's `complete`): totem/complete for the input's
+--- `text` and the cursor at `position` (UTF-16), `@` files, `#` editor mentions and `/`
+--- commands; `done(result)` gets its {start, end, items}, or nil.
+function M.complete(text, position, done)
+  local c = state.client_id and vim.lsp.get_client_by_id(state.client_id) or client.get(M.last_file_buf)
+  if not c then
+    return done(nil)
   end
-  local commands = state.commands
-  if not commands then
-    local c = client.get()
-    local answer = c and c:request_sync('totem/commands', vim.empty_dict(), 2000)
-    commands = answer and answer.result or {}
-    state.commands = commands
+  local params = { text = text, position = position, sessionId = state.session }
+  if M.last_file_buf and vim.api.nvim_buf_is_valid(M.last_file_buf) then
+    params.uri = vim.uri_from_bufnr(M.last_file_buf)
   end
-  local found = {}
-  for _, command in ipairs(commands) do
-    local item = '/' .. command.name .. ' '
-    if vim.startswith(item, lead) then
-      table.insert(found, item)
-    end
-  end
-  table.sort(found)
-  return found
+  client.request(c, 'totem/complete', params, function(err, result)
+    done(not err and type(result) == 'table' and result or nil)
+  end)
 end
 
 --- Asks for a message in the chat's input (input.lua: several lines; <C-s> sends) and sends it
---- (with `context`). "/" and <Tab> complete the slash commands. `default`: the text the input
---- starts with.
+--- (with `context`) from this chat. <Tab> completes mentions and slash commands. `default`: the
+--- text the input starts with.
 function M.prompt(context, bufnr, default)
-  local c = client.get(bufnr)
-  if c then
-    M.refresh_commands(c)
-  end
+  local chat = state
   input.open({
     prompt = 'Totem> ',
     default = default,
     anchor = windows()[1],
-    complete = M.complete,
+    complete = function(text, position, done)
+      with(chat, M.complete, text, position, done)
+    end,
     on_submit = function(text)
-      M.send(text, context, bufnr)
+      with(chat, M.send, text, context, bufnr)
     end,
   })
 end
@@ -679,8 +1010,7 @@ function M.retry()
     client.notify('nothing to try again: the last turn did not fail', vim.log.levels.WARN)
     return
   end
-  if state.busy or state.pending then
-    client.notify('a turn is still running (:TotemAbort stops it)', vim.log.levels.WARN)
+  if busy_warning() then
     return
   end
   state.retry = nil
@@ -693,12 +1023,7 @@ function M.retry()
     state.last = 'user' -- the answer goes on under the request's "## Totem"
     state.part, state.step_mark = nil, nil
   end)
-  state.busy = true
-  M.update_winbar()
-  state.request_id = client.request(c, 'totem/retry', { sessionId = state.session }, function(err)
-    state.request_id = nil
-    state.busy = false
-    M.update_winbar()
+  M.request_turn(c, 'totem/retry', { sessionId = state.session }, function(err)
     if err then
       local message = again.message
       if message then
@@ -722,6 +1047,147 @@ function M.abort()
   end
 end
 
+-- The conversation's messages -------------------------------------------------------------------
+
+--- The 0-based rows of the chat's requests (its "## You" lines), in order.
+function M.request_rows()
+  local rows = {}
+  for i, line in ipairs(vim.api.nvim_buf_get_lines(M.buf(), 0, -1, false)) do
+    if line == M.YOU then
+      table.insert(rows, i - 1)
+    end
+  end
+  return rows
+end
+
+--- Which request (its index in request_rows) the cursor of the chat's window is in, else the last.
+function M.request_at_cursor()
+  local rows = M.request_rows()
+  local win = vim.api.nvim_get_current_win()
+  if vim.api.nvim_win_get_buf(win) ~= M.buf() then
+    return #rows > 0 and #rows or nil
+  end
+  local cursor = vim.api.nvim_win_get_cursor(win)[1] - 1
+  local found = #rows > 0 and 1 or nil
+  for i, row in ipairs(rows) do
+    if row <= cursor then
+      found = i
+    end
+  end
+  return found
+end
+
+--- Empties the chat below the answer heading of request `index`, for a new answer there
+--- (totem/regenerate).
+function M.cut_after_request(index)
+  edit(function(buf)
+    local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    local row = M.request_rows()[index]
+    local heading = row
+    while heading and lines[heading + 1] ~= M.TOTEM do
+      heading = heading + 1 <= #lines and heading + 1 or nil
+    end
+    if heading then
+      vim.api.nvim_buf_set_lines(buf, heading + 1, -1, false, {})
+    end
+    vim.api.nvim_buf_clear_namespace(buf, ns, heading and heading + 1 or 0, -1)
+    state.last = 'user'
+    state.part, state.step_mark, state.calls, state.retry = nil, nil, {}, nil
+    subagent.reset(buf)
+  end)
+end
+
+--- The requests of a stored session (totem/session's result), in order, as the chat shows them
+--- (each a "## You"): user messages with text (not the prompts Totem adds in the user's place).
+--- Each: {id, text, variant = {index, count}?} (variant: of its answer, when it has several).
+function M.requests(session)
+  local found, by_id = {}, {}
+  for _, message in ipairs(session.messages or {}) do
+    if message.role == 'user' then
+      local text = nil
+      for _, part in ipairs(message.parts or {}) do
+        if part.type == 'text' and not part.discarded then
+          text = (text or '') .. (part.data.typed or part.data.text or '')
+        end
+      end
+      if text then
+        local request = { id = message.id, text = (M.split_context(text)) }
+        table.insert(found, request)
+        by_id[message.id] = request
+      end
+    elseif type(message.variant) == 'table' and by_id[message.variant.request] then
+      by_id[message.variant.request].variant = { index = message.variant.index, count = message.variant.count }
+    end
+  end
+  return found
+end
+
+--- Fetches the chat's session and draws it again (`done(session)` after, nil when it failed).
+function M.reload(done)
+  local chat = state
+  local c = chat.client_id and vim.lsp.get_client_by_id(chat.client_id)
+  if not c or not chat.session then
+    return done and done(nil)
+  end
+  client.request(c, 'totem/session', { sessionId = chat.session }, function(err, session)
+    if err then
+      client.notify('session: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      return done and done(nil)
+    end
+    with(chat, function()
+      M.show_session(session, c.id, chat.model)
+      if done then
+        done(session)
+      end
+    end)
+  end)
+end
+
+--- The chat shows `session` (a totem/session result): its own chat when one shows it already
+--- (drawn again unless a turn runs there), else the current chat when unused, else a new one.
+function M.open_session(session, client_id, model)
+  local chat = M.chat_of(session.sessionId)
+  if not chat then
+    chat = unused(M.state) and M.state or M.add_chat()
+  end
+  M.show(chat)
+  if not chat.busy then
+    M.show_session(session, client_id, model)
+  end
+  M.open(true)
+end
+
+--- The server of the chat stopped: its running calls are marked interrupted, its turn is over.
+function M.server_stopped(client_id)
+  for _, chat in ipairs(M.chats) do
+    if chat.client_id == client_id and (chat.busy or chat.pending) then
+      with(chat, function()
+        edit(function(buf)
+          for call_id in pairs(state.calls) do
+            render.toolEnd(buf, { callId = call_id, status = 'interrupted', summary = 'the server stopped' })
+          end
+          open_block(buf, 'note', true)
+          append_lines(buf, { '**Note:** the server stopped during this turn.' })
+        end)
+        state.calls, state.busy, state.pending, state.request_id = {}, false, false, nil
+        M.update_winbar()
+      end)
+    end
+  end
+end
+
+--- A server started for `root` (a restart): the chats of a server of that root that is gone are
+--- its now, and show their sessions as stored.
+function M.take_up(c)
+  for _, chat in ipairs(M.chats) do
+    local old = chat.client_id and vim.lsp.get_client_by_id(chat.client_id)
+    if chat.client_id and chat.client_id ~= c.id and (not old or old:is_stopped()) and chat.root == c.root_dir then
+      chat.client_id = c.id
+      with(chat, M.reload)
+    end
+  end
+end
+
 -- History ----------------------------------------------------------------------------------------
 
 --- A stored user text split into what the user wrote and a label for the `<context …>` block
@@ -737,17 +1203,19 @@ function M.split_context(text)
   return rest, lines and (file .. ':' .. lines) or file
 end
 
-local function show_user(buf, text, where)
-  open_block(buf, 'user', true)
-  local lines = { '## You' }
-  vim.list_extend(lines, vim.split(text, '\n', { plain = true }))
-  if where then
-    table.insert(lines, '')
-    table.insert(lines, '*(context: ' .. where .. ')*')
+--- What a stored request shows: what the user typed and the label of its context. With mentions
+--- the server keeps what was typed (`typed`) and one entry a block (`attachments`); the
+--- editor's context is the one of kind `context`.
+local function request_shown(data)
+  -- `typed`: what the user typed when it was a slash command (`text` is its expansion).
+  local text, where = M.split_context(data.typed or data.text or '')
+  for _, attached in ipairs(type(data.attachments) == 'table' and data.attachments or {}) do
+    if attached.kind == 'context' then
+      local lines = type(attached.lines) == 'table' and (':' .. attached.lines[1] .. '-' .. attached.lines[2]) or ''
+      where = attached.path .. lines
+    end
   end
-  vim.list_extend(lines, { '', '## Totem' })
-  append_lines(buf, lines)
-  state.last = 'user'
+  return text, where
 end
 
 --- One stored tool part, drawn as its events were.
@@ -765,23 +1233,31 @@ local function show_call(buf, part)
       subagent.render(buf, nested, row)
     end
   end
+  show_review(buf, data.callId)
   render.toolEnd(buf, {
     callId = data.callId, tool = data.tool, status = part.status, summary = data.summary,
     output = data.output, feedback = data.feedback,
   })
 end
 
---- Shows a stored session (totem/session result) and makes it the current one, drawn as the live
---- chat drew it: the user's words without the context block (its label under them), each turn's
---- steps, calls, errors and notices, and one footer a turn. `model`: the session's model, for the
---- footer of a turn that stored no step (it failed before the model answered).
+--- Shows a stored session (totem/session result) in the chat and makes it the chat's, drawn as
+--- the live chat drew it: the user's words without the context block (its label under them),
+--- each turn's steps, calls, errors and notices, and one footer a turn; an answer with
+--- variants says which it is. A call stored without a result is drawn interrupted. `model`:
+--- the session's model, for the footer of a turn that stored no step (it failed before the
+--- model answered).
 function M.show_session(session, client_id, model)
+  local context = state.session == session.sessionId and state.context or nil
   M.reset()
   state.session = session.sessionId
   state.client_id = client_id
+  state.context = context
+  state.mode = session.mode or state.mode
+  local c = vim.lsp.get_client_by_id(client_id)
+  state.root = c and c.root_dir or state.root
   edit(function(buf)
     local turn = nil -- {model, ended} of the turn being drawn
-    local last_model = model
+    local last_model = session.model or model
     local last_text = nil
     local function footer()
       if turn then
@@ -790,24 +1266,29 @@ function M.show_session(session, client_id, model)
         state.model = last_model or state.model
       end
       state.step_mark, state.part, state.calls = nil, nil, {}
-      subagent.reset()
+      subagent.reset(buf)
     end
     for _, message in ipairs(session.messages or {}) do
+      local request = nil
       if message.role == 'user' then
-        footer()
-        local texts = {}
         for _, part in ipairs(message.parts or {}) do
           if part.type == 'text' and not part.discarded then
-            -- `typed`: what the user typed when it was a slash command (`text` is its expansion).
-            table.insert(texts, part.data.typed or part.data.text or '')
+            request = request or part.data or {}
           end
         end
-        local text, where = M.split_context(table.concat(texts, '\n'))
+      end
+      if request then
+        footer()
+        local text, where = request_shown(request)
         show_user(buf, text, where)
         last_text = text
         turn = { model = nil, ended = nil }
-      else
+      elseif message.role ~= 'user' then
         turn = turn or { model = nil, ended = nil }
+        if type(message.variant) == 'table' then
+          open_block(buf, 'note', true)
+          append_lines(buf, { M.VARIANT:format(message.variant.index + 1, message.variant.count) })
+        end
         for _, part in ipairs(message.parts or {}) do
           local data = part.data or {}
           if not part.discarded then

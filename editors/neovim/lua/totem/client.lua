@@ -88,6 +88,7 @@ local function on_init(client, result)
       vim.log.levels.WARN
     )
   end
+  require('totem.restart').on_init(client)
 end
 
 --- The vim.lsp.Config for `totem`.
@@ -115,6 +116,9 @@ function M.lsp_config(options)
     init_options = (options.model or options.settings) and { model = options.model, config = options.settings }
       or vim.empty_dict(),
     on_init = on_init,
+    on_exit = function(code, signal, client_id)
+      require('totem.restart').on_exit(code, signal, client_id)
+    end,
     handlers = {
       ['totem/event'] = function(_, params, ctx)
         -- A job's events come also between turns and for sessions the chat no longer shows.

@@ -116,7 +116,9 @@ function M.sessions()
       prompt = 'Totem sessions',
       format_item = function(s)
         local title = (s.title ~= nil and s.title ~= '') and s.title or '(untitled)'
-        return ('%s  %s  [%s]'):format(os.date('%Y-%m-%d %H:%M', math.floor(s.updatedAt or 0)), title, s.model or '?')
+        local shown = chat.chat_of(s.sessionId)
+        local where = shown == chat.state and '  (this chat)' or (shown and '  (open)' or '')
+        return ('%s  %s  [%s]%s'):format(os.date('%Y-%m-%d %H:%M', math.floor(s.updatedAt or 0)), title, s.model or '?', where)
       end,
     }, function(choice)
       if not choice then
@@ -127,23 +129,86 @@ function M.sessions()
           client.notify('session: ' .. (err2.message or ''), vim.log.levels.ERROR)
           return
         end
-        chat.show_session(session, c.id, choice.model)
-        chat.open(true)
+        chat.open_session(session, c.id, choice.model)
       end)
     end)
   end)
 end
 
-local function set_model(c, model)
-  client.request(c, 'totem/setModel', { sessionId = chat.state.session, model = model }, function(err, result)
+--- The chat's model (`key` model) or mode (`key` mode): the session's (totem/setModel,
+--- totem/setMode); before the chat has a session, its first turn's, which then stays the
+--- session's (chat.lua: `wanted`).
+local function set_for_chat(c, key, value)
+  local state = chat.state
+  local function done(chosen)
+    state[key] = chosen
+    chat.with(state, chat.update_winbar)
+    client.notify(key .. ': ' .. chosen)
+  end
+  if not state.session then
+    state.wanted[key] = value
+    return done(value)
+  end
+  local method = key == 'model' and 'totem/setModel' or 'totem/setMode'
+  client.request(c, method, { sessionId = state.session, [key] = value }, function(err, result)
     if err then
-      client.notify('model: ' .. (err.message or ''), vim.log.levels.ERROR)
+      client.notify(key .. ': ' .. (err.message or ''), vim.log.levels.ERROR)
       return
     end
-    chat.state.model = result and result.model or model
-    chat.update_winbar()
-    client.notify('model: ' .. chat.state.model)
+    done(result and result[key] or value)
   end)
+end
+
+local function set_model(c, model)
+  set_for_chat(c, 'model', model)
+end
+
+M.MODES = { 'build', 'plan' }
+
+--- :TotemMode [build|plan]: the chat's session's mode (plan refuses changes to the project).
+function M.mode(opts)
+  local c = client.get()
+  if not c then
+    client.notify('no Totem server is running', vim.log.levels.ERROR)
+    return
+  end
+  local arg = opts and opts.args or ''
+  if arg ~= '' then
+    if not vim.tbl_contains(M.MODES, arg) then
+      return client.notify('mode: build or plan, not ' .. arg, vim.log.levels.ERROR)
+    end
+    return set_for_chat(c, 'mode', arg)
+  end
+  vim.ui.select(M.MODES, { prompt = 'Totem mode' }, function(choice)
+    if choice then
+      set_for_chat(c, 'mode', choice)
+    end
+  end)
+end
+
+local SHARES = {
+  { 'system', 'system prompt and tools' },
+  { 'history', 'history' },
+  { 'toolResults', 'tool results' },
+  { 'attachments', 'attachments' },
+  { 'output', 'kept for the answer' },
+}
+
+--- :TotemContext: what the session's last request took of the window, share by share.
+function M.context()
+  local context = chat.state.context
+  local line = chat.context_line(context)
+  if not line then
+    return client.notify('no request yet in this chat')
+  end
+  local parts = {}
+  for _, share in ipairs(SHARES) do
+    local value = type(context.breakdown) == 'table' and context.breakdown[share[1]]
+    if type(value) == 'number' then
+      table.insert(parts, ('%s %d'):format(share[2], value))
+    end
+  end
+  client.notify('context: ' .. line .. (#parts > 0 and (': ' .. table.concat(parts, ', ')) or ''))
 end
 
 --- :TotemModel [provider/model]
@@ -228,7 +293,6 @@ function M.slash_commands()
       client.notify('commands: ' .. (err.message or ''), vim.log.levels.ERROR)
       return
     end
-    chat.state.commands = commands
     vim.ui.select(commands or {}, {
       prompt = 'Totem commands',
       format_item = function(command)
@@ -253,9 +317,9 @@ function M.setup(options)
     chat.toggle()
   end, { desc = 'Open or close the Totem chat' })
   cmd('TotemNew', function()
-    chat.reset()
+    chat.new()
     chat.open(true)
-  end, { desc = 'Start a new Totem session' })
+  end, { desc = 'Start a new Totem session in a chat of its own' })
   cmd('TotemAbort', function()
     chat.abort()
   end, { desc = 'Stop the running Totem turn' })
@@ -264,10 +328,27 @@ function M.setup(options)
   cmd('TotemRetry', function()
     chat.retry()
   end, { desc = "Try the session's failed last turn again" })
-  cmd('TotemSessions', M.sessions, { desc = 'Pick a Totem session' })
+  cmd('TotemSessions', M.sessions, { desc = 'Switch to a Totem session (a chat each)' })
   cmd('TotemCommands', M.slash_commands, { desc = 'Pick a Totem slash command' })
   cmd('TotemAgents', M.agents, { desc = 'Pick a Totem agent and edit its file' })
-  cmd('TotemModel', M.model, { nargs = '?', desc = 'Pick the Totem model' })
+  cmd('TotemModel', M.model, { nargs = '?', desc = "Pick the chat's model" })
+  cmd('TotemMode', M.mode, {
+    nargs = '?',
+    complete = function()
+      return M.MODES
+    end,
+    desc = "Set the chat's mode: build or plan",
+  })
+  cmd('TotemContext', M.context, { desc = 'What the last request took of the context window' })
+  cmd('TotemRewind', function(opts)
+    require('totem.conversation').rewind(not opts.bang)
+  end, { bang = true, desc = 'Rewind the conversation (and, without !, the files) to before a message' })
+  cmd('TotemRegenerate', function()
+    require('totem.conversation').regenerate()
+  end, { desc = 'Answer the message under the cursor (or the last) again' })
+  cmd('TotemRestart', function()
+    require('totem.restart').restart_now()
+  end, { desc = 'Restart the Totem server; the chats take up their sessions' })
   cmd('TotemJobs', function()
     require('totem.jobs').open()
   end, { desc = "List Totem's background jobs (x stops one)" })

@@ -1,7 +1,8 @@
 -- The chat's message input: a small floating Markdown buffer over the bottom of the chat window
 -- (or of the editor), so a message may take several lines. It opens in Insert mode; <CR> starts
--- a new line, <C-s> (or <CR> in Normal mode) sends, q or <Esc> in Normal mode cancels. <Tab> on
--- a first line that is "/" and a few letters completes the slash commands.
+-- a new line, <C-s> (or <CR> in Normal mode) sends, q or <Esc> in Normal mode cancels. <Tab> after
+-- a word that starts with `@` (a file), `#` (`#buffer`, `#selection`, `#diagnostics`) or, at the
+-- start of the message, `/` (a slash command) completes it (totem/complete, through `complete`).
 local M = {}
 
 M.keys = { send = '<C-s>', cancel = 'q' }
@@ -44,10 +45,48 @@ local function fit(win, buf)
   end
 end
 
+--- Whether the word before the cursor is one totem/complete answers for: `@…`, `#…`, or `/…`
+--- at the start of the message.
+local function completable(row, lead)
+  local word = lead:match('(%S*)$')
+  return word:match('^[@#]') ~= nil or (row == 1 and lead:match('^/[%w_.-]*$') ~= nil)
+end
+
+--- Completes the word before the cursor of the input `buf` with `complete` (see open); false
+--- when there is nothing to complete there.
+function M.complete(buf, complete)
+  local row, col = unpack(vim.api.nvim_win_get_cursor(0))
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local lead = lines[row]:sub(1, col)
+  if not completable(row, lead) then
+    return false
+  end
+  local before = table.concat(vim.list_slice(lines, 1, row - 1), '\n') .. (row > 1 and '\n' or '')
+  local text = table.concat(lines, '\n')
+  local line_start = #before -- bytes of `text` before the cursor's line
+  local position = vim.str_utfindex(before .. lead, 'utf-16')
+  complete(text, position, function(result)
+    if not result or type(result.items) ~= 'table' or #result.items == 0 then
+      return
+    end
+    -- Still typing in this input, on that line: the items replace the word from `start`.
+    if vim.api.nvim_get_current_buf() ~= buf or vim.fn.mode() ~= 'i' or vim.api.nvim_win_get_cursor(0)[1] ~= row then
+      return
+    end
+    local start = vim.str_byteindex(text, 'utf-16', result.start, false) - line_start
+    local items = vim.tbl_map(function(item)
+      return { word = item.insertText, abbr = item.label, menu = item.detail or item.kind }
+    end, result.items)
+    vim.fn.complete(start + 1, items)
+  end)
+  return true
+end
+
 --- Opens the input. `opts`: `prompt` (the title), `default` (the text it starts with), `anchor`
 --- (a window to sit in), `on_submit(text)` (the lines joined by "\n", trailing blank lines left
---- out; not called for an empty message), `complete(lead)` (the completions of a first line
---- `lead`, as a list of words).
+--- out; not called for an empty message), `complete(text, position, done)` (the completions at
+--- UTF-16 offset `position` of the whole `text`: `done({start, end, items})`, offsets in `text`,
+--- items {label, insertText, kind, detail?}; or `done(nil)`).
 function M.open(opts)
   close()
   local buf = vim.api.nvim_create_buf(false, true)
@@ -89,16 +128,10 @@ function M.open(opts)
   map('n', M.keys.cancel, close, 'Totem: cancel the message')
   map('n', '<Esc>', close, 'Totem: cancel the message')
   map('i', '<Tab>', function()
-    local row, col = unpack(vim.api.nvim_win_get_cursor(0))
-    local line = vim.api.nvim_get_current_line()
-    local lead = line:sub(1, col)
-    local found = row == 1 and opts.complete and lead:match('^/[%w_.-]*$') and opts.complete(lead) or {}
-    if #found > 0 then
-      vim.fn.complete(1, found)
-    else
+    if not (opts.complete and M.complete(buf, opts.complete)) then
       vim.api.nvim_feedkeys('\t', 'n', false)
     end
-  end, 'Totem: complete a slash command')
+  end, 'Totem: complete a mention or a slash command')
   vim.api.nvim_create_autocmd({ 'TextChanged', 'TextChangedI' }, {
     buffer = buf,
     callback = function()

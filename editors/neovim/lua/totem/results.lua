@@ -1,7 +1,7 @@
 -- What a tool call's end shows under its `▶` line in the chat: the result line, the user's
 -- feedback when they rejected the call with some, and what a command printed (bash, job),
--- capped to its first and last lines. The chat's foldexpr folds the output: closed when the
--- command worked, open when it failed.
+-- capped to its first and last lines. The chat's foldexpr folds each call with what it shows
+-- (closed when it worked, open when it did not) and a command's output inside it.
 local M = {}
 
 M.OUTPUT = '    │ ' -- every line of a command's output starts with this
@@ -9,6 +9,8 @@ M.FEEDBACK = '    Your feedback: '
 M.MAX_OUTPUT = 40 -- lines of output shown: the first and the last half of a longer one
 
 local STATUS_MARK = { ok = '✓', error = '✗', denied = '⊘', interrupted = '…' }
+local RESULT_PREFIXES = { '    ✓ ', '    ✗ ', '    ⊘ ', '    … ', '    · ' }
+local NOT_OK = { '    ✗', '    ⊘', '    …' }
 local SHOWS_OUTPUT = { bash = true, job = true }
 local REJECTED = '^The user rejected this action%. Their feedback: (.*)$'
 
@@ -47,12 +49,27 @@ local function capped(output)
   end, lines)
 end
 
+local UNFINISHED = { pending = true, running = true }
+
+--- The result line: the status mark, the status unless ok, the summary. A call stored without a
+--- result (`pending` or `running` in a session no turn runs: the server stopped during it) was
+--- interrupted, and is shown so; an interrupted call's summary is left out when it only repeats
+--- that.
+local function result_line(status, summary)
+  status = UNFINISHED[status] and 'interrupted' or status
+  summary = one_line(summary)
+  if status == 'ok' then
+    return ('    %s %s'):format(STATUS_MARK.ok, summary)
+  elseif status == 'interrupted' and (summary == '' or summary == 'interrupted') then
+    return '    ' .. STATUS_MARK.interrupted .. ' interrupted'
+  end
+  return ('    %s %s: %s'):format(STATUS_MARK[status] or '·', status or '?', summary)
+end
+
 --- The lines under a call's line for its end `e` ({tool, status, summary, output?, feedback?}:
 --- a toolEnd event, or a stored tool part's data and status).
 function M.lines(e)
-  local lines = {
-    ('    %s %s%s'):format(STATUS_MARK[e.status] or '·', e.status == 'ok' and '' or ((e.status or '?') .. ': '), one_line(e.summary)),
-  }
+  local lines = { result_line(e.status, e.summary) }
   local feedback = feedback_of(e)
   if feedback then
     for i, line in ipairs(vim.split(feedback, '\n', { plain = true })) do
@@ -67,11 +84,23 @@ function M.lines(e)
   return lines
 end
 
---- Whether the result line `line` (the line above a command's output) says it failed: an error,
---- or a command that ran and exited non-zero (`✓ exit 3`).
+--- Whether `line` is a call's result line.
+function M.is_result(line)
+  for _, prefix in ipairs(RESULT_PREFIXES) do
+    if line:sub(1, #prefix) == prefix then
+      return true
+    end
+  end
+  return false
+end
+
+--- Whether the result line `line` says the call did not work, so its fold stays open: an error,
+--- a denial, an interruption, or a command that ran and exited non-zero (`✓ exit 3`).
 function M.failed(line)
-  if line:match('^    ✗') then
-    return true
+  for _, prefix in ipairs(NOT_OK) do
+    if line:sub(1, #prefix) == prefix then
+      return true
+    end
   end
   local code = line:match('^    ✓ exit (%-?%d+)')
   return code ~= nil and tonumber(code) ~= 0

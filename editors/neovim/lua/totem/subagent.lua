@@ -3,7 +3,8 @@
 -- line, above its result line and so above the answer. Every line of the block starts with
 -- PREFIX, which the chat's foldexpr folds (closed by default), and none of it is ever written
 -- where the conversation's own answer streams. Several `task` calls run at the same time, so
--- their events interleave: each block grows under its own tool line.
+-- their events interleave: each block grows under its own tool line. Each chat buffer (one a
+-- session) keeps its own blocks.
 local M = {}
 
 M.PREFIX = '  │ '
@@ -11,13 +12,19 @@ M.PREFIX = '  │ '
 local ns = vim.api.nvim_create_namespace('totem.subagent') -- a nested call's tool line
 local STATUS_MARK = { ok = '✓', error = '✗', denied = '⊘', interrupted = '…' }
 
--- parentCallId -> { count = lines in the block, header, part = {kind, id}, step = first row of
--- the running step's output (relative), calls = nested callId -> extmark }
+-- chat buffer -> parentCallId -> { count = lines in the block, header, part = {kind, id}, step =
+-- first row of the running step's output (relative), calls = nested callId -> extmark }
 M.blocks = {}
 
-function M.reset(buf)
-  M.blocks = {}
-  if buf and vim.api.nvim_buf_is_valid(buf) then
+local function blocks_of(buf)
+  M.blocks[buf] = M.blocks[buf] or {}
+  return M.blocks[buf]
+end
+
+--- Forgets the blocks of the chat buffer `buf` (`clear`: and its marks: the buffer is emptied).
+function M.reset(buf, clear)
+  M.blocks[buf] = nil
+  if clear and vim.api.nvim_buf_is_valid(buf) then
     vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
   end
 end
@@ -29,11 +36,11 @@ end
 
 --- The block of `parent`, created under the tool line at `row` (its header is its first line).
 local function block(buf, parent, agent, row)
-  local b = M.blocks[parent]
+  local b = blocks_of(buf)[parent]
   if not b then
     b = { count = 1, header = M.PREFIX .. '[' .. (agent or 'agent') .. ']', calls = {} }
     vim.api.nvim_buf_set_lines(buf, row + 1, row + 1, false, { b.header })
-    M.blocks[parent] = b
+    blocks_of(buf)[parent] = b
   end
   return b
 end
@@ -145,15 +152,16 @@ function M.render(buf, e, row)
   fn(buf, block(buf, e.parentCallId, e.agent, row), row, e)
 end
 
---- The lines the block of `call_id` takes (0 when it has none); the call's result goes after them.
-function M.size(call_id)
-  local b = M.blocks[call_id]
+--- The lines the block of `call_id` takes in `buf` (0 when it has none); the call's result goes
+--- after them.
+function M.size(buf, call_id)
+  local b = blocks_of(buf)[call_id]
   return b and b.count or 0
 end
 
 --- The task call ended: its block is complete.
-function M.finish(call_id)
-  M.blocks[call_id] = nil
+function M.finish(buf, call_id)
+  blocks_of(buf)[call_id] = nil
 end
 
 --- A stored thread (the `task` call part's `data.thread`) as the events it was made of.

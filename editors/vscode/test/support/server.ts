@@ -55,7 +55,8 @@ export async function startServer(): Promise<Server> {
   fs.mkdirSync(path.join(tmp, "config", "totem"), { recursive: true });
   fs.writeFileSync(
     path.join(tmp, "config", "totem", "config.toml"),
-    `model = "sim/test-model"\nretry_max_wait = 1.0\n\n[providers.sim]\nkind = "openai"\nbase_url = "${model.baseUrl}"\n`,
+    // forge = false: the empty project is a Total.js one, whose built-in Forge would ask to start.
+    `model = "sim/test-model"\nretry_max_wait = 1.0\nforge = false\n\n[providers.sim]\nkind = "openai"\nbase_url = "${model.baseUrl}"\n`,
   );
   const env = { ...process.env, XDG_CONFIG_HOME: path.join(tmp, "config"), XDG_DATA_HOME: path.join(tmp, "data") };
   const child = spawn(totemPath(), ["lsp"], { cwd: project, env, stdio: ["pipe", "pipe", "pipe"] });

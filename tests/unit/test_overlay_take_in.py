@@ -1,0 +1,49 @@
+"""A sandboxed command's overlay taken into the project (sandbox/overlay.py), with real
+bubblewrap: a folder deleted and made again (opaque), a file turned into a folder, a symbolic
+link, a file over the size cap, and ``.git/`` applied but not recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+
+from totem_engine.command_changes import CommandChanges, SandboxSettings
+from totem_engine.tools.bash import run_command
+
+
+def sandboxed(root: Path, command: str, *, cap: int = 10_000):
+    async def main():
+        changes = CommandChanges(root, max_file_bytes=cap, sandbox=SandboxSettings(mode="always"))
+        scope = await changes.scope("s1", command=command, may_change=True)
+        outcome = await run_command(command, root, 30, 10_000, scope.argv)
+        taken = await scope.close()
+        await changes.aclose()
+        return outcome, taken
+
+    return anyio.run(main)
+
+
+def test_a_folder_made_again_keeps_only_what_the_command_put_in_it(tmp_path):
+    (tmp_path / "dd").mkdir()
+    (tmp_path / "dd" / "old.txt").write_text("old\n")
+    (tmp_path / "f").write_text("a file\n")
+    outcome, taken = sandboxed(tmp_path, "rm -rf dd && mkdir dd && echo new > dd/new.txt && rm f && mkdir f && echo in > f/in.txt")
+    assert outcome.exit_code == 0, outcome.output
+    assert sorted(p.name for p in (tmp_path / "dd").iterdir()) == ["new.txt"]
+    assert (tmp_path / "f" / "in.txt").read_text() == "in\n"
+    assert [(c.path, c.before, c.after) for c in taken] == [
+        ("dd/new.txt", None, b"new\n"), ("dd/old.txt", b"old\n", None), ("f", b"a file\n", None), ("f/in.txt", None, b"in\n"),
+    ]
+
+
+def test_links_big_files_and_git_land_but_only_what_undo_can_keep_is_kept(tmp_path):
+    (tmp_path / ".git").mkdir()
+    outcome, taken = sandboxed(tmp_path, "ln -s target link && head -c 500 /dev/zero > big && echo ref > .git/HEAD && echo s > small", cap=100)
+    assert outcome.exit_code == 0, outcome.output
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "big").stat().st_size == 500
+    assert (tmp_path / ".git" / "HEAD").read_text() == "ref\n"
+    by_path = {c.path: c for c in taken}
+    assert sorted(by_path) == ["big", "link", "small"]
+    assert "over the 100-byte limit" in by_path["big"].unrestorable and "symbolic link" in by_path["link"].unrestorable
+    assert by_path["small"].after == b"s\n" and by_path["small"].unrestorable is None

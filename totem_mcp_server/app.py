@@ -1,0 +1,56 @@
+"""The MCP server: the eight tools (tools/) registered on the SDK's ``MCPServer``, each with its
+description from ``prompts/mcp_server/`` and every result and error cleared of keys
+(redaction.py). Nothing else is offered: no resources, no prompts, none of the agent's own tools.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
+
+from totem_engine.prompt_files import prompt
+from totem_mcp_server.service import Service
+from totem_mcp_server.tools import TOOLS
+
+INSTRUCTIONS = "mcp_server/instructions.txt"
+
+
+def build(service: Service) -> MCPServer:
+    server: MCPServer = MCPServer("totem", title="Totem", instructions=prompt(INSTRUCTIONS), version=_version())
+    for module in TOOLS:
+        server.add_tool(
+            _cleared(module.tool(service), service),
+            name=module.NAME,
+            description=prompt(f"mcp_server/{module.NAME}.txt"),
+            annotations=module.ANNOTATIONS,
+        )
+    return server
+
+
+def _cleared(run: Callable[..., Awaitable[BaseModel]], service: Service) -> Callable[..., Awaitable[BaseModel]]:
+    """``run`` with its result's strings and its errors' messages redacted. ``functools.wraps``
+    keeps its signature, which the SDK reads for the input schema."""
+
+    @functools.wraps(run)
+    async def cleared(*args: Any, **kwargs: Any) -> BaseModel:
+        try:
+            result = await run(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes the tool's error, worded without keys
+            raise ToolError(service.redactor.text(str(exc) or type(exc).__name__)) from None
+        return type(result).model_validate(service.redactor.value(result.model_dump()))
+
+    return cleared
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("totem-lsp")
+    except PackageNotFoundError:
+        return ""
