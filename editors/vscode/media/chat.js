@@ -10,10 +10,17 @@
   let matches = []; // the completions shown
   let selected = 0;
 
+  // Images to send with the next message (pasted, or picked with the attach button), for a
+  // model that sees images: {name, mimeType, data (base64)}.
+  let images = [];
+  let vision = false;
+
   function send() {
     const text = input.value.trim();
     if (!text) return;
-    vscode.postMessage({ type: "send", text });
+    vscode.postMessage({ type: "send", text, images: vision ? images : [] });
+    images = [];
+    drawAttachments();
     input.value = "";
     hideCompletions();
     drawInputChips();
@@ -159,6 +166,47 @@
     layer.scrollTop = input.scrollTop;
   }
   input.addEventListener("scroll", () => ($("input-chips").scrollTop = input.scrollTop));
+
+  function drawAttachments() {
+    $("attachments").replaceChildren(
+      ...images.map((image, i) => {
+        const item = document.createElement("span");
+        item.className = "attachment-chip";
+        item.title = image.name;
+        const thumb = document.createElement("img");
+        thumb.src = "data:" + image.mimeType + ";base64," + image.data;
+        thumb.alt = image.name;
+        const name = document.createElement("span");
+        name.textContent = image.name;
+        const remove = document.createElement("button");
+        remove.className = "icon";
+        remove.title = "Do not send this image";
+        remove.textContent = "×";
+        remove.addEventListener("click", () => {
+          images.splice(i, 1);
+          drawAttachments();
+        });
+        item.append(thumb, name, remove);
+        return item;
+      }),
+    );
+  }
+
+  // A pasted image goes to the attachment row (when the model sees images); text pastes as text.
+  input.addEventListener("paste", (e) => {
+    const files = Array.from((e.clipboardData && e.clipboardData.files) || []).filter((f) => /^image\/(png|jpeg|gif|webp)$/.test(f.type));
+    if (!files.length || !vision) return;
+    e.preventDefault();
+    for (const file of files) {
+      const reader = new FileReader();
+      reader.onload = () => {
+        images.push({ name: file.name || "pasted image", mimeType: file.type, data: String(reader.result).replace(/^data:[^,]*,/, "") });
+        drawAttachments();
+      };
+      reader.readAsDataURL(file);
+    }
+  });
+  $("attach").addEventListener("click", () => vscode.postMessage({ type: "attach" }));
 
   function drawCommands() {
     $("commands").replaceChildren(
@@ -318,6 +366,8 @@
     $("title").textContent = state.title;
     $("state").textContent = state.status;
     drawRing(state.ring);
+    vision = !!state.vision;
+    $("attach").hidden = !vision;
     drawTabs(state.tabs || []);
     drawPickers(state);
     $("stop").hidden = !state.busy;
@@ -363,6 +413,10 @@
     const m = event.data || {};
     if (m.type === "state") draw(m.state);
     else if (m.type === "completions") showCompletions(m);
+    else if (m.type === "attached") {
+      images.push(...m.images);
+      drawAttachments();
+    }
     else if (m.type === "setInput") {
       input.value = m.text;
       input.focus();

@@ -15,6 +15,8 @@ export type Entry =
       chips?: string[];
       /** The stored message (known once the turn is stored): what rewind and regenerate take. */
       messageId?: string;
+      /** The images sent with it, as `data:` URLs to draw. */
+      images?: { name: string; src: string }[];
     }
   | { type: "text"; partId: string; step: number; text: string }
   | { type: "reasoning"; partId: string; step: number; text: string }
@@ -128,9 +130,9 @@ export class ChatState {
   }
 
   /** The user sent `text` (about `context`, a label such as "app.py:3-7"); the turn's events follow. */
-  beginTurn(text: string, context?: string): void {
+  beginTurn(text: string, context?: string, images?: { name: string; src: string }[]): void {
     const chips = mentionsIn(text);
-    this.entries.push({ type: "user", text, context, ...(chips.length ? { chips } : {}) });
+    this.entries.push({ type: "user", text, context, ...(chips.length ? { chips } : {}), ...(images?.length ? { images } : {}) });
     if (!this.title) this.title = sessionTitle(text);
     this.busy = true;
     this.turnState = "working";
@@ -430,6 +432,13 @@ export function mentionsIn(text: string): string[] {
 /** A stored request as the chat shows it: what the user typed (`data.typed`), its context block
  * as a label, its mentions (`data.attachments`) as chips. */
 function userEntry(parts: StoredPart[]): Extract<Entry, { type: "user" }> {
+  const images = parts
+    .filter((p) => p.type === "image" && !p.discarded && !p.data?.callId && typeof p.data?.data === "string")
+    .map((p) => ({ name: String(p.data.name ?? "image"), src: `data:${p.data.mimeType ?? "image/png"};base64,${p.data.data}` }));
+  return { ...textEntry(parts), ...(images.length ? { images } : {}) };
+}
+
+function textEntry(parts: StoredPart[]): Extract<Entry, { type: "user" }> {
   const texts = parts.filter((p) => p.type === "text" && !p.discarded);
   const attachments: any[] = texts.flatMap((p) => (Array.isArray(p.data?.attachments) ? p.data.attachments : []));
   const typed = texts.filter((p) => typeof p.data?.typed === "string").map((p) => String(p.data.typed));

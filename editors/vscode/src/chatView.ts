@@ -6,7 +6,8 @@ import type { Completions, Mode } from "./protocol";
 import type { ViewModel } from "./render";
 
 export type ViewMessage =
-  | { type: "send"; text: string }
+  | { type: "send"; text: string; images?: { name: string; mimeType: string; data: string }[] }
+  | { type: "attach" }
   | { type: "abort" }
   | { type: "sessions" }
   | { type: "newChat" }
@@ -58,6 +59,11 @@ export class ChatView implements vscode.WebviewViewProvider {
   /** Put text in the input box (a rewound message, to edit and send again). */
   setInput(text: string): void {
     void this.view?.webview.postMessage({ type: "setInput", text });
+  }
+
+  /** Images the user picked with the attach button, for the input's attachment row. */
+  attached(images: { name: string; mimeType: string; data: string }[]): void {
+    void this.view?.webview.postMessage({ type: "attached", images });
   }
 
   /** The answer to the view's `complete` message `id`. */
@@ -115,10 +121,12 @@ export class ChatView implements vscode.WebviewViewProvider {
     <div id="status"><span id="ring" hidden><svg viewBox="0 0 36 36" width="16" height="16" aria-hidden="true"><circle class="ring-track" cx="18" cy="18" r="15" /><circle class="ring-used" cx="18" cy="18" r="15" /></svg><span id="ring-label"></span></span><span id="state"></span></div>
     <div id="commands" class="chips" aria-label="Slash commands"></div>
     <ul id="completions" role="listbox" hidden></ul>
+    <div id="attachments" aria-label="Images to send"></div>
     <div id="input-wrap"><div id="input-chips" aria-hidden="true"></div><textarea id="input" rows="3" placeholder="Ask Totem… (@ for files, # for the editor, / for commands; Enter sends, Shift+Enter adds a line)"></textarea></div>
     <div class="buttons">
       <button id="send">Send</button>
       <button id="stop" class="secondary" hidden>Stop</button>
+      <button id="attach" class="secondary" hidden title="Attach an image (or paste one into the box)">Image…</button>
       <span class="pickers">
         <select id="mode" title="Mode: build changes files, plan only plans"><option value="build">build</option><option value="plan">plan</option></select>
         <select id="model" title="Model"></select>

@@ -366,13 +366,20 @@ export class TotemExtension implements vscode.Disposable {
         tabs: this.chats.tabs(),
         models: (this.models ?? []).map((m) => m.id),
         mode: this.newSessionMode,
+        blind: (this.models ?? []).filter((m) => m.vision === false).map((m) => m.id),
       }),
     );
   }
 
   // -- turns -----------------------------------------------------------------------------
 
-  async send(text: string, context?: ChatParams["context"], contextLabel?: string, editor?: ChatParams["editor"]): Promise<void> {
+  async send(
+    text: string,
+    context?: ChatParams["context"],
+    contextLabel?: string,
+    editor?: ChatParams["editor"],
+    images: { name: string; mimeType: string; data: string }[] = [],
+  ): Promise<void> {
     // A built-in action (totem/commands lists it without a file): the editor calls its request.
     if (text.trim() === "/undo") return this.undoRedo("Undo");
     if (text.trim() === "/compact") return this.compact();
@@ -381,7 +388,7 @@ export class TotemExtension implements vscode.Disposable {
       void vscode.window.showInformationMessage("Totem is still working on the last message. Stop it first (Totem: Abort).");
       return;
     }
-    chat.beginTurn(text, contextLabel);
+    chat.beginTurn(text, contextLabel, images.map((i) => ({ name: i.name, src: `data:${i.mimeType};base64,${i.data}` })));
     this.refresh(true);
     await this.view.reveal();
     const params: ChatParams = {
@@ -389,6 +396,7 @@ export class TotemExtension implements vscode.Disposable {
       ...(chat.sessionId ? { sessionId: chat.sessionId } : {}),
       ...(context ? { context } : {}),
       ...(editor ? { editor } : {}),
+      ...(images.length ? { attachments: images.map((i) => ({ type: "image" as const, mimeType: i.mimeType, data: i.data, name: i.name })) } : {}),
     };
     await this.runTurn(chat, (totem) => totem.chat(params), text);
   }
@@ -732,6 +740,24 @@ export class TotemExtension implements vscode.Disposable {
     return this.prompts.review.leave(uri, index);
   }
 
+  /** Images from files the user picks, to the input's attachment row (sent with the next message). */
+  private async attachImages(): Promise<void> {
+    const picked = await vscode.window.showOpenDialog({
+      canSelectMany: true,
+      openLabel: "Attach",
+      title: "Totem: attach images",
+      filters: { Images: Object.keys(IMAGE_TYPES) },
+    });
+    if (!picked?.length) return;
+    const images = [];
+    for (const uri of picked) {
+      const ext = uri.path.split(".").pop()?.toLowerCase() ?? "";
+      const bytes = await vscode.workspace.fs.readFile(uri);
+      images.push({ name: uri.path.split("/").pop() ?? "image", mimeType: IMAGE_TYPES[ext] ?? "image/png", data: Buffer.from(bytes).toString("base64") });
+    }
+    this.view.attached(images);
+  }
+
   /** Completion for the chat input (`totem/complete`): mentions and slash commands. */
   private async complete(id: number, text: string, position: number): Promise<void> {
     try {
@@ -749,8 +775,10 @@ export class TotemExtension implements vscode.Disposable {
     switch (m.type) {
       case "send": {
         const { context, editor, label } = this.editors.params();
-        return this.send(m.text, context, label, editor);
+        return this.send(m.text, context, label, editor, m.images ?? []);
       }
+      case "attach":
+        return this.attachImages();
       case "abort":
         return this.abort();
       case "sessions":
@@ -810,6 +838,9 @@ export class TotemExtension implements vscode.Disposable {
     if (this.client && this.client.state === State.Running) await this.client.stop().catch(() => undefined);
   }
 }
+
+/** The image formats `totem/chat` takes, by file extension (docs/protocol.md "Images"). */
+const IMAGE_TYPES: Record<string, string> = { png: "image/png", jpg: "image/jpeg", jpeg: "image/jpeg", gif: "image/gif", webp: "image/webp" };
 
 const SERVER_STOPPED = "Totem's server stopped during this turn; it is being restarted.";
 const SERVER_BACK = "Totem's server stopped and was restarted; this chat is reopened from its session.";

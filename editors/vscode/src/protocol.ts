@@ -16,8 +16,13 @@ export interface ChatParams {
   /** The document the editor shows, its selection and diagnostics: what `#buffer`,
    * `#selection` and `#diagnostics` name (docs/protocol.md, Mentions). */
   editor?: { uri: string; range?: Range; diagnostics?: Diagnostic[] };
+  /** Images sent with the message (docs/protocol.md "Images"): a model that sees images gets them. */
+  attachments?: ImageAttachment[];
   workDoneToken?: string | number;
 }
+
+/** An image for `totem/chat`: its bytes in base64 (`data`) or a `file:`/`data:` URI. */
+export interface ImageAttachment { type: "image"; mimeType: string; data?: string; uri?: string; name?: string }
 
 /** An LSP Diagnostic, as far as `#diagnostics` reads it. */
 export interface Diagnostic { range: Range; message: string; severity?: number; code?: string | number; source?: string }

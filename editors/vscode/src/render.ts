@@ -100,6 +100,9 @@ function renderOne(e: Entry, index: number, entries: Entry[]): string {
         `<div class="msg user"${e.messageId ? ` data-message="${escapeHtml(e.messageId)}"` : ""}>` +
         (e.context ? `<div class="ctx">${escapeHtml(e.context)}</div>` : "") +
         `<div class="body">${renderMarkdown(e.text)}</div>` +
+        (e.images?.length
+          ? `<div class="images">${e.images.map((i) => `<img class="attachment" src="${escapeHtml(i.src)}" alt="${escapeHtml(i.name)}" title="${escapeHtml(i.name)}">`).join("")}</div>`
+          : "") +
         (chips ? `<div class="chips">${chips}</div>` : "") +
         rewind +
         `</div>`
@@ -292,10 +295,13 @@ export interface ViewModel {
   models: string[];
   model: string;
   mode: Mode;
+  /** Whether the chat's model may see images (not known not to): the attach button, pasting images. */
+  vision: boolean;
 }
 
 /** The window's part of the view: its chats, the models to pick from. */
-export interface ViewExtras { tabs?: Tab[]; models?: string[]; mode?: Mode }
+/** `blind`: the models `totem/models` says do not see images (`vision: false`). */
+export interface ViewExtras { tabs?: Tab[]; models?: string[]; mode?: Mode; blind?: string[] }
 
 export function viewModel(state: ChatState, status: string, commands: CommandInfo[] = [], extras: ViewExtras = {}): ViewModel {
   const model = state.model ?? "";
@@ -306,6 +312,8 @@ export function viewModel(state: ChatState, status: string, commands: CommandInf
     models,
     model,
     mode: state.mode ?? extras.mode ?? "build",
+    // Unknown (null) is not "no": a `[models]` entry of the config may say it sees images.
+    vision: !(extras.blind ?? []).includes(model),
     html: state.entries.map((e, i, all) => renderEntry(e, i, all)).join("\n"),
     todos: renderTodos(state),
     jobs: renderJobs(state),

@@ -13,6 +13,8 @@ import { contextRing, viewModel } from "../src/render";
 import { startServer, Server } from "./support/server";
 import { textReply, toolReply } from "./support/modelServer";
 
+/** A 1x1 PNG. */
+const DOT = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 const ORIGINAL = "a = 1\nb = 2\nc = 3\nd = 4\ne = 5\nf = 6\ng = 7\n";
 const PROPOSED = "a = 1\nb = 20\nc = 3\nd = 4\ne = 5\nf = 6\ng = 70\n";
 
@@ -136,6 +138,23 @@ describe("issue 21 against totem lsp", () => {
     const n = (x: number) => x.toLocaleString("en-US");
     assert.equal(ring.tooltip, `${n(context.estimate)} of ${n(context.estimate * 4)} tokens (25%)\nhistory: 7\ntools: 3`);
     assert.ok(contextRing(live), "the live chat has a ring");
+  });
+
+  it("sends an image with a message and shows it in the chat", async () => {
+    // The attach button: for a model not known to be blind (the config says this one sees images).
+    const chat = Object.assign(new ChatState(), { model: "sim/test-model" });
+    assert.equal(viewModel(chat, "idle").vision, true);
+    assert.equal(viewModel(chat, "idle", [], { blind: ["sim/test-model"] }).vision, false);
+    server.model.enqueue(textReply("A single dot."));
+    const result = await server.totem.chat({ text: "What is in it?", attachments: [{ type: "image", mimeType: "image/png", data: DOT, name: "dot.png" }] });
+    assert.equal(result.stopReason, "finished");
+    const sent = JSON.stringify(server.model.requests[server.model.requests.length - 1].messages);
+    assert.match(sent, /"type":"image_url"/);
+    assert.ok(sent.includes(DOT), "the model got the image's bytes");
+    const state = await load(result.sessionId);
+    const user = state.entries.find((e) => e.type === "user") as any;
+    assert.deepEqual(user.images, [{ name: "dot.png", src: `data:image/png;base64,${DOT}` }]);
+    assert.match(viewModel(state, "idle").html, /<img class="attachment" src="data:image\/png;base64,[^"]+" alt="dot\.png" title="dot\.png">/);
   });
 
   it("rewinds the conversation and the files to before a message", async () => {
