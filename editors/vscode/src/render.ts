@@ -255,13 +255,13 @@ export function contextEstimate(state: ChatState): string {
 /** The context ring: how much of the window the next request takes (the `context` event). */
 export interface Ring { percent: number | null; label: string; tooltip: string }
 
+/** The parts of the `context` event's `breakdown` (docs/events.md), for people. */
 const PART_NAMES: Record<string, string> = {
-  system: "system prompt",
-  systemPrompt: "system prompt",
-  tools: "tools",
+  system: "system prompt and tools",
   history: "history",
   toolResults: "tool results",
   attachments: "attachments",
+  output: "kept for the answer",
 };
 
 export function contextRing(state: ChatState): Ring | null {
