@@ -11,15 +11,18 @@ TOTEM_DOCS_SCREENSHOTS=1).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
 import urllib.request
+import zlib
 from pathlib import Path
 
 import pytest
@@ -91,6 +94,18 @@ REVIEW_ANSWER = "Kept your version: the port only."
 REVIEW_SECOND = "Here is another answer: nothing to change."
 STILL_Q = "Still there?"
 STILL_ANSWER = "Yes, the same session."
+
+
+def _png_square(size: int, rgb: tuple[int, int, int]) -> bytes:
+    """A PNG of one colour, `size` pixels a side (PNG spec: IHDR, one IDAT, IEND)."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    rows = b"".join(b"\x00" + bytes(rgb) * size for _ in range(size))
+    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+SQUARE = _png_square(48, (0x2E, 0x8B, 0x57))
 
 
 def _totem() -> str:
@@ -207,7 +222,8 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
             'model = "sim/test-model"\nretry_max_wait = 1.0\nsandbox_network = true\nforge = false\n\n'
             f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n\n'
             # A window far above what the test's requests take (no compaction): the ring has a share.
-            '[models."sim/test-model"]\ncontext_window = 200000\n'
+            # It sees images, for the one pasted into the chat.
+            '[models."sim/test-model"]\ncontext_window = 200000\nvision = true\n'
         )
         (project / "config").mkdir()
         (project / REVIEW_FILE).write_text(REVIEW_ORIGINAL)
@@ -299,7 +315,7 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
                 "review": {
                     "file": REVIEW_FILE, "path": str(project / REVIEW_FILE), "original": REVIEW_ORIGINAL,
                     "typed": REVIEW_TYPED, "rest": REVIEW_REST, "answer": REVIEW_ANSWER, "second": REVIEW_SECOND,
-                    "still": STILL_Q, "stillAnswer": STILL_ANSWER,
+                    "still": STILL_Q, "stillAnswer": STILL_ANSWER, "image": base64.b64encode(SQUARE).decode(),
                 },
                 "pgid": server.pid,
             }
@@ -390,8 +406,14 @@ def _assert_review(seen: dict, project: Path, model: ModelServer) -> None:
     assert r["afterTab"] == f"Tidy @{REVIEW_FILE} ", r["afterTab"]
     assert r["inputChips"] == [f"@{REVIEW_FILE}"], r["inputChips"]
     assert r["userChips"] == [f"@{REVIEW_FILE}"], r["userChips"]
+    # The pasted image: a chip before sending, drawn in the sent message, in the model's request.
+    assert r["attachVisible"] and len(r["attachmentChips"]) == 1 and r["attachmentChips"][0].startswith("square.png"), r
+
+    assert r["userImages"] == [["square.png", 48]], r["userImages"]
+    assert r["attachmentsAfterSend"] == 0
     mention = next(q for q in model.requests if f"Tidy @{REVIEW_FILE} please" in json.dumps(q["messages"][-1]))
     assert f'<context file=\\"{REVIEW_FILE}\\">' in json.dumps(mention["messages"][-1]), mention["messages"][-1]
+    assert base64.b64encode(SQUARE).decode() in json.dumps(mention["messages"][-1]) and "image_url" in json.dumps(mention["messages"][-1])
     # The two-hunk review: a lens row a hunk; one left, one taken; the file holds exactly the taken hunk.
     assert sum("Hunk 1 of 2" in lens for lens in r["lenses"]) == 1 and sum("Hunk 2 of 2" in lens for lens in r["lenses"]) == 1, r["lenses"]
     assert all("Take" in lens and "Leave" in lens for lens in r["lenses"]), r["lenses"]

@@ -384,6 +384,16 @@ async function review21(page, args) {
   out.inputChips = await frame.locator("#input-chips mark.chip").allInnerTexts();
   await box.pressSequentially(r.rest);
   out.sent = await box.inputValue();
+  // An image pasted into the box goes with the message (the model sees images).
+  await box.evaluate((el, data) => {
+    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+    const clipboard = new DataTransfer();
+    clipboard.items.add(new File([bytes], "square.png", { type: "image/png" }));
+    el.dispatchEvent(new ClipboardEvent("paste", { clipboardData: clipboard, bubbles: true, cancelable: true }));
+  }, r.image);
+  await frame.locator("#attachments .attachment-chip").first().waitFor();
+  out.attachmentChips = await frame.locator("#attachments .attachment-chip").allInnerTexts();
+  out.attachVisible = await frame.locator("#attach").isVisible();
   await box.press("Enter");
   step("mention sent");
 
@@ -414,6 +424,8 @@ async function review21(page, args) {
   while ((out.disk = fs.readFileSync(r.path, "utf8")) === r.original && Date.now() < saved) await page.waitForTimeout(200);
   out.toolReview = await frame.locator(".tool .review").allInnerTexts();
   out.userChips = await frame.locator(".msg.user .chip.mention").allInnerTexts();
+  out.userImages = await frame.locator(".msg.user img.attachment").evaluateAll((imgs) => imgs.map((i) => [i.alt, i.naturalWidth]));
+  out.attachmentsAfterSend = await frame.locator("#attachments .attachment-chip").count();
   const proposalTabs = page.locator(".tabs-container .tab", { hasText: "Totem's proposal" });
   out.diffTabsAfter = await proposalTabs.first().waitFor({ state: "detached", timeout: 10000 }).then(() => 0, () => proposalTabs.count());
   step("two-hunk review accepted");
