@@ -22,6 +22,7 @@ import { ChatList } from "./chatList";
 import { ChatState, sessionTitle, statusText } from "./chatState";
 import { ChatView, ViewMessage } from "./chatView";
 import { EditorContext } from "./editorContext";
+import { confirmOverwrite, pickAgentFile, pickMode, pickModel, pickRewind, pickSession } from "./pickers";
 import {
   CLIENT_CAPABILITIES,
   ChatParams,
@@ -475,35 +476,21 @@ export class TotemExtension implements vscode.Disposable {
     const sessionId = chat.sessionId;
     if (!sessionId || chat.busy) return;
     const entry = chat.entries.find((e) => e.type === "user" && e.messageId === messageId);
-    const both = "Rewind the conversation and the files";
-    const picked = await vscode.window.showQuickPick(
-      [
-        { label: both, detail: "Takes back what the agent changed since this message (through the snapshots)" },
-        { label: "Rewind the conversation only", detail: "The files stay as they are" },
-      ],
-      { title: "Totem: rewind to before this message", placeHolder: "Later messages are set aside, not deleted" },
-    );
-    if (!picked) return;
-    const files = picked.label === both;
+    const how = await pickRewind();
+    if (!how) return;
     try {
       const totem = await this.start();
       let force = false;
-      if (files) {
+      if (how.files) {
         const dry = await totem.rewind({ sessionId, messageId, files: true, dryRun: true });
         const conflicts = dry.files.filter((f) => f.action === "conflict");
         if (conflicts.length) {
-          const overwrite = "Overwrite them";
-          const answer = await vscode.window.showWarningMessage(
-            `You changed ${conflicts.map((f) => f.path).join(", ")} since. Overwrite your changes too?`,
-            { modal: true, detail: "Otherwise those files are left as they are and the others go back." },
-            overwrite,
-            "Leave them",
-          );
-          if (answer === undefined) return;
-          force = answer === overwrite;
+          const overwrite = await confirmOverwrite(conflicts);
+          if (overwrite === undefined) return;
+          force = overwrite;
         }
       }
-      const result = await totem.rewind({ sessionId, messageId, files, ...(force ? { force } : {}) });
+      const result = await totem.rewind({ sessionId, messageId, files: how.files, ...(force ? { force } : {}) });
       await this.saveChanged(result.files.filter((f) => f.action === "restored").map((f) => f.path));
       await this.reload(chat);
       if (entry?.type === "user") this.view.setInput(entry.text);
@@ -593,23 +580,10 @@ export class TotemExtension implements vscode.Disposable {
   async sessions(): Promise<void> {
     try {
       const totem = await this.start();
-      const list = await totem.sessions();
-      type Item = vscode.QuickPickItem & { sessionId?: string };
-      const current = this.state.sessionId;
-      const open = new Set(this.chats.chats.map((c) => c.sessionId));
-      const items: Item[] = [
-        { label: "$(add) New chat" },
-        ...list.map((s) => ({
-          label: (s.sessionId === current ? "$(check) " : "") + (sessionTitle(s.title) || "(untitled)"),
-          description: [s.model, s.sessionId === current ? "current" : open.has(s.sessionId) ? "open in a tab" : ""].filter(Boolean).join(" · "),
-          detail: new Date(s.updatedAt * 1000).toLocaleString(),
-          sessionId: s.sessionId,
-        })),
-      ];
-      const picked = await vscode.window.showQuickPick(items, { title: "Totem sessions", placeHolder: "Reopen a session" });
+      const picked = await pickSession(await totem.sessions(), this.state.sessionId, new Set(this.chats.chats.map((c) => c.sessionId)));
       if (!picked) return;
-      if (!picked.sessionId) return this.newChat();
-      this.chats.open(await totem.session(picked.sessionId));
+      if (picked === "new") return this.newChat();
+      this.chats.open(await totem.session(picked));
       this.refresh(true);
       await this.view.reveal();
     } catch (error) {
@@ -632,18 +606,8 @@ export class TotemExtension implements vscode.Disposable {
       const totem = await this.start();
       const editor = vscode.window.activeTextEditor;
       const uri = editor?.document.uri.scheme === "file" ? editor.document.uri.toString() : vscode.workspace.workspaceFolders?.[0]?.uri.toString();
-      const agents = await totem.agents(uri);
-      const picked = await vscode.window.showQuickPick(
-        agents.map((a) => ({
-          label: a.name,
-          description: a.source,
-          detail: [a.description, a.tools ? `tools: ${a.tools.join(", ")}` : "all tools", a.model ?? ""].filter(Boolean).join(" · "),
-          file: a.file,
-        })),
-        { title: "Totem agents", placeHolder: "Open an agent's file to edit it", matchOnDescription: true },
-      );
-      if (!picked) return;
-      await vscode.window.showTextDocument(vscode.Uri.file(picked.file));
+      const file = await pickAgentFile(await totem.agents(uri));
+      if (file) await vscode.window.showTextDocument(vscode.Uri.file(file));
     } catch (error) {
       this.showError("Totem: could not list the agents", error);
     }
@@ -651,22 +615,9 @@ export class TotemExtension implements vscode.Disposable {
 
   async selectModel(): Promise<void> {
     try {
-      const totem = await this.start();
-      const models = await totem.models();
-      this.models = models;
-      const current = this.state.model;
-      const items = models.map((m) => ({
-        label: (m.id === current ? "$(check) " : "") + m.id,
-        id: m.id,
-        description: [m.id === current ? "current" : "", m.contextWindow ? `${m.contextWindow.toLocaleString("en-US")} tokens` : ""].filter(Boolean).join(" · ") || undefined,
-      }));
-      // The current one first, so Enter keeps it.
-      items.sort((a, b) => Number(b.id === current) - Number(a.id === current));
-      const picked = await vscode.window.showQuickPick(
-        items,
-        { title: "Totem model", placeHolder: this.state.sessionId ? "For this session" : "For new sessions" },
-      );
-      if (picked) await this.setModel(picked.id);
+      this.models = await (await this.start()).models();
+      const picked = await pickModel(this.models, this.state.model, !!this.state.sessionId);
+      if (picked) await this.setModel(picked);
     } catch (error) {
       this.showError("Totem: could not change the model", error);
     }
@@ -700,15 +651,8 @@ export class TotemExtension implements vscode.Disposable {
   }
 
   async selectMode(): Promise<void> {
-    const current = this.state.mode ?? this.newSessionMode ?? "build";
-    const picked = await vscode.window.showQuickPick(
-      [
-        { label: "build", description: current === "build" ? "current" : undefined, detail: "Changes files and runs commands, asking as the rules say" },
-        { label: "plan", description: current === "plan" ? "current" : undefined, detail: "Reads and plans; changes nothing" },
-      ],
-      { title: "Totem mode", placeHolder: this.state.sessionId ? "For this session" : "For new sessions" },
-    );
-    if (picked) await this.setMode(picked.label as Mode);
+    const picked = await pickMode(this.state.mode ?? this.newSessionMode ?? "build", !!this.state.sessionId);
+    if (picked) await this.setMode(picked);
   }
 
   /** Stop a background job (`totem/jobStop`): its button is disabled until the server answers,
