@@ -439,6 +439,10 @@ export class TotemExtension implements vscode.Disposable {
   async retry(): Promise<void> {
     const chat = this.state;
     if (!chat.sessionId || chat.busy) return;
+    if (!chat.entries.some((e) => e.type === "error" && e.retry)) {
+      void vscode.window.showInformationMessage("Totem: the chat's last turn did not fail; there is nothing to retry.");
+      return;
+    }
     const sessionId = chat.sessionId;
     chat.beginAgain();
     this.refresh(true);
