@@ -4,9 +4,10 @@ After https://agentclientprotocol.com/protocol/content: text blocks are what the
 (a slash command among them is expanded by the caller); a resource link to a file of the project
 is a ``<context file="…"/>`` line, as the language server marks the document a chat is about
 (totem_lsp/chat.py), one elsewhere a line naming its URI; an embedded text resource is its text
-in a ``<context>`` block; an image, audio or a binary resource is a caption naming its kind and
-size (images.py): the engine's user messages are text (no attachments yet), so
-``promptCapabilities.image`` and ``audio`` are false and a client sends them only against that.
+in a ``<context>`` block; an image is attached to the message as the language server's
+``attachments`` are (images.py: sent to a model that sees images once, its caption after and to
+the others), one the engine cannot take (another format, over its size) is its caption; audio or
+a binary resource is a caption naming its kind and size (``promptCapabilities.audio`` is false).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from acp.schema import (
     TextResourceContents,
 )
 
-from totem_engine.images import caption
+from totem_engine.images import AttachmentError, Image, caption, image_from_base64
 
 Block = TextContentBlock | ImageContentBlock | AudioContentBlock | ResourceContentBlock | EmbeddedResourceContentBlock
 
@@ -35,10 +36,11 @@ Block = TextContentBlock | ImageContentBlock | AudioContentBlock | ResourceConte
 @dataclass(frozen=True)
 class UserMessage:
     """``typed``: the text blocks, what the user typed; ``context``: what came with it, each a
-    paragraph, put before the text the model gets."""
+    paragraph, put before the text the model gets; ``images``: the images attached to it."""
 
     typed: str
     context: list[str]
+    images: tuple[Image, ...] = ()
 
     def text(self, typed_as_sent: str) -> str:
         """The message the model gets: the context, then ``typed_as_sent`` (the typed text, or
@@ -49,6 +51,7 @@ class UserMessage:
 def user_message(blocks: list[Block], root: Path) -> UserMessage:
     typed: list[str] = []
     context: list[str] = []
+    images: list[Image] = []
     for block in blocks:
         if isinstance(block, TextContentBlock):
             typed.append(block.text)
@@ -58,10 +61,19 @@ def user_message(blocks: list[Block], root: Path) -> UserMessage:
         elif isinstance(block, EmbeddedResourceContentBlock):
             context.append(_embedded(block.resource, root))
         elif isinstance(block, ImageContentBlock):
-            context.append(caption("attached image", block.mime_type, _decoded(block.data)))
+            try:
+                images.append(image_from_base64(block.data, _image_name(block.uri, len(images))))
+            except AttachmentError:
+                context.append(caption("attached image", block.mime_type, _decoded(block.data)))
         elif isinstance(block, AudioContentBlock):
             context.append(f"[audio: {block.mime_type}, {max(1, round(len(_decoded(block.data)) / 1024))} KB]")
-    return UserMessage(typed="".join(typed).strip(), context=context)
+    return UserMessage(typed="".join(typed).strip(), context=context, images=tuple(images))
+
+
+def _image_name(uri: str | None, index: int) -> str:
+    """What an image's caption calls it: the last part of its URI when the client gave one."""
+    name = unquote(urlsplit(uri).path).rsplit("/", 1)[-1] if uri else ""
+    return name or f"image {index + 1}"
 
 
 def _embedded(resource: TextResourceContents | BlobResourceContents, root: Path) -> str:

@@ -151,7 +151,7 @@ class AcpSession:
         model = runtime.resolve_model(prepared.model or stored.model)
         self.turn = runtime.turn(
             message.text(prepared.text), self.frontend, session=stored, model=model, mode=stored.mode,
-            typed=message.typed if prepared.command else None, as_agent=prepared.agent,
+            typed=message.typed if prepared.command else None, as_agent=prepared.agent, images=message.images,
         )
         if self._cancelled:
             self.turn.abort()

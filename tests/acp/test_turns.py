@@ -9,7 +9,7 @@ import signal
 import pytest
 from acp import RequestError
 
-from tests.acp.conftest import eventually
+from tests.acp.conftest import eventually, running_acp
 from tests.support.model_server import Reply, chunk, text_reply, tool_reply
 
 
@@ -111,6 +111,26 @@ async def test_resource_links_and_embedded_files_come_with_the_message(acp):
     await acp.conn.prompt(session_id=session_id, prompt=blocks)
     sent = acp.model.requests[0]["messages"][-1]["content"]
     assert sent == '<context file="a.py"/>\n\n<context file="b.py">\ny = 2\n</context>\n\nexplain'
+
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAADUlEQVR4nGP4zwAE/wEHAAH/4iOeWQAAAABJRU5ErkJggg=="  # 2x1, RGB
+
+
+async def test_an_image_reaches_a_model_that_sees_images_once_then_its_caption(tmp_path, model):
+    async with running_acp(tmp_path, model, config='[models."sim/test-model"]\nvision = true\n') as acp:
+        session_id = await started(acp)
+        acp.model.enqueue(text_reply("A red dot."))
+        acp.model.enqueue(text_reply("Still a red dot."))
+        image = {"type": "image", "mimeType": "image/png", "data": PNG, "uri": "file:///tmp/dot.png"}
+        await acp.conn.prompt(session_id=session_id, prompt=[{"type": "text", "text": "what is this?"}, image])
+        await acp.conn.prompt(session_id=session_id, prompt=text("and now?"))
+    first, second = acp.model.requests
+    parts = first["messages"][-1]["content"]
+    assert [p["type"] for p in parts] == ["text", "image_url"]
+    assert parts[1]["image_url"]["url"] == f"data:image/png;base64,{PNG}"
+    assert "[image: dot.png, 2x1 PNG, 1 KB]" in parts[0]["text"] and "what is this?" in parts[0]["text"]
+    asked = next(m for m in second["messages"] if m["role"] == "user" and "what is this?" in str(m["content"]))
+    assert isinstance(asked["content"], str) and "[image: dot.png, 2x1 PNG, 1 KB]" in asked["content"]  # the caption only
 
 
 async def test_a_stopped_process_answers_the_running_prompt_with_an_error_and_says_why(acp):

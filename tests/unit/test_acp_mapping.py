@@ -108,9 +108,18 @@ def test_prompt_blocks_become_the_users_message(tmp_path):
     assert message.typed == "fix this"
     assert message.context == [
         '<context file="a.py"/>', '<context file="b.py">\nx = 1\n</context>', "[resource: https://example.com/doc (doc)]",
-        "[image: attached image, 640x480 PNG, 1 KB]",
     ]
-    assert message.text("fix this").endswith("</context>\n\n[resource: https://example.com/doc (doc)]\n\n[image: attached image, 640x480 PNG, 1 KB]\n\nfix this")
+    assert message.text("fix this").endswith("</context>\n\n[resource: https://example.com/doc (doc)]\n\nfix this")
+    # The image is attached to the message, as the language server's attachments are.
+    [image] = message.images
+    assert (image.mime_type, image.width, image.height, image.data) == ("image/png", 640, 480, png)
+    assert image.caption == "[image: image 1, 640x480 PNG, 1 KB]"
+
+
+def test_an_image_the_engine_cannot_take_is_its_caption(tmp_path):
+    bmp = base64.b64encode(b"BM" + b"\x00" * 64).decode()
+    message = user_message([ImageContentBlock(type="image", mime_type="image/bmp", data=bmp, uri="file:///tmp/shot.bmp")], tmp_path)
+    assert message.images == () and message.context == ["[image: attached image, BMP, 1 KB]"]
 
 
 def test_permission_answers_map_one_to_one_and_cancelled_is_not_a_reject():
