@@ -11,15 +11,18 @@ TOTEM_DOCS_SCREENSHOTS=1).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
 import urllib.request
+import zlib
 from pathlib import Path
 
 import pytest
@@ -77,6 +80,32 @@ RETRIED = "The key works again."
 # Then a background job in a new chat (issue 19): a loopback HTTP server, stopped from the list.
 JOB_Q = "Start the dev server"
 JOB_ANSWER = "The server runs in the background."
+# Then issue 21 in a new chat: a mention, a two-hunk review, regenerate, a restart, a rewind.
+REVIEW_FILE = "config/settings.js"
+REVIEW_ORIGINAL = "".join(f"exports.{k} = {v};\n" for k, v in [
+    ("port", 8000), ("host", "'127.0.0.1'"), ("workers", 1), ("timeout", 30), ("debug", "false"), ("name", "'demo'"), ("cache", "true"),
+])
+REVIEW_PROPOSED = REVIEW_ORIGINAL.replace("port = 8000", "port = 8080").replace("cache = true", "cache = false")
+REVIEW_TAKEN = REVIEW_ORIGINAL.replace("port = 8000", "port = 8080")
+REVIEW_TYPED = "Tidy @config/sett"
+REVIEW_REST = "please"
+REVIEW_FIRST = "I will change the port and the cache."
+REVIEW_ANSWER = "Kept your version: the port only."
+REVIEW_SECOND = "Here is another answer: nothing to change."
+STILL_Q = "Still there?"
+STILL_ANSWER = "Yes, the same session."
+
+
+def _png_square(size: int, rgb: tuple[int, int, int]) -> bytes:
+    """A PNG of one colour, `size` pixels a side (PNG spec: IHDR, one IDAT, IEND)."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    rows = b"".join(b"\x00" + bytes(rgb) * size for _ in range(size))
+    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+SQUARE = _png_square(48, (0x2E, 0x8B, 0x57))
 
 
 def _totem() -> str:
@@ -191,8 +220,13 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
             # The host's network in the sandbox: the test reaches a job's server from outside it. A
             # Total.js project: no Forge start.
             'model = "sim/test-model"\nretry_max_wait = 1.0\nsandbox_network = true\nforge = false\n\n'
-            f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
+            f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n\n'
+            # A window far above what the test's requests take (no compaction): the ring has a share.
+            # It sees images, for the one pasted into the chat.
+            '[models."sim/test-model"]\ncontext_window = 200000\nvision = true\n'
         )
+        (project / "config").mkdir()
+        (project / REVIEW_FILE).write_text(REVIEW_ORIGINAL)
         model.enqueue(tool_reply(
             [("edit", {"path": FILE, "old_string": OLD, "new_string": NEW})],
             text=FIRST,
@@ -217,6 +251,10 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         job_command = f"python3 -m http.server {job_port} --bind 127.0.0.1"
         model.enqueue(tool_reply([("job", {"action": "start", "command": job_command})]))
         model.enqueue(text_reply(JOB_ANSWER))
+        model.enqueue(tool_reply([("write", {"path": REVIEW_FILE, "content": REVIEW_PROPOSED})], text=REVIEW_FIRST))
+        model.enqueue(text_reply(REVIEW_ANSWER))
+        model.enqueue(text_reply(REVIEW_SECOND))
+        model.enqueue(text_reply(STILL_ANSWER))
 
         node_bin = str(Path(tools["NODE"]).parent)
         env = dict(
@@ -274,11 +312,17 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
                     "auth": {"question": AUTH_Q, "answer": RETRIED},
                 },
                 "job": {"question": JOB_Q, "answer": JOB_ANSWER, "command": job_command, "url": f"http://127.0.0.1:{job_port}/"},
+                "review": {
+                    "file": REVIEW_FILE, "path": str(project / REVIEW_FILE), "original": REVIEW_ORIGINAL,
+                    "typed": REVIEW_TYPED, "rest": REVIEW_REST, "answer": REVIEW_ANSWER, "second": REVIEW_SECOND,
+                    "still": STILL_Q, "stillAnswer": STILL_ANSWER, "image": base64.b64encode(SQUARE).decode(),
+                },
+                "pgid": server.pid,
             }
             drive = subprocess.run(
                 [tools["NODE"], str(ROOT / "tests" / "editors" / "vscode" / "drive.mjs"), json.dumps(args)],
                 env=dict(env, HOME=os.environ.get("HOME", str(home))),
-                capture_output=True, text=True, timeout=480,
+                capture_output=True, text=True, timeout=720,
             )
             (ARTIFACTS / "vscode-drive.log").write_text(drive.stderr)
             assert drive.returncode == 0, drive.stderr[-3000:]
@@ -297,6 +341,10 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         assert "const greeting = 'Hello there, ';" in seen["diffModified"]
         assert "this.plain(greeting + name + '!');" in seen["diffModified"]
         assert seen["diffClosed"], "the diff editor stayed open after Accept"
+        # The first review offered to show the hunks' code lenses; shown, each hunk has its row
+        # (the edit adds a line, then changes one two lines further).
+        assert "diffEditor.codeLens" in seen["lensOffer"] and "Show Them" in seen["lensOffer"], seen["lensOffer"]
+        assert [lens.split("\n")[0] for lens in seen["firstLenses"]] == ["Hunk 1 of 2", "Hunk 2 of 2"], seen["firstLenses"]
         # The chat view: the question, the streamed first text, the tool line, the final answer, the model.
         chat = seen["chat"]
         tool_line = f"▸ Edit {FILE}"
@@ -346,7 +394,55 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         assert "reviewer.md" in seen["agentTab"], seen["agentTab"]
         _assert_rough_edges(seen, project, model)
         _assert_background_job(seen, job_command)
+        _assert_review(seen, project, model)
         assert model.pending == 0
+
+
+def _assert_review(seen: dict, project: Path, model: ModelServer) -> None:
+    """Issue 21 in VS Code, as the user saw it."""
+    r = seen["review"]
+    # "@config/sett" completed to the file, a chip in the box and on the sent message; the model got the file.
+    assert any(c.startswith(REVIEW_FILE) for c in r["completions"]), r["completions"]
+    assert r["afterTab"] == f"Tidy @{REVIEW_FILE} ", r["afterTab"]
+    assert r["inputChips"] == [f"@{REVIEW_FILE}"], r["inputChips"]
+    assert r["userChips"] == [f"@{REVIEW_FILE}"], r["userChips"]
+    # The pasted image: a chip before sending, drawn in the sent message, in the model's request.
+    assert r["attachVisible"] and len(r["attachmentChips"]) == 1 and r["attachmentChips"][0].startswith("square.png"), r
+
+    assert r["userImages"] == [["square.png", 48]], r["userImages"]
+    assert r["attachmentsAfterSend"] == 0
+    mention = next(q for q in model.requests if f"Tidy @{REVIEW_FILE} please" in json.dumps(q["messages"][-1]))
+    assert f'<context file=\\"{REVIEW_FILE}\\">' in json.dumps(mention["messages"][-1]), mention["messages"][-1]
+    assert base64.b64encode(SQUARE).decode() in json.dumps(mention["messages"][-1]) and "image_url" in json.dumps(mention["messages"][-1])
+    # The two-hunk review: a lens row a hunk; one left, one taken; the file holds exactly the taken hunk.
+    assert sum("Hunk 1 of 2" in lens for lens in r["lenses"]) == 1 and sum("Hunk 2 of 2" in lens for lens in r["lenses"]) == 1, r["lenses"]
+    assert all("Take" in lens and "Leave" in lens for lens in r["lenses"]), r["lenses"]
+    assert len(r["lensesAfter"]) == 1 and "Hunk 1 of 1" in r["lensesAfter"][0] and "Taken" in r["lensesAfter"][0], r["lensesAfter"]
+    assert r["reviewBefore"] == f"{REVIEW_FILE}: keeps all 2 hunks", r["reviewBefore"]
+    assert r["reviewAfter"] == f"{REVIEW_FILE}: keeps 1 of 2 hunks", r["reviewAfter"]
+    assert r["disk"] == REVIEW_TAKEN
+    assert r["diffTabsAfter"] == 0
+    # The chat says what was taken; the model was told what the user changed of its proposal.
+    assert r["toolReview"] == [f"You took 1 of 2 hunks of {REVIEW_FILE}"], r["toolReview"]
+    assert any("-exports.cache = false;" in json.dumps(q["messages"]) for q in model.requests)
+    # The context ring: used of the window, from the context event.
+    assert r["ring"]["label"].endswith("%") and "of 200,000 tokens" in r["ring"]["title"], r["ring"]
+    # Regenerate shows a second variant; switching back shows the first, review line and all.
+    assert any(REVIEW_SECOND in a for a in r["secondAnswers"]) and not any(REVIEW_ANSWER in a for a in r["secondAnswers"]), r["secondAnswers"]
+    assert any(REVIEW_ANSWER in a for a in r["firstAnswers"]) and not any(REVIEW_SECOND in a for a in r["firstAnswers"]), r["firstAnswers"]
+    assert r["firstReview"] == r["toolReview"]
+    # Tabs: one a chat; the mode picked for this session stays with it.
+    assert len(r["tabs"]) >= 3 and any(QUESTION in t for t in r["tabs"]), r["tabs"]
+    assert r["firstTabTitle"] == QUESTION
+    assert r["modeAfter"] == "plan"
+    # The killed server came back and the chat reopened its session, which answers again.
+    assert r["lspProcesses"] == 1
+    assert "restarted" in r["afterRestart"] and REVIEW_ANSWER in r["afterRestart"], r["afterRestart"]
+    # Rewound with the files: the file as it was, the message back in the box.
+    assert r["diskAfterRewind"] == REVIEW_ORIGINAL
+    assert r["inputAfterRewind"] == f"Tidy @{REVIEW_FILE} please"
+    for name in ("vscode-review.png", "vscode-review-left.png", "vscode-variants.png", "vscode-mention.png", "vscode-tabs.png"):
+        assert (ARTIFACTS / name).stat().st_size > 10_000, name
 
 
 def _assert_background_job(seen: dict, command: str) -> None:
@@ -416,7 +512,8 @@ def _assert_rough_edges(seen: dict, project: Path, model: ModelServer) -> None:
     assert r["retryHidden"]
     assert r["gapAfterError"] < 24 and r["gapAfterRetry"] < 24, (r["gapAfterError"], r["gapAfterRetry"])
     # The reopened session renders as the live one: one footer per turn, the same text.
-    assert len(r["liveFooters"]) == r["liveUsers"] == 5, r
+    # Retry took up the failed turn (totem/retry): no second copy of the message.
+    assert len(r["liveFooters"]) == r["liveUsers"] == 4, r
     assert r["reopenedFooters"] == r["liveFooters"], (r["reopenedFooters"], r["liveFooters"])
     assert r["reopenedUsers"] == r["liveUsers"]
     assert FEEDBACK in r["reopenedText"] and "42" in r["reopenedText"]

@@ -10,11 +10,20 @@
   let matches = []; // the completions shown
   let selected = 0;
 
+  // Images to send with the next message (pasted, or picked with the attach button), for a
+  // model that sees images: {name, mimeType, data (base64)}.
+  let images = [];
+  let vision = false;
+
   function send() {
     const text = input.value.trim();
     if (!text) return;
-    vscode.postMessage({ type: "send", text });
+    vscode.postMessage({ type: "send", text, images: vision ? images : [] });
+    images = [];
+    drawAttachments();
     input.value = "";
+    hideCompletions();
+    drawInputChips();
     // The message the user sends is scrolled to, and the chat follows the answer again.
     follow = true;
   }
@@ -63,13 +72,27 @@
   const template = document.createElement("template");
   const jobsTemplate = document.createElement("template");
 
-  // Slash commands: a chip puts "/name " in the box; typing "/" and a word lists the commands
-  // it starts (Tab, Enter or a click takes the selected one; Escape closes the list).
-  function choose(name) {
-    input.value = "/" + name + " ";
+  // Completion (totem/complete, through the extension): the word before the cursor, when it
+  // starts with "@" (a file), "#" (the editor's buffer, selection, diagnostics) or, at the start
+  // of the input, "/" (a command). Tab, Enter or a click takes the selected item; Escape closes.
+  // A slash-command chip puts "/name " in the box.
+  let asked = 0; // the id of the latest completion request; older answers are dropped
+  let span = { start: 0, end: 0 }; // what the chosen item replaces
+
+  function insert(text, start, end) {
+    const after = input.value.slice(end);
+    const spaced = /\s$/.test(text) || /^\s/.test(after) ? text : text + " ";
+    input.value = input.value.slice(0, start) + spaced + after;
+    const at = start + spaced.length;
     hideCompletions();
     input.focus();
-    input.setSelectionRange(input.value.length, input.value.length);
+    input.setSelectionRange(at, at);
+    drawInputChips();
+  }
+
+  function choose(name) {
+    input.value = "";
+    insert("/" + name + " ", 0, 0);
   }
 
   function hideCompletions() {
@@ -77,9 +100,19 @@
     $("completions").hidden = true;
   }
 
-  function complete() {
-    const typed = /^\/([\w.-]*)$/.exec(input.value);
-    matches = typed ? commands.filter((c) => c.name.startsWith(typed[1])) : [];
+  function requestCompletion() {
+    const position = input.selectionStart;
+    const before = input.value.slice(0, position);
+    const word = /(\S*)$/.exec(before)[1];
+    const wanted = word.startsWith("@") || word.startsWith("#") || (word.startsWith("/") && before.trimStart() === word);
+    if (!wanted) return hideCompletions();
+    vscode.postMessage({ type: "complete", id: ++asked, text: input.value, position });
+  }
+
+  function showCompletions(answer) {
+    if (answer.id !== asked) return;
+    matches = answer.items || [];
+    span = { start: answer.start, end: answer.end };
     const list = $("completions");
     if (!matches.length) return hideCompletions();
     selected = Math.min(selected, matches.length - 1);
@@ -87,23 +120,93 @@
       ...matches.map((c, i) => {
         const item = document.createElement("li");
         item.setAttribute("role", "option");
-        item.dataset.name = c.name;
+        item.dataset.kind = c.kind;
         if (i === selected) item.className = "selected";
         const name = document.createElement("span");
-        name.textContent = "/" + c.name;
+        name.textContent = c.label;
         const description = document.createElement("span");
         description.className = "description";
-        description.textContent = c.description;
+        description.textContent = c.detail || "";
         item.append(name, description);
         item.addEventListener("mousedown", (e) => {
           e.preventDefault();
-          choose(c.name);
+          insert(c.insertText, span.start, span.end);
         });
         return item;
       }),
     );
     list.hidden = false;
   }
+
+  function redrawSelection() {
+    const items = $("completions").children;
+    for (let i = 0; i < items.length; i++) items[i].className = i === selected ? "selected" : "";
+  }
+
+  // The mentions in the box, drawn as chips behind its text (the same text, transparent, in a
+  // layer under the transparent textarea).
+  const MENTION = /(^|\s)(@[^\s@]+|#(?:buffer|selection|diagnostics)(?![\w-]))/g;
+  function drawInputChips() {
+    const layer = $("input-chips");
+    const text = input.value;
+    const parts = [];
+    let last = 0;
+    for (const m of text.matchAll(MENTION)) {
+      const at = m.index + m[1].length;
+      parts.push(document.createTextNode(text.slice(last, at)));
+      const mark = document.createElement("mark");
+      mark.className = "chip";
+      mark.textContent = m[2];
+      parts.push(mark);
+      last = at + m[2].length;
+    }
+    // A last empty line still takes a line, as it does in the textarea.
+    parts.push(document.createTextNode(text.slice(last) + "\n"));
+    layer.replaceChildren(...parts);
+    layer.scrollTop = input.scrollTop;
+  }
+  input.addEventListener("scroll", () => ($("input-chips").scrollTop = input.scrollTop));
+
+  function drawAttachments() {
+    $("attachments").replaceChildren(
+      ...images.map((image, i) => {
+        const item = document.createElement("span");
+        item.className = "attachment-chip";
+        item.title = image.name;
+        const thumb = document.createElement("img");
+        thumb.src = "data:" + image.mimeType + ";base64," + image.data;
+        thumb.alt = image.name;
+        const name = document.createElement("span");
+        name.textContent = image.name;
+        const remove = document.createElement("button");
+        remove.className = "icon";
+        remove.title = "Do not send this image";
+        remove.textContent = "×";
+        remove.addEventListener("click", () => {
+          images.splice(i, 1);
+          drawAttachments();
+        });
+        item.append(thumb, name, remove);
+        return item;
+      }),
+    );
+  }
+
+  // A pasted image goes to the attachment row (when the model sees images); text pastes as text.
+  input.addEventListener("paste", (e) => {
+    const files = Array.from((e.clipboardData && e.clipboardData.files) || []).filter((f) => /^image\/(png|jpeg|gif|webp)$/.test(f.type));
+    if (!files.length || !vision) return;
+    e.preventDefault();
+    for (const file of files) {
+      const reader = new FileReader();
+      reader.onload = () => {
+        images.push({ name: file.name || "pasted image", mimeType: file.type, data: String(reader.result).replace(/^data:[^,]*,/, "") });
+        drawAttachments();
+      };
+      reader.readAsDataURL(file);
+    }
+  });
+  $("attach").addEventListener("click", () => vscode.postMessage({ type: "attach" }));
 
   function drawCommands() {
     $("commands").replaceChildren(
@@ -121,7 +224,8 @@
 
   input.addEventListener("input", () => {
     selected = 0;
-    complete();
+    drawInputChips();
+    requestCompletion();
   });
   input.addEventListener("blur", hideCompletions);
 
@@ -131,11 +235,11 @@
       if (e.key === "ArrowDown" || e.key === "ArrowUp") {
         e.preventDefault();
         selected = (selected + (e.key === "ArrowDown" ? 1 : matches.length - 1)) % matches.length;
-        return complete();
+        return redrawSelection();
       }
       if (e.key === "Tab" || (e.key === "Enter" && !e.shiftKey)) {
         e.preventDefault();
-        return choose(matches[selected].name);
+        return insert(matches[selected].insertText, span.start, span.end);
       }
       if (e.key === "Escape") {
         e.preventDefault();
@@ -165,9 +269,81 @@
       setTimeout(() => (button.textContent = "Copy"), 1500);
     } else if (button.classList.contains("retry")) {
       follow = true;
-      vscode.postMessage({ type: "send", text: button.dataset.text });
+      vscode.postMessage({ type: "retry", text: button.dataset.text });
+    } else if (button.classList.contains("rewind")) {
+      vscode.postMessage({ type: "rewind", messageId: button.dataset.message });
+    } else if (button.classList.contains("regenerate")) {
+      follow = true;
+      vscode.postMessage({ type: "regenerate", requestId: button.closest(".model").dataset.request });
+    } else if (button.classList.contains("variant") && !button.disabled) {
+      vscode.postMessage({ type: "variant", requestId: button.closest(".model").dataset.request, index: Number(button.dataset.index) });
     }
   });
+
+  // The chats' tabs: a click shows one, × closes it.
+  $("tabs").addEventListener("click", (e) => {
+    const tab = e.target.closest && e.target.closest(".tab");
+    if (!tab) return;
+    const close = e.target.closest(".tab-close");
+    vscode.postMessage({ type: close ? "closeTab" : "tab", key: Number(tab.dataset.key) });
+  });
+  $("model").addEventListener("change", () => vscode.postMessage({ type: "setModel", model: $("model").value }));
+  $("mode").addEventListener("change", () => vscode.postMessage({ type: "setMode", mode: $("mode").value }));
+
+  function drawTabs(tabs) {
+    const bar = $("tabs");
+    bar.hidden = tabs.length < 2;
+    bar.replaceChildren(
+      ...tabs.map((t) => {
+        const tab = document.createElement("span");
+        tab.className = "tab" + (t.current ? " current" : "") + (t.busy ? " busy" : "");
+        tab.setAttribute("role", "tab");
+        tab.setAttribute("aria-selected", t.current ? "true" : "false");
+        tab.dataset.key = String(t.key);
+        tab.title = t.title;
+        const title = document.createElement("span");
+        title.className = "tab-title";
+        title.textContent = (t.busy ? "● " : "") + t.title;
+        const close = document.createElement("button");
+        close.className = "tab-close icon";
+        close.title = "Close this chat (its session stays stored)";
+        close.textContent = "×";
+        tab.append(title, close);
+        return tab;
+      }),
+    );
+  }
+
+  function drawPickers(state) {
+    const model = $("model");
+    const ids = state.models.length ? state.models : [""];
+    if (JSON.stringify(Array.from(model.options).map((o) => o.value)) !== JSON.stringify(ids)) {
+      model.replaceChildren(
+        ...ids.map((id) => {
+          const option = document.createElement("option");
+          option.value = id;
+          option.textContent = id || "default model";
+          return option;
+        }),
+      );
+    }
+    if (document.activeElement !== model) model.value = state.model;
+    if (document.activeElement !== $("mode")) $("mode").value = state.mode;
+  }
+
+  // The context ring: the share of the window the next request takes.
+  const CIRCUMFERENCE = 2 * Math.PI * 15;
+  function drawRing(ring) {
+    const box = $("ring");
+    box.hidden = !ring;
+    if (!ring) return;
+    const used = ring.percent === null ? 0 : (ring.percent / 100) * CIRCUMFERENCE;
+    const arc = box.querySelector(".ring-used");
+    arc.setAttribute("stroke-dasharray", used + " " + CIRCUMFERENCE);
+    box.dataset.level = ring.percent === null ? "unknown" : ring.percent >= 90 ? "full" : ring.percent >= 70 ? "high" : "ok";
+    box.title = "Context: " + ring.tooltip;
+    $("ring-label").textContent = ring.label;
+  }
 
   // The job list: Stop sends totem/jobStop (through the extension), Dismiss drops an ended job.
   $("jobs").addEventListener("click", (e) => {
@@ -189,7 +365,11 @@
     $("todos").innerHTML = state.todos;
     $("title").textContent = state.title;
     $("state").textContent = state.status;
-    $("context").textContent = state.context ? " · " + state.context : "";
+    drawRing(state.ring);
+    vision = !!state.vision;
+    $("attach").hidden = !vision;
+    drawTabs(state.tabs || []);
+    drawPickers(state);
     $("stop").hidden = !state.busy;
     $("send").disabled = state.busy;
     const pending = $("pending");
@@ -210,6 +390,15 @@
       $("accept").textContent = files.length > 1 ? "Accept all " + files.length + " files" : "Accept";
       $("always").textContent = state.pending.always ? "Always (" + state.pending.always + ")" : "Always";
       $("always").title = state.pending.always ? "Allow, and add the session rule " + state.pending.always : "";
+      const review = state.pending.review || [];
+      $("pending-review").hidden = !review.length;
+      $("pending-review").replaceChildren(
+        ...review.map((line) => {
+          const item = document.createElement("li");
+          item.textContent = line;
+          return item;
+        }),
+      );
       toEnd();
     } else {
       pending.hidden = true;
@@ -221,7 +410,18 @@
   }
 
   window.addEventListener("message", (event) => {
-    if (event.data && event.data.type === "state") draw(event.data.state);
+    const m = event.data || {};
+    if (m.type === "state") draw(m.state);
+    else if (m.type === "completions") showCompletions(m);
+    else if (m.type === "attached") {
+      images.push(...m.images);
+      drawAttachments();
+    }
+    else if (m.type === "setInput") {
+      input.value = m.text;
+      input.focus();
+      drawInputChips();
+    }
   });
   vscode.postMessage({ type: "ready" });
 })();

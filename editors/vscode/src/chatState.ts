@@ -3,10 +3,21 @@
 
 import { AgentThread, applyNested, newThread, storedThread, threadLines } from "./agentThread";
 import { JobList } from "./jobList";
-import type { SessionHistory, StopReason, Todo, TotemEvent } from "./protocol";
+import type { Mode, SessionHistory, StoredPart, StopReason, Todo, TotemEvent, VariantInfo } from "./protocol";
 
 export type Entry =
-  | { type: "user"; text: string; context?: string }
+  | {
+      type: "user";
+      text: string;
+      /** A label for the `context` block the message carried ("app.py:3-7"). */
+      context?: string;
+      /** The mentions it attached ("@src/app.py#L10-20", "#buffer"): chips under it. */
+      chips?: string[];
+      /** The stored message (known once the turn is stored): what rewind and regenerate take. */
+      messageId?: string;
+      /** The images sent with it, as `data:` URLs to draw. */
+      images?: { name: string; src: string }[];
+    }
   | { type: "text"; partId: string; step: number; text: string }
   | { type: "reasoning"; partId: string; step: number; text: string }
   | {
@@ -22,10 +33,28 @@ export type Entry =
       output?: string;
       /** The user's words with a rejection, as the model got them. */
       feedback?: string;
+      /** What the user took of a reviewed change, one line a file ("took 1 of 2 hunks of a.py"). */
+      review?: string[];
     }
   | { type: "notice"; level: string; message: string }
-  | { type: "error"; errorClass: string; message: string; hint?: string; retry?: string }
-  | { type: "end"; model: string; stopReason: StopReason };
+  | {
+      type: "error";
+      errorClass: string;
+      message: string;
+      hint?: string;
+      /** The turn failed: `totem/retry` takes it up. */
+      retry?: boolean;
+      /** The request never started a turn: this text can be sent again. */
+      resend?: string;
+    }
+  | {
+      type: "end";
+      model: string;
+      stopReason: StopReason;
+      /** The request this turn answered (regenerate), and the answer's variants when it has several. */
+      requestId?: string;
+      variant?: VariantInfo;
+    };
 
 export type TurnState = "idle" | "working" | "thinking" | "answering" | "tool" | "waiting";
 
@@ -38,9 +67,15 @@ export interface PendingAsk {
   files?: string[];
   /** What "Always" stores, for the button: "bash python3", "edit src/*". */
   always?: string;
+  /** A change under review in the diff editor: what Accept would take, one line a file. */
+  review?: string[];
 }
 
+let chatKeys = 0;
+
 export class ChatState {
+  /** This chat's own key in the window (its tab), whether or not it has a session yet. */
+  readonly key = ++chatKeys;
   sessionId: string | undefined;
   title = "";
   entries: Entry[] = [];
@@ -49,18 +84,28 @@ export class ChatState {
   turnState: TurnState = "idle";
   /** The model of the running turn, else the one that answered last. */
   model: string | undefined;
-  /** Input plus output tokens of the last completed step: an estimate of the context in use. */
+  /** The context the next request takes: the last `context` event's estimate (from servers
+   * without it, the last step's input plus output tokens). */
   contextTokens: number | undefined;
-  /** The model's context window when known (from `totem/models`). */
+  /** Whether `contextTokens` came from a `context` event. */
+  private contextFromEvent = false;
+  /** The model's context window when known (the `context` event, else `totem/models`). */
   contextWindow: number | undefined;
+  /** What the `context` event says the estimate is made of (tokens by part), when it says. */
+  contextBreakdown: Record<string, number> | undefined;
+  /** The session's mode (`totem/setMode`), once known. */
+  mode: Mode | undefined;
+  /** What the user took of each reviewed change, by call id: kept across reloads of the session. */
+  readonly reviews = new Map<string, string[]>();
   /** A permission or question waiting for the user. */
   pending: PendingAsk | undefined;
-  /** The background jobs of this window's sessions (kept across New Chat: they still run). */
-  readonly jobs = new JobList();
   /** Set by `beginTurn` until the turn's session is known. */
-  private awaitingSession = false;
+  awaitingSession = false;
   private step = 1;
   private turnStartIndex = 0;
+
+  /** `jobs`: the background jobs of the window's sessions, shared by its chats (they outlive a chat). */
+  constructor(readonly jobs: JobList = new JobList()) {}
 
   /** A new, empty chat (no session yet). */
   reset(): void {
@@ -71,14 +116,23 @@ export class ChatState {
     this.busy = false;
     this.turnState = "idle";
     this.contextTokens = undefined;
+    this.contextFromEvent = false;
+    this.contextBreakdown = undefined;
     this.pending = undefined;
     this.awaitingSession = false;
+    this.reviews.clear();
     this.jobs.dropEnded();
   }
 
+  /** Whether the chat shows nothing yet (a new chat, reusable for another session). */
+  get empty(): boolean {
+    return !this.sessionId && !this.entries.length && !this.busy;
+  }
+
   /** The user sent `text` (about `context`, a label such as "app.py:3-7"); the turn's events follow. */
-  beginTurn(text: string, context?: string): void {
-    this.entries.push({ type: "user", text, context });
+  beginTurn(text: string, context?: string, images?: { name: string; src: string }[]): void {
+    const chips = mentionsIn(text);
+    this.entries.push({ type: "user", text, context, ...(chips.length ? { chips } : {}), ...(images?.length ? { images } : {}) });
     if (!this.title) this.title = sessionTitle(text);
     this.busy = true;
     this.turnState = "working";
@@ -87,33 +141,42 @@ export class ChatState {
     this.jobs.dropEnded();
   }
 
-  /** The `totem/chat` request failed before the turn started (busy session, config error). */
-  failTurn(message: string): void {
-    this.entries.push({ type: "error", errorClass: "Error", message });
+  /** A turn that answers a stored request again: `totem/retry` (the failed attempt is set aside)
+   * or `totem/regenerate` of `requestId` (what followed the request goes, as a variant). */
+  beginAgain(requestId?: string): void {
+    let keep = this.entries.length;
+    if (requestId) {
+      const at = this.entries.findIndex((e) => e.type === "user" && e.messageId === requestId);
+      if (at >= 0) keep = at + 1;
+    } else {
+      // Retry: the failed turn's error and footer go; the steps that completed stay.
+      while (keep > 0 && ["error", "end", "notice"].includes(this.entries[keep - 1].type)) keep--;
+    }
+    this.entries = this.entries.slice(0, keep);
+    this.busy = true;
+    this.turnState = "working";
+    this.turnStartIndex = this.entries.length;
+  }
+
+  /** The `totem/chat` request failed before the turn started (busy session, config error);
+   * `resend` is the text a Retry button sends again. */
+  failTurn(message: string, resend?: string): void {
+    this.entries.push({ type: "error", errorClass: "Error", message, ...(resend ? { resend } : {}) });
     this.busy = false;
     this.turnState = "idle";
     this.awaitingSession = false;
   }
 
   /** Apply one event; returns whether the view changed. Events of other sessions are ignored,
-   * except a `turnStart` while this chat is idle (a turn started elsewhere, e.g. by the
-   * "Ask Totem to fix" code action): the chat then follows that session. A `job` event of
-   * any session, a sub-agent's too, goes to the job list. */
+   * except the first `turnStart` after `beginTurn` of a chat with no session yet: the chat
+   * takes that session (ChatList gives a turn started elsewhere a chat of its own). A `job`
+   * event of any session, a sub-agent's too, goes to the job list. */
   apply(event: TotemEvent): boolean {
     if (event.kind === "job") return this.jobs.apply(event);
     if (event.sessionId !== this.sessionId) {
-      if (event.kind !== "turnStart") return false;
-      if (this.awaitingSession) {
-        this.sessionId = event.sessionId;
-        this.awaitingSession = false;
-      } else if (!this.busy) {
-        this.reset();
-        this.sessionId = event.sessionId;
-        this.entries.push({ type: "user", text: "(asked from the editor)" });
-        this.turnStartIndex = this.entries.length;
-      } else {
-        return false;
-      }
+      if (event.kind !== "turnStart" || !this.awaitingSession) return false;
+      this.sessionId = event.sessionId;
+      this.awaitingSession = false;
     }
     if (event.parentCallId) {
       // A sub-agent's event: into its task call's thread, never among the conversation's entries.
@@ -142,7 +205,7 @@ export class ChatState {
       case "stepEnd":
         this.step = event.step + 1;
         this.model = event.model;
-        this.contextTokens = event.usage.inputTokens + event.usage.outputTokens;
+        if (!this.contextFromEvent) this.contextTokens = event.usage.inputTokens + event.usage.outputTokens;
         return true;
       case "stepDiscarded": {
         const keep = this.entries.slice(0, this.turnStartIndex);
@@ -184,7 +247,7 @@ export class ChatState {
           errorClass: event.errorClass,
           message: event.message,
           hint: (event as any).hint ?? errorHint(event.errorClass, this.model),
-          retry: this.lastUserText(),
+          retry: true,
         });
         return true;
       case "turnEnd":
@@ -195,10 +258,15 @@ export class ChatState {
         this.pending = undefined;
         return true;
       case "context": {
-        const used = (event as any).tokens ?? (event as any).used;
-        const window = (event as any).contextWindow ?? (event as any).window;
-        if (typeof used === "number") this.contextTokens = used;
-        if (typeof window === "number") this.contextWindow = window;
+        if (typeof event.estimate === "number") {
+          this.contextTokens = event.estimate;
+          this.contextFromEvent = true;
+        }
+        if (typeof event.window === "number") this.contextWindow = event.window;
+        const breakdown = event.breakdown;
+        if (breakdown && typeof breakdown === "object") {
+          this.contextBreakdown = Object.fromEntries(Object.entries(breakdown).filter(([, v]) => typeof v === "number")) as Record<string, number>;
+        }
         return true;
       }
       default:
@@ -211,46 +279,54 @@ export class ChatState {
     this.turnState = pending ? "waiting" : this.busy ? "tool" : "idle";
   }
 
-  /** The last message the user sent (what "Retry" sends again). */
-  lastUserText(): string | undefined {
-    for (let i = this.entries.length - 1; i >= 0; i--) {
-      const e = this.entries[i];
-      if (e.type === "user") return e.text;
-    }
-    return undefined;
-  }
-
-  /** Replace the chat with a stored session. */
+  /** Replace the chat with a stored session: the conversation as it stands, with the ids that
+   * rewind, regenerate and the variant switcher take. What this window knows beyond the store
+   * (reviews, the context window) stays. */
   load(history: SessionHistory): void {
+    const reviews = new Map(this.reviews);
+    // The last context event's estimate stays: the store keeps only the steps' usage.
+    const same = this.sessionId === history.sessionId && this.contextFromEvent;
+    const estimate = same ? { tokens: this.contextTokens, breakdown: this.contextBreakdown } : undefined;
     this.reset();
+    for (const [callId, lines] of reviews) this.reviews.set(callId, lines);
     this.sessionId = history.sessionId;
     this.title = sessionTitle(history.title);
+    if (history.model) this.model = history.model;
+    if (history.mode) this.mode = history.mode;
     let step = 0;
     // One footer per turn, as the live chat shows it: a turn is the assistant messages (one a
     // step) between two user messages.
     let model: string | undefined;
     let lastModel: string | undefined;
     let ended: StopReason | undefined; // a turn that did not finish: its stored end notice
+    let requestId: string | undefined;
+    let variant: VariantInfo | undefined;
+    let failed: Extract<Entry, { type: "error" }> | undefined;
     const footer = () => {
       const shown = model ?? (ended ? lastModel : undefined);
       if (shown) {
         this.model = shown;
-        this.entries.push({ type: "end", model: shown, stopReason: ended ?? "finished" });
+        this.entries.push({
+          type: "end",
+          model: shown,
+          stopReason: ended ?? "finished",
+          ...(requestId ? { requestId } : {}),
+          ...(variant ? { variant } : {}),
+        });
       }
       model = undefined;
       ended = undefined;
+      variant = undefined;
     };
     for (const message of history.messages) {
       if (message.role === "user") {
         footer();
-        const text = message.parts
-          .filter((p) => p.type === "text" && !p.discarded)
-          .map((p) => String(p.data?.typed ?? p.data?.text ?? "")) // typed: a slash command as the user wrote it
-          .join("\n");
-        const { body, context } = splitContext(text);
-        this.entries.push({ type: "user", text: body, context });
+        failed = undefined;
+        requestId = message.id;
+        this.entries.push({ ...userEntry(message.parts), ...(message.id ? { messageId: message.id } : {}) });
         continue;
       }
+      if (message.variant) variant = message.variant;
       for (const part of message.parts) {
         if (part.discarded) continue;
         const data = part.data ?? {};
@@ -263,28 +339,34 @@ export class ChatState {
             step = data.step ?? step + 1;
             model = data.model ?? model;
             lastModel = model;
-            if (data.usage) this.contextTokens = (data.usage.inputTokens ?? 0) + (data.usage.outputTokens ?? 0);
+            if (data.usage && !estimate) this.contextTokens = (data.usage.inputTokens ?? 0) + (data.usage.outputTokens ?? 0);
             break;
-          case "tool":
+          case "tool": {
+            const callId = data.callId ?? part.id;
+            const review = this.reviews.get(callId);
             this.entries.push({
               type: "tool",
-              callId: data.callId ?? part.id,
+              callId,
               tool: data.tool ?? "tool",
               title: data.title ?? data.tool ?? "tool",
-              status: part.status ?? undefined,
+              // A call still pending in a session that runs nothing was cut off (the server stopped).
+              status: part.status === "pending" ? "interrupted" : part.status ?? undefined,
               summary: data.summary,
               thread: storedThread(data.thread),
+              ...(review ? { review } : {}),
               ...callResult(String(data.tool ?? ""), typeof data.output === "string" ? data.output : undefined, data.feedback),
             });
             if (data.tool === "todo" && Array.isArray(data.input?.todos)) this.todos = data.input.todos;
             break;
+          }
           case "error":
-            this.entries.push({
+            failed = {
               type: "error",
               errorClass: String(data.errorClass ?? "Error"),
               message: String(data.text ?? data.stopReason ?? ""),
               hint: typeof data.hint === "string" ? data.hint : data.errorClass ? errorHint(data.errorClass, lastModel) : undefined,
-            });
+            };
+            this.entries.push(failed);
             ended = (data.stopReason as StopReason) ?? "error";
             break;
           case "notice":
@@ -295,6 +377,13 @@ export class ChatState {
         }
       }
     }
+    if (estimate) {
+      this.contextTokens = estimate.tokens;
+      this.contextBreakdown = estimate.breakdown;
+      this.contextFromEvent = true;
+    }
+    // Only the session's last turn can be retried, when it failed.
+    if (failed && ended === "error") failed.retry = true;
     footer();
   }
 
@@ -307,6 +396,7 @@ export class ChatState {
       else if (e.type === "tool") {
         lines.push(toolLine(e));
         if (e.feedback) lines.push(`  feedback: ${e.feedback}`);
+        for (const line of e.review ?? []) lines.push(`  you ${line}`);
         if (e.output) lines.push(...e.output.split("\n").map((l) => `  │ ${l}`));
         if (e.thread) lines.push(...threadLines(e.thread).map((l) => `  │ ${l}`));
       }
@@ -332,6 +422,37 @@ export class ChatState {
     }
     return undefined;
   }
+}
+
+/** The mentions in what the user typed, as the server reads them (docs/protocol.md, Mentions):
+ * chips for the message until the stored one says which were attached. */
+export function mentionsIn(text: string): string[] {
+  return [...text.matchAll(/(?:^|\s)(@[^\s@]+|#(?:buffer|selection|diagnostics)(?![\w-]))/g)].map((m) => m[1]);
+}
+
+/** A stored request as the chat shows it: what the user typed (`data.typed`), its context block
+ * as a label, its mentions (`data.attachments`) as chips. */
+function userEntry(parts: StoredPart[]): Extract<Entry, { type: "user" }> {
+  const images = parts
+    .filter((p) => p.type === "image" && !p.discarded && !p.data?.callId && typeof p.data?.data === "string")
+    .map((p) => ({ name: String(p.data.name ?? "image"), src: `data:${p.data.mimeType ?? "image/png"};base64,${p.data.data}` }));
+  return { ...textEntry(parts), ...(images.length ? { images } : {}) };
+}
+
+function textEntry(parts: StoredPart[]): Extract<Entry, { type: "user" }> {
+  const texts = parts.filter((p) => p.type === "text" && !p.discarded);
+  const attachments: any[] = texts.flatMap((p) => (Array.isArray(p.data?.attachments) ? p.data.attachments : []));
+  const typed = texts.filter((p) => typeof p.data?.typed === "string").map((p) => String(p.data.typed));
+  if (attachments.length && typed.length) {
+    const block = attachments.find((a) => a.kind === "context");
+    const chips = attachments.filter((a) => typeof a.mention === "string").map((a) => String(a.mention));
+    const context = block ? (Array.isArray(block.lines) ? `${block.path}:${block.lines[0]}-${block.lines[1]}` : String(block.path)) : undefined;
+    return { type: "user", text: typed.join("\n"), ...(context ? { context } : {}), ...(chips.length ? { chips } : {}) };
+  }
+  // typed: a slash command as the user wrote it
+  const text = texts.map((p) => String(p.data?.typed ?? p.data?.text ?? "")).join("\n");
+  const { body, context } = splitContext(text);
+  return { type: "user", text: body, ...(context ? { context } : {}) };
 }
 
 /** "▸ Edit app.py → ok: 1 replacement" */

@@ -2,13 +2,23 @@
 // sends the user's input back.
 
 import * as vscode from "vscode";
+import type { Completions, Mode } from "./protocol";
 import type { ViewModel } from "./render";
 
 export type ViewMessage =
-  | { type: "send"; text: string }
+  | { type: "send"; text: string; images?: { name: string; mimeType: string; data: string }[] }
+  | { type: "attach" }
   | { type: "abort" }
   | { type: "sessions" }
   | { type: "newChat" }
+  | { type: "tab" | "closeTab"; key: number }
+  | { type: "setModel"; model: string }
+  | { type: "setMode"; mode: Mode }
+  | { type: "rewind"; messageId: string }
+  | { type: "retry"; text?: string }
+  | { type: "regenerate"; requestId: string }
+  | { type: "variant"; requestId: string; index: number }
+  | { type: "complete"; id: number; text: string; position: number }
   | { type: "answer"; outcome: "allow_once" | "allow_always" | "reject_once" | "reject_always"; feedback?: boolean }
   | { type: "copy"; text: string }
   | { type: "jobStop" | "jobDismiss"; sessionId: string; jobId: string }
@@ -39,8 +49,26 @@ export class ChatView implements vscode.WebviewViewProvider {
     this.post();
   }
 
-  async reveal(): Promise<void> {
-    await vscode.commands.executeCommand(`${ChatView.viewId}.focus`);
+  /** Show the chat view; with `preserveFocus`, the editor keeps the focus (a diff under review:
+   * its code lenses are computed only while it has it). */
+  async reveal(preserveFocus = false): Promise<void> {
+    if (preserveFocus && this.view) this.view.show(true);
+    else await vscode.commands.executeCommand(`${ChatView.viewId}.focus`);
+  }
+
+  /** Put text in the input box (a rewound message, to edit and send again). */
+  setInput(text: string): void {
+    void this.view?.webview.postMessage({ type: "setInput", text });
+  }
+
+  /** Images the user picked with the attach button, for the input's attachment row. */
+  attached(images: { name: string; mimeType: string; data: string }[]): void {
+    void this.view?.webview.postMessage({ type: "attached", images });
+  }
+
+  /** The answer to the view's `complete` message `id`. */
+  completions(id: number, result: Completions): void {
+    void this.view?.webview.postMessage({ type: "completions", id, ...result });
   }
 
   private post(): void {
@@ -74,12 +102,14 @@ export class ChatView implements vscode.WebviewViewProvider {
       <button id="new" class="secondary" title="New chat">New</button>
     </span>
   </div>
+  <div id="tabs" role="tablist" aria-label="Chats"></div>
   <div id="messages" aria-live="polite"></div>
   <div id="jobs" aria-label="Background jobs"></div>
   <div id="todos"></div>
   <div id="pending" hidden>
     <div id="pending-title"></div>
     <div id="pending-files" hidden><div id="pending-count"></div><ul id="pending-list"></ul></div>
+    <ul id="pending-review" hidden aria-label="What Accept takes"></ul>
     <div class="buttons">
       <button id="accept" data-outcome="allow_once">Accept</button>
       <button id="always" data-outcome="allow_always" class="secondary">Always</button>
@@ -88,13 +118,19 @@ export class ChatView implements vscode.WebviewViewProvider {
     </div>
   </div>
   <div id="footer">
-    <div id="status"><span id="state"></span><span id="context"></span></div>
+    <div id="status"><span id="ring" hidden><svg viewBox="0 0 36 36" width="16" height="16" aria-hidden="true"><circle class="ring-track" cx="18" cy="18" r="15" /><circle class="ring-used" cx="18" cy="18" r="15" /></svg><span id="ring-label"></span></span><span id="state"></span></div>
     <div id="commands" class="chips" aria-label="Slash commands"></div>
     <ul id="completions" role="listbox" hidden></ul>
-    <textarea id="input" rows="3" placeholder="Ask Totem… (/ for commands, Enter to send, Shift+Enter for a new line)"></textarea>
+    <div id="attachments" aria-label="Images to send"></div>
+    <div id="input-wrap"><div id="input-chips" aria-hidden="true"></div><textarea id="input" rows="3" placeholder="Ask Totem… (@ for files, # for the editor, / for commands; Enter sends, Shift+Enter adds a line)"></textarea></div>
     <div class="buttons">
       <button id="send">Send</button>
       <button id="stop" class="secondary" hidden>Stop</button>
+      <button id="attach" class="secondary" hidden title="Attach an image (or paste one into the box)">Image…</button>
+      <span class="pickers">
+        <select id="mode" title="Mode: build changes files, plan only plans"><option value="build">build</option><option value="plan">plan</option></select>
+        <select id="model" title="Model"></select>
+      </span>
     </div>
   </div>
 </div>

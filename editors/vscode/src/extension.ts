@@ -13,14 +13,24 @@ import {
   ClientCapabilities,
   FeatureState,
   DidChangeConfigurationNotification,
+  CloseAction,
+  CloseHandlerResult,
+  ErrorAction,
+  ErrorCodes,
 } from "vscode-languageclient/node";
+import { ChatList } from "./chatList";
 import { ChatState, sessionTitle, statusText } from "./chatState";
 import { ChatView, ViewMessage } from "./chatView";
+import { EditorContext } from "./editorContext";
+import { confirmOverwrite, pickAgentFile, pickMode, pickModel, pickRewind, pickSession } from "./pickers";
 import {
   CLIENT_CAPABILITIES,
   ChatParams,
+  ChatResult,
   CommandInfo,
+  Mode,
   ModelInfo,
+  PermissionOutcome,
   TotemClient,
   TotemEvent,
   configurationSettings,
@@ -51,18 +61,31 @@ function settings() {
   };
 }
 
+/** How often the server is restarted after it stopped on its own, and within how long. */
+const MAX_RESTARTS = 4;
+const RESTART_PERIOD_MS = 3 * 60 * 1000;
+
 export class TotemExtension implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private totem: TotemClient | undefined;
   private starting: Promise<TotemClient> | undefined;
-  readonly state = new ChatState();
+  /** The window's chats; the view shows `chats.current`. */
+  readonly chats = new ChatList();
   private readonly view: ChatView;
   private readonly prompts: Prompts;
+  private readonly editors = new EditorContext();
   private readonly statusItem: vscode.StatusBarItem;
   private readonly output: vscode.OutputChannel;
   private models: ModelInfo[] | undefined;
-  /** The slash commands of `totem/commands`: chips and completion in the chat view. */
+  /** The slash commands of `totem/commands`: chips in the chat view. */
   private commands: CommandInfo[] = [];
+  /** The mode new sessions get (`totem/setMode` without a session). */
+  private newSessionMode: Mode | undefined;
+  /** Chats whose turn this window is waiting for (`totem/chat`, retry, regenerate). */
+  private running = new Set<ChatState>();
+  /** When the server stopped on its own (for the bounded restarts), and whether it ran before. */
+  private restarts: number[] = [];
+  private ranOnce = false;
   private refreshTimer: NodeJS.Timeout | undefined;
   private disposables: vscode.Disposable[] = [];
 
@@ -70,10 +93,23 @@ export class TotemExtension implements vscode.Disposable {
     this.output = vscode.window.createOutputChannel("Totem");
     this.view = new ChatView(context.extensionUri, (m) => void this.onViewMessage(m));
     this.prompts = new Prompts({
-      pendingChanged: (pending) => {
-        this.state.setPending(pending);
+      pendingChanged: (sessionId, pending) => {
+        const chat = this.chats.forSession(sessionId) ?? this.chats.current;
+        const asked = pending && pending.callId !== chat.pending?.callId;
+        chat.setPending(pending);
+        // What waits for the user is shown, whichever chat it is in; once: a review's progress
+        // must not take the focus from the diff editor (its code lenses refresh only while it has it).
+        if (pending && chat !== this.chats.current && !this.chats.current.pending) this.chats.current = chat;
         this.refresh(true);
-        if (pending) void this.view.reveal();
+        if (asked) void this.view.reveal(this.prompts.review.waiting?.callId === pending.callId);
+      },
+      reviewed: (params, lines) => {
+        const chat = this.chats.forSession(params.sessionId);
+        if (!chat) return;
+        chat.reviews.set(params.callId, lines);
+        const tool = chat.entries.find((e) => e.type === "tool" && e.callId === params.callId);
+        if (tool && tool.type === "tool") tool.review = lines;
+        this.refresh(true);
       },
       log: (message) => this.output.appendLine(message),
     });
@@ -81,10 +117,11 @@ export class TotemExtension implements vscode.Disposable {
     this.statusItem.name = "Totem";
     this.statusItem.command = `${ChatView.viewId}.focus`;
     this.statusItem.show();
-    this.state.model = settings().model;
+    this.chats.current.model = settings().model;
     this.disposables.push(
       this.output,
       this.prompts,
+      this.editors,
       this.statusItem,
       vscode.window.registerWebviewViewProvider(ChatView.viewId, this.view, { webviewOptions: { retainContextWhenHidden: true } }),
       vscode.workspace.onDidChangeConfiguration((e) => void this.configurationChanged(e)),
@@ -97,6 +134,11 @@ export class TotemExtension implements vscode.Disposable {
     }
     this.disposables.push(commandFiles);
     this.refresh(true);
+  }
+
+  /** The chat the view shows. */
+  get state(): ChatState {
+    return this.chats.current;
   }
 
   // -- the language client ---------------------------------------------------------------
@@ -120,6 +162,10 @@ export class TotemExtension implements vscode.Disposable {
       initializationOptions: { ...(s.model ? { model: s.model } : {}), config: s.config },
       outputChannel: this.output,
       diagnosticCollectionName: "totem",
+      errorHandler: {
+        error: (_error, _message, count) => ({ action: count && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown }),
+        closed: () => this.serverClosed(),
+      },
     };
     const client = new LanguageClient("totem", "Totem", serverOptions, clientOptions);
     client.registerFeature(new TotemCapabilities());
@@ -127,7 +173,11 @@ export class TotemExtension implements vscode.Disposable {
     totem.listen();
     totem.onEvent((event) => this.onEvent(event));
     client.onDidChangeState((change) => {
-      if (change.newState === State.Stopped && this.state.jobs.serverStopped()) this.refresh(true);
+      if (change.newState === State.Stopped && this.chats.jobs.serverStopped()) this.refresh(true);
+      if (change.newState === State.Running && this.client === client) {
+        if (this.ranOnce) void this.reattach(totem);
+        this.ranOnce = true;
+      }
     });
     this.client = client;
     this.totem = totem;
@@ -140,14 +190,55 @@ export class TotemExtension implements vscode.Disposable {
     return totem;
   }
 
+  /** The server stopped without being asked to: restart it, at most MAX_RESTARTS times in RESTART_PERIOD_MS. */
+  private serverClosed(): CloseHandlerResult {
+    this.prompts.serverGone();
+    const now = Date.now();
+    this.restarts = this.restarts.filter((t) => now - t < RESTART_PERIOD_MS);
+    if (this.restarts.length >= MAX_RESTARTS) {
+      const message = `Totem's server stopped ${MAX_RESTARTS + 1} times in 3 minutes; it is not restarted. Run "Totem: Restart Server" once it is fixed (see the Totem output).`;
+      void vscode.window.showErrorMessage(message);
+      return { action: CloseAction.DoNotRestart, message, handled: true };
+    }
+    this.restarts.push(now);
+    const message = `Totem's server stopped; restarting it (${this.restarts.length} of ${MAX_RESTARTS}).`;
+    this.output.appendLine(message);
+    void vscode.window.setStatusBarMessage(message, 5000);
+    return { action: CloseAction.Restart, message, handled: true };
+  }
+
+  /** The server came back after it stopped: every chat reopens its session from the store. */
+  private async reattach(totem: TotemClient): Promise<void> {
+    this.output.appendLine("Totem's server is back; reopening the chats' sessions.");
+    for (const chat of this.chats.chats) {
+      if (!chat.sessionId) continue;
+      chat.busy = false;
+      chat.turnState = "idle";
+      chat.pending = undefined;
+      this.running.delete(chat);
+      try {
+        chat.load(await totem.session(chat.sessionId));
+        chat.entries.push({ type: "notice", level: "warning", message: SERVER_BACK });
+      } catch (error) {
+        this.output.appendLine(`Reopening ${chat.sessionId} failed: ${errorMessage(error)}`);
+      }
+    }
+    void this.refreshCommands(totem);
+    this.refresh(true);
+  }
+
   async restart(): Promise<void> {
     const client = this.client;
     this.client = undefined;
     this.totem?.dispose();
     this.totem = undefined;
     this.starting = undefined;
+    this.ranOnce = false;
+    this.restarts = [];
     if (client && client.state !== State.Stopped) await client.stop().catch(() => undefined);
     await this.start().catch((e) => this.showError("Totem could not start", e));
+    for (const chat of this.chats.chats) if (chat.sessionId && this.totem) await this.reload(chat);
+    this.refresh(true);
   }
 
   private async configurationChanged(e: vscode.ConfigurationChangeEvent): Promise<void> {
@@ -159,7 +250,7 @@ export class TotemExtension implements vscode.Disposable {
       await this.client.sendNotification(DidChangeConfigurationNotification.type, {
         settings: configurationSettings(s.model, s.config),
       });
-      if (s.model && !this.state.busy) {
+      if (s.model && !this.state.busy && !this.state.sessionId) {
         this.state.model = s.model;
         this.refresh(true);
       }
@@ -169,18 +260,18 @@ export class TotemExtension implements vscode.Disposable {
   // -- events ----------------------------------------------------------------------------
 
   private onEvent(event: TotemEvent): void {
-    const changed = this.state.apply(event);
+    const chat = this.chats.apply(event);
     if (event.kind === "turnEnd") {
       this.prompts.turnEnded(event.sessionId);
-      if (!this.state.title && event.sessionId === this.state.sessionId) void this.lookUpTitle(event.sessionId);
+      // A turn this window did not ask for (the "Ask Totem to fix" action): its stored form, with ids.
+      if (chat && !this.running.has(chat)) void this.reload(chat).then(() => this.refresh(true));
     }
-    if (event.kind === "turnStart") {
-      void this.lookUpContextWindow(event.model);
-      // A turn started elsewhere (the "Ask Totem to fix" action): its title, during the turn.
-      if (!this.state.title && event.sessionId === this.state.sessionId) void this.lookUpTitle(event.sessionId);
+    if (event.kind === "turnStart" && chat) {
+      void this.lookUpContextWindow(chat, event.model);
+      if (!chat.title) void this.lookUpTitle(chat);
     }
     if (event.kind === "toolEnd" && event.changed?.length) void this.saveChanged(event.changed);
-    if (changed) this.refresh(event.kind !== "textDelta" && event.kind !== "reasoningDelta");
+    if (chat) this.refresh(event.kind !== "textDelta" && event.kind !== "reasoningDelta");
   }
 
   /** Write the files the agent changed, so tests and commands see the change (`totem.autoSave`). */
@@ -194,12 +285,22 @@ export class TotemExtension implements vscode.Disposable {
     }
   }
 
-  /** The session's title, which the server gives it from the first message. */
-  private async lookUpTitle(sessionId: string): Promise<void> {
+  /** The chat as stored: the ids its buttons need, variants, chips. Not while its turn runs. */
+  private async reload(chat: ChatState): Promise<void> {
+    if (!chat.sessionId || chat.busy || !this.totem) return;
     try {
-      const session = (await this.totem?.sessions())?.find((s) => s.sessionId === sessionId);
-      if (session?.title && this.state.sessionId === sessionId) {
-        this.state.title = sessionTitle(session.title);
+      chat.load(await this.totem.session(chat.sessionId));
+    } catch (error) {
+      this.output.appendLine(`totem/session failed: ${errorMessage(error)}`);
+    }
+  }
+
+  /** The session's title, which the server gives it from the first message. */
+  private async lookUpTitle(chat: ChatState): Promise<void> {
+    try {
+      const session = (await this.totem?.sessions())?.find((s) => s.sessionId === chat.sessionId);
+      if (session?.title && !chat.title) {
+        chat.title = sessionTitle(session.title);
         this.refresh(true);
       }
     } catch {
@@ -218,27 +319,29 @@ export class TotemExtension implements vscode.Disposable {
     }
   }
 
-  /** The model new sessions use, for the status bar before the first turn (`default` of totem/models). */
+  /** The models to pick from, and the one new sessions use (`default` of totem/models). */
   private async lookUpDefaultModel(totem: TotemClient): Promise<void> {
     try {
       this.models = await totem.models();
       const found = this.models.find((m) => m.default);
-      if (found && !this.state.sessionId && !this.state.busy && !settings().model) {
-        this.state.model = found.id;
-        if (found.contextWindow) this.state.contextWindow = found.contextWindow;
-        this.refresh(true);
+      const chat = this.state;
+      if (found && !chat.sessionId && !chat.busy && !settings().model) {
+        chat.model = found.id;
+        if (found.contextWindow && !chat.contextWindow) chat.contextWindow = found.contextWindow;
       }
+      this.refresh(true);
     } catch (error) {
       this.output.appendLine(`totem/models failed: ${errorMessage(error)}`);
     }
   }
 
-  private async lookUpContextWindow(model: string): Promise<void> {
+  /** The window of the turn's model, until a `context` event says it. */
+  private async lookUpContextWindow(chat: ChatState, model: string): Promise<void> {
     try {
       if (!this.models) this.models = (await this.totem?.models()) ?? [];
       const info = this.models.find((m) => m.id === model);
-      if (info?.contextWindow) {
-        this.state.contextWindow = info.contextWindow;
+      if (info?.contextWindow && !chat.contextWindow) {
+        chat.contextWindow = info.contextWindow;
         this.refresh(true);
       }
     } catch {
@@ -254,42 +357,153 @@ export class TotemExtension implements vscode.Disposable {
     }
     if (this.refreshTimer) clearTimeout(this.refreshTimer);
     this.refreshTimer = undefined;
-    const status = statusText(this.state.model, this.state.turnState);
-    const icon = this.state.busy ? "$(loading~spin)" : "$(comment-discussion)";
+    const chat = this.state;
+    const status = statusText(chat.model, chat.turnState);
+    const icon = chat.busy ? "$(loading~spin)" : "$(comment-discussion)";
     this.statusItem.text = `${icon} Totem: ${status}`;
     this.statusItem.tooltip = `Totem — ${status}. Click to open the chat.`;
-    this.view.update(viewModel(this.state, status, this.commands));
+    this.view.update(
+      viewModel(chat, status, this.commands, {
+        tabs: this.chats.tabs(),
+        models: (this.models ?? []).map((m) => m.id),
+        mode: this.newSessionMode,
+        blind: (this.models ?? []).filter((m) => m.vision === false).map((m) => m.id),
+      }),
+    );
   }
 
-  // -- user actions ----------------------------------------------------------------------
+  // -- turns -----------------------------------------------------------------------------
 
-  async send(text: string, context?: ChatParams["context"], contextLabel?: string): Promise<void> {
+  async send(
+    text: string,
+    context?: ChatParams["context"],
+    contextLabel?: string,
+    editor?: ChatParams["editor"],
+    images: { name: string; mimeType: string; data: string }[] = [],
+  ): Promise<void> {
     // A built-in action (totem/commands lists it without a file): the editor calls its request.
     if (text.trim() === "/undo") return this.undoRedo("Undo");
     if (text.trim() === "/compact") return this.compact();
-    if (this.state.busy) {
+    const chat = this.state;
+    if (chat.busy) {
       void vscode.window.showInformationMessage("Totem is still working on the last message. Stop it first (Totem: Abort).");
       return;
     }
-    this.state.beginTurn(text, contextLabel);
+    chat.beginTurn(text, contextLabel, images.map((i) => ({ name: i.name, src: `data:${i.mimeType};base64,${i.data}` })));
     this.refresh(true);
     await this.view.reveal();
+    const params: ChatParams = {
+      text,
+      ...(chat.sessionId ? { sessionId: chat.sessionId } : {}),
+      ...(context ? { context } : {}),
+      ...(editor ? { editor } : {}),
+      ...(images.length ? { attachments: images.map((i) => ({ type: "image" as const, mimeType: i.mimeType, data: i.data, name: i.name })) } : {}),
+    };
+    await this.runTurn(chat, (totem) => totem.chat(params), text);
+  }
+
+  /** Run one turn of `chat` and, once it ends, show it as stored. `resend`: the text a Retry
+   * sends again when the request fails before a turn starts. */
+  private async runTurn(chat: ChatState, run: (totem: TotemClient) => Promise<ChatResult>, resend?: string): Promise<void> {
+    this.running.add(chat);
     try {
       const totem = await this.start();
-      const params: ChatParams = { text, ...(this.state.sessionId ? { sessionId: this.state.sessionId } : {}), ...(context ? { context } : {}) };
-      const result = await totem.chat(params);
-      if (!this.state.sessionId) this.state.sessionId = result.sessionId;
-      if (this.state.busy && this.state.sessionId === result.sessionId) {
+      const result = await run(totem);
+      if (!chat.sessionId) chat.sessionId = result.sessionId;
+      chat.awaitingSession = false;
+      if (chat.busy && chat.sessionId === result.sessionId) {
         // turnEnd normally ends the turn; this covers a lost event.
-        this.state.busy = false;
-        this.state.turnState = "idle";
+        chat.busy = false;
+        chat.turnState = "idle";
       }
+      this.running.delete(chat);
+      await this.reload(chat);
     } catch (error) {
-      let message = errorMessage(error);
-      if (/ENOENT/.test(message)) message += ` — is \`totem.path\` (${settings().path}) right?`;
-      this.state.failTurn(message);
+      this.running.delete(chat);
+      if (serverStopped(error)) {
+        // The server went away during the turn: it restarts, and reattach reopens the session.
+        chat.busy = false;
+        chat.turnState = "idle";
+        chat.awaitingSession = false;
+        chat.entries.push({ type: "notice", level: "warning", message: SERVER_STOPPED });
+      } else {
+        let message = errorMessage(error);
+        if (/ENOENT/.test(message)) message += ` — is \`totem.path\` (${settings().path}) right?`;
+        chat.failTurn(message, chat.sessionId ? undefined : resend);
+      }
     }
     this.refresh(true);
+  }
+
+  /** Take up the chat's failed last turn (`totem/retry`). */
+  async retry(): Promise<void> {
+    const chat = this.state;
+    if (!chat.sessionId || chat.busy) return;
+    if (!chat.entries.some((e) => e.type === "error" && e.retry)) {
+      void vscode.window.showInformationMessage("Totem: the chat's last turn did not fail; there is nothing to retry.");
+      return;
+    }
+    const sessionId = chat.sessionId;
+    chat.beginAgain();
+    this.refresh(true);
+    await this.runTurn(chat, (totem) => totem.retry(sessionId));
+  }
+
+  /** A new answer to a request, the answer so far kept as a variant (`totem/regenerate`). */
+  async regenerate(requestId: string): Promise<void> {
+    const chat = this.state;
+    if (!chat.sessionId || chat.busy) return;
+    const sessionId = chat.sessionId;
+    chat.beginAgain(requestId);
+    this.refresh(true);
+    await this.runTurn(chat, (totem) => totem.regenerate(sessionId, requestId));
+  }
+
+  /** Show another answer of a request (`totem/variant`): the conversation follows it. */
+  async variant(requestId: string, index: number): Promise<void> {
+    const chat = this.state;
+    if (!chat.sessionId || chat.busy) return;
+    try {
+      await (await this.start()).variant(chat.sessionId, requestId, index);
+      await this.reload(chat);
+      this.refresh(true);
+    } catch (error) {
+      this.showError("Totem: could not switch the answer", error);
+    }
+  }
+
+  /** Back to before a message (`totem/rewind`): the conversation, and the files if the user says so;
+   * files the user changed since are named and overwritten only when they confirm. The message
+   * goes back into the input box. */
+  async rewind(messageId: string): Promise<void> {
+    const chat = this.state;
+    const sessionId = chat.sessionId;
+    if (!sessionId || chat.busy) return;
+    const entry = chat.entries.find((e) => e.type === "user" && e.messageId === messageId);
+    const how = await pickRewind();
+    if (!how) return;
+    try {
+      const totem = await this.start();
+      let force = false;
+      if (how.files) {
+        const dry = await totem.rewind({ sessionId, messageId, files: true, dryRun: true });
+        const conflicts = dry.files.filter((f) => f.action === "conflict");
+        if (conflicts.length) {
+          const overwrite = await confirmOverwrite(conflicts);
+          if (overwrite === undefined) return;
+          force = overwrite;
+        }
+      }
+      const result = await totem.rewind({ sessionId, messageId, files: how.files, ...(force ? { force } : {}) });
+      await this.saveChanged(result.files.filter((f) => f.action === "restored").map((f) => f.path));
+      await this.reload(chat);
+      if (entry?.type === "user") this.view.setInput(entry.text);
+      this.refresh(true);
+      const changed = result.files.length ? ` ${describeFileChanges(result.files, "Undo").replace(/^Undo: /, "Files: ")}` : "";
+      void vscode.window.setStatusBarMessage(`Totem: rewound ${result.rewound.length} messages.${changed}`, 5000);
+    } catch (error) {
+      this.showError("Totem: rewind failed", error);
+    }
   }
 
   async ask(withSelection: boolean): Promise<void> {
@@ -319,7 +533,7 @@ export class TotemExtension implements vscode.Disposable {
       ignoreFocusOut: true,
     });
     if (!text) return;
-    await this.send(text, context, label);
+    await this.send(text, context, label, this.editors.params().editor);
   }
 
   async abort(): Promise<void> {
@@ -364,28 +578,16 @@ export class TotemExtension implements vscode.Disposable {
     }
   }
 
+  // -- sessions, models, modes -----------------------------------------------------------
+
+  /** The stored sessions; the one picked opens in a tab (its own, when it is open already). */
   async sessions(): Promise<void> {
     try {
       const totem = await this.start();
-      const list = await totem.sessions();
-      type Item = vscode.QuickPickItem & { sessionId?: string };
-      const items: Item[] = [
-        { label: "$(add) New chat" },
-        ...list.map((s) => ({
-          label: (s.sessionId === this.state.sessionId ? "$(check) " : "") + (sessionTitle(s.title) || "(untitled)"),
-          description: s.sessionId === this.state.sessionId ? `${s.model} · current` : s.model,
-          detail: new Date(s.updatedAt * 1000).toLocaleString(),
-          sessionId: s.sessionId,
-        })),
-      ];
-      const picked = await vscode.window.showQuickPick(items, { title: "Totem sessions", placeHolder: "Reopen a session" });
+      const picked = await pickSession(await totem.sessions(), this.state.sessionId, new Set(this.chats.chats.map((c) => c.sessionId)));
       if (!picked) return;
-      if (!picked.sessionId) return this.newChat();
-      if (this.state.busy) {
-        void vscode.window.showInformationMessage("Totem is still working; stop it before switching sessions.");
-        return;
-      }
-      this.state.load(await totem.session(picked.sessionId));
+      if (picked === "new") return this.newChat();
+      this.chats.open(await totem.session(picked));
       this.refresh(true);
       await this.view.reveal();
     } catch (error) {
@@ -394,13 +596,9 @@ export class TotemExtension implements vscode.Disposable {
   }
 
   newChat(): void {
-    if (this.state.busy) {
-      void vscode.window.showInformationMessage("Totem is still working; stop it before starting a new chat.");
-      return;
-    }
-    const model = this.state.model;
-    this.state.reset();
-    this.state.model = model;
+    const model = this.state.sessionId ? this.models?.find((m) => m.default)?.id ?? this.state.model : this.state.model;
+    const chat = this.chats.newChat();
+    chat.model ??= settings().model ?? model;
     this.refresh(true);
     void this.view.reveal();
   }
@@ -412,18 +610,8 @@ export class TotemExtension implements vscode.Disposable {
       const totem = await this.start();
       const editor = vscode.window.activeTextEditor;
       const uri = editor?.document.uri.scheme === "file" ? editor.document.uri.toString() : vscode.workspace.workspaceFolders?.[0]?.uri.toString();
-      const agents = await totem.agents(uri);
-      const picked = await vscode.window.showQuickPick(
-        agents.map((a) => ({
-          label: a.name,
-          description: a.source,
-          detail: [a.description, a.tools ? `tools: ${a.tools.join(", ")}` : "all tools", a.model ?? ""].filter(Boolean).join(" · "),
-          file: a.file,
-        })),
-        { title: "Totem agents", placeHolder: "Open an agent's file to edit it", matchOnDescription: true },
-      );
-      if (!picked) return;
-      await vscode.window.showTextDocument(vscode.Uri.file(picked.file));
+      const file = await pickAgentFile(await totem.agents(uri));
+      if (file) await vscode.window.showTextDocument(vscode.Uri.file(file));
     } catch (error) {
       this.showError("Totem: could not list the agents", error);
     }
@@ -431,68 +619,145 @@ export class TotemExtension implements vscode.Disposable {
 
   async selectModel(): Promise<void> {
     try {
-      const totem = await this.start();
-      const models = await totem.models();
-      this.models = models;
-      const current = this.state.model;
-      const items = models.map((m) => ({
-        label: (m.id === current ? "$(check) " : "") + m.id,
-        id: m.id,
-        description: [m.id === current ? "current" : "", m.contextWindow ? `${m.contextWindow.toLocaleString("en-US")} tokens` : ""].filter(Boolean).join(" · ") || undefined,
-      }));
-      // The current one first, so Enter keeps it.
-      items.sort((a, b) => Number(b.id === current) - Number(a.id === current));
-      const picked = await vscode.window.showQuickPick(
-        items,
-        { title: "Totem model", placeHolder: this.state.sessionId ? "For this session" : "For new sessions" },
-      );
-      if (!picked) return;
-      const result = await totem.setModel(picked.id, this.state.sessionId);
-      this.state.model = result.model;
-      this.refresh(true);
+      this.models = await (await this.start()).models();
+      const picked = await pickModel(this.models, this.state.model, !!this.state.sessionId);
+      if (picked) await this.setModel(picked);
     } catch (error) {
       this.showError("Totem: could not change the model", error);
     }
   }
 
+  /** The chat's model from now on (`totem/setModel`); a chat with no session yet: new sessions'. */
+  async setModel(model: string): Promise<void> {
+    const chat = this.state;
+    try {
+      const result = await (await this.start()).setModel(model, chat.sessionId);
+      chat.model = result.model;
+      const info = this.models?.find((m) => m.id === result.model);
+      if (info?.contextWindow) chat.contextWindow = info.contextWindow;
+    } catch (error) {
+      this.showError("Totem: could not change the model", error);
+    }
+    this.refresh(true);
+  }
+
+  /** The chat's mode from its next turn on (`totem/setMode`); a chat with no session yet: new sessions'. */
+  async setMode(mode: Mode): Promise<void> {
+    const chat = this.state;
+    try {
+      const result = await (await this.start()).setMode(mode, chat.sessionId);
+      chat.mode = result.mode;
+      if (!chat.sessionId) this.newSessionMode = result.mode;
+    } catch (error) {
+      this.showError("Totem: could not change the mode", error);
+    }
+    this.refresh(true);
+  }
+
+  async selectMode(): Promise<void> {
+    const picked = await pickMode(this.state.mode ?? this.newSessionMode ?? "build", !!this.state.sessionId);
+    if (picked) await this.setMode(picked);
+  }
+
   /** Stop a background job (`totem/jobStop`): its button is disabled until the server answers,
    * once the job's whole process group has ended. */
   async stopJob(sessionId: string, jobId: string): Promise<void> {
-    const job = this.state.jobs.setStopping(sessionId, jobId, true);
+    const jobs = this.chats.jobs;
+    const job = jobs.setStopping(sessionId, jobId, true);
     if (!job || job.state !== "running") return;
     this.refresh(true);
     try {
       const result = await (await this.start()).jobStop(sessionId, jobId);
-      this.state.jobs.stopped(sessionId, result);
+      jobs.stopped(sessionId, result);
     } catch (error) {
-      this.state.jobs.setStopping(sessionId, jobId, false);
+      jobs.setStopping(sessionId, jobId, false);
       this.showError(`Totem: could not stop ${jobId}`, error);
     }
     this.refresh(true);
   }
 
-  answerEdit(outcome: "allow_once" | "allow_always" | "reject_once" | "reject_always", feedback?: string): void {
+  answerEdit(outcome: PermissionOutcome, feedback?: string): void {
     if (!this.prompts.answerEdit(outcome, feedback)) void vscode.window.setStatusBarMessage("Totem: no edit is waiting", 3000);
+  }
+
+  takeHunk(uri?: string, index?: number): void {
+    this.prompts.review.take(uri, index);
+  }
+
+  leaveHunk(uri?: string, index?: number): Promise<void> {
+    return this.prompts.review.leave(uri, index);
+  }
+
+  /** Images from files the user picks, to the input's attachment row (sent with the next message). */
+  private async attachImages(): Promise<void> {
+    const picked = await vscode.window.showOpenDialog({
+      canSelectMany: true,
+      openLabel: "Attach",
+      title: "Totem: attach images",
+      filters: { Images: Object.keys(IMAGE_TYPES) },
+    });
+    if (!picked?.length) return;
+    const images = [];
+    for (const uri of picked) {
+      const ext = uri.path.split(".").pop()?.toLowerCase() ?? "";
+      const bytes = await vscode.workspace.fs.readFile(uri);
+      images.push({ name: uri.path.split("/").pop() ?? "image", mimeType: IMAGE_TYPES[ext] ?? "image/png", data: Buffer.from(bytes).toString("base64") });
+    }
+    this.view.attached(images);
+  }
+
+  /** Completion for the chat input (`totem/complete`): mentions and slash commands. */
+  private async complete(id: number, text: string, position: number): Promise<void> {
+    try {
+      const totem = await this.start();
+      const uri = this.editors.editor?.document.uri.toString() ?? vscode.workspace.workspaceFolders?.[0]?.uri.toString();
+      const result = await totem.complete(text, position, this.state.sessionId, uri);
+      this.view.completions(id, result);
+    } catch (error) {
+      this.output.appendLine(`totem/complete failed: ${errorMessage(error)}`);
+      this.view.completions(id, { start: position, end: position, items: [] });
+    }
   }
 
   private async onViewMessage(m: ViewMessage): Promise<void> {
     switch (m.type) {
       case "send": {
-        const editor = vscode.window.activeTextEditor;
-        const context = editor && editor.document.uri.scheme === "file" ? { uri: editor.document.uri.toString() } : undefined;
-        const label = context ? vscode.workspace.asRelativePath(editor!.document.uri) : undefined;
-        return this.send(m.text, context, label);
+        const { context, editor, label } = this.editors.params();
+        return this.send(m.text, context, label, editor, m.images ?? []);
       }
+      case "attach":
+        return this.attachImages();
       case "abort":
         return this.abort();
       case "sessions":
         return this.sessions();
       case "newChat":
         return this.newChat();
+      case "tab":
+        if (this.chats.select(m.key)) this.refresh(true);
+        return;
+      case "closeTab":
+        if (this.chats.close(m.key)) this.refresh(true);
+        else void vscode.window.setStatusBarMessage("Totem: stop the turn before closing its chat", 3000);
+        return;
+      case "setModel":
+        return this.setModel(m.model);
+      case "setMode":
+        return this.setMode(m.mode);
+      case "rewind":
+        return this.rewind(m.messageId);
+      case "retry":
+        return m.text ? this.send(m.text) : this.retry();
+      case "regenerate":
+        return this.regenerate(m.requestId);
+      case "variant":
+        return this.variant(m.requestId, m.index);
+      case "complete":
+        return this.complete(m.id, m.text, m.position);
       case "jobStop":
         return this.stopJob(m.sessionId, m.jobId);
       case "jobDismiss":
-        if (this.state.jobs.dismiss(m.sessionId, m.jobId)) this.refresh(true);
+        if (this.chats.jobs.dismiss(m.sessionId, m.jobId)) this.refresh(true);
         return;
       case "copy":
         await vscode.env.clipboard.writeText(m.text);
@@ -520,6 +785,19 @@ export class TotemExtension implements vscode.Disposable {
     this.totem?.dispose();
     if (this.client && this.client.state === State.Running) await this.client.stop().catch(() => undefined);
   }
+}
+
+/** The image formats `totem/chat` takes, by file extension (docs/protocol.md "Images"). */
+const IMAGE_TYPES: Record<string, string> = { png: "image/png", jpg: "image/jpeg", jpeg: "image/jpeg", gif: "image/gif", webp: "image/webp" };
+
+const SERVER_STOPPED = "Totem's server stopped during this turn; it is being restarted.";
+const SERVER_BACK = "Totem's server stopped and was restarted; this chat is reopened from its session.";
+
+/** Whether a request failed because the connection to the server went away (it stopped). */
+function serverStopped(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  if (code === ErrorCodes.PendingResponseRejected || code === ErrorCodes.ConnectionInactive) return true;
+  return /connection (got disposed|is closed)|Client is not running/i.test(errorMessage(error));
 }
 
 function errorMessage(error: unknown): string {
@@ -553,6 +831,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<TotemE
   register("totem.newChat", () => ext.newChat());
   register("totem.selectModel", () => ext.selectModel());
   register("totem.agents", () => ext.agents());
+  register("totem.selectMode", () => ext.selectMode());
+  register("totem.retry", () => ext.retry());
+  register("totem.restartServer", () => ext.restart());
+  register("totem.takeHunk", (uri?: string, index?: number) => ext.takeHunk(uri, index));
+  register("totem.leaveHunk", (uri?: string, index?: number) => ext.leaveHunk(uri, index));
   register("totem.acceptEdit", () => ext.answerEdit("allow_once"));
   register("totem.rejectEdit", () => ext.answerEdit("reject_once"));
   context.subscriptions.push({ dispose: () => void ext.dispose() });

@@ -1,5 +1,5 @@
 // How the server's questions are put to the user: an edit's permission as VS Code's diff editor
-// (the file against the proposed text, a virtual document) with Accept and Reject actions; other
+// (the file against the proposal, reviewed hunk by hunk: review.ts) with Accept and Reject; other
 // permissions as a modal with the four choices; `ask` questions as a quick pick or input box;
 // project trust from VS Code's own workspace trust.
 
@@ -15,62 +15,40 @@ import type {
   TrustParams,
 } from "./protocol";
 import type { PendingAsk } from "./chatState";
-
-export const PROPOSED_SCHEME = "totem-proposed";
-
-/** The proposed texts, served as read-only virtual documents. */
-export class ProposedContent implements vscode.TextDocumentContentProvider {
-  private texts = new Map<string, string>();
-  private changed = new vscode.EventEmitter<vscode.Uri>();
-  readonly onDidChange = this.changed.event;
-  private counter = 0;
-
-  add(fileUri: vscode.Uri, text: string, tag: string): vscode.Uri {
-    const uri = vscode.Uri.from({ scheme: PROPOSED_SCHEME, path: fileUri.path, query: `${tag}-${++this.counter}` });
-    this.texts.set(uri.toString(), text);
-    this.changed.fire(uri);
-    return uri;
-  }
-
-  remove(uri: vscode.Uri): void {
-    this.texts.delete(uri.toString());
-  }
-
-  provideTextDocumentContent(uri: vscode.Uri): string {
-    return this.texts.get(uri.toString()) ?? "";
-  }
-}
-
-interface Waiting {
-  params: PermissionParams;
-  resolve: (answer: PermissionAnswer) => void;
-  uris: vscode.Uri[];
-}
+import { Review } from "./review";
 
 /** Hooks the prompts report to, so the chat view and status bar can show what is waiting. */
 export interface PromptHooks {
-  pendingChanged(pending: PendingAsk | undefined): void;
+  /** What waits for the user in the chat of `sessionId` (undefined: nothing any more). */
+  pendingChanged(sessionId: string, pending: PendingAsk | undefined): void;
+  /** The user answered a change they reviewed: one line a file saying what they took. */
+  reviewed(params: PermissionParams, lines: string[]): void;
   log(message: string): void;
 }
 
 export class Prompts implements TotemUi, vscode.Disposable {
-  readonly content = new ProposedContent();
-  private waiting: Waiting | undefined;
-  private disposables: vscode.Disposable[] = [];
+  readonly review: Review;
 
   constructor(private readonly hooks: PromptHooks) {
-    this.disposables.push(vscode.workspace.registerTextDocumentContentProvider(PROPOSED_SCHEME, this.content));
+    this.review = new Review({
+      progress: (params, lines) => this.hooks.pendingChanged(params.sessionId, { ...pendingOf(params), review: lines }),
+      answered: (params, outcome, lines) => {
+        void vscode.commands.executeCommand("setContext", "totem.editPending", false);
+        this.hooks.pendingChanged(params.sessionId, undefined);
+        if (lines.length) this.hooks.reviewed(params, lines);
+      },
+    });
   }
 
   // -- permission ------------------------------------------------------------------------
 
   async permission(params: PermissionParams): Promise<PermissionAnswer> {
     if (params.proposed && params.proposed.length) return this.editPermission(params);
-    this.hooks.pendingChanged(pendingOf(params));
+    this.hooks.pendingChanged(params.sessionId, pendingOf(params));
     try {
       return await this.modalPermission(params);
     } finally {
-      this.hooks.pendingChanged(undefined);
+      this.hooks.pendingChanged(params.sessionId, undefined);
     }
   }
 
@@ -93,79 +71,29 @@ export class Prompts implements TotemUi, vscode.Disposable {
   }
 
   private async editPermission(params: PermissionParams): Promise<PermissionAnswer> {
-    this.finish({ outcome: "reject_once" }); // one question at a time
-    const uris: vscode.Uri[] = [];
-    const answer = new Promise<PermissionAnswer>((resolve) => {
-      this.waiting = { params, resolve, uris };
-    });
-    this.hooks.pendingChanged(pendingOf(params));
     await vscode.commands.executeCommand("setContext", "totem.editPending", true);
-    const all = params.proposed ?? [];
-    for (const [index, proposed] of all.entries()) {
-      const fileUri = vscode.Uri.parse(proposed.uri);
-      const right = this.content.add(fileUri, proposed.text, "proposed");
-      uris.push(right);
-      let left = fileUri;
-      try {
-        await vscode.workspace.fs.stat(fileUri);
-      } catch {
-        left = this.content.add(fileUri, "", "empty"); // a new file: compare with nothing
-        uris.push(left);
-      }
-      const name = fileUri.path.split("/").pop();
-      // Each tab says it is one file of the change: Accept on any of them accepts them all.
-      const of = all.length > 1 ? ` (${index + 1} of ${all.length} files)` : "";
-      await vscode.commands.executeCommand("vscode.diff", left, right, `${name} ↔ Totem's proposal${of}`, { preview: false });
-    }
-    return answer;
+    return this.review.ask(params);
   }
 
   /** Answer the waiting edit (from the diff editor's actions or the chat view). */
   answerEdit(outcome: PermissionOutcome, feedback?: string): boolean {
-    if (!this.waiting) return false;
-    this.finish(feedback ? { outcome, feedback } : { outcome });
-    return true;
+    return this.review.finish(outcome, feedback);
   }
 
   /** The turn of `sessionId` ended: a question still open for it is moot (the server stopped waiting). */
   turnEnded(sessionId: string): void {
-    if (this.waiting?.params.sessionId === sessionId) this.finish({ outcome: "reject_once" });
+    if (this.review.waiting?.sessionId === sessionId) this.review.finish("reject_once");
   }
 
-  get editWaiting(): PermissionParams | undefined {
-    return this.waiting?.params;
-  }
-
-  private finish(answer: PermissionAnswer): void {
-    const waiting = this.waiting;
-    if (!waiting) return;
-    this.waiting = undefined;
-    void vscode.commands.executeCommand("setContext", "totem.editPending", false);
-    this.hooks.pendingChanged(undefined);
-    waiting.resolve(answer);
-    void this.closeDiffs(waiting.uris);
-  }
-
-  private async closeDiffs(uris: vscode.Uri[]): Promise<void> {
-    const keys = new Set(uris.map((u) => u.toString()));
-    const tabs: vscode.Tab[] = [];
-    for (const group of vscode.window.tabGroups.all) {
-      for (const tab of group.tabs) {
-        const input = tab.input;
-        if (input instanceof vscode.TabInputTextDiff && keys.has(input.modified.toString())) tabs.push(tab);
-      }
-    }
-    try {
-      if (tabs.length) await vscode.window.tabGroups.close(tabs, true);
-    } finally {
-      for (const uri of uris) this.content.remove(uri);
-    }
+  /** The server went away: nothing it asked can be answered any more. */
+  serverGone(): void {
+    this.review.finish("reject_once");
   }
 
   // -- question --------------------------------------------------------------------------
 
   async question(params: QuestionParams): Promise<QuestionAnswer> {
-    this.hooks.pendingChanged({ callId: params.callId, title: params.question, kind: "question" });
+    this.hooks.pendingChanged(params.sessionId, { callId: params.callId, title: params.question, kind: "question" });
     try {
       if (params.options && params.options.length) {
         const other = "Another answer…";
@@ -180,7 +108,7 @@ export class Prompts implements TotemUi, vscode.Disposable {
       const typed = await vscode.window.showInputBox({ title: "Totem asks", prompt: params.question, ignoreFocusOut: true });
       return { answer: typed ?? null };
     } finally {
-      this.hooks.pendingChanged(undefined);
+      this.hooks.pendingChanged(params.sessionId, undefined);
     }
   }
 
@@ -194,8 +122,7 @@ export class Prompts implements TotemUi, vscode.Disposable {
   }
 
   dispose(): void {
-    this.finish({ outcome: "reject_once" });
-    for (const d of this.disposables) d.dispose();
+    this.review.dispose();
   }
 }
 

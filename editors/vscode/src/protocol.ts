@@ -13,14 +13,27 @@ export interface ChatParams {
   mode?: "build" | "plan";
   model?: string;
   context?: { uri: string; range?: Range };
+  /** The document the editor shows, its selection and diagnostics: what `#buffer`,
+   * `#selection` and `#diagnostics` name (docs/protocol.md, Mentions). */
+  editor?: { uri: string; range?: Range; diagnostics?: Diagnostic[] };
+  /** Images sent with the message (docs/protocol.md "Images"): a model that sees images gets them. */
+  attachments?: ImageAttachment[];
   workDoneToken?: string | number;
 }
+
+/** An image for `totem/chat`: its bytes in base64 (`data`) or a `file:`/`data:` URI. */
+export interface ImageAttachment { type: "image"; mimeType: string; data?: string; uri?: string; name?: string }
+
+/** An LSP Diagnostic, as far as `#diagnostics` reads it. */
+export interface Diagnostic { range: Range; message: string; severity?: number; code?: string | number; source?: string }
+
+export type Mode = "build" | "plan";
 
 export type StopReason = "finished" | "aborted" | "step_limit" | "guard" | "error";
 
 export interface ChatResult { sessionId: string; stopReason: StopReason; text: string }
 
-export interface SessionInfo { sessionId: string; title: string; model: string; createdAt: number; updatedAt: number }
+export interface SessionInfo { sessionId: string; title: string; model: string; mode?: Mode; createdAt: number; updatedAt: number }
 
 export interface StoredPart {
   id: string;
@@ -32,10 +45,25 @@ export interface StoredPart {
   discarded: boolean;
 }
 
+/** On the first message of an answer whose request has several: the request's id, this
+ * answer's 0-based index and how many there are (`totem/variant` switches). */
+export interface VariantInfo { request: string; index: number; count: number }
+
+export interface StoredMessage {
+  /** Absent only from servers before message ids. */
+  id?: string;
+  turnId?: string;
+  role: "user" | "assistant";
+  parts: StoredPart[];
+  variant?: VariantInfo;
+}
+
 export interface SessionHistory {
   sessionId: string;
   title: string;
-  messages: { role: "user" | "assistant"; parts: StoredPart[] }[];
+  model?: string;
+  mode?: Mode;
+  messages: StoredMessage[];
 }
 
 export interface ModelInfo {
@@ -68,7 +96,8 @@ export interface PermissionParams {
 }
 
 export type PermissionOutcome = "allow_once" | "allow_always" | "reject_once" | "reject_always";
-export interface PermissionAnswer { outcome: PermissionOutcome; feedback?: string }
+/** `accepted`: with an allow, the whole text the user accepts for each file of `proposed`. */
+export interface PermissionAnswer { outcome: PermissionOutcome; feedback?: string; accepted?: { uri: string; text: string }[] }
 
 export interface QuestionParams { sessionId: string; callId: string; question: string; options?: string[] }
 export interface QuestionAnswer { answer: string | null }
@@ -95,7 +124,7 @@ export type TotemEvent = Nested & (
   | { sessionId: string; kind: "notice"; level: "info" | "warning" | "error"; message: string }
   | { sessionId: string; kind: "error"; errorClass: string; message: string }
   | { sessionId: string; kind: "turnEnd"; turnId: string; stopReason: StopReason; text: string; model: string }
-  | { sessionId: string; kind: "context"; [key: string]: any }
+  | { sessionId: string; kind: "context"; estimate: number; window: number | null; [key: string]: any }
   | ({ sessionId: string; kind: "job" } & JobStatus & { command: string })
 );
 
@@ -116,6 +145,12 @@ export interface AgentInfo {
 
 /** One of `totem/commands`: a slash command (`file: null` for a built-in action such as `undo`). */
 export interface CommandInfo { name: string; description: string; source: string; file: string | null; agent: string | null; model: string | null }
+
+/** `totem/complete`: what replaces `text[start..end]` (UTF-16 offsets). */
+export interface CompletionItem { label: string; kind: "file" | "buffer" | "command" | string; insertText: string; detail?: string }
+export interface Completions { start: number; end: number; items: CompletionItem[] }
+
+export interface RewindResult { rewound: string[]; files: FileChange[] }
 
 /** The part of a JSON-RPC connection this client needs. vscode-languageclient's LanguageClient
  * and vscode-jsonrpc's MessageConnection both have it. */
@@ -238,6 +273,34 @@ export class TotemClient {
 
   session(sessionId: string): Promise<SessionHistory> {
     return this.connection.sendRequest<SessionHistory>("totem/session", { sessionId });
+  }
+
+  setMode(mode: Mode, sessionId?: string): Promise<{ mode: Mode }> {
+    return this.connection.sendRequest<{ mode: Mode }>("totem/setMode", sessionId ? { sessionId, mode } : { mode });
+  }
+
+  /** Set aside `messageId` and what follows; with `files`, put the files back as they were then. */
+  rewind(params: { sessionId: string; messageId: string; files?: boolean; force?: boolean; dryRun?: boolean }): Promise<RewindResult> {
+    return this.connection.sendRequest<RewindResult>("totem/rewind", params);
+  }
+
+  /** Take up the session's last turn, which failed; answers as `totem/chat`. */
+  retry(sessionId: string): Promise<ChatResult> {
+    return this.connection.sendRequest<ChatResult>("totem/retry", { sessionId });
+  }
+
+  /** A new answer to the request `messageId` is or answers; answers as `totem/chat`. */
+  regenerate(sessionId: string, messageId: string): Promise<ChatResult> {
+    return this.connection.sendRequest<ChatResult>("totem/regenerate", { sessionId, messageId });
+  }
+
+  variant(sessionId: string, messageId: string, index: number): Promise<VariantInfo> {
+    return this.connection.sendRequest<VariantInfo>("totem/variant", { sessionId, messageId, index });
+  }
+
+  /** Completion of mentions and slash commands in the chat input; `position` is a UTF-16 offset. */
+  complete(text: string, position: number, sessionId?: string, uri?: string): Promise<Completions> {
+    return this.connection.sendRequest<Completions>("totem/complete", { text, position, ...(sessionId ? { sessionId } : {}), ...(uri ? { uri } : {}) });
   }
 
   models(): Promise<ModelInfo[]> {

@@ -5,7 +5,8 @@ import MarkdownIt from "markdown-it";
 import { AgentThread, threadLabel } from "./agentThread";
 import { ChatState, Entry, toolLine } from "./chatState";
 import { Job, jobLine } from "./jobList";
-import type { CommandInfo } from "./protocol";
+import type { Tab } from "./chatList";
+import type { CommandInfo, Mode } from "./protocol";
 
 const md = setUp(new MarkdownIt({ html: false, linkify: true, breaks: false }));
 // The reasoning is plain prose with line breaks that mean something: keep them.
@@ -89,12 +90,24 @@ export function cappedOutput(output: string): string {
 
 function renderOne(e: Entry, index: number, entries: Entry[]): string {
   switch (e.type) {
-    case "user":
+    case "user": {
+      const chips = (e.chips ?? []).map((c) => `<span class="chip mention" title="Attached for the model">${escapeHtml(c)}</span>`).join("");
+      // Rewind: the conversation (and, if the user says so, the files) back to before this message.
+      const rewind = e.messageId
+        ? `<div class="msg-actions"><button class="rewind icon" data-message="${escapeHtml(e.messageId)}" title="Rewind to before this message">↶ Rewind</button></div>`
+        : "";
       return (
-        `<div class="msg user">` +
+        `<div class="msg user"${e.messageId ? ` data-message="${escapeHtml(e.messageId)}"` : ""}>` +
         (e.context ? `<div class="ctx">${escapeHtml(e.context)}</div>` : "") +
-        `<div class="body">${renderMarkdown(e.text)}</div></div>`
+        `<div class="body">${renderMarkdown(e.text)}</div>` +
+        (e.images?.length
+          ? `<div class="images">${e.images.map((i) => `<img class="attachment" src="${escapeHtml(i.src)}" alt="${escapeHtml(i.name)}" title="${escapeHtml(i.name)}">`).join("")}</div>`
+          : "") +
+        (chips ? `<div class="chips">${chips}</div>` : "") +
+        rewind +
+        `</div>`
       );
+    }
     case "text":
       return `<div class="msg answer" data-part="${escapeHtml(e.partId)}">${renderMarkdown(e.text)}</div>`;
     case "reasoning":
@@ -103,14 +116,17 @@ function renderOne(e: Entry, index: number, entries: Entry[]): string {
         `<div class="body">${mdBreaks.render(e.text)}</div></details>`
       );
     case "tool": {
+      // A card: the call and its result, what the user said or took of it, and what folds under
+      // it (a command's output, a sub-agent's thread), open when the call failed.
       const cls = e.status ? `tool ${escapeHtml(e.status)}` : "tool running";
       const result = e.status ? `${e.status}${e.summary ? `: ${e.summary}` : ""}` : "…";
       return (
         `<div class="${cls}" data-call="${escapeHtml(e.callId)}" title="${escapeHtml(toolLine(e))}">` +
         `<div class="tool-title">▸ ${escapeHtml(e.title)}</div>` +
-        (e.thread ? renderThread(e.callId, e.thread) : "") +
+        (e.thread ? renderThread(e.callId, e.thread, failedCall(e.status)) : "") +
         `<div class="tool-result">${escapeHtml(result)}</div>` +
         (e.feedback ? `<div class="feedback">Your feedback: ${escapeHtml(e.feedback)}</div>` : "") +
+        (e.review ?? []).map((line) => `<div class="review">You ${escapeHtml(line)}</div>`).join("") +
         (e.output !== undefined ? renderOutput(e) : "") +
         `</div>`
       );
@@ -118,20 +134,39 @@ function renderOne(e: Entry, index: number, entries: Entry[]): string {
     case "notice":
       return `<div class="notice ${escapeHtml(e.level)}">${escapeHtml(e.message)}</div>`;
     case "error": {
-      // Retry sends the message again, offered on the chat's last error only.
+      // Retry takes up the failed turn (totem/retry), or sends again a message that never
+      // started one; offered on the chat's last error only.
       const last = entries.slice(index + 1).every((x) => x.type !== "user" && x.type !== "error");
+      const retry = !last ? "" : e.retry
+        ? `<button class="retry secondary" title="Take up the failed turn again">Retry</button>`
+        : e.resend ? `<button class="retry secondary" data-text="${escapeHtml(e.resend)}" title="Send the message again">Retry</button>` : "";
       return (
         `<div class="notice error"><div class="error-message">${escapeHtml(e.errorClass)}: ${escapeHtml(e.message)}</div>` +
         (e.hint ? `<div class="hint">${escapeHtml(e.hint)}</div>` : "") +
-        (e.retry && last ? `<button class="retry secondary" data-text="${escapeHtml(e.retry)}">Retry</button>` : "") +
+        retry +
         `</div>`
       );
     }
     case "end": {
       const reason = e.stopReason === "finished" ? "" : ` (${escapeHtml(e.stopReason)})`;
-      return `<div class="model" data-index="${index}">— ${escapeHtml(e.model)}${reason}</div>`;
+      const request = e.requestId ? ` data-request="${escapeHtml(e.requestId)}"` : "";
+      // The answer's variants (‹ 1/2 ›, totem/variant) and a new one (totem/regenerate).
+      const v = e.variant;
+      const variants = v && e.requestId
+        ? `<span class="variants">` +
+          `<button class="variant icon" data-index="${v.index - 1}"${v.index > 0 ? "" : " disabled"} title="The previous answer">‹</button>` +
+          `<span class="variant-count">${v.index + 1}/${v.count}</span>` +
+          `<button class="variant icon" data-index="${v.index + 1}"${v.index + 1 < v.count ? "" : " disabled"} title="The next answer">›</button></span>`
+        : "";
+      const again = e.requestId ? `<button class="regenerate icon" title="Answer this message again (the answer so far is kept as a variant)">↻ Regenerate</button>` : "";
+      return `<div class="model"${request} data-index="${index}">${variants}${again}<span class="model-name">— ${escapeHtml(e.model)}${reason}</span></div>`;
     }
   }
+}
+
+/** A call that did not do what it was asked: its card's folds are open. */
+function failedCall(status: string | undefined): boolean {
+  return status === "error" || status === "denied" || status === "interrupted";
 }
 
 /** A command's output, folded under its line; open when the call failed (a non-zero exit). */
@@ -148,7 +183,7 @@ function renderOutput(e: Extract<Entry, { type: "tool" }>): string {
 
 /** A sub-agent's thread: collapsed (the webview keeps a block the user opened open), above
  * the call's result and so above the answer. Its text is "agent-text", never "answer". */
-function renderThread(callId: string, thread: AgentThread): string {
+function renderThread(callId: string, thread: AgentThread, open = false): string {
   const body = thread.entries
     .map((e) => {
       switch (e.type) {
@@ -166,7 +201,7 @@ function renderThread(callId: string, thread: AgentThread): string {
     })
     .join("");
   return (
-    `<details class="agent" data-key="a-${escapeHtml(callId)}" data-agent="${escapeHtml(thread.agent)}">` +
+    `<details class="agent" data-key="a-${escapeHtml(callId)}" data-agent="${escapeHtml(thread.agent)}"${open ? " open" : ""}>` +
     `<summary>${escapeHtml(threadLabel(thread))}</summary><div class="thread">${body}</div></details>`
   );
 }
@@ -217,6 +252,29 @@ export function contextEstimate(state: ChatState): string {
   return `Context: ~${tokens} tokens`;
 }
 
+/** The context ring: how much of the window the next request takes (the `context` event). */
+export interface Ring { percent: number | null; label: string; tooltip: string }
+
+/** The parts of the `context` event's `breakdown` (docs/events.md), for people. */
+const PART_NAMES: Record<string, string> = {
+  system: "system prompt and tools",
+  history: "history",
+  toolResults: "tool results",
+  attachments: "attachments",
+  output: "kept for the answer",
+};
+
+export function contextRing(state: ChatState): Ring | null {
+  if (state.contextTokens === undefined) return null;
+  const n = (x: number) => x.toLocaleString("en-US");
+  const used = state.contextTokens;
+  const window = state.contextWindow;
+  const percent = window ? Math.min(100, Math.round((100 * used) / window)) : null;
+  const lines = [window ? `${n(used)} of ${n(window)} tokens (${percent}%)` : `${n(used)} tokens (window unknown)`];
+  for (const [part, tokens] of Object.entries(state.contextBreakdown ?? {})) lines.push(`${PART_NAMES[part] ?? part}: ${n(tokens)}`);
+  return { percent, label: window ? `${percent}%` : `~${n(used)}`, tooltip: lines.join("\n") };
+}
+
 /** What the webview needs to draw: plain JSON, posted as one message. */
 export interface ViewModel {
   html: string;
@@ -227,13 +285,35 @@ export interface ViewModel {
   title: string;
   status: string;
   context: string;
-  pending: { callId: string; title: string; kind: string; diff?: string; files?: string[]; always?: string } | null;
-  /** The slash commands (chips above the prompt box, and its completion). */
+  pending: { callId: string; title: string; kind: string; diff?: string; files?: string[]; always?: string; review?: string[] } | null;
+  /** The slash commands (chips above the prompt box). */
   commands: { name: string; description: string }[];
+  /** The window's chats, one tab each. */
+  tabs: Tab[];
+  ring: Ring | null;
+  /** The model picker: the models to choose from and the chat's; the mode picker's mode. */
+  models: string[];
+  model: string;
+  mode: Mode;
+  /** Whether the chat's model may see images (not known not to): the attach button, pasting images. */
+  vision: boolean;
 }
 
-export function viewModel(state: ChatState, status: string, commands: CommandInfo[] = []): ViewModel {
+/** The window's part of the view: its chats, the models to pick from. */
+/** `blind`: the models `totem/models` says do not see images (`vision: false`). */
+export interface ViewExtras { tabs?: Tab[]; models?: string[]; mode?: Mode; blind?: string[] }
+
+export function viewModel(state: ChatState, status: string, commands: CommandInfo[] = [], extras: ViewExtras = {}): ViewModel {
+  const model = state.model ?? "";
+  const models = [...new Set([...(extras.models ?? []), ...(model ? [model] : [])])];
   return {
+    tabs: extras.tabs ?? [],
+    ring: contextRing(state),
+    models,
+    model,
+    mode: state.mode ?? extras.mode ?? "build",
+    // Unknown (null) is not "no": a `[models]` entry of the config may say it sees images.
+    vision: !(extras.blind ?? []).includes(model),
     html: state.entries.map((e, i, all) => renderEntry(e, i, all)).join("\n"),
     todos: renderTodos(state),
     jobs: renderJobs(state),

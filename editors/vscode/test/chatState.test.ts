@@ -3,6 +3,7 @@
 
 import { describe, it } from "node:test";
 import * as assert from "node:assert/strict";
+import { ChatList } from "../src/chatList";
 import { ChatState, callResult, errorHint, sessionTitle, splitContext, statusText } from "../src/chatState";
 import { cappedOutput, escapeHtml, highlight, viewModel } from "../src/render";
 import { configurationSettings, protocolWarning } from "../src/protocol";
@@ -23,12 +24,35 @@ describe("ChatState", () => {
     assert.equal(s.sessionId, "ses_1");
   });
 
-  it("follows a turn started elsewhere while idle, ignores other sessions while busy", () => {
-    const s = new ChatState();
-    assert.equal(s.apply({ sessionId: "ses_2", kind: "turnStart", turnId: "t", model: "m/b" }), true);
-    assert.equal(s.sessionId, "ses_2");
-    assert.equal(s.apply({ sessionId: "ses_3", kind: "turnStart", turnId: "t", model: "m/b" }), false);
-    assert.equal(s.apply({ sessionId: "ses_2", kind: "somethingNew" } as any), false);
+  it("gives a turn started elsewhere a chat of its own, shown unless the shown one is busy", () => {
+    const chats = new ChatList();
+    const first = chats.current;
+    // A chat's first turn: the session is the one of the first turnStart after beginTurn.
+    first.beginTurn("hi");
+    assert.equal(chats.apply({ sessionId: "ses_1", kind: "turnStart", turnId: "t", model: "m/a" }), first);
+    assert.equal(first.sessionId, "ses_1");
+    // Another session's turn while this one runs: a new tab, not shown.
+    const other = chats.apply({ sessionId: "ses_2", kind: "turnStart", turnId: "t", model: "m/b" });
+    assert.ok(other && other !== first);
+    assert.equal(other!.sessionId, "ses_2");
+    assert.equal(chats.current, first);
+    assert.match(other!.plainText(), /^> \(asked from the editor\)$/m);
+    assert.equal(chats.apply({ sessionId: "ses_2", kind: "somethingNew" } as any), undefined);
+    assert.equal(chats.apply({ sessionId: "ses_9", kind: "textDelta", partId: "p", text: "x" }), undefined);
+    // Events go to their own chat; the tabs say which runs.
+    chats.apply({ sessionId: "ses_2", kind: "textDelta", partId: "p", text: "Other answer" });
+    assert.doesNotMatch(first.plainText(), /Other answer/);
+    assert.deepEqual(chats.tabs().map((t) => [t.title, t.busy, t.current]), [["hi", true, true], ["Session", true, false]]);
+    // A busy chat's tab does not close; an idle one does, and the shown one moves on.
+    assert.equal(chats.close(first.key), false);
+    chats.apply({ sessionId: "ses_1", kind: "turnEnd", turnId: "t", stopReason: "finished", text: "", model: "m/a" });
+    assert.equal(chats.close(first.key), true);
+    assert.equal(chats.current, other);
+    // New Chat reuses a shown empty chat, else adds one.
+    const fresh = chats.newChat();
+    assert.notEqual(fresh, other);
+    assert.equal(chats.newChat(), fresh);
+    assert.equal(chats.select(other!.key), true);
   });
 
   it("splits a stored context block", () => {

@@ -64,7 +64,11 @@ describe("TotemClient against totem lsp", () => {
     assert.equal(state.sessionId, result.sessionId);
     assert.equal(state.busy, false);
     assert.equal(state.model, "sim/test-model");
-    assert.equal(state.contextTokens, 150);
+    // The context the next request takes: the last context event's estimate, not the step's usage (150).
+    const contexts = events.filter((e) => e.kind === "context") as any[];
+    assert.ok(contexts.length >= 2, "a context event before each step");
+    const estimate = contexts[contexts.length - 1].estimate;
+    assert.equal(state.contextTokens, estimate);
     const text = state.plainText();
     assert.match(text, /^> Change the print$/m);
     assert.match(text, /^Let me change app\.py\.$/m);
@@ -81,7 +85,8 @@ describe("TotemClient against totem lsp", () => {
     assert.match(view.html, /<strong>app\.py<\/strong>/);
     assert.match(view.html, /<details class="reasoning"[^>]*><summary>Reasoning<\/summary>/);
     assert.match(view.html, /▸ Edit app\.py/);
-    assert.equal(view.context, "Context: ~150 tokens");
+    assert.equal(view.context, `Context: ~${estimate.toLocaleString("en-US")} tokens`);
+    assert.equal(view.ring?.label, `~${estimate.toLocaleString("en-US")}`);
   });
 
   it("lists the session, loads its history and undoes the edit", async () => {

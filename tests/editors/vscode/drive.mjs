@@ -7,6 +7,7 @@
 //                    "chromium": "/usr/bin/chromium", "artifacts": DIR, "docsImage": PATH}'
 
 import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
 import { createRequire } from "node:module";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -356,6 +357,135 @@ async function backgroundJob(page, args) {
   step("job stopped and dismissed");
 }
 
+// Issue 21 in a new chat: an @file mention completed and shown as a chip, a two-hunk change
+// reviewed in the diff editor (one hunk left with its code lens, the other taken), regenerate
+// and the variant switcher, the context ring, the mode picker and the tabs, the server killed
+// and the chat reattached, then a rewind that puts the file back.
+async function review21(page, args) {
+  const r = args.review;
+  const out = (seen.review = {});
+  const shot = async (name) => {
+    await page.screenshot({ path: path.join(args.artifacts, name) });
+    if (args.docsDir) await page.screenshot({ path: path.join(args.docsDir, name) });
+  };
+  await runCommand(page, "Totem: New Chat");
+  let frame = await chatFrame(page);
+  const box = frame.locator("#input");
+  await frame.waitForFunction(() => document.querySelector("#messages").innerText.trim() === "", null, { timeout: 5000 });
+
+  // "@sett" lists the file (totem/complete); Tab takes it, and it is a chip in the box.
+  await box.fill("");
+  await box.pressSequentially(r.typed);
+  await frame.locator("#completions li", { hasText: r.file }).first().waitFor({ state: "visible" });
+  out.completions = await frame.locator("#completions li").allInnerTexts();
+  await shot("vscode-mention.png");
+  await box.press("Tab");
+  out.afterTab = await box.inputValue();
+  out.inputChips = await frame.locator("#input-chips mark.chip").allInnerTexts();
+  await box.pressSequentially(r.rest);
+  out.sent = await box.inputValue();
+  // An image pasted into the box goes with the message (the model sees images).
+  await box.evaluate((el, data) => {
+    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+    const clipboard = new DataTransfer();
+    clipboard.items.add(new File([bytes], "square.png", { type: "image/png" }));
+    el.dispatchEvent(new ClipboardEvent("paste", { clipboardData: clipboard, bubbles: true, cancelable: true }));
+  }, r.image);
+  await frame.locator("#attachments .attachment-chip").first().waitFor();
+  out.attachmentChips = await frame.locator("#attachments .attachment-chip").allInnerTexts();
+  out.attachVisible = await frame.locator("#attach").isVisible();
+  await box.press("Enter");
+  step("mention sent");
+
+  // The diff editor: the file against the proposal, a lens row over each hunk.
+  const diff = page.locator(".monaco-diff-editor").first();
+  await diff.waitFor({ state: "visible", timeout: 60000 });
+  const lenses = diff.locator(".editor.modified .codelens-decoration");
+  await lenses.filter({ hasText: "Hunk 2 of 2" }).first().waitFor({ timeout: 30000 });
+  out.lenses = await lenses.allInnerTexts();
+  await frame.locator("#pending-review:not([hidden])").waitFor();
+  out.reviewBefore = await frame.locator("#pending-review").innerText();
+  await shot("vscode-review.png");
+  // Leave the second hunk: its lines go back in the proposal, one hunk remains.
+  await lenses.filter({ hasText: "Hunk 2 of 2" }).locator("a", { hasText: "Leave" }).click();
+  await lenses.filter({ hasText: "Hunk 1 of 1" }).first().waitFor({ timeout: 15000 });
+  await lenses.filter({ hasText: "Hunk 1 of 1" }).locator("a", { hasText: "Take" }).click();
+  await lenses.filter({ hasText: "Taken" }).first().waitFor({ timeout: 15000 });
+  out.lensesAfter = await lenses.allInnerTexts();
+  await frame.locator("#pending-review", { hasText: "1 of 2" }).waitFor();
+  out.reviewAfter = await frame.locator("#pending-review").innerText();
+  await shot("vscode-review-left.png");
+  await page.locator('.editor-actions .action-label[aria-label^="Accept"]').first().click();
+  await frame.locator(".msg.answer", { hasText: r.answer }).waitFor({ timeout: 60000 });
+  await frame.locator("#send:not([disabled])").waitFor();
+  await frame.locator(".tool .review").first().waitFor();
+  // The edit lands in the file's buffer (the diff opened it) and is saved a moment later (autoSave).
+  const saved = Date.now() + 10000;
+  while ((out.disk = fs.readFileSync(r.path, "utf8")) === r.original && Date.now() < saved) await page.waitForTimeout(200);
+  out.toolReview = await frame.locator(".tool .review").allInnerTexts();
+  out.userChips = await frame.locator(".msg.user .chip.mention").allInnerTexts();
+  out.userImages = await frame.locator(".msg.user img.attachment").evaluateAll((imgs) => imgs.map((i) => [i.alt, i.naturalWidth]));
+  out.attachmentsAfterSend = await frame.locator("#attachments .attachment-chip").count();
+  const proposalTabs = page.locator(".tabs-container .tab", { hasText: "Totem's proposal" });
+  out.diffTabsAfter = await proposalTabs.first().waitFor({ state: "detached", timeout: 10000 }).then(() => 0, () => proposalTabs.count());
+  step("two-hunk review accepted");
+
+  // The context ring, from the context event.
+  await frame.locator("#ring:not([hidden])").waitFor();
+  out.ring = { label: await frame.locator("#ring-label").innerText(), title: (await frame.locator("#ring").getAttribute("title")) ?? "" };
+
+  // Regenerate: a second answer, ‹ 2/2 ›; back to the first.
+  await frame.locator(".model .regenerate").last().click();
+  await frame.locator(".msg.answer", { hasText: r.second }).waitFor({ timeout: 60000 });
+  await frame.locator(".variant-count", { hasText: "2/2" }).waitFor({ timeout: 15000 });
+  out.secondAnswers = await frame.locator(".msg.answer").allInnerTexts();
+  await shot("vscode-variants.png");
+  await frame.locator('.model .variant[data-index="0"]').click();
+  await frame.locator(".variant-count", { hasText: "1/2" }).waitFor({ timeout: 15000 });
+  out.firstAnswers = await frame.locator(".msg.answer").allInnerTexts();
+  out.firstReview = await frame.locator(".tool .review").allInnerTexts();
+  step("variants switched");
+
+  // The mode picker (totem/setMode): plan for this session, kept when the tab comes back.
+  await frame.locator("#mode").selectOption("plan");
+  out.tabs = await frame.locator("#tabs .tab").allInnerTexts();
+  await frame.locator("#tabs .tab").first().click();
+  await frame.locator("#title", { hasText: args.question }).waitFor({ timeout: 10000 }).catch(() => undefined);
+  out.firstTabTitle = await frame.locator("#title").innerText();
+  await frame.locator("#tabs .tab").last().click();
+  await frame.locator(".msg.answer", { hasText: r.answer }).waitFor();
+  out.modeAfter = await frame.locator("#mode").inputValue();
+  await frame.locator("#mode").selectOption("build");
+  await page.waitForTimeout(300);
+  await shot("vscode-tabs.png");
+  step("mode and tabs");
+
+  // The server dies: it is restarted and the chat reopens its session.
+  const lsp = execFileSync("ps", ["-eo", "pid=,pgid=,args="], { encoding: "utf8" })
+    .split("\n")
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => f[1] === String(args.pgid) && f.slice(2).join(" ").endsWith(" lsp"));
+  out.lspProcesses = lsp.length;
+  process.kill(Number(lsp[0][0]), "SIGKILL");
+  await frame.locator(".notice", { hasText: "restarted" }).waitFor({ timeout: 60000 });
+  out.afterRestart = await frame.locator("#messages").innerText();
+  await box.fill(r.still);
+  await box.press("Enter");
+  await frame.locator(".msg.answer", { hasText: r.stillAnswer }).waitFor({ timeout: 60000 });
+  await frame.locator("#send:not([disabled])").waitFor();
+  step("server restarted, session reattached");
+
+  // Rewind to before the mention's message, files too: the file is as it was, the message back in the box.
+  await frame.locator(".msg.user .rewind").first().click();
+  await page.locator(".quick-input-widget", { hasText: "rewind" }).waitFor({ state: "visible" });
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "conversation and the files" }).first().click();
+  await frame.waitForFunction(() => !document.querySelector(".msg.user"), null, { timeout: 15000 });
+  out.inputAfterRewind = await box.inputValue();
+  const deadline = Date.now() + 10000;
+  while ((out.diskAfterRewind = fs.readFileSync(r.path, "utf8")) !== r.original && Date.now() < deadline) await page.waitForTimeout(200);
+  step("rewound");
+}
+
 const browser = await chromium.launch({
   executablePath: args.chromium,
   headless: true,
@@ -421,6 +551,13 @@ try {
   seen.chatWhileAsking = await frameBeforeAccept.locator("#totem-chat").innerText();
   await page.screenshot({ path: path.join(args.artifacts, "vscode-diff.png") });
   step("diff editor shown");
+  // VS Code hides code lenses in diff editors: the first review offers to show them.
+  const offer = page.locator(".notifications-toasts .notification-toast", { hasText: "diffEditor.codeLens" });
+  await offer.waitFor({ state: "visible", timeout: 30000 });
+  seen.lensOffer = await offer.innerText();
+  await offer.locator(".monaco-button", { hasText: "Show Them" }).click();
+  seen.firstLenses = await diff.locator(".editor.modified .codelens-decoration").first().waitFor({ timeout: 15000 })
+    .then(() => diff.locator(".editor.modified .codelens-decoration").allInnerTexts(), () => []);
 
   // Accept, from the diff editor's title bar.
   const accept = page.locator('.editor-actions .action-label[aria-label^="Accept"]').first();
@@ -462,6 +599,7 @@ try {
   if (args.subAgent) await subAgentAndCommands(page, args);
   if (args.rough) await roughEdges(page, args);
   if (args.job) await backgroundJob(page, args);
+  if (args.review) await review21(page, args);
   seen.ok = true;
 } catch (error) {
   seen.ok = false;

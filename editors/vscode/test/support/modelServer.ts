@@ -42,7 +42,7 @@ export function toolReply(calls: [string, Record<string, unknown>][], text = "")
 
 export class ModelServer {
   readonly requests: any[] = [];
-  private queue: Chunk[][] = [];
+  private queue: (Chunk[] | { status: number; message: string })[] = [];
   private server = http.createServer((req, res) => this.handle(req, res));
 
   async start(): Promise<this> {
@@ -56,6 +56,11 @@ export class ModelServer {
 
   enqueue(reply: Chunk[]): void {
     this.queue.push(reply);
+  }
+
+  /** An HTTP error instead of a reply (401: a refused key, which the provider does not retry). */
+  enqueueStatus(status: number, message: string): void {
+    this.queue.push({ status, message });
   }
 
   get pending(): number {
@@ -85,6 +90,11 @@ export class ModelServer {
       if (!reply) {
         res.writeHead(500, { "Content-Type": "application/json" });
         res.end(JSON.stringify({ error: { message: "no scripted reply" } }));
+        return;
+      }
+      if (!Array.isArray(reply)) {
+        res.writeHead(reply.status, { "Content-Type": "application/json" });
+        res.end(JSON.stringify({ error: { message: reply.message } }));
         return;
       }
       res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-cache", Connection: "close" });

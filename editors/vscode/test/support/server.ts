@@ -19,10 +19,12 @@ export function totemPath(): string {
 export class ScriptedUi implements TotemUi {
   permissions: PermissionParams[] = [];
   questions: QuestionParams[] = [];
-  permissionAnswers: PermissionAnswer[] = [];
+  /** The answers, in order; a function answers from the question (a reviewed change). */
+  permissionAnswers: (PermissionAnswer | ((p: PermissionParams) => PermissionAnswer))[] = [];
   async permission(p: PermissionParams): Promise<PermissionAnswer> {
     this.permissions.push(p);
-    return this.permissionAnswers.shift() ?? { outcome: "reject_once" };
+    const answer = this.permissionAnswers.shift() ?? { outcome: "reject_once" };
+    return typeof answer === "function" ? answer(p) : answer;
   }
   async question(p: QuestionParams) {
     this.questions.push(p);
@@ -54,7 +56,8 @@ export async function startServer(): Promise<Server> {
   fs.writeFileSync(
     path.join(tmp, "config", "totem", "config.toml"),
     // forge = false: the empty project is a Total.js one, whose built-in Forge would ask to start.
-    `model = "sim/test-model"\nretry_max_wait = 1.0\nforge = false\n\n[providers.sim]\nkind = "openai"\nbase_url = "${model.baseUrl}"\n`,
+    // The model sees images (for attachments).
+    `model = "sim/test-model"\nretry_max_wait = 1.0\nforge = false\n\n[providers.sim]\nkind = "openai"\nbase_url = "${model.baseUrl}"\n\n[models."sim/test-model"]\nvision = true\n`,
   );
   const env = { ...process.env, XDG_CONFIG_HOME: path.join(tmp, "config"), XDG_DATA_HOME: path.join(tmp, "data") };
   const child = spawn(totemPath(), ["lsp"], { cwd: project, env, stdio: ["pipe", "pipe", "pipe"] });

@@ -1,0 +1,86 @@
+// The quick picks and dialogs of the palette commands and the chat's buttons: which session to
+// open, which agent file to edit, which model and mode, how far a rewind goes. Each returns the
+// user's choice (undefined: dismissed); the extension sends the request.
+
+import * as vscode from "vscode";
+import type { AgentInfo, FileChange, Mode, ModelInfo, SessionInfo } from "./protocol";
+import { sessionTitle } from "./chatState";
+
+/** A session of `list` to open ("new": a new chat). `current`: the shown chat's; `open`: those with a tab. */
+export async function pickSession(list: SessionInfo[], current: string | undefined, open: Set<string | undefined>): Promise<string | "new" | undefined> {
+  type Item = vscode.QuickPickItem & { sessionId?: string };
+  const items: Item[] = [
+    { label: "$(add) New chat" },
+    ...list.map((s) => ({
+      label: (s.sessionId === current ? "$(check) " : "") + (sessionTitle(s.title) || "(untitled)"),
+      description: [s.model, s.sessionId === current ? "current" : open.has(s.sessionId) ? "open in a tab" : ""].filter(Boolean).join(" · "),
+      detail: new Date(s.updatedAt * 1000).toLocaleString(),
+      sessionId: s.sessionId,
+    })),
+  ];
+  const picked = await vscode.window.showQuickPick(items, { title: "Totem sessions", placeHolder: "Reopen a session" });
+  if (!picked) return undefined;
+  return picked.sessionId ?? "new";
+}
+
+/** The file of an agent to open (the agents the `task` tool can start, with their source). */
+export async function pickAgentFile(agents: AgentInfo[]): Promise<string | undefined> {
+  const picked = await vscode.window.showQuickPick(
+    agents.map((a) => ({
+      label: a.name,
+      description: a.source,
+      detail: [a.description, a.tools ? `tools: ${a.tools.join(", ")}` : "all tools", a.model ?? ""].filter(Boolean).join(" · "),
+      file: a.file,
+    })),
+    { title: "Totem agents", placeHolder: "Open an agent's file to edit it", matchOnDescription: true },
+  );
+  return picked?.file;
+}
+
+/** A model of `models`, the current one first and marked (so Enter keeps it). */
+export async function pickModel(models: ModelInfo[], current: string | undefined, forSession: boolean): Promise<string | undefined> {
+  const items = models.map((m) => ({
+    label: (m.id === current ? "$(check) " : "") + m.id,
+    id: m.id,
+    description: [m.id === current ? "current" : "", m.contextWindow ? `${m.contextWindow.toLocaleString("en-US")} tokens` : ""].filter(Boolean).join(" · ") || undefined,
+  }));
+  items.sort((a, b) => Number(b.id === current) - Number(a.id === current));
+  const picked = await vscode.window.showQuickPick(items, { title: "Totem model", placeHolder: forSession ? "For this session" : "For new sessions" });
+  return picked?.id;
+}
+
+export async function pickMode(current: Mode, forSession: boolean): Promise<Mode | undefined> {
+  const picked = await vscode.window.showQuickPick(
+    [
+      { label: "build", description: current === "build" ? "current" : undefined, detail: "Changes files and runs commands, asking as the rules say" },
+      { label: "plan", description: current === "plan" ? "current" : undefined, detail: "Reads and plans; changes nothing" },
+    ],
+    { title: "Totem mode", placeHolder: forSession ? "For this session" : "For new sessions" },
+  );
+  return picked?.label as Mode | undefined;
+}
+
+/** How far a rewind goes: the files too or not. */
+export async function pickRewind(): Promise<{ files: boolean } | undefined> {
+  const both = "Rewind the conversation and the files";
+  const picked = await vscode.window.showQuickPick(
+    [
+      { label: both, detail: "Takes back what the agent changed since this message (through the snapshots)" },
+      { label: "Rewind the conversation only", detail: "The files stay as they are" },
+    ],
+    { title: "Totem: rewind to before this message", placeHolder: "Later messages are set aside, not deleted" },
+  );
+  return picked ? { files: picked.label === both } : undefined;
+}
+
+/** Files the user changed since (a rewind's dry run named them): overwrite them too? */
+export async function confirmOverwrite(conflicts: FileChange[]): Promise<boolean | undefined> {
+  const overwrite = "Overwrite them";
+  const answer = await vscode.window.showWarningMessage(
+    `You changed ${conflicts.map((f) => f.path).join(", ")} since. Overwrite your changes too?`,
+    { modal: true, detail: "Otherwise those files are left as they are and the others go back." },
+    overwrite,
+    "Leave them",
+  );
+  return answer === undefined ? undefined : answer === overwrite;
+}
