@@ -9,21 +9,8 @@ CACHE="${TOTEM_TEST_CACHE:-$HOME/.cache/totem-test}"
 SDK_VERSION=2.4.0
 DIR="$CACHE/acp-sdk-$SDK_VERSION"
 
-log() { printf 'setup-acp-client: %s\n' "$*" >&2; }
-
-# retry CMD...: run CMD up to 4 times, waiting 5, 10, 15 s between tries.
-retry() {
-  local n=1
-  until "$@"; do
-    if [ "$n" -ge 4 ]; then
-      log "failed 4 times: $*"
-      return 1
-    fi
-    log "try $n failed, again in $((n * 5)) s: $*"
-    sleep $((n * 5))
-    n=$((n + 1))
-  done
-}
+# log, retry
+source "$(dirname "${BASH_SOURCE[0]}")/retry.sh"
 
 command -v node >/dev/null && command -v npm >/dev/null || { log "needs node and npm (Node 20+)"; exit 1; }
 if [ ! -f "$DIR/.installed" ]; then

@@ -14,21 +14,8 @@ CACHE="${TOTEM_TEST_CACHE:-$HOME/.cache/totem-test}"
 mkdir -p "$CACHE"
 PYTHON="${PYTHON:-python3}"
 
-log() { printf 'setup-mcp-servers: %s\n' "$*" >&2; }
-
-# retry CMD...: run CMD up to 4 times, waiting 5, 10, 15 s between tries.
-retry() {
-  local n=1
-  until "$@"; do
-    if [ "$n" -ge 4 ]; then
-      log "failed 4 times: $*"
-      return 1
-    fi
-    log "try $n failed, again in $((n * 5)) s: $*"
-    sleep $((n * 5))
-    n=$((n + 1))
-  done
-}
+# log, retry
+source "$(dirname "${BASH_SOURCE[0]}")/retry.sh"
 
 # record NAME COMMAND: the command line that starts server NAME, for the tests.
 record() {
