@@ -15,7 +15,7 @@ async def test_initialize_says_what_totem_offers(acp):
     assert answer.protocol_version == 1
     assert capabilities.load_session is True
     assert capabilities.prompt_capabilities.embedded_context is True
-    assert capabilities.prompt_capabilities.image is False  # user messages are text: no attachments yet
+    assert capabilities.prompt_capabilities.image is True  # attached as the language server's attachments are
     assert capabilities.mcp_capabilities.http is True and capabilities.mcp_capabilities.sse is False
     assert answer.auth_methods == [] and answer.agent_info.name == "totem"
 
