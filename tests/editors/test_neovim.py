@@ -996,6 +996,17 @@ def test_regenerate_variants_mode_context_line_and_mention_completion(neovim, pr
     sent = model.requests[-1]["messages"][-1]["content"]
     assert '<context file="controllers/api.js">\n' + ORIGINAL.rstrip("\n") + "\n</context>" in sent, sent
     assert sent.endswith("What is @controllers/api.js vs #buffer"), sent
+    # In the chat the mentions are chips: spans of their own highlight in the request's line.
+    chips = nv.lua(
+        "local buf = require('totem.chat').buf()"
+        " local ns = vim.api.nvim_get_namespaces()['totem.mentions']"
+        " local out = {}"
+        " for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do"
+        "   local line = vim.api.nvim_buf_get_lines(buf, m[2], m[2] + 1, false)[1]"
+        "   table.insert(out, { line:sub(m[3] + 1, m[4].end_col), m[4].hl_group }) end"
+        " return out"
+    )
+    assert chips == [["@controllers/api.js", "TotemMention"], ["#buffer", "TotemMention"]], chips
 
     # Several chats: :TotemNew opens a second one (a buffer and a session of its own); its turn
     # goes on in its buffer while :TotemSessions shows the first chat in the window.

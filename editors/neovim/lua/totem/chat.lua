@@ -984,9 +984,43 @@ local function user_lines(text, where)
   return lines
 end
 
+local mentions_ns = vim.api.nvim_create_namespace('totem.mentions')
+vim.api.nvim_set_hl(0, 'TotemMention', { link = 'Special', default = true })
+
+-- What the server resolves as a mention (docs/protocol.md, "Mentions"): @path (with #L10-20),
+-- #buffer, #selection, #diagnostics, at the start of a word.
+local MENTIONS = { '()@[%w_%./%-]+#L%d+%-%d+()', '()@[%w_%./%-]+#L%d+()', '()@[%w_%./%-]+()', '()#buffer()', '()#selection()', '()#diagnostics()' }
+
+--- The mentions of a message's text lines (rows `first`.. of `buf`) drawn as chips: each one a
+--- span of its own highlight (TotemMention), as the server resolved them into context.
+local function mark_mentions(buf, first, count)
+  for row = first, first + count - 1 do
+    local line = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ''
+    local taken = {}
+    for _, pattern in ipairs(MENTIONS) do
+      for from, to in line:gmatch(pattern) do
+        local starts_word = from == 1 or line:sub(from - 1, from - 1):match('%s') ~= nil
+        if starts_word and not taken[from] then
+          taken[from] = true
+          vim.api.nvim_buf_set_extmark(buf, mentions_ns, row, from - 1, { end_col = to - 1, hl_group = 'TotemMention' })
+        end
+      end
+    end
+  end
+end
+
 local function show_user(buf, text, where)
   open_block(buf, 'user', true)
+  local text_lines = vim.split(text, '\n', { plain = true })
   append_lines(buf, user_lines(text, where))
+  -- The request's own lines: after its "## You", which is the last one in the buffer now.
+  local rows = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  for row = #rows, 1, -1 do
+    if rows[row] == M.YOU then
+      mark_mentions(buf, row, #text_lines)
+      break
+    end
+  end
   state.last = 'user'
 end
 
