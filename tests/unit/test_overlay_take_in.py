@@ -47,3 +47,21 @@ def test_links_big_files_and_git_land_but_only_what_undo_can_keep_is_kept(tmp_pa
     assert sorted(by_path) == ["big", "link", "small"]
     assert "over the 100-byte limit" in by_path["big"].unrestorable and "symbolic link" in by_path["link"].unrestorable
     assert by_path["small"].after == b"s\n" and by_path["small"].unrestorable is None
+
+
+def test_tools_under_tmp_stay_visible_under_the_private_tmp(tmp_path, monkeypatch):
+    # A CI checkout under /tmp has its venv there: the private /tmp must not hide what PATH runs.
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder:
+        tools = Path(folder) / "venv" / "bin"
+        tools.mkdir(parents=True)
+        (tools / "hello-tool").write_text("#!/bin/sh\necho tool ran\n")
+        (tools / "hello-tool").chmod(0o755)
+        (Path(folder) / "secret.txt").write_text("x\n")
+        monkeypatch.setenv("PATH", f"{tools}:{'/usr/bin:/bin'}")
+        project = tmp_path / "project"
+        project.mkdir()
+        outcome, _ = sandboxed(project, f"hello-tool && echo made > /tmp/mine && cat /tmp/mine && ls {folder}")
+    assert outcome.exit_code == 0, outcome.output
+    assert "tool ran" in outcome.output and "made" in outcome.output

@@ -111,9 +111,11 @@ def sandbox_argv(bwrap: Path, mounts: Mounts, argv: list[str], *, share_net: boo
     network is allowed); otherwise it gets one of its own with only loopback."""
     args = [str(bwrap), "--unshare-user", *([] if share_net else ["--unshare-net"]), "--die-with-parent",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(mounts.tmp), "/tmp"]
-    # A project (or a writable folder) under /tmp would vanish under the private /tmp: its
-    # topmost folder there is shown again, read-only, before the project is mounted on it.
-    for path in (mounts.root, *mounts.writable):
+    # What lives under /tmp would vanish under the private /tmp: the project, a writable folder,
+    # and the tools a command runs (a folder on PATH, this Python's installation: a CI checkout
+    # with its venv under /tmp). The topmost folder of each there is shown again, read-only,
+    # before the project is mounted on it.
+    for path in (mounts.root, *mounts.writable, *_toolchain()):
         top = _top_under(Path("/tmp"), path)
         if top is not None and str(top) not in args:
             args += ["--ro-bind", str(top), str(top)]
@@ -129,6 +131,12 @@ def sandbox_argv(bwrap: Path, mounts: Mounts, argv: list[str], *, share_net: boo
         upper, work = mounts.overlay
         args += ["--overlay-src", str(mounts.root), "--overlay", str(upper), str(work), str(mounts.root)]
     return [*args, "--setenv", "TMPDIR", "/tmp", "--chdir", str(mounts.root), "--", *argv]
+
+
+def _toolchain() -> list[Path]:
+    """The folders on PATH and this Python's installation (a venv, and the Python it is of)."""
+    on_path = [Path(entry) for entry in os.environ.get("PATH", "").split(os.pathsep) if entry]
+    return [*on_path, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).parent]
 
 
 def _top_under(folder: Path, path: Path) -> Path | None:
