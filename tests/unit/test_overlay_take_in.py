@@ -59,7 +59,9 @@ def test_tools_under_tmp_stay_visible_under_the_private_tmp(tmp_path, monkeypatc
         (tools / "hello-tool").write_text("#!/bin/sh\necho tool ran\n")
         (tools / "hello-tool").chmod(0o755)
         (Path(folder) / "secret.txt").write_text("x\n")
-        monkeypatch.setenv("PATH", f"{tools}:{'/usr/bin:/bin'}")
+        # npm puts a node_modules/.bin of every folder above a package on PATH, existing or not.
+        missing = Path(folder).with_name(Path(folder).name + "-none") / "node_modules" / ".bin"
+        monkeypatch.setenv("PATH", f"{tools}:{missing}:/usr/bin:/bin")
         project = tmp_path / "project"
         project.mkdir()
         outcome, _ = sandboxed(project, f"hello-tool && echo made > /tmp/mine && cat /tmp/mine && ls {folder}")

@@ -117,7 +117,7 @@ def sandbox_argv(bwrap: Path, mounts: Mounts, argv: list[str], *, share_net: boo
     # before the project is mounted on it.
     for path in (mounts.root, *mounts.writable, *_toolchain()):
         top = _top_under(Path("/tmp"), path)
-        if top is not None and str(top) not in args:
+        if top is not None and str(top) not in args and top.exists():
             args += ["--ro-bind", str(top), str(top)]
     for path in mounts.hidden:
         if path.is_dir() and not _inside(mounts.root, path) and not _inside(path, mounts.root):
@@ -134,7 +134,9 @@ def sandbox_argv(bwrap: Path, mounts: Mounts, argv: list[str], *, share_net: boo
 
 
 def _toolchain() -> list[Path]:
-    """The folders on PATH and this Python's installation (a venv, and the Python it is of)."""
+    """The folders on PATH and this Python's installation (a venv, and the Python it is of).
+    PATH may name folders that do not exist (npm adds a ``node_modules/.bin`` for every folder
+    above a package's): ``sandbox_argv`` binds only what exists."""
     on_path = [Path(entry) for entry in os.environ.get("PATH", "").split(os.pathsep) if entry]
     return [*on_path, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).parent]
 
