@@ -8,23 +8,7 @@ import random
 
 from tests.acp.conftest import eventually
 from tests.support.model_server import text_reply, tool_reply
-from tests.support.processes import none_left
-
-
-def processes_with(marker: str) -> list[str]:
-    from pathlib import Path
-
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if marker in cmdline and "pytest" not in cmdline:
-            found.append(cmdline)
-    return found
+from tests.support.processes import none_left, processes_with
 
 
 async def test_cancel_mid_stream_ends_with_cancelled_and_kills_the_turns_processes(acp):

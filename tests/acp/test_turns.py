@@ -10,6 +10,7 @@ import pytest
 from acp import RequestError
 
 from tests.acp.conftest import eventually, running_acp
+from tests.support.images import b64, png
 from tests.support.model_server import Reply, chunk, text_reply, tool_reply
 
 
@@ -113,7 +114,7 @@ async def test_resource_links_and_embedded_files_come_with_the_message(acp):
     assert sent == '<context file="a.py"/>\n\n<context file="b.py">\ny = 2\n</context>\n\nexplain'
 
 
-PNG = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAADUlEQVR4nGP4zwAE/wEHAAH/4iOeWQAAAABJRU5ErkJggg=="  # 2x1, RGB
+PNG = b64(png(2, 1))
 
 
 async def test_an_image_reaches_a_model_that_sees_images_once_then_its_caption(tmp_path, model):

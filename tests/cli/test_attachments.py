@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.support.images import b64, png
+from tests.support.images import b64, image_urls, png
 from tests.support.model_server import text_reply, tool_reply
 
 CAPTION = "[image: logo.png, 320x200 PNG, 1 KB]"
@@ -15,16 +15,6 @@ CAPTION = "[image: logo.png, 320x200 PNG, 1 KB]"
 def sees_images(totem) -> None:
     """The test model's capability record says ``vision`` (the user's override)."""
     totem.config.write_text(totem.config.read_text() + '\n[models."sim/test-model"]\nvision = true\n')
-
-
-def image_urls(request: dict) -> list[str]:
-    return [
-        part["image_url"]["url"]
-        for message in request["messages"]
-        if isinstance(message.get("content"), list)
-        for part in message["content"]
-        if part.get("type") == "image_url"
-    ]
 
 
 def tool_contents(request: dict) -> list[str]:

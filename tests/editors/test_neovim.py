@@ -21,7 +21,7 @@ import pytest
 
 from tests.editors.neovim import Neovim, nvim_binary
 from tests.editors.scenario import EDITED, NEW, OLD, ORIGINAL
-from tests.lsp.test_chat import processes_with
+from tests.support.processes import processes_with
 from tests.support.model_server import (
     ModelServer,
     Reply,

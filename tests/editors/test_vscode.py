@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.editors.scenario import EDITED, NEW, OLD, ORIGINAL
-from tests.lsp.test_chat import processes_with
+from tests.support.processes import processes_with
 from tests.support.model_server import ModelServer, Reply, text_reply, tool_reply
 
 ROOT = Path(__file__).resolve().parents[2]

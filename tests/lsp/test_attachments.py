@@ -14,22 +14,12 @@ from tests.lsp.conftest import start_editor
 from tests.support import anthropic_server as anth
 from tests.support import gemini_server as gem
 from tests.support import ollama_server as oll
-from tests.support.images import b64, gif, png
+from tests.support.images import b64, gif, image_urls, png
 from tests.support.model_server import text_reply, tool_reply
 
 EVENTS = {"permission": True, "question": True, "trust": True, "events": True}
 SHOT = png(640, 480)
 SHOT_CAPTION = "[image: shot.png, 640x480 PNG, 1 KB]"
-
-
-def image_urls(request: dict) -> list[str]:
-    return [
-        part["image_url"]["url"]
-        for message in request["messages"]
-        if isinstance(message.get("content"), list)
-        for part in message["content"]
-        if part.get("type") == "image_url"
-    ]
 
 
 def image_blocks(request: dict) -> list[dict]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import random
-from pathlib import Path
 
 from lsprotocol import types
 
 from tests.lsp.conftest import start_editor, to_dict
 from tests.support.model_server import Reply, text_reply, tool_reply
+from tests.support.processes import processes_with
 
 
 async def eventually(predicate, timeout: float = 15.0) -> None:
@@ -20,18 +20,6 @@ async def eventually(predicate, timeout: float = 15.0) -> None:
     await asyncio.wait_for(poll(), timeout)
 
 
-def processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if marker in cmdline and "pytest" not in cmdline:
-            found.append(int(entry.name))
-    return found
 
 
 async def test_initialize_advertises_the_totem_protocol(tmp_path, model):

@@ -9,8 +9,9 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from tests.lsp.conftest import start_editor
-from tests.lsp.test_chat import eventually, processes_with
+from tests.lsp.test_chat import eventually
 from tests.support.model_server import text_reply, tool_reply
+from tests.support.processes import processes_with
 
 
 def started_job(editor, marker: str) -> None:

@@ -80,3 +80,14 @@ def image_problem(data: object, mime: object) -> str | None:
 
 
 __all__ = ["SIGNATURES", "b64", "gif", "image_problem", "jpeg", "png", "webp"]
+
+
+def image_urls(request: dict) -> list[str]:
+    """The ``image_url`` URLs of an OpenAI-compatible request's messages, in order."""
+    return [
+        part["image_url"]["url"]
+        for message in request["messages"]
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+        if part.get("type") == "image_url"
+    ]

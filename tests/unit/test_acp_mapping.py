@@ -6,8 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import struct
-import zlib
 
 import pytest
 from acp import RequestError
@@ -27,6 +25,7 @@ from acp.schema import (
     TextResourceContents,
 )
 
+from tests.support.images import b64, png
 from totem_acp import permission, tool_calls
 from totem_acp.command import Pending
 from totem_acp.mcp_servers import client_specs
@@ -94,16 +93,14 @@ def test_locations_are_absolute_and_a_read_names_its_line(tmp_path):
 
 def test_prompt_blocks_become_the_users_message(tmp_path):
     root = tmp_path.resolve()
-    header = struct.pack(">IIBBBBB", 640, 480, 8, 2, 0, 0, 0)  # a whole IHDR chunk, as every PNG has
-    ihdr = struct.pack(">I", 13) + b"IHDR" + header + struct.pack(">I", zlib.crc32(b"IHDR" + header))
-    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + ihdr).decode()
+    shot = b64(png(640, 480))
     message = user_message([
         TextContentBlock(type="text", text="fix "),
         ResourceContentBlock(type="resource_link", uri=(root / "a.py").as_uri(), name="a.py"),
         TextContentBlock(type="text", text="this"),
         EmbeddedResourceContentBlock(type="resource", resource=TextResourceContents(uri=(root / "b.py").as_uri(), text="x = 1\n")),
         ResourceContentBlock(type="resource_link", uri="https://example.com/doc", name="doc"),
-        ImageContentBlock(type="image", mime_type="image/png", data=png),
+        ImageContentBlock(type="image", mime_type="image/png", data=shot),
     ], root)
     assert message.typed == "fix this"
     assert message.context == [
@@ -112,7 +109,7 @@ def test_prompt_blocks_become_the_users_message(tmp_path):
     assert message.text("fix this").endswith("</context>\n\n[resource: https://example.com/doc (doc)]\n\nfix this")
     # The image is attached to the message, as the language server's attachments are.
     [image] = message.images
-    assert (image.mime_type, image.width, image.height, image.data) == ("image/png", 640, 480, png)
+    assert (image.mime_type, image.width, image.height, image.data) == ("image/png", 640, 480, shot)
     assert image.caption == "[image: image 1, 640x480 PNG, 1 KB]"
 
 

@@ -661,7 +661,8 @@ class Turn:
 
     async def remember(self, record: CapabilityRecord) -> None:
         self.record = record
-        await self.agent.capabilities.remember(self.model.split("/", 1)[0], self.model.split("/", 1)[1], record)
+        provider_name, model_id = self.model.split("/", 1)
+        await self.agent.capabilities.remember(provider_name, model_id, record)
 
     def _request(self, model_id: str, base_prompt: str, history: list) -> ChatRequest:
         """The step's request, as the policy shapes it (its output cap, its history). A model that
