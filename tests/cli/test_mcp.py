@@ -297,13 +297,15 @@ def test_mcp_list_shows_each_server_whether_it_started_and_its_tools(totem, user
 
 
 def test_a_4096_token_window_gets_the_real_servers_tools_by_name_and_fetches_a_schema_to_call_one(totem, user_mcp):
-    # Compaction later than its default (0.7): Totem's prompt, its tools, the servers' one-line
-    # tools and the output reserve already take 85% of a 4096-token window, and the summary
-    # request compaction would send is not what this test is about.
-    config = totem.config.read_text().replace("retry_max_wait", "compact_at = 0.9\nretry_max_wait")
+    # All three real servers (28 tools), the git one in a repository of the test's own.
+    git(totem.project, "init", "-q", "-b", "trunk")
+    # Compaction later than its default (0.7): Totem's own prompt and tools, the servers' names
+    # and the output reserve already take 86% of a 4096-token window, and the summary request
+    # compaction would send is not what this test is about.
+    config = totem.config.read_text().replace("retry_max_wait", "compact_at = 0.95\nretry_max_wait")
     totem.config.write_text(config + '[models."sim/test-model"]\ncontext_window = 4096\n')
     totem.server.context_window = 4096  # a request over it gets the server's overflow error
-    user_mcp(real_entries(totem.project))
+    user_mcp({**real_entries(totem.project), "git": git_entry(totem.project)})
     totem.server.enqueue(tool_reply([("mcp_schema", {"tool": "time__get_current_time"})]))
     totem.server.enqueue(tool_reply([("time__get_current_time", {"timezone": "UTC"})]))
     totem.server.enqueue(text_reply("It is late."))
@@ -312,13 +314,15 @@ def test_a_4096_token_window_gets_the_real_servers_tools_by_name_and_fetches_a_s
     assert result.code == 0, result.stderr
     first, second, third = totem.server.requests
     assert all(request_tokens(r) <= 4096 for r in totem.server.requests)
+    assert all(e["estimate"] <= 0.95 * 4096 for e in result.of("context"))  # nothing compacted
     tools = {t["function"]["name"]: t["function"] for t in first["tools"]}
-    assert {"fs__read_text_file", "time__get_current_time", "mcp_schema"} <= set(tools)
-    # By name and one line: no schema of its own until asked for.
+    assert {"fs__read_text_file", "time__get_current_time", "git__git_status", "mcp_schema"} <= set(tools)
+    # By name alone under 8K: no description or schema of its own until asked for.
     assert tools["time__get_current_time"]["parameters"] == {"type": "object"}
-    assert tools["time__get_current_time"]["description"] == "Get current time in a specific timezone."
+    assert not tools["time__get_current_time"].get("description")
     schema = tool_messages(second)[-1]["content"]
     assert schema.startswith("time__get_current_time: ") and '"timezone"' in schema and '"required"' in schema
+    assert tool_messages(third)[-2]["content"] == schema  # the fetched schema is still whole when the tool is called
     assert json.loads(tool_messages(third)[-1]["content"])["timezone"] == "UTC"
     assert tools == {t["function"]["name"]: t["function"] for t in third["tools"]}  # the same specs every step
     assert none_left(totem.project) == []

@@ -22,6 +22,7 @@ from totem_engine.opening import open_project
 from totem_engine.permissions import Policy
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.tools.base import ToolError
+from totem_engine.tools.registry import tool_specs
 
 
 def offered(request) -> set[str]:
@@ -180,11 +181,13 @@ async def test_schemas_over_their_share_of_the_window_are_offered_by_name_and_fe
     cost = schema_tokens([echo])
 
     assert fit_schemas(served, window=128_000, share=0.1, small=False) is served  # within its share: full schemas
-    deferred = fit_schemas(served, window=cost * 5, share=0.1, small=False)
+    deferred = fit_schemas(served, window=10_000, share=cost / 20_000, small=False)  # over its share
     assert sorted(deferred) == ["echo__echo", "mcp_schema"]
     assert deferred["echo__echo"].parameters() == {"type": "object"} and deferred["echo__echo"].description == "Echo the text back."
     assert schema_tokens(list(deferred.values())) > 0
     assert sorted(fit_schemas(served, window=None, share=0.1, small=True)) == ["echo__echo", "mcp_schema"]  # a small model: always
+    tiny = fit_schemas(served, window=4096, share=0.1, small=True)  # the minimal surface: the name alone
+    assert tiny["echo__echo"].description == "" and tool_specs(tiny, brief=True)[0].description == ""
 
     shown = await (await deferred["mcp_schema"].prepare(SchemaInput(tool="echo__echo"), None)).apply(None)
     assert shown.output.startswith("echo__echo: Echo the text back.") and '"required": ["text"]' in shown.output

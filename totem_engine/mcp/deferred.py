@@ -6,8 +6,11 @@ more than ``mcp_schema_share`` of the model's window, or the model is small (a w
 tokens, seed 003), each is offered by its name and the first sentence of its description with an
 open schema, and one more tool, ``mcp_schema``, returns a chosen tool's full description and
 input schema on demand (the way ``skill`` loads a skill's body); the model then calls the tool by
-its name as usual, and the server checks the arguments against its own schema. The specs stay
-the same from step to step, so a provider's prompt-prefix cache keeps working.
+its name as usual, and the server checks the arguments against its own schema. Under the
+minimal surface (a window under 8K tokens) a deferred tool is its name alone: the three servers
+of the tests bring 28 tools, whose one lines cost about 400 tokens, a tenth of a 4K window, and
+``mcp_schema`` gives the description with the schema. The specs stay the same from step to
+step, so a provider's prompt-prefix cache keeps working.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from totem_engine.tools.base import (
     ToolInput,
     ToolResult,
 )
+from totem_engine.tools.registry import TINY_WINDOW
 
 SCHEMA_TOOL = "mcp_schema"
 OPEN_SCHEMA: dict[str, Any] = {"type": "object"}  # any arguments: the server checks them
@@ -43,13 +47,17 @@ def schema_tokens(tools: list[Tool]) -> int:
 
 def fit_schemas(tools: dict[str, Tool], *, window: int | None, share: float, small: bool) -> dict[str, Tool]:
     """``tools`` as offered: the MCP tools deferred (and ``mcp_schema`` added) when the model is
-    ``small`` or their specs would take more than ``share`` of a known ``window``."""
+    ``small`` or their specs would take more than ``share`` of a known ``window``; by name alone
+    under the minimal surface."""
     served = [tool for tool in tools.values() if isinstance(tool, McpTool)]
     if not served:
         return tools
     if not small and (window is None or schema_tokens(served) <= share * window):
         return tools
-    offered = {name: (DeferredTool(tool) if isinstance(tool, McpTool) else tool) for name, tool in tools.items()}
+    named_only = window is not None and window < TINY_WINDOW
+    offered = {
+        name: (DeferredTool(tool, named_only=named_only) if isinstance(tool, McpTool) else tool) for name, tool in tools.items()
+    }
     offered[SCHEMA_TOOL] = SchemaTool({tool.name: tool for tool in served})
     return offered
 
@@ -62,18 +70,19 @@ def one_line(text: str) -> str:
 
 
 class DeferredTool(Tool):
-    """An MCP tool offered by name and one line; called as the tool itself."""
+    """An MCP tool offered by name and one line (or by name alone); called as the tool itself."""
 
     surface = "minimal"  # one line: every surface has room for it
 
-    def __init__(self, tool: McpTool):
+    def __init__(self, tool: McpTool, *, named_only: bool = False):
         self.tool = tool
+        self.named_only = named_only
         self.name = tool.name  # type: ignore[misc]
         self.Input = tool.Input  # type: ignore[misc]
 
     @property
     def description(self) -> str:
-        return one_line(self.tool.description)
+        return "" if self.named_only else one_line(self.tool.description)
 
     def parameters(self) -> dict[str, Any]:
         return dict(OPEN_SCHEMA)
@@ -101,6 +110,7 @@ class SchemaTool(Tool):
     Input = SchemaInput
     read_only = True
     surface = "minimal"
+    kept_on_compaction = True  # the schema is what the model needs for its next call
 
     def __init__(self, tools: dict[str, McpTool]):
         self.tools = tools

@@ -75,7 +75,7 @@ def tool_specs(tools: dict[str, Tool], *, brief: bool = False) -> tuple[ToolSpec
     return tuple(
         ToolSpec(
             name=tool.name,
-            description=tool.description.split(". ", 1)[0].rstrip(".") + "." if brief else tool.description,
+            description=tool.description.split(". ", 1)[0].rstrip(".") + "." if brief and tool.description else tool.description,
             parameters=tool.parameters(),
         )
         for tool in sorted(tools.values(), key=lambda t: t.name)

@@ -500,6 +500,7 @@ class Turn:
             if step > 1 and self._mcp_prepared and self.agent.mcp is not None:
                 await self.agent.mcp.step()
                 self._offer_tools()
+            fitter.tools = {**self.agent.tools, **self.tools}  # this step's MCP tools account for their results too
             fitted = await fitter.fit(await self.agent.store.messages(self.session_id), self.state)
             self._used_call_ids |= fitter.history.call_ids
             message_id = await self.agent.store.add_message(
