@@ -57,15 +57,18 @@ def fill(db: Path, session_id: str, count: int) -> None:
     """Write ``count`` messages straight into the database (setup, not measured)."""
     conn = sqlite3.connect(db)
     now = time.time()
+    parent = None  # each message follows the one before it on the session's one branch
     with conn:
         for seq in range(count):
             message_id = new_id("msg")
             role = "user" if seq == 0 else "assistant"
             conn.execute(
-                "INSERT INTO messages (id, session_id, seq, role, turn_id, step, model, created_at)"
-                " VALUES (?, ?, ?, ?, 'trn_bench', ?, ?, ?)",
-                (message_id, session_id, seq, role, None if seq == 0 else seq, None if seq == 0 else "sim/m", now),
+                "INSERT INTO messages (id, session_id, seq, role, turn_id, step, model, created_at, parent_id)"
+                " VALUES (?, ?, ?, ?, 'trn_bench', ?, ?, ?, ?)",
+                (message_id, session_id, seq, role, None if seq == 0 else seq, None if seq == 0 else "sim/m", now,
+                 parent),
             )
+            parent = message_id
             parts: list[tuple[str, dict, str | None]] = []
             if seq == 0:
                 parts.append(("text", {"text": "Read every module and report what each one does."}, None))
@@ -82,6 +85,7 @@ def fill(db: Path, session_id: str, count: int) -> None:
                     " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
                     (new_id("prt"), message_id, session_id, n, kind, json.dumps(data), status, now, now),
                 )
+        conn.execute("UPDATE sessions SET head = ? WHERE id = ?", (parent, session_id))
     conn.close()
 
 

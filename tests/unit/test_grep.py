@@ -171,6 +171,17 @@ async def test_long_lines_are_cut_with_a_note(root, ctx, monkeypatch, rg_on_path
     assert f"longer than {MAX_LINE}" in note
 
 
+async def test_match_lines_longer_than_one_read_of_rg_output(root, ctx, monkeypatch, rg_on_path):
+    # rg's output is read in 1 MiB pieces: a 3 MiB line spans several, between short ones.
+    (root / "huge").mkdir()
+    (root / "huge/a.txt").write_text("needle short\n" + "needle " + "y" * (3 << 20) + "\nneedle tail\n")
+    output = await both(ctx, monkeypatch, pattern="needle", path="huge")
+    lines = output.splitlines()
+    assert lines[0] == "huge/a.txt:1: needle short"
+    assert lines[1] == "huge/a.txt:2: " + ("needle " + "y" * MAX_LINE)[:MAX_LINE] + "…"
+    assert lines[2] == "huge/a.txt:3: needle tail"
+
+
 async def test_match_count_is_capped(root, ctx, monkeypatch, rg_on_path):
     (root / "many").mkdir()
     (root / "many/f.txt").write_text("".join(f"hit {i}\n" for i in range(1, 251)))

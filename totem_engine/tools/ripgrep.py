@@ -12,7 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -58,8 +58,7 @@ async def run_ripgrep(args: list[str], root: Path, on_line: Callable[[bytes], No
             errors = bytearray()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_drain, process.stderr, errors)
-                async for line in _lines(process.stdout):
-                    on_line(line)
+                await _feed_lines(process.stdout, on_line)
             code = await process.wait()
         except BaseException:
             with contextlib.suppress(ProcessLookupError):
@@ -68,14 +67,25 @@ async def run_ripgrep(args: list[str], root: Path, on_line: Callable[[bytes], No
     return code, errors.decode("utf-8", "replace").strip()
 
 
-async def _lines(stream: ByteReceiveStream) -> AsyncIterator[bytes]:
-    buffer = b""
-    async for chunk in stream:
-        *complete, buffer = (buffer + chunk).split(b"\n")
-        for line in complete:
-            yield line
-    if buffer:
-        yield buffer
+async def _feed_lines(stream: ByteReceiveStream, on_line: Callable[[bytes], None]) -> None:
+    # Big reads, lines handed over in a plain loop, and a long line's pieces joined once: an
+    # async generator per line and re-copying a partial line per chunk cost more than rg did.
+    pending: list[bytes] = []
+    while True:
+        try:
+            chunk = await stream.receive(1 << 20)
+        except anyio.EndOfStream:
+            break
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            pending.append(chunk)
+            continue
+        pending.append(chunk[:end])
+        for line in b"".join(pending).split(b"\n"):
+            on_line(line)
+        pending = [chunk[end + 1 :]]
+    if rest := b"".join(pending):
+        on_line(rest)
 
 
 async def _drain(stream: ByteReceiveStream, into: bytearray) -> None:
