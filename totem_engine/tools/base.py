@@ -11,6 +11,7 @@ their reading in ``apply`` too, so a denied read reads nothing.
 from __future__ import annotations
 
 import json
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -87,10 +88,18 @@ def input_schema(model: type[ToolInput]) -> dict[str, Any]:
     """The JSON schema the model sees: flat, self-contained, no titles, optional fields not nullable.
 
     Small models stumble on ``$ref`` and on ``anyOf: [{...}, {type: null}]``, so references are
-    inlined and an optional argument is simply one that is not in ``required``.
+    inlined and an optional argument is simply one that is not in ``required``. Built once per
+    model class (pydantic's schema generation cost about 7 ms a step for the fifteen tools,
+    bench/steps.py); the caller must not change the dict it gets.
     """
-    schema = model.model_json_schema()
-    return _clean(schema, schema.get("$defs", {}))
+    cached = _SCHEMAS.get(model)
+    if cached is None:
+        schema = model.model_json_schema()
+        cached = _SCHEMAS[model] = _clean(schema, schema.get("$defs", {}))
+    return cached
+
+
+_SCHEMAS: weakref.WeakKeyDictionary[type[ToolInput], dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
 def _clean(node: Any, defs: dict[str, Any]) -> Any:
