@@ -1073,10 +1073,18 @@ def test_attach_an_image_to_the_next_message_and_refuse_a_text_file(neovim, proj
 
     nv.command(f"TotemAttach {shot}")
     size = max(1, round(shot.stat().st_size / 1024))
-    assert nv.lua(PENDING) == [f"[image: shot.png, {size} KB]"]
+    label = f"[image: shot.png, {size} KB]"
+    assert nv.lua(PENDING) == [label]
+    # Under the chat's last line, where the input opens; the input, over it, names it in its title.
+    assert nv.lua("local buf = require('totem.chat').buf()"
+                  " local ns = vim.api.nvim_get_namespaces()['totem.attachments']"
+                  " return vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, {})[1][2] == vim.api.nvim_buf_line_count(buf) - 1")
 
     model.enqueue(text_reply("A small noisy picture."))
-    nv.command("TotemAsk What is in the picture?")
+    nv.lua(WINDOW_OF_CHAT + " vim.api.nvim_set_current_win(win)")
+    nv.input("i")
+    assert wait_for_input(nv)["title"] == f" Totem> {label} "
+    nv.input("What is in the picture?<C-s>")
     wait_idle(nv, "the answer about the image", "A small noisy picture.")
     request = model.requests[-1]
     assert image_urls(request) == ["data:image/png;base64," + b64(shot.read_bytes())], request["messages"][-1]

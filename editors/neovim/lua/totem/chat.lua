@@ -1174,6 +1174,12 @@ function M.send(text, context, bufnr)
   end)
 end
 
+--- The input's title: the prompt and the pending attachments, which the input (over the bottom of
+--- the chat) hides where the chat draws them.
+local function input_title()
+  return 'Totem> ' .. table.concat(vim.tbl_map(attachments.label, state.attachments), ' ')
+end
+
 --- Adds the image file `path` to the attachments of the chat's next message (:TotemAttach);
 --- refuses (a warning) a file the server would not take.
 function M.attach(path)
@@ -1185,6 +1191,9 @@ function M.attach(path)
   table.insert(state.attachments, item)
   M.open(false)
   draw_attachments(M.buf())
+  if input.current and vim.api.nvim_win_is_valid(input.current.win) then
+    vim.api.nvim_win_set_config(input.current.win, { title = ' ' .. input_title() .. ' ' })
+  end
 end
 
 --- Completion of the chat input (input.lua's `complete`): totem/complete for the input's
@@ -1210,7 +1219,7 @@ end
 function M.prompt(context, bufnr, default)
   local chat = state
   input.open({
-    prompt = 'Totem> ',
+    prompt = input_title(),
     default = default,
     anchor = windows()[1],
     complete = function(text, position, done)
