@@ -21,7 +21,7 @@ import pytest
 
 from tests.editors.neovim import Neovim, nvim_binary
 from tests.editors.scenario import EDITED, NEW, OLD, ORIGINAL
-from tests.support.processes import processes_with
+from tests.support.images import b64, image_urls, png
 from tests.support.model_server import (
     ModelServer,
     Reply,
@@ -30,6 +30,7 @@ from tests.support.model_server import (
     text_reply,
     tool_reply,
 )
+from tests.support.processes import processes_with
 
 
 @pytest.fixture(autouse=True)
@@ -86,14 +87,20 @@ def project(tmp_path) -> Path:
 
 
 @pytest.fixture
-def neovim(tmp_path, project, model):
+def config_extra() -> str:
+    """More of the config (a test parametrizes it): TOML after the provider's table."""
+    return ""
+
+
+@pytest.fixture
+def neovim(tmp_path, project, model, config_extra):
     home = tmp_path / "home"
     (home / "config" / "totem").mkdir(parents=True)
     (home / "config" / "totem" / "config.toml").write_text(
         # The host's network in the sandbox: the tests reach a job's server from outside it. A
         # Total.js project: no Forge start.
         'model = "sim/test-model"\nretry_max_wait = 1.0\nsandbox_network = true\nforge = false\n'
-        f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
+        f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n' + config_extra
     )
     editor = Neovim(home, project, model="sim/test-model", settings={"permission_timeout": 30})
     editor.start("controllers/api.js")
@@ -1034,3 +1041,52 @@ def test_regenerate_variants_mode_context_line_and_mention_completion(neovim, pr
             "the second chat's turn, in its own buffer")
     assert "Other answer." not in nv.lua(CHAT_LINES) and "Another topic" not in nv.lua(CHAT_LINES)
     assert not (project / "other.txt").exists()
+
+
+# The pending attachments of the chat: the labels of its virtual lines.
+PENDING = ("local buf = require('totem.chat').buf()"
+           " local ns = vim.api.nvim_get_namespaces()['totem.attachments']"
+           " local out = {}"
+           " for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do"
+           "   for _, line in ipairs(m[4].virt_lines or {}) do table.insert(out, line[1][1]) end end"
+           " return out")
+NOTIFIED_LEVELS = ("_G.notified = {} vim.notify = function(msg, level)"
+                   " table.insert(_G.notified, { msg, level }) end")
+
+
+@pytest.mark.parametrize("config_extra", ['[models."sim/test-model"]\nvision = true\n'])
+def test_attach_an_image_to_the_next_message_and_refuse_a_text_file(neovim, project, model, tmp_path):
+    """:TotemAttach shows the image pending in the chat; the next message carries it to the model
+    (an image_url part) and the pending list is gone; a .txt file is refused with a warning."""
+    nv = neovim
+    shot = tmp_path / "shot.png"
+    shot.write_bytes(png(64, 48, noise=True))
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not an image\n")
+    wait_for_client(nv)
+    nv.lua(NOTIFIED_LEVELS)
+
+    nv.command(f"TotemAttach {notes}")
+    warned = nv.lua("return _G.notified")
+    assert warned == [[f"Totem: not an image (png, jpg, jpeg, gif or webp): {notes}", nv.lua("return vim.log.levels.WARN")]], warned
+    assert nv.lua(PENDING) == []
+
+    nv.command(f"TotemAttach {shot}")
+    size = max(1, round(shot.stat().st_size / 1024))
+    label = f"[image: shot.png, {size} KB]"
+    assert nv.lua(PENDING) == [label]
+    # Under the chat's last line, where the input opens; the input, over it, names it in its title.
+    assert nv.lua("local buf = require('totem.chat').buf()"
+                  " local ns = vim.api.nvim_get_namespaces()['totem.attachments']"
+                  " return vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, {})[1][2] == vim.api.nvim_buf_line_count(buf) - 1")
+
+    model.enqueue(text_reply("A small noisy picture."))
+    nv.lua(WINDOW_OF_CHAT + " vim.api.nvim_set_current_win(win)")
+    nv.input("i")
+    assert wait_for_input(nv)["title"] == f" Totem> {label} "
+    nv.input("What is in the picture?<C-s>")
+    wait_idle(nv, "the answer about the image", "A small noisy picture.")
+    request = model.requests[-1]
+    assert image_urls(request) == ["data:image/png;base64," + b64(shot.read_bytes())], request["messages"][-1]
+    assert nv.lua(PENDING) == []
+    assert nv.lua("return #require('totem.chat').state.attachments") == 0

@@ -3,6 +3,7 @@
 -- as they stream, whichever chat is shown, and sends its `totem/chat` requests.
 local client = require('totem.client')
 local input = require('totem.input')
+local attachments = require('totem.attachments')
 local markdown = require('totem.markdown')
 local results = require('totem.results')
 local subagent = require('totem.subagent')
@@ -39,6 +40,7 @@ local function new_chat(n)
     mode = nil, -- the session's mode (build, plan) when known
     context = nil, -- the last `context` event: {estimate, window, breakdown}
     wanted = {}, -- {mode?, model?} chosen before the chat had a session: its first turn's
+    attachments = {}, -- images for the next message (:TotemAttach): attachments.lua's items
   }
 end
 
@@ -287,6 +289,23 @@ local function setup_window(win)
   wo.conceallevel = 2
 end
 
+local attachments_ns = vim.api.nvim_create_namespace('totem.attachments')
+vim.api.nvim_set_hl(0, 'TotemAttachment', { link = 'Special', default = true })
+
+--- The chat's pending attachments, virtual lines under its last line (where the input opens),
+--- drawn again after every change so that they stay last.
+local function draw_attachments(buf)
+  vim.api.nvim_buf_clear_namespace(buf, attachments_ns, 0, -1)
+  if #state.attachments == 0 then
+    return
+  end
+  local virt_lines = vim.tbl_map(function(item)
+    return { { attachments.label(item), 'TotemAttachment' } }
+  end, state.attachments)
+  local row = vim.api.nvim_buf_line_count(buf) - 1
+  vim.api.nvim_buf_set_extmark(buf, attachments_ns, row, 0, { virt_lines = virt_lines })
+end
+
 local function edit(fn)
   local buf = M.buf()
   -- Windows that follow the end keep following it.
@@ -298,6 +317,7 @@ local function edit(fn)
   vim.bo[buf].modifiable = true
   local ok, err = pcall(fn, buf)
   vim.bo[buf].modifiable = false
+  draw_attachments(buf)
   vim.bo[buf].modified = false
   count = vim.api.nvim_buf_line_count(buf)
   for win, yes in pairs(follow) do
@@ -1110,8 +1130,12 @@ function M.send(text, context, bufnr)
   if state.client_id and state.client_id ~= c.id then
     local mine = vim.lsp.get_client_by_id(state.client_id)
     if state.session and mine and not mine:is_stopped() then
-      -- Another project: another server, another session, another chat.
-      with(M.new(), M.send, text, context, bufnr)
+      -- Another project: another server, another session, another chat (with the images).
+      local images = state.attachments
+      state.attachments = {}
+      local other = M.new()
+      other.attachments = images
+      with(other, M.send, text, context, bufnr)
       return M.open(false)
     end
   end
@@ -1119,6 +1143,8 @@ function M.send(text, context, bufnr)
   state.root = c.root_dir
   state.last_message = { text = text, context = context, bufnr = bufnr }
   state.retry = nil
+  local images = state.attachments
+  state.attachments = {} -- they go with this message; edit below draws them gone
   M.open(false)
   edit(function(buf)
     local where = nil
@@ -1131,6 +1157,9 @@ function M.send(text, context, bufnr)
     show_user(buf, text, where)
   end)
   local params = { text = text, sessionId = state.session, context = context, editor = editor_state(text, context, bufnr) }
+  if #images > 0 then
+    params.attachments = attachments.params(images)
+  end
   if not state.session then
     params.mode, params.model = state.wanted.mode, state.wanted.model
   end
@@ -1143,6 +1172,28 @@ function M.send(text, context, bufnr)
       end)
     end
   end)
+end
+
+--- The input's title: the prompt and the pending attachments, which the input (over the bottom of
+--- the chat) hides where the chat draws them.
+local function input_title()
+  return 'Totem> ' .. table.concat(vim.tbl_map(attachments.label, state.attachments), ' ')
+end
+
+--- Adds the image file `path` to the attachments of the chat's next message (:TotemAttach);
+--- refuses (a warning) a file the server would not take.
+function M.attach(path)
+  local item, problem = attachments.image(path)
+  if not item then
+    client.notify(problem, vim.log.levels.WARN)
+    return
+  end
+  table.insert(state.attachments, item)
+  M.open(false)
+  draw_attachments(M.buf())
+  if input.current and vim.api.nvim_win_is_valid(input.current.win) then
+    vim.api.nvim_win_set_config(input.current.win, { title = ' ' .. input_title() .. ' ' })
+  end
 end
 
 --- Completion of the chat input (input.lua's `complete`): totem/complete for the input's
@@ -1168,7 +1219,7 @@ end
 function M.prompt(context, bufnr, default)
   local chat = state
   input.open({
-    prompt = 'Totem> ',
+    prompt = input_title(),
     default = default,
     anchor = windows()[1],
     complete = function(text, position, done)

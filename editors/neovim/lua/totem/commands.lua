@@ -313,6 +313,9 @@ end
 function M.setup(options)
   local cmd = vim.api.nvim_create_user_command
   cmd('TotemAsk', M.ask, { nargs = '*', range = true, desc = 'Ask Totem (the range is the context)' })
+  cmd('TotemAttach', function(opts)
+    chat.attach(opts.args)
+  end, { nargs = 1, complete = 'file', desc = "Attach an image to the chat's next message" })
   cmd('TotemChat', function()
     chat.toggle()
   end, { desc = 'Open or close the Totem chat' })
