@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+
+def proc_entries() -> Iterator[Path]:
+    """The process table's /proc/PID folders (a process may be gone by the time one is read)."""
+    return (entry for entry in Path("/proc").iterdir() if entry.name.isdigit())
 
 
 def running_in(folder: Path) -> list[str]:
     """The process table's live processes (not zombies) working in ``folder``, as their command lines."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for entry in proc_entries():
         try:
             if Path(os.readlink(entry / "cwd")) != folder.resolve():
                 continue
@@ -37,9 +41,7 @@ def none_left(folder: Path) -> list[str]:
 def processes_with(marker: str) -> list[int]:
     """The pids of the processes whose command line holds ``marker`` (pytest's own left out)."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for entry in proc_entries():
         try:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:

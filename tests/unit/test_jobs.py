@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.support.processes import proc_entries
 from tests.support.turns import RecordingFrontEnd, Scene, calls
 from totem_engine import events as ev
 from totem_engine.config import Config
@@ -25,9 +26,7 @@ from totem_engine.tools.workspace import DiskWorkspace
 def running_in(folder: Path) -> list[int]:
     """The processes (not zombies) whose working folder is ``folder``: what a job left behind."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for entry in proc_entries():
         try:
             if Path(os.readlink(entry / "cwd")) == folder and (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
                 found.append(int(entry.name))
