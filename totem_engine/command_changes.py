@@ -20,6 +20,8 @@ its close takes the changed and deleted files into the project, each file's old 
 writable (an overlay would hide from a long-running server the edits made after it started),
 its changes found by the git capture as without the sandbox; so is a ``bash`` command while a
 job or a terminal of its session runs (an overlay does not show what others write under it).
+A code-mode script's command runs in an overlay too, read back into the script's stage instead
+of the project (``script_box``, codemode/overlaid.py).
 """
 
 from __future__ import annotations
@@ -236,6 +238,12 @@ class CommandChanges:
         scope = await self._captured(command, may_change)
         scope.box = box
         return scope
+
+    async def script_box(self, session_id: str) -> SandboxSession | None:
+        """The session's sandbox for a code-mode script's command, which runs in an overlay of
+        its own (codemode/overlaid.py); None when the session's commands run outside one, or a job
+        or a terminal of it is running (an overlay would not show what they write)."""
+        return None if self.busy(session_id) else await self._box(session_id)
 
     async def _captured(self, command: str, may_change: bool) -> Boxed:
         capture = await self._git()

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from totem_engine import events as ev
+from totem_engine.command_changes import CommandChanges, SandboxSettings
 from totem_engine.config import Config
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.jobs import Jobs
@@ -127,10 +128,14 @@ class Scene:
 
     def __init__(
         self, tmp_path: Path, *, record: CapabilityRecord | None = None, config: Config | None = None, jobs: bool = False,
-        mcp: bool = False,
+        mcp: bool = False, sandbox: bool = False,
     ):
         self.root = tmp_path / "project"
         self.root.mkdir()
+        # sandbox: the session's commands in bubblewrap (``always``), as a runtime on Linux runs them.
+        self.commands = (
+            CommandChanges(self.root, max_file_bytes=10_000_000, sandbox=SandboxSettings(mode="always")) if sandbox else None
+        )
         self.jobs = Jobs(self.root) if jobs else None  # the job tool and its registry, as a runtime has them
         self.terminals = Terminals(self.root) if jobs else None  # and the terminal tool's
         self.store = Store(tmp_path / "data" / "totem.db")
@@ -148,6 +153,7 @@ class Scene:
             jobs=self.jobs,
             terminals=self.terminals,
             mcp=self.mcp,
+            commands=self.commands,
             workspace=DiskWorkspace(),
             snapshots=self.snapshots,
             capabilities=self.capabilities,
@@ -175,5 +181,7 @@ class Scene:
             await self.jobs.aclose()
         if self.terminals is not None:
             await self.terminals.aclose()
+        if self.commands is not None:
+            await self.commands.aclose()
         await self.snapshots.close()
         await self.store.close()

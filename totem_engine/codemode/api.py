@@ -7,11 +7,14 @@ as the tool's call would be, without asking: a read that would ask (a secret fil
 and the model can still read it with the read tool. Writes, edits and deletes only stage; the
 change set is asked about once, when the script has ended (tools/run_script.py).
 
-``run(command)`` and ``tests()`` are ``bash`` calls of the script's: asked like one, run on the
-project, in the project's own process group handling and caps. There is no sandbox overlay
-yet, so a command sees the real project: the changes staged before it are first asked about
-and written as one change set (snapshotted, so undo takes them back), and what the command
-itself changes is not staged. That part of a script is not transactional (docs/decisions.md).
+``run(command)`` and ``tests()`` are ``bash`` calls of the script's: asked like one, with its
+process group handling and caps. Where the session's commands run in the sandbox, a command
+runs over the project as the script left it, in an overlay whose writes go back into the stage
+(codemode/overlaid.py), so they join the one change set and nothing reaches the project before
+it is allowed. Without the sandbox a command sees the real project: the changes staged before
+it are first asked about and written as one change set (snapshotted, so undo takes them back),
+and what the command itself changes is taken in as ``bash``'s is, not staged. That part of a
+script is then not transactional (docs/decisions.md).
 
 Methods and their results (JSON values): ``files(pattern) -> [path]``; ``read(path, offset,
 limit) -> text``; ``search(pattern, path, include) -> grep's answer``; ``glob(pattern) ->
@@ -30,8 +33,11 @@ import anyio
 from pydantic import ValidationError
 
 from totem_engine.codemode.changes import change_set
+from totem_engine.codemode.overlaid import StageScope
 from totem_engine.codemode.runner import ApiError
 from totem_engine.codemode.staging import StagedWorkspace
+from totem_engine.command_changes import SandboxRequired
+from totem_engine.sandbox.session import SandboxSession
 from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput
 from totem_engine.tools.bash import BashInput, BashTool
 from totem_engine.tools.edit import EditInput, EditTool, decode
@@ -138,13 +144,31 @@ class ScriptApi:
         return f"Deleted {rel}."
 
     async def _run(self, command: str, timeout: int = 0) -> dict[str, Any]:
-        await self._write_staged()
+        box = await self._sandbox()
+        if box is None:
+            await self._write_staged()
         action = await BashTool().prepare(BashInput(command=command, timeout=timeout or None), self.project)
         if not await self.project.permit(action):
             raise ToolError(f"Running `{command}` was not allowed; nothing ran.")
-        result = await self.project.commit(action)
+        if box is None:
+            result = await self.project.commit(action)
+        else:
+            scope = StageScope(box, self.staged, self.project.root, max_file_bytes=self.project.commands.max_file_bytes)
+            await scope.open()
+            result = await action.run_in(self.project, scope)
+            if scope.left_out:
+                result.output += f"\n[Not part of the script's changes: {_listed(scope.left_out)}]"
         self.commands.append(command)
         return {"output": result.output, "exit_code": result.metadata.get("exit_code")}
+
+    async def _sandbox(self) -> SandboxSession | None:
+        """The sandbox a command of the script runs in, over its stage (None: on the project)."""
+        if self.project.commands is None:
+            return None
+        try:
+            return await self.project.commands.script_box(self.project.session_id)
+        except SandboxRequired as exc:
+            raise ToolError(str(exc)) from None
 
     async def _tests(self, timeout: int = 0) -> dict[str, Any]:
         files = await self._files()
@@ -161,6 +185,11 @@ class ScriptApi:
             return
         if not await self.project.permit(action):
             raise ToolError("Writing the script's changes so far was not allowed, so the command did not run.")
-        result = await self.project.commit(action)
+        await self.project.commit(action)
         self.written.append("; ".join(change.report for change in action.changes))
         self.staged.clear()
+
+
+def _listed(items: list[str], most: int = 10) -> str:
+    more = f"; and {len(items) - most} more" if len(items) > most else ""
+    return "; ".join(items[:most]) + more

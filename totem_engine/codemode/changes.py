@@ -31,9 +31,12 @@ class ScriptAction(PatchAction):
         return result
 
 
-def change_set(root: Path, staged: list[StagedChange], *, printed: str, earlier: tuple[str, ...] = ()) -> ScriptAction:
+def change_set(
+    root: Path, staged: list[StagedChange], *, printed: str, earlier: tuple[str, ...] = (), commands: tuple[str, ...] = (),
+) -> ScriptAction:
     """The script's staged files as one action; ``earlier``: what it wrote before its commands,
-    which the result lists with them."""
+    which the result lists with them; ``commands``: what it ran, which the question names (what
+    they wrote in the sandbox is part of the diff)."""
     changes = []
     for item in staged:
         change = FileChange(rel=relative(root, item.path), target=item.path, before=item.before, data=item.after, report="")
@@ -47,7 +50,9 @@ def change_set(root: Path, staged: list[StagedChange], *, printed: str, earlier:
     proposed = [ProposedFile(path=c.rel, new_text=_text(c.data), old_text=_text(c.before)) for c in changes]
     rels = [c.rel for c in changes]
     return ScriptAction(
-        title=f"Run a script: {', '.join(c.report for c in changes)}",
+        title=f"Run a script: {', '.join(c.report for c in changes)}" + (
+            f" (after running {', '.join(f'`{c}`' for c in commands)})" if commands else ""
+        ),
         permission="edit",
         patterns=rels,
         always_pattern=common_glob(rels),

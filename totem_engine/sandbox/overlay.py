@@ -23,7 +23,7 @@ from pathlib import Path
 from totem_engine.file_changes import FileChange
 from totem_engine.tools.workspace import write_atomically
 
-__all__ = ["take_in"]
+__all__ = ["is_opaque", "is_whiteout", "take_in"]
 
 _XATTR_PREFIXES = ("user.overlay.", "trusted.overlay.")
 
@@ -42,14 +42,14 @@ def _folder(upper: Path, root: Path, rel: str, changes: list[FileChange], cap: i
         path = f"{rel}/{entry.name}" if rel else entry.name
         target = root / path
         st = entry.stat(follow_symlinks=False)
-        if _whiteout(entry.path, st):
+        if is_whiteout(entry.path, st):
             _remove(root, path, changes, cap)
         elif stat.S_ISDIR(st.st_mode):
             if _is_file_like(target):
                 _remove(root, path, changes, cap)
             if not target.is_dir():
                 target.mkdir(parents=True)
-            elif _xattr(entry.path, "opaque") == b"y":
+            elif is_opaque(entry.path):
                 shown = set(os.listdir(entry.path))
                 for name in sorted(os.listdir(target)):
                     if name not in shown:
@@ -118,10 +118,16 @@ def _replace_link(target: Path, destination: str) -> None:
     os.replace(temporary, target)
 
 
-def _whiteout(path: str, st: os.stat_result) -> bool:
+def is_whiteout(path: str, st: os.stat_result) -> bool:
+    """Whether the upper folder's entry at ``path`` (``st``: its lstat) says "deleted"."""
     if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
         return True
     return stat.S_ISREG(st.st_mode) and st.st_size == 0 and _xattr(path, "whiteout") is not None
+
+
+def is_opaque(path: str) -> bool:
+    """Whether the upper folder's folder at ``path`` hides the project's folder under it."""
+    return _xattr(path, "opaque") == b"y"
 
 
 def _xattr(path: str, name: str) -> bytes | None:

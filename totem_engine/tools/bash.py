@@ -21,7 +21,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 from pydantic import Field
 
-from totem_engine.command_changes import SandboxRequired
+from totem_engine.command_changes import CommandScope, SandboxRequired
 from totem_engine.tools.command_runner import Outcome
 from totem_engine.tools.workspace import unsaved_note
 from totem_engine.tools.base import (
@@ -353,14 +353,21 @@ class BashAction(Action):
     escape: bool = False  # outside the sandbox, as the user allowed
 
     async def apply(self, ctx: ToolContext) -> ToolResult:
+        if ctx.commands is None:
+            return await self.run_in(ctx, None)
+        scope = await ctx.commands.scope(ctx.session_id, command=self.command, may_change=self.changes, escape=self.escape)
+        return await self.run_in(ctx, scope)
+
+    async def run_in(self, ctx: ToolContext, scope: CommandScope | None) -> ToolResult:
+        """The command run in ``scope`` (None: as it is), closed after it; what it took in joins
+        ``ctx.taken``. A script's command comes here with a scope of its own (codemode/overlaid.py)."""
         limit = min(ctx.output_budget, MAX_OUTPUT)
         # Before it runs: what the command cannot see (after it, a file it changed on disk differs
         # from the editor's buffer until the round shows it there).
         note = await unsaved_note(ctx.workspace, ctx.root, ctx.root.resolve())
-        if ctx.commands is None:
+        if scope is None:
             outcome = await self._run(ctx, limit)
         else:
-            scope = await ctx.commands.scope(ctx.session_id, command=self.command, may_change=self.changes, escape=self.escape)
             try:
                 outcome = await self._run(ctx, limit, scope.argv)
             finally:
@@ -439,7 +446,7 @@ class BashTool(Tool):
             "Run it again with the output sent to a file, then read or grep that file in parts.]"
         )
 
-    async def prepare(self, args: BashInput, ctx: ToolContext) -> Action:
+    async def prepare(self, args: BashInput, ctx: ToolContext) -> BashAction:
         permission, escape = await asked_as(ctx, args.command, args.outside_sandbox)
         title = args.description or f"$ {args.command}"
         return BashAction(

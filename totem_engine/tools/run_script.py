@@ -66,7 +66,9 @@ class RunScriptTool(Tool):
         notes = "".join(f"\n[{note}]" for note in args.notes)
         ran = "".join(f"\n[Written before a command: {said}]" for said in api.written)
         ran += f"\n[Commands run: {'; '.join(api.commands)}]" if api.commands else ""
-        return change_set(ctx.root, api.staged.changes(), printed=printed + ran + notes, earlier=tuple(api.written))
+        return change_set(
+            ctx.root, api.staged.changes(), printed=printed + ran + notes, earlier=tuple(api.written), commands=tuple(api.commands),
+        )
 
 
 

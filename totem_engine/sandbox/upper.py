@@ -1,0 +1,136 @@
+"""An overlay's upper folder seeded with files kept aside, and read back after a command.
+
+A code-mode script's commands run with the project overlaid (codemode/overlaid.py): the upper
+folder first holds the script's staged files, so the command sees them over the project, and
+afterwards it is read back into the stage instead of being taken into the project (overlay.py
+does that for ``bash``). Staged deletes cannot be seeded: a whiteout is a character device 0:0,
+which an unprivileged user cannot make, and bwrap's overlay ignores ``user.overlay.whiteout``
+(bubblewrap 0.11); removing the file inside the mounted overlay makes the kernel write one
+(``DELETE_FIRST``). Layout after the kernel's overlayfs documentation
+(Documentation/filesystems/overlayfs.rst).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from totem_engine.sandbox.overlay import is_opaque, is_whiteout
+from totem_engine.tools.walk import IgnoreFile, is_ignored, load_ignore
+
+__all__ = ["DELETE_FIRST", "ReadBack", "read_back", "seed"]
+
+# Run in the overlay before the command: `sh -c DELETE_FIRST sh N path1 .. pathN argv..` removes
+# the N paths, then runs argv.
+DELETE_FIRST = 'n=$1; shift; while [ "$n" -gt 0 ]; do rm -f -- "$1"; shift; n=$((n - 1)); done; exec "$@"'
+
+
+def seed(upper: Path, root: Path, files: dict[str, bytes]) -> None:
+    """Each project-relative file of ``files`` written into ``upper`` with the mode its project
+    copy has (an edited script stays executable). Blocking."""
+    for rel, data in files.items():
+        target = upper / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        try:
+            mode = stat.S_IMODE((root / rel).stat().st_mode)
+        except OSError:
+            mode = 0o644
+        target.chmod(mode)
+
+
+@dataclass
+class ReadBack:
+    """What the overlay holds after the command, against the project: ``written`` (relative path
+    -> bytes: new or changed files, and every seeded file still there; a file copied up unchanged,
+    by a ``touch`` or a ``chmod``, is not), ``deleted`` (relative
+    paths of files gone from the overlay's view), ``left_out`` (what a stage does not hold, with
+    why: a symbolic link, a file over the cap, anything in ``.git``, what is ignored)."""
+
+    written: dict[str, bytes] = field(default_factory=dict)
+    deleted: set[str] = field(default_factory=set)
+    left_out: list[str] = field(default_factory=list)
+
+
+def read_back(upper: Path, root: Path, *, seeded: set[str], max_file_bytes: int) -> ReadBack:
+    """The overlay's ``upper`` read against the project ``root``; ``seeded``: the files ``seed``
+    put there (one the command removed is deleted, though the project never had it). What the
+    project's ``.gitignore`` files ignore (an install's ``node_modules``, a build folder) and
+    bytecode caches are left out: they are no change of the project's, and could be large.
+    Blocking."""
+    found = ReadBack()
+    _folder(upper, root, "", found, seeded, max_file_bytes, _ignore_rules(upper, root, "", []))
+    found.deleted |= {rel for rel in seeded if rel not in found.written and not (upper / rel).is_symlink()}
+    found.left_out.sort()
+    return found
+
+
+def _folder(
+    upper: Path, root: Path, rel: str, found: ReadBack, seeded: set[str], cap: int, rules: list[IgnoreFile],
+) -> None:
+    with os.scandir(upper / rel if rel else upper) as entries:
+        listed = sorted(entries, key=lambda e: e.name)
+    for entry in listed:
+        path = f"{rel}/{entry.name}" if rel else entry.name
+        st = entry.stat(follow_symlinks=False)
+        is_dir = stat.S_ISDIR(st.st_mode) or (root / path).is_dir()  # a whiteout hides a folder too
+        if path == ".git":
+            found.left_out.append(".git (what a command does to the repository is not staged)")
+        elif not _holds_seeded(path, seeded) and (entry.name == "__pycache__" or is_ignored(rules, path, is_dir)):
+            found.left_out.append(f"{path}{'/' if is_dir else ''} (ignored)")
+        elif is_whiteout(entry.path, st):
+            found.deleted |= _project_files(root, path)
+        elif stat.S_ISDIR(st.st_mode):
+            if is_opaque(entry.path):  # made again: nothing of the project's folder shows through
+                found.deleted |= {f for f in _project_files(root, path) if not (upper / f).is_file()}
+            elif _is_file_or_link(root / path):
+                found.deleted.add(path)
+            _folder(upper, root, path, found, seeded, cap, _ignore_rules(upper, root, path, rules))
+        elif stat.S_ISLNK(st.st_mode):
+            found.left_out.append(f"{path} (a symbolic link)")
+        elif stat.S_ISREG(st.st_mode):
+            if st.st_size > cap:
+                found.left_out.append(f"{path} ({st.st_size} bytes, over the {cap}-byte limit of undo)")
+                continue
+            data = Path(entry.path).read_bytes()
+            if path in seeded or not _holds(root / path, data):
+                found.written[path] = data
+
+
+def _holds_seeded(path: str, seeded: set[str]) -> bool:
+    """Whether ``path`` is a seeded file or a folder holding one (the script wrote it: it stays)."""
+    return path in seeded or any(rel.startswith(path + "/") for rel in seeded)
+
+
+def _ignore_rules(upper: Path, root: Path, rel: str, rules: list[IgnoreFile]) -> list[IgnoreFile]:
+    """``rules`` and the folder's own ``.gitignore``, as the overlay shows it (the command's or
+    the stage's copy over the project's)."""
+    folder = upper / rel if rel else upper
+    if not (folder / ".gitignore").is_file():
+        folder = root / rel if rel else root
+    return rules + load_ignore(folder, rel)
+
+
+def _project_files(root: Path, rel: str) -> set[str]:
+    """The files at or under ``rel`` in the project."""
+    target = root / rel
+    if _is_file_or_link(target):
+        return {rel}
+    files = set()
+    for dirpath, _, filenames in os.walk(target):
+        files |= {(Path(dirpath) / name).relative_to(root).as_posix() for name in filenames}
+    return files
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether the project's file at ``path`` (not a link) has these bytes."""
+    try:
+        return not path.is_symlink() and path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
+
+
+def _is_file_or_link(path: Path) -> bool:
+    return path.is_symlink() or path.is_file()
