@@ -8,7 +8,8 @@ and says which files changed. ``bash`` takes its changes in when the command end
 terminal when it is read, waited for or stopped.
 
 Without the sandbox a command writes the project directly, so the scope captures the working
-tree before (``GitScope``, worktree_capture.py) and compares after; outside a git repository
+tree before (``GitScope``, worktree_capture.py: on Linux a watch of the project's folders
+spares the before-pass when nothing changed since the last capture) and compares after; outside a git repository
 nothing is kept and the change set says so (``UntrackedScope``: what the command changed is
 "not restorable"). A file larger than ``max_file_bytes``, a symbolic link or a submodule is
 recorded as not restorable too, by name.
@@ -182,12 +183,15 @@ async def file_changes(capture: GitCapture, found: list[TreeChange], max_file_by
 class CommandChanges:
     """The command scopes of one project (``root``): one git capture for all its sessions, made
     at the first command (None outside git), and each session's sandbox (``sandbox``), made at its
-    first command. ``max_file_bytes``: the largest file kept for undo."""
+    first command. ``max_file_bytes``: the largest file kept for undo. ``watch``: let the capture
+    watch the project's folders to spare the passes it can prove useless (worktree_capture.py)."""
 
-    def __init__(self, root: Path, *, max_file_bytes: int, sandbox: SandboxSettings = SandboxSettings()):
+    def __init__(self, root: Path, *, max_file_bytes: int, sandbox: SandboxSettings = SandboxSettings(),
+                 watch: bool = True):
         self.root = root
         self.max_file_bytes = max_file_bytes
         self.sandbox = sandbox
+        self.watch = watch
         self._capture: GitCapture | None = None
         self._looked = False
         self._lock = anyio.Lock()
@@ -276,7 +280,7 @@ class CommandChanges:
             if not self._looked:
                 self._looked = True
                 state = Path(tempfile.mkdtemp(prefix="totem-capture-"))
-                self._capture = await GitCapture.open(self.root, state)
+                self._capture = await GitCapture.open(self.root, state, watch=self.watch)
                 if self._capture is None:
                     state.rmdir()
             return self._capture
