@@ -24,7 +24,8 @@ and object store stay as they were. It ignores the user's and the system's git c
 change bytes on the way in off (``info/attributes``: no end-of-line conversion, no clean filter
 such as git-lfs, no ident, no working-tree encoding), so a blob holds exactly the bytes the file
 held and no program of the repository's runs. ``.gitignore`` still applies: ignored files
-(``node_modules``, build output) are outside the capture.
+(``node_modules``, build output) are outside the capture; so do the repository's
+``info/exclude`` and the user's global ignore file, copied in at the first capture.
 """
 
 from __future__ import annotations
