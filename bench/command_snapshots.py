@@ -8,7 +8,9 @@ For each tree size the script builds two identical git repositories of that many
   (command_changes.py: the tree captured before, the file changed, captured again and compared,
   the changed file's bytes read), the change itself not timed: on the first tree with the watch
   of the project's folders (tree_watch.py, what runs on Linux), on the second without it (every
-  capture a full pass: what runs where the watch cannot);
+  capture a full pass: what runs where the watch cannot); and on the first tree again with another
+  file edited just before (untimed, as the agent's edit tool or the user would), so the watch
+  names that file to the before-capture instead of proving nothing changed;
 - and, where the sandbox works, a `bash -c 'echo … >> file'` run plain and run as a sandboxed
   `bash` is (the session's namespace joined, bwrap with the project overlaid, the overlay taken
   into the project): the overhead is the difference of their medians.
@@ -63,9 +65,11 @@ def git_status(root: Path) -> tuple[float, float]:
     return time.perf_counter() - start, children_cpu() - cpu
 
 
-async def capture(changes: CommandChanges, target: Path, n: int) -> tuple[float, float]:
+async def capture(changes: CommandChanges, target: Path, n: int, edited: Path | None = None) -> tuple[float, float]:
     """Wall and CPU seconds (its git processes) of the capture around one change of ``target``;
-    the change itself untimed."""
+    the change itself untimed, and so the edit of ``edited`` before it."""
+    if edited is not None:
+        edited.write_text(f"edit {n}\n")
     start, cpu = time.perf_counter(), children_cpu()
     scope = await changes.scope("bench", command="echo >> f", may_change=True)
     middle = time.perf_counter()
@@ -116,9 +120,13 @@ def summary(samples: list[tuple[float, float]]) -> tuple[float, float]:
     return statistics.median(s[0] for s in samples), statistics.mean(s[1] for s in samples)
 
 
-async def measure(files: int, runs: int) -> tuple[dict[bool, tuple[tuple[float, float], tuple[float, float], float]], float | None]:
+Summaries = dict[bool, tuple[tuple[float, float], tuple[float, float], float]]
+
+
+async def measure(files: int, runs: int) -> tuple[Summaries, tuple[float, float], float | None]:
     """For the tree with the watch (True) and the one without (False): the summaries of ``git
-    status`` and of the capture, and the first capture's wall time; and the overlay's overhead."""
+    status`` and of the capture, and the first capture's wall time; the summary of the capture
+    after an edit (the watched tree); and the overlay's overhead."""
     with (tempfile.TemporaryDirectory(prefix="totem-bench-", ignore_cleanup_errors=True) as watched,
           tempfile.TemporaryDirectory(prefix="totem-bench-", ignore_cleanup_errors=True) as unwatched):
         roots = {True: Path(watched), False: Path(unwatched)}
@@ -131,14 +139,17 @@ async def measure(files: int, runs: int) -> tuple[dict[bool, tuple[tuple[float, 
             first[watch] = (await capture(changes[watch], root / "d0000" / "f00.txt", 0))[0]
         status: dict[bool, list] = {True: [], False: []}
         captured: dict[bool, list] = {True: [], False: []}
+        after_edit = []
         for n in range(1, runs + 1):
             for watch, root in roots.items():
                 status[watch].append(git_status(root))
                 captured[watch].append(await capture(changes[watch], root / "d0000" / "f00.txt", n))
+            edited = roots[True] / f"d{(files - 1) // 100:04}" / "f01.txt"
+            after_edit.append(await capture(changes[True], roots[True] / "d0000" / "f00.txt", -n, edited))
         for each in changes.values():
             await each.aclose()
         found = {watch: (summary(status[watch]), summary(captured[watch]), first[watch]) for watch in roots}
-        return found, await overlay_overhead(roots[True], runs)
+        return found, summary(after_edit), await overlay_overhead(roots[True], runs)
 
 
 async def main() -> None:
@@ -147,12 +158,16 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     for files in (int(size) for size in args.sizes.split(",")):
-        found, overlay = await measure(files, args.runs)
+        found, after_edit, overlay = await measure(files, args.runs)
         for watch, (status, captured, first) in found.items():
             print(f"{files:>7} files, {'watched:  ' if watch else 'unwatched:'} git status {status[0] * 1000:7.1f} ms"
                   f" (CPU {status[1] * 1000:.0f})   capture {captured[0] * 1000:7.1f} ms (CPU {captured[1] * 1000:.0f})"
                   f"   capture/git status {captured[0] / status[0]:.2f} (CPU {captured[1] / max(status[1], 1e-9):.2f})"
                   f"   first capture {first * 1000:.0f} ms")
+        status = found[True][0]
+        print(f"{files:>7} files, watched, a file edited before: capture {after_edit[0] * 1000:7.1f} ms"
+              f" (CPU {after_edit[1] * 1000:.0f})   capture/git status {after_edit[0] / status[0]:.2f}"
+              f" (CPU {after_edit[1] / max(status[1], 1e-9):.2f})")
         shown = "no sandbox here" if overlay is None else f"{overlay * 1000:.1f} ms"
         print(f"{files:>7} files: overlay overhead {shown}")
 

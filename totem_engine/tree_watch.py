@@ -1,9 +1,12 @@
 """A watch of the project's folders (Linux inotify) that proves nothing in them changed between two
 moments, so the git capture can skip a pass over 100,000 files' dates (worktree_capture.py).
 
-It answers one question, at a ``barrier``: how many changes it has counted so far. Two barriers
+It answers two questions. At a ``barrier``: how many changes it has counted so far. Two barriers
 returning the same count mean that no file or folder of the tree was created, written, deleted,
-moved or had its attributes changed between them (any such event counts one). The barrier is
+moved or had its attributes changed between them (any such event counts one). And which paths
+changed between two barriers (``paths_between``), so the capture reads only those: a file, a
+folder made, removed or whose ``.gitignore`` changed (read whole), or "cannot say" (None: events
+lost, a folder moved, a ``.gitignore`` above the project, too many paths). The barrier is
 exact without waiting: the kernel queues an inotify event inside the system call that made the
 change, so once a ``write`` has returned its event is in the queue. A barrier changes the times of
 a sentinel file of Totem's own (outside the project, watched by the same inotify instance, whose
@@ -63,6 +66,8 @@ _MASK = (_IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of name, NUL-padded
 # statfs f_type of the local file systems, whose every change goes through this kernel.
 _LOCAL = {0xEF53, 0x58465342, 0x9123683E, 0x01021994, 0x2FC12FC1, 0xF2F52010, 0xCA451A4E, 0x794C7630}
+_KEPT = 4096  # changes remembered by path: beyond, the oldest are forgotten (the capture reads all)
+_MOST_PATHS = 1000  # more changed paths than this: reading every file's dates costs no more
 
 
 class TreeWatch:
@@ -82,7 +87,10 @@ class TreeWatch:
         self._folders: dict[int, Path] = {}  # watch descriptor -> folder under root
         self._upper: set[int] = set()  # watch descriptors of the ancestors
         self._sentinel_wd = -1
-        self._changes = 0
+        # Each change counted, by path from the root ("" the root itself; None: cannot say),
+        # the first ``_base`` of them forgotten: the count is ``_base + len(_log)``.
+        self._log: list[str | None] = []
+        self._base = 0
         self._broken = False  # something it cannot follow: it stops
         self._rebuild = False  # events lost or paths stale: it sets itself up again
 
@@ -121,12 +129,24 @@ class TreeWatch:
                     if count is None:  # its own event missing: the queue is not what it seems
                         self._close()
                     return count
-                self._changes += 1
+                self._note(None)
                 if not self._arm():
                     self._close()
                     return None
             self._close()
             return None
+
+    def paths_between(self, since: int, until: int) -> list[str] | None:
+        """The paths (from the root, "/") changed between the barriers that returned ``since``
+        and ``until``, each a file or a folder to read whole; None when it cannot say."""
+        with self._lock:
+            if since < self._base:
+                return None
+            paths = self._log[since - self._base : until - self._base]
+            found = set(paths)
+            if not found or None in found or "" in found or len(found) > _MOST_PATHS:
+                return None
+            return sorted(found)  # type: ignore[arg-type]
 
     def close(self) -> None:
         with self._lock:
@@ -225,7 +245,7 @@ class TreeWatch:
                 name = data[at + _EVENT.size : at + _EVENT.size + size].rstrip(b"\0")
                 at += _EVENT.size + size
                 if wd == self._sentinel_wd and not mask & _IN_IGNORED:
-                    at_sentinel = self._changes
+                    at_sentinel = self._base + len(self._log)
                 else:
                     self._event(wd, mask, os.fsdecode(name))
 
@@ -236,7 +256,7 @@ class TreeWatch:
             if mask & (_IN_DELETE_SELF | _IN_MOVE_SELF | _IN_UNMOUNT):
                 self._broken = True  # the project moved or went away
             elif name == ".gitignore":
-                self._changes += 1
+                self._note(None)  # it decides what is ignored anywhere in the project
         elif wd in self._folders:
             self._folder_event(wd, mask, name)
         elif wd == self._sentinel_wd:
@@ -254,11 +274,20 @@ class TreeWatch:
             if folder != self.root and mask & (_IN_CREATE | _IN_MOVED_TO):
                 self._broken = True  # a repository made inside the project
             return  # the project's own git directory is not part of the capture
-        self._changes += 1
+        # A .gitignore decides for its whole folder: the folder is read again.
+        path = folder if name in ("", ".gitignore") else folder / name
+        self._note("" if path == self.root else path.relative_to(self.root).as_posix())
         if mask & _IN_ISDIR and mask & _IN_MOVED_FROM:
             self._rebuild = True  # the paths of everything under it are stale
         elif mask & _IN_ISDIR and mask & (_IN_CREATE | _IN_MOVED_TO) and not self._walk(folder / name):
             self._broken = True
+
+    def _note(self, path: str | None) -> None:
+        self._log.append(path)
+        if len(self._log) > _KEPT:
+            dropped = len(self._log) - _KEPT // 2
+            del self._log[:dropped]
+            self._base += dropped
 
 
 def _local(libc: ctypes.CDLL, root: Path) -> bool:

@@ -11,10 +11,11 @@ blobs (``changes``). Each capture reads the files as they are then: a file the u
 between two commands is in the next command's before-state with the user's content.
 
 On Linux a watch of the project's folders (tree_watch.py, inotify) spares the before-capture's
-pass when it proves that nothing in the project changed since the last capture's pass began:
-the before-state is then that capture's tree. The capture after a command always reads every
-file's dates, so what the command wrote through ``mmap`` (which raises no event) is still found.
-Where the watch cannot run or stops, every capture is a full pass, as without it.
+pass: when it proves that nothing in the project changed since the last capture's pass began,
+the before-state is that capture's tree; when it can name what changed since (an edit, a few
+files), ``status`` reads only those paths. The capture after a command always reads every file's
+dates, so what the command wrote through ``mmap`` (which raises no event) is still found. Where
+the watch cannot run or stops, every capture is a full pass, as without it.
 
 Nothing of the user's repository is touched: the capture runs with a git directory of its own
 (``GIT_DIR``: a private index, seeded from a copy of the user's for its stat data, and a private
@@ -97,7 +98,7 @@ class GitCapture:
         self.objects = objects
         self.user_index = user_index
         self.prefix = prefix  # the project's path inside the repository, "" or "sub/dir/"
-        self.passes = 0  # captures that read every file's dates (the others reused a tree)
+        self.passes = 0  # captures that read every file's dates (the others: a tree reused, or the paths the watch named)
         self._lock = anyio.Lock()  # one index: captures run one at a time
         self._tree: str | None = None  # the index's tree when the last capture wrote it
         self._want_watch = watch
@@ -125,7 +126,8 @@ class GitCapture:
 
     async def tree(self) -> str:
         """The project's files as they are now, as one tree id (their blobs stored): the last
-        capture's tree when the watch proves nothing changed since its pass began."""
+        capture's tree when the watch proves nothing changed since its pass began, that tree
+        with the paths it names read again when it can name them."""
         async with self._lock:
             return await self._capture(reuse=True)
 
@@ -208,13 +210,18 @@ class GitCapture:
 
     async def _capture(self, *, reuse: bool) -> str:
         """The private index brought up to the files as they are, and its tree; with ``reuse``,
-        the last tree when the watch saw no change since its pass began."""
+        the last tree when the watch saw no change since its pass began, or only the paths it
+        saw change read again."""
         count = await self._barrier()
-        if reuse and count is not None and count == self._clean and self._tree is not None:
-            return self._tree
+        paths = None
+        if reuse and count is not None and self._clean is not None and self._tree is not None and self._watch is not None:
+            if count == self._clean:
+                return self._tree
+            paths = await anyio.to_thread.run_sync(self._watch.paths_between, self._clean, count)
         self._clean = None  # until this pass has written its tree
-        self.passes += 1
-        tree = await self._pass()
+        if paths is None:
+            self.passes += 1
+        tree = await self._pass(paths)
         self._clean = count
         return tree
 
@@ -237,10 +244,11 @@ class GitCapture:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         return TreeWatch.start(root, ancestors, self.state_dir / "barrier")
 
-    async def _pass(self) -> str:
-        """Every file's dates read: the private index brought up to the files. The first adds the
-        whole project (git's stat cache, seeded from the user's index, spares the files the
-        user's index knows unchanged); later ones add only what ``status`` names."""
+    async def _pass(self, paths: list[str] | None = None) -> str:
+        """The private index brought up to the files: every file's dates read, or only those of
+        ``paths`` (from the project's root; a folder read whole). The first adds the whole
+        project (git's stat cache, seeded from the user's index, spares the files the user's
+        index knows unchanged); later ones add only what ``status`` names."""
         if self._tree is None:
             await anyio.to_thread.run_sync(self._make_git_dir)
             await self._add_all()
@@ -249,7 +257,8 @@ class GitCapture:
             head = (await self._run("commit-tree", "-m", "capture", self._tree)).strip()
             await anyio.to_thread.run_sync((self.git_dir / "HEAD").write_text, f"{head}\n")
             return self._tree
-        changed, walk = self._changed_paths(await self._run(*_STATUS))
+        named = () if paths is None else ("--", *(self.prefix + path for path in paths))
+        changed, walk = self._changed_paths(await self._run(*_STATUS, *named))
         if changed:
             paths = "".join(f"{path}\0" for path in changed)
             if walk:

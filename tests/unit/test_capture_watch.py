@@ -1,9 +1,9 @@
 """The watch that spares the git capture's before-pass (tree_watch.py, worktree_capture.py), on
 real repositories and real inotify: a before-capture reuses the last tree only when nothing in
-the project changed since that tree's pass began, and a change the user makes between two
-commands, however close to the next one, is in that command's before-state. ``passes`` counts
-the captures that read every file's dates: the first capture is one, each after-capture one, a
-before-capture none when it reused the last tree."""
+the project changed since that tree's pass began, or reads again only the paths the watch saw
+change, and a change the user makes between two commands, however close to the next one, is in
+that command's before-state. ``passes`` counts the captures that read every file's dates: the
+first capture is one, each after-capture one, a before-capture none when the watch could tell."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def test_a_change_made_just_before_a_command_is_in_its_before_state(tmp_path):
 
     taken, passes = commands(root, tmp_path / "state", steps)
     assert [change[0][1] for change in taken] == [f"user {n}\n".encode() for n in range(20)]
-    assert passes == 2 * 20  # each before-capture read the files again
+    assert passes == 1 + 20  # each before-capture after the first read only the file the watch named
 
 
 def test_a_folder_made_between_commands_is_watched_from_then_on(tmp_path):
@@ -144,7 +144,8 @@ def test_an_overflowing_event_queue_counts_as_a_change_and_the_watch_starts_agai
         [("d/c.txt", b"the user's again\n", b"the agent's again\n")],
         [],
     ]
-    assert passes == 2 + 2 + 2 + 1  # the watch works again after the overflow: the last before reused
+    # The flood's before-capture a full pass; after it the watch names the paths again.
+    assert passes == 2 + 2 + 1 + 1
 
 
 def test_a_nested_repository_keeps_every_capture_a_full_pass(tmp_path):
@@ -172,9 +173,13 @@ def test_a_gitignore_above_the_project_is_watched(tmp_path):
     project = top / "app"
     (project / "x.log").write_text("was ignored\n")
 
+    def user_unignores_and_edits():
+        (top / ".gitignore").write_text("\n")
+        (project / "a.txt").write_text("the user's\n")
+
     taken, _ = commands(project, tmp_path / "state", [
         (nothing, writes(project / "a.txt", "A\n")),
-        (writes(top / ".gitignore", "\n"), nothing),  # x.log is the project's now: not the command's doing
+        (user_unignores_and_edits, nothing),  # x.log is the project's now: not the command's doing
         (nothing, writes(project / "x.log", "logged\n")),
     ])
     assert taken == [[("a.txt", b"a\n", b"A\n")], [], [("x.log", b"was ignored\n", b"logged\n")]]
@@ -228,3 +233,39 @@ def test_the_users_global_ignore_file_still_applies(tmp_path, monkeypatch):
 
     taken, _ = commands(root, tmp_path / "state", [(nothing, command)])
     assert taken == [[("f.txt", b"f\n", b"F\n")]]
+
+
+def test_paths_the_user_removed_or_renamed_between_commands(tmp_path):
+    root = repo(tmp_path / "repo", {"d/x.txt": "x\n", "d/e/y.txt": "y\n", "a.txt": "a\n", "keep.txt": "k\n"})
+
+    def user_removes_and_renames():
+        for path in (root / "d" / "e" / "y.txt", root / "d" / "x.txt"):
+            path.unlink()
+        (root / "d" / "e").rmdir()
+        (root / "d").rmdir()
+        (root / "a.txt").rename(root / "b.txt")
+
+    def command():
+        (root / "d").mkdir()
+        (root / "d" / "x.txt").write_text("made again\n")
+        (root / "b.txt").write_text("B\n")
+
+    taken, passes = commands(root, tmp_path / "state", [
+        (nothing, writes(root / "keep.txt", "K\n")),
+        (user_removes_and_renames, command),
+    ])
+    assert taken[1] == [("b.txt", b"a\n", b"B\n"), ("d/x.txt", None, b"made again\n")]
+    assert passes == 3  # the second before-capture read only what the watch named
+
+
+def test_a_gitignore_changed_in_a_folder_is_read_for_its_whole_folder(tmp_path):
+    root = repo(tmp_path / "repo", {"sub/.gitignore": "*.log\n", "sub/deep/a.txt": "a\n", "f.txt": "f\n"})
+    (root / "sub" / "deep" / "x.log").write_text("was ignored\n")
+
+    taken, passes = commands(root, tmp_path / "state", [
+        (nothing, writes(root / "f.txt", "F\n")),
+        (writes(root / "sub" / ".gitignore", "\n"), nothing),  # x.log is the project's now
+        (nothing, writes(root / "sub" / "deep" / "x.log", "logged\n")),
+    ])
+    assert taken == [[("f.txt", b"f\n", b"F\n")], [], [("sub/deep/x.log", b"was ignored\n", b"logged\n")]]
+    assert passes == 1 + 3  # the .gitignore's folder read, not every file
