@@ -1102,3 +1102,11 @@ def test_attach_an_image_to_the_next_message_and_refuse_a_text_file(neovim, proj
     assert image_urls(request) == ["data:image/png;base64," + b64(shot.read_bytes())], request["messages"][-1]
     assert nv.lua(PENDING) == []
     assert nv.lua("return #require('totem.chat').state.attachments") == 0
+
+    # A message the server refuses (the file is no image any more: -32602, no turn) keeps its image.
+    nv.command(f"TotemAttach {shot}")
+    shot.write_text("no longer a picture\n")
+    asked = len(model.requests)
+    nv.lua("require('totem.chat').send('And now?')")
+    wait_idle(nv, "the refusal", "attachments[0]")
+    assert nv.lua(PENDING) == [label] and len(model.requests) == asked
