@@ -214,3 +214,18 @@ async def test_what_the_audit_hook_misses_the_sandbox_stops(scene):
     """)
     assert end.status == "ok" and f"{made}: Read-only file system" in end.output, end.output
     assert not made.exists() and not Path("/tmp/totem-fork-escape").exists()
+
+
+async def test_a_file_a_command_makes_again_after_a_staged_delete_is_kept(scene):
+    end, _ = await run(scene, """
+        import totem
+        totem.delete("notes.txt")
+        totem.delete("old.txt")
+        totem.run("echo first > notes.txt && echo new > old.txt")
+        print(totem.files("*.txt"))
+    """)
+    assert end.status == "ok", end.output
+    # notes.txt is made again as the project has it: no change; old.txt with new bytes: an edit.
+    assert end.output.startswith("['notes.txt', 'old.txt']") and end.output.endswith("[Changes: edited old.txt]")
+    assert (scene.root / "notes.txt").read_text() == "first\n" and (scene.root / "old.txt").read_text() == "new\n"
+

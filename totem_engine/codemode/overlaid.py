@@ -63,7 +63,9 @@ class StageScope(CommandScope):
     async def take_in(self) -> list[FileChange]:
         """What the overlay holds, into the stage; nothing in the project changes."""
         found = await anyio.to_thread.run_sync(
-            lambda: read_back(self.upper, self.root, seeded=set(self.seeded), max_file_bytes=self.max_file_bytes)
+            lambda: read_back(
+                self.upper, self.root, seeded=set(self.seeded), deleted=set(self.deletes), max_file_bytes=self.max_file_bytes,
+            )
         )
         for rel, data in found.written.items():
             await self.stage.write_bytes(self.root / rel, data)

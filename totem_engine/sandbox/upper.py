@@ -54,14 +54,16 @@ class ReadBack:
     left_out: list[str] = field(default_factory=list)
 
 
-def read_back(upper: Path, root: Path, *, seeded: set[str], max_file_bytes: int) -> ReadBack:
+def read_back(upper: Path, root: Path, *, seeded: set[str], deleted: set[str] = frozenset(), max_file_bytes: int) -> ReadBack:
     """The overlay's ``upper`` read against the project ``root``; ``seeded``: the files ``seed``
-    put there (one the command removed is deleted, though the project never had it). What the
+    put there (one the command removed is deleted, though the project never had it);
+    ``deleted``: the staged deletes (one the command made again is written, even with the
+    project's bytes, since the stage still has it deleted). What the
     project's ``.gitignore`` files ignore (an install's ``node_modules``, a build folder) and
     bytecode caches are left out: they are no change of the project's, and could be large.
     Blocking."""
     found = ReadBack()
-    _folder(upper, root, "", found, seeded, max_file_bytes, _ignore_rules(upper, root, "", []))
+    _folder(upper, root, "", found, seeded | deleted, max_file_bytes, _ignore_rules(upper, root, "", []))
     found.deleted |= {rel for rel in seeded if rel not in found.written and not (upper / rel).is_symlink()}
     found.left_out.sort()
     return found
