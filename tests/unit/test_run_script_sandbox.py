@@ -229,3 +229,35 @@ async def test_a_file_a_command_makes_again_after_a_staged_delete_is_kept(scene)
     assert end.output.startswith("['notes.txt', 'old.txt']") and end.output.endswith("[Changes: edited old.txt]")
     assert (scene.root / "notes.txt").read_text() == "first\n" and (scene.root / "old.txt").read_text() == "new\n"
 
+
+@pytest.mark.parametrize(("script", "clash"), [
+    ('totem.delete("notes.txt"); totem.write("notes.txt/f", "x\\n")', "notes.txt"),
+    ('totem.delete("notes.txt"); totem.run("mkdir notes.txt && echo x > notes.txt/f")', "notes.txt"),
+    ('totem.run("rm notes.txt && mkdir -p notes.txt/deep && echo x > notes.txt/deep/f")', "notes.txt"),
+    ('totem.run("rm -r pkg && echo file > pkg")', "pkg"),
+])
+async def test_a_change_set_that_puts_a_folder_for_a_file_or_a_file_for_a_folder_is_refused(scene, script, clash):
+    before = contents(scene.root)
+    end, front = await run(scene, f"import totem\n{script}\n")
+    # One change set cannot take a file's place with a folder (or the reverse) and be undone:
+    # refused before anything is written, naming the path.
+    assert end.status == "error" and f"replace a file with a folder or a folder with a file ({clash})" in end.output, end.output
+    assert "edit" not in [a.permission for a in front.asked]
+    assert contents(scene.root) == before and (scene.root / "notes.txt").is_file() and (scene.root / "pkg").is_dir()
+
+
+async def test_without_the_sandbox_a_clash_staged_before_a_command_is_refused_and_nothing_runs(tmp_path):
+    scene = Scene(tmp_path, sandbox=False)
+    (scene.root / "notes.txt").write_text("first\n")
+    try:
+        end, front = await run(scene, """
+            import totem
+            totem.delete("notes.txt")
+            totem.write("notes.txt/f", "x\\n")
+            totem.run("touch ran.txt")
+        """)
+    finally:
+        await scene.close()
+    assert end.status == "error" and "(notes.txt), which one change set cannot undo" in end.output, end.output
+    assert "so the command did not run" in end.output and front.asked == []
+    assert contents(scene.root) == {"notes.txt": b"first\n"}
