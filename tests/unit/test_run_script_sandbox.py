@@ -9,12 +9,16 @@ import os
 import textwrap
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.support.turns import RecordingFrontEnd, Scene, answer, calls
 from tests.unit.test_run_script import DOORS
 from totem_engine import events as ev
+from totem_engine.codemode.overlaid import StageScope
+from totem_engine.codemode.staging import StagedWorkspace
 from totem_engine.frontend import PermissionReply, PermissionRequest
+from totem_engine.tools.workspace import DiskWorkspace
 
 
 @pytest.fixture
@@ -261,3 +265,27 @@ async def test_without_the_sandbox_a_clash_staged_before_a_command_is_refused_an
     assert end.status == "error" and "(notes.txt), which one change set cannot undo" in end.output, end.output
     assert "so the command did not run" in end.output and front.asked == []
     assert contents(scene.root) == {"notes.txt": b"first\n"}
+
+
+async def test_staged_deletes_past_the_argument_limit_still_reach_the_command(scene):
+    # Long names (a folder of 200 characters, files of 240): 5,000 of them are past the 2 MB that
+    # one command line may hold, where the deletes went to the command as arguments.
+    folder = scene.root / ("d" * 200)
+    folder.mkdir()
+    for n in range(5000):
+        (folder / f"{n:05d}{'x' * 235}").write_text(str(n))
+    stage = StagedWorkspace(DiskWorkspace())
+    for path in sorted(folder.iterdir())[1:]:
+        await stage.delete(path)
+    box = await scene.commands.script_box("ses_argv")
+    scope = StageScope(box, stage, scene.root, max_file_bytes=10_000)
+    await scope.open()
+    try:
+        result = await anyio.run_process(scope.argv(["sh", "-c", f"ls {folder.name} | wc -l; ls -a /tmp"]), check=False)
+    finally:
+        await scope.close()
+    assert result.returncode == 0, result.stderr
+    # One file is left; the list of the deletes is gone from the command's /tmp.
+    count, *in_tmp = result.stdout.decode().split()
+    assert count == "1" and not [name for name in in_tmp if "deletes" in name]
+    assert len(list(folder.iterdir())) == 5000 and len(stage.changes()) == 4999

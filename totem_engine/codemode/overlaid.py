@@ -15,6 +15,7 @@ lands in ``.git``) does not reach the next command, and the result says so.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import anyio
@@ -46,7 +47,7 @@ class StageScope(CommandScope):
         self._closed = False
 
     async def open(self) -> None:
-        """The stage put into the overlay's upper folder."""
+        """The stage put into the overlay's upper folder, its deletes listed for the command's prelude."""
         for change in self.stage.changes():
             rel = relative(self.root, change.path)
             if change.after is None:
@@ -54,10 +55,17 @@ class StageScope(CommandScope):
             else:
                 self.seeded[rel] = change.after
         await anyio.to_thread.run_sync(seed, self.upper, self.root, self.seeded)
+        if self.deletes:
+            await anyio.Path(self._delete_list).write_bytes(b"".join(os.fsencode(rel) + b"\0" for rel in self.deletes))
+
+    @property
+    def _delete_list(self) -> Path:
+        """In the session's /tmp, which the command sees as /tmp (the prelude removes it there)."""
+        return self.box.tmp / f".totem-deletes-{self.upper.parent.name}"
 
     def argv(self, argv: list[str]) -> list[str]:
         if self.deletes:
-            argv = ["/bin/sh", "-c", DELETE_FIRST, "sh", str(len(self.deletes)), *self.deletes, *argv]
+            argv = ["/bin/sh", "-c", DELETE_FIRST, "sh", f"/tmp/{self._delete_list.name}", *argv]
         return self.box.wrap(argv, overlay=(self.upper, self.work))
 
     async def take_in(self) -> list[FileChange]:
@@ -82,4 +90,5 @@ class StageScope(CommandScope):
         try:
             return await self.take_in()
         finally:
+            self._delete_list.unlink(missing_ok=True)  # the command did not start
             await anyio.to_thread.run_sync(self.box.drop_overlay, self.upper)

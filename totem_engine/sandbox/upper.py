@@ -6,7 +6,7 @@ afterwards it is read back into the stage instead of being taken into the projec
 does that for ``bash``). Staged deletes cannot be seeded: a whiteout is a character device 0:0,
 which an unprivileged user cannot make, and bwrap's overlay ignores ``user.overlay.whiteout``
 (bubblewrap 0.11); removing the file inside the mounted overlay makes the kernel write one
-(``DELETE_FIRST``). Layout after the kernel's overlayfs documentation
+(``DELETE_FIRST``, the paths listed in a file of the session's /tmp). Layout after the kernel's overlayfs documentation
 (Documentation/filesystems/overlayfs.rst).
 """
 
@@ -22,9 +22,10 @@ from totem_engine.tools.walk import IgnoreFile, is_ignored, load_ignore
 
 __all__ = ["DELETE_FIRST", "ReadBack", "read_back", "seed"]
 
-# Run in the overlay before the command: `sh -c DELETE_FIRST sh N path1 .. pathN argv..` removes
-# the N paths, then runs argv.
-DELETE_FIRST = 'n=$1; shift; while [ "$n" -gt 0 ]; do rm -f -- "$1"; shift; n=$((n - 1)); done; exec "$@"'
+# Run in the overlay before the command: `sh -c DELETE_FIRST sh LIST argv..` removes the paths
+# LIST holds (each ended by a NUL, so any name will do), then LIST, then runs argv. A file, not
+# arguments: hundreds of long paths would pass the 2 MB one command line may hold.
+DELETE_FIRST = 'xargs -0 -r rm -f -- < "$1"; rm -f -- "$1"; shift; exec "$@"'
 
 
 def seed(upper: Path, root: Path, files: dict[str, bytes]) -> None:
