@@ -289,3 +289,22 @@ async def test_staged_deletes_past_the_argument_limit_still_reach_the_command(sc
     count, *in_tmp = result.stdout.decode().split()
     assert count == "1" and not [name for name in in_tmp if "deletes" in name]
     assert len(list(folder.iterdir())) == 5000 and len(stage.changes()) == 4999
+
+
+async def test_a_mode_a_command_changes_and_a_folder_it_leaves_empty_are_said_to_be_left_out(scene):
+    end, _ = await run(scene, """
+        import totem
+        totem.edit("calc.py", "a + b", "a * b")
+        print(totem.run(
+            "chmod +x calc.py notes.txt && chmod -x tool.sh && echo '#!/bin/sh' > gen.sh && chmod +x gen.sh"
+            " && echo plain > plain.txt && mkdir -p empty/deep pkg/sub"
+        )["output"])
+    """)
+    assert end.status == "ok", end.output
+    assert (
+        "[Not part of the script's changes: calc.py (mode 755: a change set keeps the project's modes);"
+        " empty/deep/ (an empty folder); gen.sh (mode 755: a change set keeps the project's modes);"
+        " notes.txt (mode 755: a change set keeps the project's modes); pkg/sub/ (an empty folder);"
+        " tool.sh (mode 644: a change set keeps the project's modes)]"
+    ) in end.output
+    assert end.output.endswith("[Changes: edited calc.py; created gen.sh; created plain.txt]")

@@ -48,7 +48,8 @@ class ReadBack:
     -> bytes: new or changed files, and every seeded file still there; a file copied up unchanged,
     by a ``touch`` or a ``chmod``, is not), ``deleted`` (relative
     paths of files gone from the overlay's view), ``left_out`` (what a stage does not hold, with
-    why: a symbolic link, a file over the cap, anything in ``.git``, what is ignored)."""
+    why: a symbolic link, a file over the cap, anything in ``.git``, what is ignored, a mode
+    changed, a folder left empty)."""
 
     written: dict[str, bytes] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)
@@ -90,6 +91,8 @@ def _folder(
                 found.deleted |= {f for f in _project_files(root, path) if not (upper / f).is_file()}
             elif _is_file_or_link(root / path):
                 found.deleted.add(path)
+            if not (root / path).is_dir() and not os.listdir(entry.path):
+                found.left_out.append(f"{path}/ (an empty folder)")
             _folder(upper, root, path, found, seeded, cap, _ignore_rules(upper, root, path, rules))
         elif stat.S_ISLNK(st.st_mode):
             found.left_out.append(f"{path} (a symbolic link)")
@@ -100,6 +103,17 @@ def _folder(
             data = Path(entry.path).read_bytes()
             if path in seeded or not _holds(root / path, data):
                 found.written[path] = data
+            if _mode_lost(root / path, stat.S_IMODE(st.st_mode)):
+                found.left_out.append(f"{path} (mode {stat.S_IMODE(st.st_mode):o}: a change set keeps the project's modes)")
+
+
+def _mode_lost(path: Path, mode: int) -> bool:
+    """Whether the change set would not give the file ``mode``: it keeps the project's file's
+    mode, and a new file gets the default one (not executable)."""
+    try:
+        return not path.is_symlink() and stat.S_IMODE(path.stat().st_mode) != mode
+    except OSError:
+        return bool(mode & 0o111)
 
 
 def _holds_seeded(path: str, seeded: set[str]) -> bool:
