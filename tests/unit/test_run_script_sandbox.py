@@ -308,3 +308,22 @@ async def test_a_mode_a_command_changes_and_a_folder_it_leaves_empty_are_said_to
         " tool.sh (mode 644: a change set keeps the project's modes)]"
     ) in end.output
     assert end.output.endswith("[Changes: edited calc.py; created gen.sh; created plain.txt]")
+
+
+async def test_a_staged_file_over_the_size_limit_survives_a_command(scene):
+    # The limit keeps a command's large output (a build) out of the stage, not what the script
+    # staged itself: a staged file over it was read back as deleted.
+    scene.commands.max_file_bytes = 100
+    (scene.root / "big.txt").write_text("y" * 200)
+    end, _ = await run(scene, """
+        import totem
+        totem.write("big.txt", "x" * 200)
+        totem.write("big2.txt", "z" * 200)
+        totem.delete("notes.txt")
+        print(totem.run("echo first > notes.txt && head -c 300 /dev/zero > out.bin")["output"])
+    """)
+    assert end.status == "ok", end.output
+    assert "[Not part of the script's changes: out.bin (300 bytes, over the 100-byte limit of undo)]" in end.output
+    assert end.output.endswith("[Changes: edited big.txt; created big2.txt]")
+    assert (scene.root / "big.txt").read_text() == "x" * 200 and (scene.root / "big2.txt").read_text() == "z" * 200
+    assert not (scene.root / "out.bin").exists()

@@ -48,7 +48,7 @@ class ReadBack:
     -> bytes: new or changed files, and every seeded file still there; a file copied up unchanged,
     by a ``touch`` or a ``chmod``, is not), ``deleted`` (relative
     paths of files gone from the overlay's view), ``left_out`` (what a stage does not hold, with
-    why: a symbolic link, a file over the cap, anything in ``.git``, what is ignored, a mode
+    why: a symbolic link, a file over the cap the script did not stage, anything in ``.git``, what is ignored, a mode
     changed, a folder left empty)."""
 
     written: dict[str, bytes] = field(default_factory=dict)
@@ -97,7 +97,7 @@ def _folder(
         elif stat.S_ISLNK(st.st_mode):
             found.left_out.append(f"{path} (a symbolic link)")
         elif stat.S_ISREG(st.st_mode):
-            if st.st_size > cap:
+            if st.st_size > cap and path not in seeded:  # what the script staged, it keeps
                 found.left_out.append(f"{path} ({st.st_size} bytes, over the {cap}-byte limit of undo)")
                 continue
             data = Path(entry.path).read_bytes()
