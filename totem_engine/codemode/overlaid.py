@@ -9,8 +9,9 @@ script's one change set, asked about, snapshotted and undone with the rest, and 
 fails afterwards leaves the project as it was.
 
 Each command gets a fresh overlay seeded from the stage, which is the one record of the script's
-changes; what a stage does not hold (a folder left empty, a mode changed, a symbolic link, what
-lands in ``.git``) does not reach the next command, and the result says so.
+changes; what a stage does not hold (a mode changed, a symbolic link, what lands in ``.git``, a
+folder left empty) does not reach the next command, and the result says so (but for the folder:
+tools leave empty ones, pytest's ``.benchmarks``, and saying so would be noise).
 """
 
 from __future__ import annotations
