@@ -327,3 +327,21 @@ async def test_a_staged_file_over_the_size_limit_survives_a_command(scene):
     assert end.output.endswith("[Changes: edited big.txt; created big2.txt]")
     assert (scene.root / "big.txt").read_text() == "x" * 200 and (scene.root / "big2.txt").read_text() == "z" * 200
     assert not (scene.root / "out.bin").exists()
+
+
+async def test_undo_of_a_bash_that_put_a_folder_for_a_file_and_a_file_for_a_folder(scene):
+    # bash can do what a script's change set cannot (the clash above); undo puts a file back
+    # where the command left a folder (emptied first), and a folder where it left a file.
+    before = contents(scene.root)
+    command = "rm notes.txt && mkdir notes.txt && echo x > notes.txt/f && rm -r pkg && echo file > pkg"
+    scene.provider.enqueue(calls(("bash", {"command": command})), answer("done"))
+    front = Watching(scene.root)
+    await scene.run("do it", front)
+    (end,) = front.of(ev.ToolEnd)
+    assert end.status == "ok" and (scene.root / "notes.txt" / "f").is_file() and (scene.root / "pkg").is_file()
+    outcomes = await scene.agent.snapshots.undo(scene.agent.workspace, session_id=scene.session_id, root=scene.root)
+    assert [o for o in outcomes if o.action == "conflict"] == []
+    assert contents(scene.root) == before and (scene.root / "notes.txt").is_file()
+    outcomes = await scene.agent.snapshots.redo(scene.agent.workspace, session_id=scene.session_id, root=scene.root)
+    assert [o for o in outcomes if o.action == "conflict"] == []
+    assert (scene.root / "notes.txt" / "f").is_file() and (scene.root / "pkg").read_text() == "file\n"
