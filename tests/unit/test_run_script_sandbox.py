@@ -345,3 +345,22 @@ async def test_undo_of_a_bash_that_put_a_folder_for_a_file_and_a_file_for_a_fold
     outcomes = await scene.agent.snapshots.redo(scene.agent.workspace, session_id=scene.session_id, root=scene.root)
     assert [o for o in outcomes if o.action == "conflict"] == []
     assert (scene.root / "notes.txt" / "f").is_file() and (scene.root / "pkg").read_text() == "file\n"
+
+
+async def test_a_name_that_is_not_utf8_is_said_to_be_left_out_and_the_rest_is_kept(scene):
+    bad = os.fsdecode(b"bad\xffname.txt")
+    (scene.root / bad).write_text("project's\n")
+    (scene.root / os.fsdecode(b"dir\xfe")).mkdir()
+    end, _ = await run(scene, r"""
+        import totem
+        print(totem.run("printf x > \"$(printf 'new\\377.txt')\"; rm \"$(printf 'bad\\377name.txt')\"; echo made > kept.txt"
+                        "; echo in > \"$(printf 'dir\\376')/f.txt\"")["output"])
+    """)
+    # No path, message or event can hold such a name; the change set keeps the rest.
+    assert end.status == "ok", end.output
+    assert (
+        "[Not part of the script's changes: bad\\xffname.txt (a name that is not UTF-8); dir\\xfe/ (a name that is not"
+        " UTF-8); new\\xff.txt (a name that is not UTF-8)]"
+    ) in end.output
+    assert end.output.endswith("[Changes: created kept.txt]")
+    assert (scene.root / bad).read_text() == "project's\n" and (scene.root / "kept.txt").read_text() == "made\n"

@@ -80,7 +80,10 @@ def _folder(
         path = f"{rel}/{entry.name}" if rel else entry.name
         st = entry.stat(follow_symlinks=False)
         is_dir = stat.S_ISDIR(st.st_mode) or (root / path).is_dir()  # a whiteout hides a folder too
-        if path == ".git":
+        if not _is_utf8(entry.name):  # no path of a change set, message or event can hold it
+            shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            found.left_out.append(f"{shown}{'/' if is_dir else ''} (a name that is not UTF-8)")
+        elif path == ".git":
             found.left_out.append(".git (what a command does to the repository is not staged)")
         elif not _holds_seeded(path, seeded) and (entry.name == "__pycache__" or is_ignored(rules, path, is_dir)):
             found.left_out.append(f"{path}{'/' if is_dir else ''} (ignored)")
@@ -103,6 +106,15 @@ def _folder(
                 found.written[path] = data
             if _mode_lost(root / path, stat.S_IMODE(st.st_mode)):
                 found.left_out.append(f"{path} (mode {stat.S_IMODE(st.st_mode):o}: a change set keeps the project's modes)")
+
+
+def _is_utf8(name: str) -> bool:
+    """Whether a name from the file system is UTF-8 (os.fsdecode keeps other bytes as surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _mode_lost(path: Path, mode: int) -> bool:
