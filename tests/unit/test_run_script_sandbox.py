@@ -364,3 +364,14 @@ async def test_a_name_that_is_not_utf8_is_said_to_be_left_out_and_the_rest_is_ke
     ) in end.output
     assert end.output.endswith("[Changes: created kept.txt]")
     assert (scene.root / bad).read_text() == "project's\n" and (scene.root / "kept.txt").read_text() == "made\n"
+
+
+async def test_a_bash_that_makes_a_name_that_is_not_utf8_is_taken_in_and_said_not_restorable(scene):
+    command = "printf x > \"$(printf 'new\\377.txt')\" && echo made > kept.txt"
+    scene.provider.enqueue(calls(("bash", {"command": command})), answer("done"))
+    front = Watching(scene.root)
+    await scene.run("do it", front)
+    (end,) = front.of(ev.ToolEnd)
+    assert end.status == "ok", end.output
+    assert "Not restorable by undo: new\\xff.txt (a name that is not UTF-8" in end.output
+    assert (scene.root / os.fsdecode(b"new\xff.txt")).read_text() == "x" and (scene.root / "kept.txt").exists()
