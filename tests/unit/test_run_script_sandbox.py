@@ -375,3 +375,19 @@ async def test_a_bash_that_makes_a_name_that_is_not_utf8_is_taken_in_and_said_no
     assert end.status == "ok", end.output
     assert "Not restorable by undo: new\\xff.txt (a name that is not UTF-8" in end.output
     assert (scene.root / os.fsdecode(b"new\xff.txt")).read_text() == "x" and (scene.root / "kept.txt").exists()
+
+
+async def test_a_folder_a_command_makes_in_place_of_a_link_to_outside_is_not_written_through_it(scene, tmp_path):
+    # The project's ext links to a folder outside it; the command replaces the link with a folder
+    # of its own. Staged as ext/evil.txt, the change set would have written through the link.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (scene.root / "ext").symlink_to(outside)
+    end, _ = await run(scene, """
+        import totem
+        print(totem.run("rm ext && mkdir ext && echo pwn > ext/evil.txt && echo fine > kept.txt")["output"])
+    """)
+    assert end.status == "ok", end.output
+    assert "[Not part of the script's changes: ext/evil.txt (its folder leads outside the project)]" in end.output
+    assert end.output.endswith("[Changes: created kept.txt]")
+    assert list(outside.iterdir()) == [] and (scene.root / "ext").is_symlink()

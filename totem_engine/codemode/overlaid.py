@@ -26,7 +26,8 @@ from totem_engine.command_changes import CommandScope
 from totem_engine.file_changes import FileChange
 from totem_engine.sandbox.session import SandboxSession
 from totem_engine.sandbox.upper import DELETE_FIRST, read_back, seed
-from totem_engine.tools.paths import relative
+from totem_engine.tools.base import ToolError
+from totem_engine.tools.paths import relative, resolve_in_project
 
 __all__ = ["StageScope"]
 
@@ -76,13 +77,29 @@ class StageScope(CommandScope):
                 self.upper, self.root, seeded=set(self.seeded), deleted=set(self.deletes), max_file_bytes=self.max_file_bytes,
             )
         )
+        outside = []
         for rel, data in found.written.items():
-            await self.stage.write_bytes(self.root / rel, data)
+            target = self._in_project(rel)
+            if target is None:
+                outside.append(f"{rel} (its folder leads outside the project)")
+            else:
+                await self.stage.write_bytes(target, data)
         for rel in sorted(found.deleted):
             if await self.stage.stat(self.root / rel) is not None:
                 await self.stage.delete(self.root / rel)
-        self.left_out = found.left_out
+        self.left_out = sorted(found.left_out + outside)
         return []
+
+    def _in_project(self, rel: str) -> Path | None:
+        """Where writing ``rel`` lands: its folder's real path (a symbolic link in the project
+        followed, as the write will follow it), its name as it is; None when that folder is
+        outside the project (a command that put a folder of its own where the project links to
+        one outside: the overlay's folder is not the link)."""
+        parent, _, name = rel.rpartition("/")
+        try:
+            return (resolve_in_project(self.root, parent) if parent else self.root) / name
+        except ToolError:
+            return None
 
     async def close(self) -> list[FileChange]:
         if self._closed:
