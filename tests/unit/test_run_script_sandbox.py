@@ -391,3 +391,17 @@ async def test_a_folder_a_command_makes_in_place_of_a_link_to_outside_is_not_wri
     assert "[Not part of the script's changes: ext/evil.txt (its folder leads outside the project)]" in end.output
     assert end.output.endswith("[Changes: created kept.txt]")
     assert list(outside.iterdir()) == [] and (scene.root / "ext").is_symlink()
+
+
+async def test_what_a_command_does_in_a_repository_inside_the_project_is_not_staged(scene):
+    sub = scene.root / "sub"
+    sub.mkdir()
+    (sub / "x.txt").write_text("x\n")
+    await anyio.run_process(["git", "init", "-q", str(sub)])
+    end, _ = await run(scene, """
+        import totem
+        print(totem.run("echo y >> sub/x.txt && git -C sub add x.txt")["output"])
+    """)
+    assert end.status == "ok", end.output
+    assert "[Not part of the script's changes: sub/.git (what a command does to a repository is not staged)]" in end.output
+    assert end.output.endswith("[Changes: edited sub/x.txt]")

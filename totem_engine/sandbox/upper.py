@@ -83,8 +83,8 @@ def _folder(
         if not _is_utf8(entry.name):  # no path of a change set, message or event can hold it
             shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
             found.left_out.append(f"{shown}{'/' if is_dir else ''} (a name that is not UTF-8)")
-        elif path == ".git":
-            found.left_out.append(".git (what a command does to the repository is not staged)")
+        elif entry.name == ".git":  # the project's, or a repository inside it
+            found.left_out.append(f"{path} (what a command does to a repository is not staged)")
         elif not _holds_seeded(path, seeded) and (entry.name == "__pycache__" or is_ignored(rules, path, is_dir)):
             found.left_out.append(f"{path}{'/' if is_dir else ''} (ignored)")
         elif is_whiteout(entry.path, st):
