@@ -9,9 +9,10 @@ script's one change set, asked about, snapshotted and undone with the rest, and 
 fails afterwards leaves the project as it was.
 
 Each command gets a fresh overlay seeded from the stage, which is the one record of the script's
-changes; what a stage does not hold (a mode changed, a symbolic link, what lands in ``.git``, a
-folder left empty) does not reach the next command, and the result says so (but for the folder:
-tools leave empty ones, pytest's ``.benchmarks``, and saying so would be noise).
+changes; what a stage does not hold (a folder left empty, a mode changed, a symbolic link, what
+lands in ``.git`` or is ignored) does not reach the next command, nor the project; the result
+names what was left out, but for the empty folders (tools leave them, pytest's ``.benchmarks``:
+saying so would be noise).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ __all__ = ["StageScope"]
 class StageScope(CommandScope):
     """One command of a script in ``box``, the project ``root`` overlaid with ``stage``; ``open``
     before it runs. ``left_out``: after ``close``, what the command made that the stage did not
-    take (a symbolic link, a file over ``max_file_bytes``, ``.git``)."""
+    take (a symbolic link, a file over ``max_file_bytes``, ``.git``, what the project ignores)."""
 
     def __init__(self, box: SandboxSession, stage: StagedWorkspace, root: Path, *, max_file_bytes: int):
         self.box = box
@@ -49,16 +50,23 @@ class StageScope(CommandScope):
         self._closed = False
 
     async def open(self) -> None:
-        """The stage put into the overlay's upper folder, its deletes listed for the command's prelude."""
+        """The stage put into the overlay's upper folder, its deletes listed for the command's
+        prelude; the overlay dropped if it cannot be."""
         for change in self.stage.changes():
             rel = relative(self.root, change.path)
             if change.after is None:
                 self.deletes.append(rel)
             else:
                 self.seeded[rel] = change.after
-        await anyio.to_thread.run_sync(seed, self.upper, self.root, self.seeded)
-        if self.deletes:
-            await anyio.Path(self._delete_list).write_bytes(b"".join(os.fsencode(rel) + b"\0" for rel in self.deletes))
+        try:
+            await anyio.to_thread.run_sync(seed, self.upper, self.root, self.seeded)
+            if self.deletes:
+                await anyio.Path(self._delete_list).write_bytes(b"".join(os.fsencode(rel) + b"\0" for rel in self.deletes))
+        except BaseException:
+            self._closed = True
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.box.drop_overlay, self.upper)
+            raise
 
     @property
     def _delete_list(self) -> Path:
