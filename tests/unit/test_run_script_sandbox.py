@@ -405,3 +405,21 @@ async def test_what_a_command_does_in_a_repository_inside_the_project_is_not_sta
     assert end.status == "ok", end.output
     assert "[Not part of the script's changes: sub/.git (what a command does to a repository is not staged)]" in end.output
     assert end.output.endswith("[Changes: edited sub/x.txt]")
+
+
+async def test_a_file_a_command_puts_in_place_of_a_link_and_a_link_it_removes_are_left_out(scene):
+    # The change set would replace the link with a file, and undo (files only) would put back a
+    # copy of what it pointed to, not the link.
+    (scene.root / "link.py").symlink_to("calc.py")
+    (scene.root / "gone.py").symlink_to("calc.py")
+    end, _ = await run(scene, """
+        import totem
+        print(totem.run("rm link.py gone.py && echo 'x = 1' > link.py && echo made > kept.txt")["output"])
+    """)
+    assert end.status == "ok", end.output
+    assert (
+        "[Not part of the script's changes: gone.py (a symbolic link, removed); link.py (a file in place of a symbolic link)]"
+    ) in end.output
+    assert end.output.endswith("[Changes: created kept.txt]")
+    assert (scene.root / "link.py").is_symlink() and (scene.root / "gone.py").is_symlink()
+    assert "a + b" in (scene.root / "calc.py").read_text()

@@ -48,7 +48,7 @@ class ReadBack:
     -> bytes: new or changed files, and every seeded file still there; a file copied up unchanged,
     by a ``touch`` or a ``chmod``, is not), ``deleted`` (relative
     paths of files gone from the overlay's view), ``left_out`` (what a stage does not hold, with
-    why: a symbolic link, a file over the cap the script did not stage, anything in ``.git``, what is ignored, a mode
+    why: a symbolic link, or a file in place of one, a file over the cap the script did not stage, anything in ``.git``, what is ignored, a mode
     changed). A folder left empty is not said: tools leave them (pytest's ``.benchmarks``)."""
 
     written: dict[str, bytes] = field(default_factory=dict)
@@ -87,6 +87,8 @@ def _folder(
             found.left_out.append(f"{path} (what a command does to a repository is not staged)")
         elif not _holds_seeded(path, seeded) and (entry.name == "__pycache__" or is_ignored(rules, path, is_dir)):
             found.left_out.append(f"{path}{'/' if is_dir else ''} (ignored)")
+        elif is_whiteout(entry.path, st) and (root / path).is_symlink():
+            found.left_out.append(f"{path} (a symbolic link, removed)")
         elif is_whiteout(entry.path, st):
             found.deleted |= _project_files(root, path)
         elif stat.S_ISDIR(st.st_mode):
@@ -98,6 +100,9 @@ def _folder(
         elif stat.S_ISLNK(st.st_mode):
             found.left_out.append(f"{path} (a symbolic link)")
         elif stat.S_ISREG(st.st_mode):
+            if (root / path).is_symlink() and path not in seeded:  # undo would put back a copy, not the link
+                found.left_out.append(f"{path} (a file in place of a symbolic link)")
+                continue
             if st.st_size > cap and path not in seeded:  # what the script staged, it keeps
                 found.left_out.append(f"{path} ({st.st_size} bytes, over the {cap}-byte limit of undo)")
                 continue
