@@ -10,8 +10,10 @@ import textwrap
 from pathlib import Path
 
 import anyio
+import anyio
 import pytest
 
+from tests.support.processes import processes_with
 from tests.support.turns import RecordingFrontEnd, Scene, answer, calls
 from tests.unit.test_run_script import DOORS
 from totem_engine import events as ev
@@ -53,8 +55,8 @@ class Watching(RecordingFrontEnd):
         return await super().permission(request)
 
 
-async def run(scene: Scene, script: str, *, outcome: str = "allow_once") -> tuple[ev.ToolEnd, Watching]:
-    scene.provider.enqueue(calls(("run_script", {"script": textwrap.dedent(script)})), answer("done"))
+async def run(scene: Scene, script: str, *, outcome: str = "allow_once", **args) -> tuple[ev.ToolEnd, Watching]:
+    scene.provider.enqueue(calls(("run_script", {"script": textwrap.dedent(script), **args})), answer("done"))
     front = Watching(scene.root, outcome)
     await scene.run("do it", front)
     (end,) = front.of(ev.ToolEnd)
@@ -188,11 +190,12 @@ async def test_the_script_itself_runs_in_the_stricter_profile_where_there_is_a_s
         end, _ = await run(scene, f"""
             import os, sys
             print(os.path.exists({str(marker)!r}), os.path.exists({str(scene.root / "calc.py")!r}))
+            print("pid", os.getpid() < 10)  # in a process namespace of its own: bwrap is 1
         """)
     finally:
         marker.unlink()
         await scene.close()
-    assert end.output.splitlines()[0] == f"{not sandbox} True", end.output
+    assert end.output.splitlines()[:2] == [f"{not sandbox} True", f"pid {sandbox}"], end.output
 
 
 @pytest.mark.parametrize(("escape", "refused"), DOORS)
@@ -423,3 +426,25 @@ async def test_a_file_a_command_puts_in_place_of_a_link_and_a_link_it_removes_ar
     assert end.output.endswith("[Changes: created kept.txt]")
     assert (scene.root / "link.py").is_symlink() and (scene.root / "gone.py").is_symlink()
     assert "a + b" in (scene.root / "calc.py").read_text()
+
+
+async def test_a_script_past_its_time_limit_in_the_sandbox_leaves_no_process_and_no_change(scene):
+    before = contents(scene.root)
+    marker = f"totem-slow-{scene.root.parent.name}"
+    end, _ = await run(scene, f"""
+        import totem, _posixsubprocess, os
+        totem.write("late.py", "x = 1\\n")
+        # A child of the script's own (fork_exec raises no audit event), and a command of run().
+        _posixsubprocess.fork_exec(
+            [b"/bin/sleep", b"300"], [b"/bin/sleep"], True, (), None, None,
+            -1, -1, -1, -1, -1, -1, *os.pipe(), True, True, -1, None, None, None, -1, None, False,
+        )
+        totem.run("exec -a {marker} sleep 300")
+    """, timeout=2)
+    assert end.status == "error" and "ran past its time limit of 2 s and was killed" in end.output, end.output
+    assert contents(scene.root) == before
+    for _ in range(60):  # the machine's init reaps what the kill left as zombies
+        if not processes_with(marker) and not processes_with("/bin/sleep 300"):
+            break
+        await anyio.sleep(0.05)
+    assert processes_with(marker) == [] and processes_with("/bin/sleep 300") == []

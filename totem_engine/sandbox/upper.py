@@ -6,8 +6,8 @@ afterwards it is read back into the stage instead of being taken into the projec
 does that for ``bash``). Staged deletes cannot be seeded: a whiteout is a character device 0:0,
 which an unprivileged user cannot make, and bwrap's overlay ignores ``user.overlay.whiteout``
 (bubblewrap 0.11); removing the file inside the mounted overlay makes the kernel write one
-(``DELETE_FIRST``, the paths listed in a file of the session's /tmp). Layout after the kernel's overlayfs documentation
-(Documentation/filesystems/overlayfs.rst).
+(``DELETE_FIRST``, the paths listed in a file of the session's /tmp). Layout after the kernel's
+overlayfs documentation (Documentation/filesystems/overlayfs.rst).
 """
 
 from __future__ import annotations
@@ -46,10 +46,11 @@ def seed(upper: Path, root: Path, files: dict[str, bytes]) -> None:
 class ReadBack:
     """What the overlay holds after the command, against the project: ``written`` (relative path
     -> bytes: new or changed files, and every seeded file still there; a file copied up unchanged,
-    by a ``touch`` or a ``chmod``, is not), ``deleted`` (relative
-    paths of files gone from the overlay's view), ``left_out`` (what a stage does not hold, with
-    why: a symbolic link, or a file in place of one, a file over the cap the script did not stage, anything in ``.git``, what is ignored, a mode
-    changed). A folder left empty is not said: tools leave them (pytest's ``.benchmarks``)."""
+    by a ``touch`` or a ``chmod``, is not), ``deleted`` (relative paths of files gone from the
+    overlay's view), ``left_out`` (what a stage does not hold, with why: a symbolic link, or a
+    file in place of one, a file over the cap the script did not stage, anything in ``.git``,
+    what is ignored, a mode changed). A folder left empty is not said: tools leave them (pytest's
+    ``.benchmarks``)."""
 
     written: dict[str, bytes] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)
