@@ -10,7 +10,6 @@ import textwrap
 from pathlib import Path
 
 import anyio
-import anyio
 import pytest
 
 from tests.support.processes import processes_with
