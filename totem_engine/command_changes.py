@@ -27,7 +27,6 @@ of the project (``script_box``, codemode/overlaid.py).
 
 from __future__ import annotations
 
-import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from typing import Literal
 
 import anyio
 
+from totem_engine import scratch
 from totem_engine.file_changes import FileChange
 from totem_engine.sandbox.bwrap import find_bwrap, probe, script_argv
 from totem_engine.sandbox.overlay import take_in
@@ -279,7 +279,8 @@ class CommandChanges:
             if box is None:
                 bwrap = find_bwrap()
                 assert bwrap is not None  # the probe found it
-                box = SandboxSession(bwrap, self.root, network=self.sandbox.network, hidden=self.sandbox.hidden,
+                box = SandboxSession(bwrap, self.root, await scratch.make("sandbox"), network=self.sandbox.network,
+                                     hidden=self.sandbox.hidden,
                                      writable=self.sandbox.writable)
                 await box.start()
                 self._boxes[session_id] = box
@@ -289,7 +290,7 @@ class CommandChanges:
         async with self._lock:
             if not self._looked:
                 self._looked = True
-                state = Path(tempfile.mkdtemp(prefix="totem-capture-"))
+                state = await scratch.make("capture")
                 self._capture = await GitCapture.open(self.root, state, watch=self.watch)
                 if self._capture is None:
                     state.rmdir()
