@@ -220,8 +220,10 @@ class Snapshots:
             )
 
     async def _snapshot(self, workspace: Workspace, path: Path) -> str | None:
-        """The hash of the file's bytes, now stored as a blob; None when there is no file."""
-        if await workspace.stat(path) is None:
+        """The hash of the file's bytes, now stored as a blob; None when there is no file (a
+        folder in its place: a command's ``mkdir``, or a rewind putting the folder back)."""
+        found = await workspace.stat(path)
+        if found is None or found.is_dir:
             return None
         data = await workspace.read_bytes(path)
         return await anyio.to_thread.run_sync(self._put_blob, data)
@@ -354,10 +356,15 @@ class Snapshots:
         outcomes only, nothing touched. One outcome per file, sorted by path.
         """
         plan = await self._db.run(self._changes_since, session_id, list(since))
+        # Folders the turns' files are removed from: one standing where a file goes back was
+        # made by those turns, and is no conflict (it is removed first, below).
+        emptied_by_plan = {parent for path, target, _ in plan if target is None for parent in Path(path).parents}
         outcomes: dict[str, FileOutcome] = {}
         moves: list[tuple[str, str | None]] = []
         for path, target, expect in plan:
             current = await self._current_hash(workspace, root / path)
+            if current == _DIRECTORY and expect is None and Path(path) in emptied_by_plan:
+                current = None
             done = FileOutcome(path, "deleted" if target is None else "restored")
             if current != target and current != expect and not overwrite(path):
                 done = FileOutcome(path, "conflict", "changed since; left as it is")
@@ -368,13 +375,21 @@ class Snapshots:
             return list(outcomes.values())
         where = {"session_id": session_id, "turn_id": turn_id, "root": root, "paths": [root / p for p, _ in moves]}
         await self.before_change(workspace, **where)
+        emptied: set[Path] = set()  # folders this rewind removed files from
         try:
-            for path, target in moves:
+            # Removals first, the deepest first, as undo does (_move_all): a file goes back where
+            # a folder of the turns' stood once that folder is empty.
+            for path, target in sorted(moves, key=lambda move: _removal_order(move[0], move[1] is None)):
+                full = root / path
                 try:
                     if target is None:
-                        await workspace.delete(root / path)
+                        await workspace.delete(full)
+                        emptied |= set(full.parents)
                     else:
-                        await workspace.write_bytes(root / path, await anyio.to_thread.run_sync(self._blob_path(target).read_bytes))
+                        if full in emptied:
+                            with contextlib.suppress(OSError):  # still holding something: fails below
+                                await anyio.to_thread.run_sync(full.rmdir)
+                        await workspace.write_bytes(full, await anyio.to_thread.run_sync(self._blob_path(target).read_bytes))
                 except OSError as exc:
                     outcomes[path] = FileOutcome(path, "conflict", f"could not be changed: {exc.strerror or exc}")
         finally:
@@ -505,7 +520,7 @@ class Snapshots:
         """The hash of the file's bytes; None when absent; a non-hash for a directory."""
         st = await workspace.stat(path)
         if st is None or st.is_dir:
-            return None if st is None else "<directory>"
+            return None if st is None else _DIRECTORY
         data = await workspace.read_bytes(path)
         return await anyio.to_thread.run_sync(_sha256, data)
 
@@ -627,9 +642,17 @@ def _relative_paths(root: Path, paths: Iterable[Path]) -> list[str]:
     return list(dict.fromkeys(relative(root, root / path) for path in paths))
 
 
+_DIRECTORY = "<directory>"  # _current_hash of a folder: never a file's hash
+
+
 def _removals_first(changes: list[_Change], target: Callable[[_Change], str | None]) -> list[_Change]:
     """``changes`` with those whose ``target`` state is absent first, the deepest paths first."""
-    return sorted(changes, key=lambda c: (target(c) is not None, -c.path.count("/") if target(c) is None else 0))
+    return sorted(changes, key=lambda c: _removal_order(c.path, target(c) is None))
+
+
+def _removal_order(path: str, removal: bool) -> tuple[bool, int]:
+    """Sort key: removals first, the deepest first; the rest as they were (a stable sort)."""
+    return (not removal, -path.count("/") if removal else 0)
 
 
 def _sha256(data: bytes) -> str:

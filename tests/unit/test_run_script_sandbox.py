@@ -349,6 +349,20 @@ async def test_undo_of_a_bash_that_put_a_folder_for_a_file_and_a_file_for_a_fold
     assert (scene.root / "notes.txt" / "f").is_file() and (scene.root / "pkg").read_text() == "file\n"
 
 
+async def test_rewind_of_a_bash_that_put_a_folder_for_a_file_and_a_file_for_a_folder(scene):
+    before = contents(scene.root)
+    command = "rm notes.txt && mkdir notes.txt && echo x > notes.txt/f && rm -r pkg && echo file > pkg"
+    scene.provider.enqueue(calls(("bash", {"command": command})), answer("done"))
+    turn = await scene.turn("do it", Watching(scene.root))
+    await turn.run()
+    assert (scene.root / "notes.txt" / "f").is_file() and (scene.root / "pkg").is_file()
+    outcomes = await scene.agent.snapshots.rewind(
+        scene.agent.workspace, session_id=scene.session_id, since=[turn.turn_id], root=scene.root, turn_id="rwd_1",
+    )
+    assert [o for o in outcomes if o.action == "conflict"] == []
+    assert contents(scene.root) == before and (scene.root / "notes.txt").is_file()
+
+
 async def test_a_name_that_is_not_utf8_is_said_to_be_left_out_and_the_rest_is_kept(scene):
     bad = os.fsdecode(b"bad\xffname.txt")
     (scene.root / bad).write_text("project's\n")
