@@ -93,9 +93,14 @@ def timed(fn) -> tuple[float, object]:
     return time.perf_counter() - start, value
 
 
+def rg_json(pattern: str) -> list[str]:
+    """The reference: `rg --json` with the tool's search flags (ignore rules, pattern, path)."""
+    return ripgrep_args("rg", ["--json"], pattern, [], ["."])
+
+
 def rg_matches(root: Path, pattern: str) -> tuple[int, int]:
     """rg's own count of matching lines and files (secret files included: the tool skips them)."""
-    done = subprocess.run(ripgrep_args("rg", ".", pattern, []), cwd=root, capture_output=True, check=False)
+    done = subprocess.run(rg_json(pattern), cwd=root, capture_output=True, check=False)
     stats = json.loads(done.stdout.rstrip(b"\n").rsplit(b"\n", 1)[-1])["data"]["stats"]
     return stats["matched_lines"], stats["searches_with_match"]
 
@@ -134,7 +139,7 @@ def main() -> None:
             compare(
                 f"grep {pattern!r}",
                 lambda: asyncio.run(tool_run(GrepTool(), root, pattern=pattern)),
-                lambda: subprocess.run(ripgrep_args("rg", ".", pattern, []), cwd=root, capture_output=True),
+                lambda: subprocess.run(rg_json(pattern), cwd=root, capture_output=True),
                 args.runs,
             )
         compare(

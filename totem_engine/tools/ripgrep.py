@@ -12,7 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -49,6 +49,17 @@ def ripgrep_for(root: Path, start: Path) -> str | None:
 async def run_ripgrep(args: list[str], root: Path, on_line: Callable[[bytes], None]) -> tuple[int, str]:
     """Run rg with ``args`` in ``root``, each line of its output to ``on_line`` (without the
     newline); its exit code and what it wrote to stderr."""
+    return await _run(args, root, lambda stdout: _feed_lines(stdout, on_line))
+
+
+async def read_ripgrep(args: list[str], root: Path) -> tuple[int, bytes, str]:
+    """Run rg with ``args`` in ``root``: its exit code, its whole output, what it wrote to stderr."""
+    output = bytearray()
+    code, errors = await _run(args, root, lambda stdout: _drain(stdout, output))
+    return code, bytes(output), errors
+
+
+async def _run(args: list[str], root: Path, read: Callable[[ByteReceiveStream], Awaitable[None]]) -> tuple[int, str]:
     # Shielded: a cancel landing mid-spawn would leave a started group nobody kills.
     with anyio.CancelScope(shield=True):
         process = await anyio.open_process(args, cwd=root, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -58,7 +69,7 @@ async def run_ripgrep(args: list[str], root: Path, on_line: Callable[[bytes], No
             errors = bytearray()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_drain, process.stderr, errors)
-                await _feed_lines(process.stdout, on_line)
+                await read(process.stdout)
             code = await process.wait()
         except BaseException:
             with contextlib.suppress(ProcessLookupError):
