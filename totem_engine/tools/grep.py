@@ -2,10 +2,9 @@
 
 Two engines give the same answer: ripgrep (``rg --count``, then ``rg --json`` on the few files
 whose lines are shown) when it is on PATH and can honour the same ignore rules, a Python search
-over ``walk_files`` otherwise. Patterns are held to the
-subset both regex dialects read alike, so a pattern never means one thing in one engine and
-another thing in the other. Files that ``read`` would ask about (keys, passwords) are never
-searched, hidden ones neither.
+over ``walk_files`` otherwise. Patterns are held to the subset both regex dialects read alike,
+so a pattern never means one thing in one engine and another thing in the other. Files that
+``read`` would ask about (keys, passwords) are never searched, hidden ones neither.
 """
 
 from __future__ import annotations
@@ -374,8 +373,8 @@ def _holding_the_first(counts: dict[str, int]) -> list[str]:
 class _LinesReader:
     """rg's ``--json`` lines of the files ``_holding_the_first`` chose, into ``Matches``.
 
-    A file gives at most the lines the count found in it: the file may have changed since, and
-    rg searches a file named on its command line even past a NUL byte, where the walk stopped.
+    A file gives at most the lines the count found in it: it may have changed since (grown, or
+    become binary: rg searches a file named on its command line past a NUL byte).
     """
 
     _MATCH = b'{"type":"match"'
