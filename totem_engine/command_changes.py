@@ -36,7 +36,7 @@ from typing import Literal
 import anyio
 
 from totem_engine.file_changes import FileChange
-from totem_engine.sandbox.bwrap import find_bwrap, probe
+from totem_engine.sandbox.bwrap import find_bwrap, probe, script_argv
 from totem_engine.sandbox.overlay import take_in
 from totem_engine.sandbox.session import SandboxSession
 from totem_engine.worktree_capture import GitCapture, GitError, TreeChange
@@ -244,6 +244,16 @@ class CommandChanges:
         its own (codemode/overlaid.py); None when the session's commands run outside one, or a job
         or a terminal of it is running (an overlay would not show what they write)."""
         return None if self.busy(session_id) else await self._box(session_id)
+
+    async def script_profile(self, session_id: str) -> Callable[[list[str], Path], list[str]] | None:
+        """How a code-mode script's own process is launched (its argv, its scratch folder) when
+        the session's commands run in the sandbox: bubblewrap's stricter profile (bwrap.py
+        ``script_argv``); None when they do not. SandboxRequired as ``sandboxed``."""
+        if not await self.sandboxed(session_id):
+            return None
+        bwrap = find_bwrap()
+        assert bwrap is not None  # the probe found it
+        return lambda argv, scratch: script_argv(bwrap, argv, scratch=scratch, project=self.root, hidden=self.sandbox.hidden)
 
     async def _captured(self, command: str, may_change: bool) -> Boxed:
         capture = await self._git()

@@ -1057,7 +1057,8 @@ NOTIFIED_LEVELS = ("_G.notified = {} vim.notify = function(msg, level)"
 @pytest.mark.parametrize("config_extra", ['[models."sim/test-model"]\nvision = true\n'])
 def test_attach_an_image_to_the_next_message_and_refuse_a_text_file(neovim, project, model, tmp_path):
     """:TotemAttach shows the image pending in the chat; the next message carries it to the model
-    (an image_url part) and the pending list is gone; a .txt file is refused with a warning."""
+    (an image_url part) and the pending list is gone; a .txt file, a missing file and one over
+    5 MB are refused with a warning."""
     nv = neovim
     shot = tmp_path / "shot.png"
     shot.write_bytes(png(64, 48, noise=True))
@@ -1068,7 +1069,18 @@ def test_attach_an_image_to_the_next_message_and_refuse_a_text_file(neovim, proj
 
     nv.command(f"TotemAttach {notes}")
     warned = nv.lua("return _G.notified")
-    assert warned == [[f"Totem: not an image (png, jpg, jpeg, gif or webp): {notes}", nv.lua("return vim.log.levels.WARN")]], warned
+    warn = nv.lua("return vim.log.levels.WARN")
+    assert warned == [[f"Totem: not an image (png, jpg, jpeg, gif or webp): {notes}", warn]], warned
+    # A file that is not there, and one over the server's 5 MB, are refused the same way.
+    big = tmp_path / "big.png"
+    with big.open("wb") as handle:
+        handle.truncate(5 * 1024 * 1024 + 1)
+    nv.command(f"TotemAttach {tmp_path / 'gone.png'}")
+    nv.command(f"TotemAttach {big}")
+    assert nv.lua("return _G.notified")[1:] == [
+        [f"Totem: no such file: {tmp_path / 'gone.png'}", warn],
+        [f"Totem: {big} is 5.0 MB, over the 5 MB an image may have", warn],
+    ]
     assert nv.lua(PENDING) == []
 
     nv.command(f"TotemAttach {shot}")
@@ -1090,3 +1102,11 @@ def test_attach_an_image_to_the_next_message_and_refuse_a_text_file(neovim, proj
     assert image_urls(request) == ["data:image/png;base64," + b64(shot.read_bytes())], request["messages"][-1]
     assert nv.lua(PENDING) == []
     assert nv.lua("return #require('totem.chat').state.attachments") == 0
+
+    # A message the server refuses (the file is no image any more: -32602, no turn) keeps its image.
+    nv.command(f"TotemAttach {shot}")
+    shot.write_text("no longer a picture\n")
+    asked = len(model.requests)
+    nv.lua("require('totem.chat').send('And now?')")
+    wait_idle(nv, "the refusal", "attachments[0]")
+    assert nv.lua(PENDING) == [label] and len(model.requests) == asked

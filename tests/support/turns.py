@@ -21,7 +21,6 @@ from totem_engine.config import Config
 from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.jobs import Jobs
 from totem_engine.mcp.servers import McpServers
-from totem_engine.terminals import Terminals
 from totem_engine.providers.base import (
     ChatRequest,
     FinishChunk,
@@ -35,6 +34,7 @@ from totem_engine.providers.base import (
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.snapshots import Snapshots
 from totem_engine.store import Store
+from totem_engine.terminals import Terminals
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.tools.workspace import DiskWorkspace
 from totem_engine.turn.loop import Agent, Turn, TurnOptions, TurnResult

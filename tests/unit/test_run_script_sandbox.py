@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.turns import RecordingFrontEnd, Scene, answer, calls
+from tests.unit.test_run_script import DOORS
 from totem_engine import events as ev
 from totem_engine.frontend import PermissionReply, PermissionRequest
 
@@ -109,7 +110,7 @@ async def test_a_script_that_raises_after_a_command_leaves_the_project_byte_for_
 
 
 async def test_a_command_deleting_files_and_folders_is_read_back_as_deletes(scene):
-    end, front = await run(scene, """
+    end, _ = await run(scene, """
         import totem
         totem.write("fresh.txt", "made by the script\\n")
         totem.write("pkg/c.py", "C = 3\\n")
@@ -170,3 +171,46 @@ async def test_a_refused_command_runs_nothing_and_the_change_set_is_still_asked(
     # set, asked at the end, was refused too.
     assert [a.permission for a in front.asked] == ["bash", "edit"] and end.status == "denied"
     assert front.seen == [before, before] and contents(scene.root) == before
+
+
+@pytest.mark.parametrize("sandbox", [True, False])
+async def test_the_script_itself_runs_in_the_stricter_profile_where_there_is_a_sandbox(tmp_path, sandbox):
+    scene = Scene(tmp_path, sandbox=sandbox)
+    (scene.root / "calc.py").write_text("x = 1\n")
+    # Outside the project's folder under /tmp: a fresh /tmp hides it (os.stat raises no audit event).
+    marker = Path(f"/tmp/totem-marker-{os.getpid()}-{tmp_path.name}")
+    marker.write_text("x")
+    try:
+        end, _ = await run(scene, f"""
+            import os, sys
+            print(os.path.exists({str(marker)!r}), os.path.exists({str(scene.root / "calc.py")!r}))
+        """)
+    finally:
+        marker.unlink()
+        await scene.close()
+    assert end.output.splitlines()[0] == f"{not sandbox} True", end.output
+
+
+@pytest.mark.parametrize(("escape", "refused"), DOORS)
+async def test_in_the_sandbox_too_the_api_is_the_only_door(scene, escape, refused):
+    before = contents(scene.root)
+    end, _ = await run(scene, escape.format(root=scene.root))
+    assert end.status == "error" and refused in end.output, end.output
+    assert contents(scene.root) == before
+
+
+async def test_what_the_audit_hook_misses_the_sandbox_stops(scene):
+    # _posixsubprocess.fork_exec starts a process without an audit event (CPython 3.11's
+    # signature); in the sandbox the project is read-only to it, and /tmp is the script's own.
+    made = scene.root / "made.txt"
+    end, _ = await run(scene, f"""
+        import _posixsubprocess, os
+        command = b"echo x > {made} ; echo y > /tmp/totem-fork-escape"
+        pid = _posixsubprocess.fork_exec(
+            [b"/bin/sh", b"-c", command], [b"/bin/sh"], True, (), None, None,
+            -1, -1, -1, -1, -1, -1, *os.pipe(), True, False, -1, None, None, None, -1, None, False,
+        )
+        print("exit", os.waitpid(pid, 0)[1])
+    """)
+    assert end.status == "ok" and f"{made}: Read-only file system" in end.output, end.output
+    assert not made.exists() and not Path("/tmp/totem-fork-escape").exists()

@@ -10,7 +10,8 @@ fails afterwards leaves the project as it was.
 
 Each command gets a fresh overlay seeded from the stage, which is the one record of the script's
 changes; what a stage does not hold (a folder left empty, a mode changed, a symbolic link, what
-lands in ``.git``) does not reach the next command, and the result says so.
+lands in ``.git`` or is ignored) does not reach the next command, nor the project; the result
+names what was left out, but for the empty folders and the modes.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ __all__ = ["StageScope"]
 class StageScope(CommandScope):
     """One command of a script in ``box``, the project ``root`` overlaid with ``stage``; ``open``
     before it runs. ``left_out``: after ``close``, what the command made that the stage did not
-    take (a symbolic link, a file over ``max_file_bytes``, ``.git``)."""
+    take (a symbolic link, a file over ``max_file_bytes``, ``.git``, what the project ignores)."""
 
     def __init__(self, box: SandboxSession, stage: StagedWorkspace, root: Path, *, max_file_bytes: int):
         self.box = box
@@ -46,14 +47,20 @@ class StageScope(CommandScope):
         self._closed = False
 
     async def open(self) -> None:
-        """The stage put into the overlay's upper folder."""
+        """The stage put into the overlay's upper folder; the overlay dropped if it cannot be."""
         for change in self.stage.changes():
             rel = relative(self.root, change.path)
             if change.after is None:
                 self.deletes.append(rel)
             else:
                 self.seeded[rel] = change.after
-        await anyio.to_thread.run_sync(seed, self.upper, self.root, self.seeded)
+        try:
+            await anyio.to_thread.run_sync(seed, self.upper, self.root, self.seeded)
+        except BaseException:
+            self._closed = True
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.box.drop_overlay, self.upper)
+            raise
 
     def argv(self, argv: list[str]) -> list[str]:
         if self.deletes:

@@ -6,7 +6,10 @@ no PYTHONPATH, no user folder on its path; unbuffered, so its prints and its tra
 in order), in a process group of its own. Its requests (one JSON object a line on its stdout)
 are answered by ``serve`` in this process; what it prints (its stderr, where host.py sends its
 stdout) is kept head and tail up to ``limit`` characters. Past ``timeout`` seconds, or when the
-turn is aborted, the group is killed. The scratch folder is deleted afterwards.
+turn is aborted, the group is killed. The scratch folder is deleted afterwards. Where the
+session's commands run in the sandbox, the process runs in bubblewrap's stricter profile too
+(sandbox/bwrap.py ``script_argv``: everything read-only but the scratch folder, no network),
+beneath host.py's audit hook.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ HOST = Path(__file__).with_name("host.py")
 MAX_LINE = 50_000_000  # bytes of one API request: a write of a large file fits
 
 Api = Callable[[str, dict[str, Any]], Awaitable[Any]]
+Wrap = Callable[[list[str], Path], list[str]]
 
 
 class ApiError(Exception):
@@ -44,15 +48,19 @@ class ScriptRun:
     calls: int  # API requests served
 
 
-async def run_script(script: str, api: Api, *, timeout: float, limit: int, project: Path | None = None) -> ScriptRun:
+async def run_script(
+    script: str, api: Api, *, timeout: float, limit: int, project: Path | None = None, wrap: Wrap | None = None,
+) -> ScriptRun:
     """Run ``script`` to its end or ``timeout`` seconds, answering its API requests with ``api``.
-    ``project``: importable and readable by the script (``agent_mode``); None: neither."""
+    ``project``: importable and readable by the script (``agent_mode``); None: neither. ``wrap``:
+    how its process is launched (its argv, the scratch folder): the sandbox's script profile."""
     with tempfile.TemporaryDirectory(prefix="totem-script-") as scratch:
         Path(scratch, "script.py").write_text(script, encoding="utf-8")
         env = {"PATH": os.environ.get("PATH", ""), "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
         with anyio.CancelScope(shield=True):  # a cancel mid-spawn would leave a group nobody kills
+            argv = [sys.executable, "-I", "-S", "-u", str(HOST), scratch, str(project or "")]
             process = await anyio.open_process(
-                [sys.executable, "-I", "-S", "-u", str(HOST), scratch, str(project or "")], cwd=scratch, env=env,
+                wrap(argv, Path(scratch)) if wrap else argv, cwd=scratch, env=env,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
             )
         printed = HeadTail(limit)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import anyio
 
-__all__ = ["Mounts", "find_bwrap", "make_removable", "probe", "sandbox_argv"]
+__all__ = ["Mounts", "find_bwrap", "make_removable", "probe", "sandbox_argv", "script_argv"]
 
 _probed: dict[str, str | None] = {}
 
@@ -115,13 +115,7 @@ def sandbox_argv(bwrap: Path, mounts: Mounts, argv: list[str], *, share_net: boo
     # and the tools a command runs (a folder on PATH, this Python's installation: a CI checkout
     # with its venv under /tmp). The topmost folder of each there is shown again, read-only,
     # before the project is mounted on it.
-    for path in (mounts.root, *mounts.writable, *_toolchain()):
-        top = _top_under(Path("/tmp"), path)
-        if top is not None and str(top) not in args and top.exists():
-            args += ["--ro-bind", str(top), str(top)]
-    for path in mounts.hidden:
-        if path.is_dir() and not _inside(mounts.root, path) and not _inside(path, mounts.root):
-            args += ["--tmpfs", str(path)]
+    args += _shown_again((mounts.root, *mounts.writable)) + _hidden(mounts.hidden, mounts.root)
     for path in mounts.writable:
         if path.is_dir():
             args += ["--bind", str(path), str(path)]
@@ -131,6 +125,40 @@ def sandbox_argv(bwrap: Path, mounts: Mounts, argv: list[str], *, share_net: boo
         upper, work = mounts.overlay
         args += ["--overlay-src", str(mounts.root), "--overlay", str(upper), str(work), str(mounts.root)]
     return [*args, "--setenv", "TMPDIR", "/tmp", "--chdir", str(mounts.root), "--", *argv]
+
+
+def script_argv(bwrap: Path, argv: list[str], *, scratch: Path, project: Path, hidden: tuple[Path, ...]) -> list[str]:
+    """The stricter profile of a code-mode script's own process (codemode/runner.py): the whole
+    file system read-only, the project too (the script changes it only through the API, served
+    from Totem's process over its pipes), a fresh ``/tmp`` and only its ``scratch`` folder
+    writable, Totem's ``hidden`` folders hidden, and a network namespace of its own with nothing
+    in it."""
+    args = [str(bwrap), "--unshare-user", "--unshare-net", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev",
+            "--proc", "/proc", "--tmpfs", "/tmp"]
+    args += _shown_again((project,)) + _hidden(hidden, project)
+    return [*args, "--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--", *argv]
+
+
+def _shown_again(paths: tuple[Path, ...]) -> list[str]:
+    """What lives under /tmp would vanish under a private /tmp: ``paths`` and the tools a command
+    runs (a folder on PATH, this Python's installation: a CI checkout with its venv under /tmp).
+    The topmost folder of each there, shown again read-only."""
+    args: list[str] = []
+    for path in (*paths, *_toolchain()):
+        top = _top_under(Path("/tmp"), path)
+        if top is not None and str(top) not in args and top.exists():
+            args += ["--ro-bind", str(top), str(top)]
+    return args
+
+
+def _hidden(hidden: tuple[Path, ...], root: Path) -> list[str]:
+    """Each of Totem's own folders (keys, sessions) replaced by an empty one, unless the project
+    holds it or it holds the project."""
+    args: list[str] = []
+    for path in hidden:
+        if path.is_dir() and not _inside(root, path) and not _inside(path, root):
+            args += ["--tmpfs", str(path)]
+    return args
 
 
 def _toolchain() -> list[Path]:

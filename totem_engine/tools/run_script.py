@@ -19,6 +19,7 @@ from pydantic import Field
 from totem_engine.codemode.api import ScriptApi
 from totem_engine.codemode.changes import change_set
 from totem_engine.codemode.runner import run_script
+from totem_engine.command_changes import SandboxRequired
 from totem_engine.tools.base import (
     Action,
     Bounded,
@@ -55,8 +56,13 @@ class RunScriptTool(Tool):
     async def prepare(self, args: RunScriptInput, ctx: ToolContext) -> Action:
         api = ScriptApi(ctx)
         timeout = args.timeout or DEFAULT_TIMEOUT
+        try:
+            wrap = await ctx.commands.script_profile(ctx.session_id) if ctx.commands else None
+        except SandboxRequired as exc:
+            raise ToolError(str(exc)) from None
         run = await run_script(
-            args.script, api, timeout=timeout, limit=min(ctx.output_budget, MAX_OUTPUT), project=ctx.root if ctx.agent_mode else None
+            args.script, api, timeout=timeout, limit=min(ctx.output_budget, MAX_OUTPUT),
+            project=ctx.root if ctx.agent_mode else None, wrap=wrap,
         )
         printed = run.output.rstrip("\n")
         if run.exit_code is None:

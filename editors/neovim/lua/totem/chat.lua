@@ -1170,6 +1170,11 @@ function M.send(text, context, bufnr)
         open_block(buf, 'note', true)
         append_lines(buf, { '**Error:** ' .. one_line(err.message or vim.inspect(err)) })
       end)
+      -- Invalid params: no turn started, so the images wait for the next message again.
+      if err.code == -32602 and #images > 0 and #state.attachments == 0 then
+        state.attachments = images
+        draw_attachments(M.buf())
+      end
     end
   end)
 end
