@@ -1,19 +1,25 @@
 """What keeping a command's changes for undo costs, on 10 and on 100,000 small files.
 
-For each tree size the script builds a git repository of that many small files (100 a folder,
-committed), then measures, alternating, `--runs` times after one warm-up:
+For each tree size the script builds two identical git repositories of that many small files
+(100 a folder, committed), then measures, alternating, `--runs` times after one warm-up:
 
-- `git status`: plain `git status --porcelain` on the tree, the figure the capture stands against;
+- `git status`: plain `git status --porcelain` on each tree, the figure the capture stands against;
 - capture: what Totem adds around a command that changes one file without the sandbox
   (command_changes.py: the tree captured before, the file changed, captured again and compared,
-  the changed file's bytes read), the change itself not timed;
+  the changed file's bytes read), the change itself not timed: on the first tree with the watch
+  of the project's folders (tree_watch.py, what runs on Linux), on the second without it (every
+  capture a full pass: what runs where the watch cannot); and on the first tree again with another
+  file edited just before (untimed, as the agent's edit tool or the user would), so the watch
+  names that file to the before-capture instead of proving nothing changed;
 - and, where the sandbox works, a `bash -c 'echo … >> file'` run plain and run as a sandboxed
   `bash` is (the session's namespace joined, bwrap with the project overlaid, the overlay taken
   into the project): the overhead is the difference of their medians.
 
 It prints the medians (wall time, and CPU time: user + system of the git processes, steadier on a
-shared machine: their mean), the ratios capture/git status and the overlay's overhead for each size.
-Nothing is asserted but that each found the one changed file.
+shared machine: their mean), the ratios capture/git status (each against its own tree's), the
+warm-up's first capture (the private index seeded, the watch set up: once a session, wall time)
+and the overlay's overhead for each size. Nothing is asserted but that each found the one changed
+file.
 
     .venv/bin/python bench/command_snapshots.py [--sizes 10,100000] [--runs R]
 """
@@ -59,9 +65,11 @@ def git_status(root: Path) -> tuple[float, float]:
     return time.perf_counter() - start, children_cpu() - cpu
 
 
-async def capture(changes: CommandChanges, target: Path, n: int) -> tuple[float, float]:
+async def capture(changes: CommandChanges, target: Path, n: int, edited: Path | None = None) -> tuple[float, float]:
     """Wall and CPU seconds (its git processes) of the capture around one change of ``target``;
-    the change itself untimed."""
+    the change itself untimed, and so the edit of ``edited`` before it."""
+    if edited is not None:
+        edited.write_text(f"edit {n}\n")
     start, cpu = time.perf_counter(), children_cpu()
     scope = await changes.scope("bench", command="echo >> f", may_change=True)
     middle = time.perf_counter()
@@ -107,22 +115,41 @@ async def overlay_overhead(root: Path, runs: int) -> float | None:
     return statistics.median(inside) - statistics.median(outside)
 
 
-async def measure(files: int, runs: int) -> tuple[tuple[float, float], tuple[float, float], float | None]:
-    with tempfile.TemporaryDirectory(prefix="totem-bench-", ignore_cleanup_errors=True) as folder:
-        root = Path(folder)
-        build(root, files)
-        changes = CommandChanges(root, max_file_bytes=10 * 1024 * 1024)
-        target = root / "d0000" / "f00.txt"
-        git_status(root)
-        await capture(changes, target, 0)  # warm-up: the private index seeded, caches filled
-        status, captured = [], []
+def summary(samples: list[tuple[float, float]]) -> tuple[float, float]:
+    """Wall: the median; CPU: the mean (getrusage counts in clock ticks on some kernels)."""
+    return statistics.median(s[0] for s in samples), statistics.mean(s[1] for s in samples)
+
+
+Summaries = dict[bool, tuple[tuple[float, float], tuple[float, float], float]]
+
+
+async def measure(files: int, runs: int) -> tuple[Summaries, tuple[float, float], float | None]:
+    """For the tree with the watch (True) and the one without (False): the summaries of ``git
+    status`` and of the capture, and the first capture's wall time; the summary of the capture
+    after an edit (the watched tree); and the overlay's overhead."""
+    with (tempfile.TemporaryDirectory(prefix="totem-bench-", ignore_cleanup_errors=True) as watched,
+          tempfile.TemporaryDirectory(prefix="totem-bench-", ignore_cleanup_errors=True) as unwatched):
+        roots = {True: Path(watched), False: Path(unwatched)}
+        changes, first = {}, {}
+        for watch, root in roots.items():
+            build(root, files)
+            changes[watch] = CommandChanges(root, max_file_bytes=10 * 1024 * 1024, watch=watch)
+            git_status(root)
+            # Warm-up: the private index seeded (and the watch set up), caches filled.
+            first[watch] = (await capture(changes[watch], root / "d0000" / "f00.txt", 0))[0]
+        status: dict[bool, list] = {True: [], False: []}
+        captured: dict[bool, list] = {True: [], False: []}
+        after_edit = []
         for n in range(1, runs + 1):
-            status.append(git_status(root))
-            captured.append(await capture(changes, target, n))
-        await changes.aclose()
-        # Wall: the median; CPU: the mean (getrusage counts in clock ticks on some kernels).
-        medians = [(statistics.median(r[0] for r in rs), statistics.mean(r[1] for r in rs)) for rs in (status, captured)]
-        return medians[0], medians[1], await overlay_overhead(root, runs)
+            for watch, root in roots.items():
+                status[watch].append(git_status(root))
+                captured[watch].append(await capture(changes[watch], root / "d0000" / "f00.txt", n))
+            edited = roots[True] / f"d{(files - 1) // 100:04}" / "f01.txt"
+            after_edit.append(await capture(changes[True], roots[True] / "d0000" / "f00.txt", -n, edited))
+        for each in changes.values():
+            await each.aclose()
+        found = {watch: (summary(status[watch]), summary(captured[watch]), first[watch]) for watch in roots}
+        return found, summary(after_edit), await overlay_overhead(roots[True], runs)
 
 
 async def main() -> None:
@@ -131,12 +158,18 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     for files in (int(size) for size in args.sizes.split(",")):
-        status, captured, overlay = await measure(files, args.runs)
+        found, after_edit, overlay = await measure(files, args.runs)
+        for watch, (status, captured, first) in found.items():
+            print(f"{files:>7} files, {'watched:  ' if watch else 'unwatched:'} git status {status[0] * 1000:7.1f} ms"
+                  f" (CPU {status[1] * 1000:.0f})   capture {captured[0] * 1000:7.1f} ms (CPU {captured[1] * 1000:.0f})"
+                  f"   capture/git status {captured[0] / status[0]:.2f} (CPU {captured[1] / max(status[1], 1e-9):.2f})"
+                  f"   first capture {first * 1000:.0f} ms")
+        status = found[True][0]
+        print(f"{files:>7} files, watched, a file edited before: capture {after_edit[0] * 1000:7.1f} ms"
+              f" (CPU {after_edit[1] * 1000:.0f})   capture/git status {after_edit[0] / status[0]:.2f}"
+              f" (CPU {after_edit[1] / max(status[1], 1e-9):.2f})")
         shown = "no sandbox here" if overlay is None else f"{overlay * 1000:.1f} ms"
-        print(f"{files:>7} files: git status {status[0] * 1000:7.1f} ms (CPU {status[1] * 1000:.0f})"
-              f"   capture {captured[0] * 1000:7.1f} ms (CPU {captured[1] * 1000:.0f})"
-              f"   capture/git status {captured[0] / status[0]:.2f} (CPU {captured[1] / max(status[1], 1e-9):.2f})"
-              f"   overlay overhead {shown}")
+        print(f"{files:>7} files: overlay overhead {shown}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ and says which files changed. ``bash`` takes its changes in when the command end
 terminal when it is read, waited for or stopped.
 
 Without the sandbox a command writes the project directly, so the scope captures the working
-tree before (``GitScope``, worktree_capture.py) and compares after; outside a git repository
+tree before (``GitScope``, worktree_capture.py: on Linux a watch of the project's folders
+spares the before-pass when nothing changed since the last capture) and compares after; outside a git repository
 nothing is kept and the change set says so (``UntrackedScope``: what the command changed is
 "not restorable"). A file larger than ``max_file_bytes``, a symbolic link or a submodule is
 recorded as not restorable too, by name.
@@ -26,7 +27,6 @@ of the project (``script_box``, codemode/overlaid.py).
 
 from __future__ import annotations
 
-import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +35,7 @@ from typing import Literal
 
 import anyio
 
+from totem_engine import scratch
 from totem_engine.file_changes import FileChange
 from totem_engine.sandbox.bwrap import find_bwrap, probe, script_argv
 from totem_engine.sandbox.overlay import take_in
@@ -182,12 +183,15 @@ async def file_changes(capture: GitCapture, found: list[TreeChange], max_file_by
 class CommandChanges:
     """The command scopes of one project (``root``): one git capture for all its sessions, made
     at the first command (None outside git), and each session's sandbox (``sandbox``), made at its
-    first command. ``max_file_bytes``: the largest file kept for undo."""
+    first command. ``max_file_bytes``: the largest file kept for undo. ``watch``: let the capture
+    watch the project's folders to spare the passes it can prove useless (worktree_capture.py)."""
 
-    def __init__(self, root: Path, *, max_file_bytes: int, sandbox: SandboxSettings = SandboxSettings()):
+    def __init__(self, root: Path, *, max_file_bytes: int, sandbox: SandboxSettings = SandboxSettings(),
+                 watch: bool = True):
         self.root = root
         self.max_file_bytes = max_file_bytes
         self.sandbox = sandbox
+        self.watch = watch
         self._capture: GitCapture | None = None
         self._looked = False
         self._lock = anyio.Lock()
@@ -275,7 +279,8 @@ class CommandChanges:
             if box is None:
                 bwrap = find_bwrap()
                 assert bwrap is not None  # the probe found it
-                box = SandboxSession(bwrap, self.root, network=self.sandbox.network, hidden=self.sandbox.hidden,
+                box = SandboxSession(bwrap, self.root, await scratch.make("sandbox"), network=self.sandbox.network,
+                                     hidden=self.sandbox.hidden,
                                      writable=self.sandbox.writable)
                 await box.start()
                 self._boxes[session_id] = box
@@ -285,8 +290,8 @@ class CommandChanges:
         async with self._lock:
             if not self._looked:
                 self._looked = True
-                state = Path(tempfile.mkdtemp(prefix="totem-capture-"))
-                self._capture = await GitCapture.open(self.root, state)
+                state = await scratch.make("capture")
+                self._capture = await GitCapture.open(self.root, state, watch=self.watch)
                 if self._capture is None:
                     state.rmdir()
             return self._capture

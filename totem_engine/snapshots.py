@@ -295,11 +295,22 @@ class Snapshots:
         outcomes = [
             FileOutcome(path, "unrestorable", f"{reason}; left as it is") for path, reason in claimed.unrestorable.items()
         ]
-        for change in claimed.files:
+        # Removals first, the deepest first: a folder that took a file's place (a command's
+        # `mkdir`) is emptied, then removed, before the file goes back where it was; a file that
+        # took a folder's place is removed before the folder's files go back.
+        emptied: set[Path] = set()  # folders this undo removed files from
+        for change in _removals_first(claimed.files, lambda c: c.before if undo else c.after):
             if change.path in claimed.unrestorable:
                 continue
             expect, target = (change.after, change.before) if undo else (change.before, change.after)
-            outcomes.append(await self._move(workspace, root / change.path, change, expect=expect, target=target, conflict=conflict))
+            path = root / change.path
+            if target is not None and path in emptied:
+                with contextlib.suppress(OSError):  # still holding something: a conflict below
+                    await anyio.to_thread.run_sync(path.rmdir)
+            done = await self._move(workspace, path, change, expect=expect, target=target, conflict=conflict)
+            if target is None and done.action != "conflict":
+                emptied |= set(path.parents)
+            outcomes.append(done)
         return sorted(outcomes, key=lambda o: o.path)
 
     async def restore_turn(
@@ -614,6 +625,11 @@ def _changes_of(conn: sqlite3.Connection, seq: int) -> _TurnChanges:
 def _relative_paths(root: Path, paths: Iterable[Path]) -> list[str]:
     """Project-relative, "/"-separated, without duplicates, in the order given."""
     return list(dict.fromkeys(relative(root, root / path) for path in paths))
+
+
+def _removals_first(changes: list[_Change], target: Callable[[_Change], str | None]) -> list[_Change]:
+    """``changes`` with those whose ``target`` state is absent first, the deepest paths first."""
+    return sorted(changes, key=lambda c: (target(c) is not None, -c.path.count("/") if target(c) is None else 0))
 
 
 def _sha256(data: bytes) -> str:

@@ -10,6 +10,13 @@ diff-tree``, give every file the command created, changed or deleted, with both 
 blobs (``changes``). Each capture reads the files as they are then: a file the user changed
 between two commands is in the next command's before-state with the user's content.
 
+On Linux a watch of the project's folders (tree_watch.py, inotify) spares the before-capture's
+pass: when it proves that nothing in the project changed since the last capture's pass began,
+the before-state is that capture's tree; when it can name what changed since (an edit, a few
+files), ``status`` reads only those paths. The capture after a command always reads every file's
+dates, so what the command wrote through ``mmap`` (which raises no event) is still found. Where
+the watch cannot run or stops, every capture is a full pass, as without it.
+
 Nothing of the user's repository is touched: the capture runs with a git directory of its own
 (``GIT_DIR``: a private index, seeded from a copy of the user's for its stat data, and a private
 object store that borrows the user's objects as an alternate), so the user's index, refs, hooks
@@ -18,7 +25,8 @@ and object store stay as they were. It ignores the user's and the system's git c
 change bytes on the way in off (``info/attributes``: no end-of-line conversion, no clean filter
 such as git-lfs, no ident, no working-tree encoding), so a blob holds exactly the bytes the file
 held and no program of the repository's runs. ``.gitignore`` still applies: ignored files
-(``node_modules``, build output) are outside the capture.
+(``node_modules``, build output) are outside the capture; so do the repository's
+``info/exclude`` and the user's global ignore file, copied in at the first capture.
 """
 
 from __future__ import annotations
@@ -32,6 +40,8 @@ from pathlib import Path
 
 import anyio
 
+from totem_engine.tree_watch import TreeWatch
+
 __all__ = ["GitCapture", "TreeChange"]
 
 # Whatever a repository's .gitattributes says, a file goes in as its bytes.
@@ -39,11 +49,13 @@ _ATTRIBUTES = "* -text -filter -ident -working-tree-encoding\n"
 # A split index: a capture rewrites only the entries that changed, not the whole index (on
 # 100,000 files that is most of write-tree's time); old shared parts are removed at once. The
 # untracked cache: ``status`` reads again only the folders whose stat data changed (git checks
-# racily clean folders as it does files).
+# racily clean folders as it does files). No global excludes file: its patterns are copied into
+# info/exclude once (``_make_git_dir``).
 _OPTIONS = ("-c", "core.fsmonitor=false", "-c", "core.autocrlf=false", "-c", "core.safecrlf=false",
             "-c", "core.quotepath=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
             "-c", "core.splitIndex=true", "-c", "splitIndex.sharedIndexExpire=now",
             "-c", "core.untrackedCache=true", "-c", "status.relativePaths=false",
+            "-c", f"core.excludesFile={os.devnull}",
             "-c", "user.name=Totem", "-c", "user.email=totem@localhost")
 # What ``status`` lists: the work tree against the index, untracked folders as one entry each
 # (what the untracked cache serves), a submodule by its commit only (its own files are not ours).
@@ -77,7 +89,8 @@ class GitCapture:
     """Captures of the project ``root`` inside the git repository around it, kept in
     ``state_dir`` (created; Totem's own, removed by ``aclose``). Build one with ``open``."""
 
-    def __init__(self, root: Path, state_dir: Path, toplevel: Path, objects: Path, user_index: Path, prefix: str):
+    def __init__(self, root: Path, state_dir: Path, toplevel: Path, objects: Path, user_index: Path, prefix: str,
+                 *, watch: bool = True):
         self.root = root
         self.state_dir = state_dir
         self.git_dir = state_dir / "git"
@@ -85,12 +98,20 @@ class GitCapture:
         self.objects = objects
         self.user_index = user_index
         self.prefix = prefix  # the project's path inside the repository, "" or "sub/dir/"
+        self.passes = 0  # captures that read every file's dates (the others: a tree reused, or the paths the watch named)
         self._lock = anyio.Lock()  # one index: captures run one at a time
         self._tree: str | None = None  # the index's tree when the last capture wrote it
+        self._want_watch = watch
+        self._watch: TreeWatch | None = None
+        # The watch's count at the barrier before the pass that wrote ``_tree``: while a barrier
+        # returns the same, nothing in the project changed since that pass began.
+        self._clean: int | None = None
 
     @classmethod
-    async def open(cls, root: Path, state_dir: Path) -> GitCapture | None:
-        """The capture of ``root``, or None when git is missing or ``root`` is in no repository."""
+    async def open(cls, root: Path, state_dir: Path, *, watch: bool = True) -> GitCapture | None:
+        """The capture of ``root``, or None when git is missing or ``root`` is in no repository.
+        ``watch``: spare the before-captures' passes with a watch of the folders where it can run
+        (False: every capture reads every file's dates)."""
         git = shutil.which("git")
         if git is None:
             return None
@@ -101,18 +122,21 @@ class GitCapture:
         toplevel, common, git_dir, *rest = found.split("\n")
         prefix = rest[0] if rest else ""
         return cls(root, state_dir, Path(toplevel), (root / common).resolve() / "objects",
-                   (root / git_dir).resolve() / "index", prefix)
+                   (root / git_dir).resolve() / "index", prefix, watch=watch)
 
     async def tree(self) -> str:
-        """The project's files as they are now, as one tree id (their blobs stored)."""
+        """The project's files as they are now, as one tree id (their blobs stored): the last
+        capture's tree when the watch proves nothing changed since its pass began, that tree
+        with the paths it names read again when it can name them."""
         async with self._lock:
-            return await self._capture()
+            return await self._capture(reuse=True)
 
     async def changed_since(self, tree: str) -> tuple[list[TreeChange], str]:
         """What differs between ``tree`` and the project's files now, sorted by path, and the
-        tree of now (for the next comparison)."""
+        tree of now (for the next comparison). Always a full pass: what a command wrote through
+        ``mmap`` raised no event."""
         async with self._lock:
-            now = await self._capture()
+            now = await self._capture(reuse=False)
             if now == tree:
                 return [], now
             out = await self._run("diff-tree", "-r", "-z", "--no-renames", tree, now, "--", self.prefix or ".")
@@ -156,29 +180,75 @@ class GitCapture:
         return found
 
     async def aclose(self) -> None:
-        """Remove the private git directory (its index and objects)."""
+        """Stop the watch; remove the private git directory (its index and objects)."""
+        self._want_watch = False
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            await anyio.to_thread.run_sync(watch.close)
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.state_dir, ignore_errors=True))
 
     # -- plumbing -----------------------------------------------------------------------------
 
     def _make_git_dir(self) -> None:
-        """A minimal git directory: HEAD, objects (borrowing the user's), info/attributes and
-        info/exclude (the user's), and the index seeded from the user's (its stat cache)."""
+        """A minimal git directory: HEAD, objects (borrowing the user's), info/attributes, and
+        info/exclude: the repository's and the user's global ignore file (git's default one), as
+        they are now, so nothing outside the project changes what a later capture sees (the
+        watch sees only the project). The index seeded from the user's (its stat cache)."""
         for folder in ("objects/info", "objects/pack", "refs", "info"):
             (self.git_dir / folder).mkdir(parents=True, exist_ok=True)
         (self.git_dir / "HEAD").write_text("ref: refs/heads/capture\n")
         (self.git_dir / "objects/info/alternates").write_text(f"{self.objects}\n")
         (self.git_dir / "info/attributes").write_text(_ATTRIBUTES)
-        exclude = self.user_index.parent / "info" / "exclude"
-        with contextlib.suppress(OSError):
-            shutil.copyfile(exclude, self.git_dir / "info" / "exclude")
+        config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+        excludes = []
+        for source in (self.user_index.parent / "info" / "exclude", Path(config_home) / "git" / "ignore"):
+            with contextlib.suppress(OSError):
+                excludes.append(source.read_bytes().rstrip(b"\n") + b"\n")
+        (self.git_dir / "info" / "exclude").write_bytes(b"".join(excludes))
         with contextlib.suppress(OSError):
             shutil.copyfile(self.user_index, self.git_dir / "index")
 
-    async def _capture(self) -> str:
-        """The private index brought up to the files as they are, and its tree. The first
-        capture adds the whole project (git's stat cache, seeded from the user's index, spares
-        the files the user's index knows unchanged); later ones add only what ``status`` names."""
+    async def _capture(self, *, reuse: bool) -> str:
+        """The private index brought up to the files as they are, and its tree; with ``reuse``,
+        the last tree when the watch saw no change since its pass began, or only the paths it
+        saw change read again."""
+        count = await self._barrier()
+        paths = None
+        if reuse and count is not None and self._clean is not None and self._tree is not None and self._watch is not None:
+            if count == self._clean:
+                return self._tree
+            paths = await anyio.to_thread.run_sync(self._watch.paths_between, self._clean, count)
+        self._clean = None  # until this pass has written its tree
+        if paths is None:
+            self.passes += 1
+        tree = await self._pass(paths)
+        self._clean = count
+        return tree
+
+    async def _barrier(self) -> int | None:
+        """The watch's count of changes so far (started at the first capture); None without it."""
+        if self._tree is None and self._want_watch:
+            self._want_watch = False
+            self._watch = await anyio.to_thread.run_sync(self._start_watch)
+        if self._watch is None:
+            return None
+        count = await anyio.to_thread.run_sync(self._watch.barrier)
+        if count is None:
+            self._watch = None  # it stopped (and closed itself): full passes from now on
+        return count
+
+    def _start_watch(self) -> TreeWatch | None:
+        root = self.root.resolve()
+        top = self.toplevel.resolve()
+        ancestors = [folder for folder in root.parents if folder.is_relative_to(top)]
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        return TreeWatch.start(root, ancestors, self.state_dir / "barrier")
+
+    async def _pass(self, paths: list[str] | None = None) -> str:
+        """The private index brought up to the files: every file's dates read, or only those of
+        ``paths`` (from the project's root; a folder read whole). The first adds the whole
+        project (git's stat cache, seeded from the user's index, spares the files the user's
+        index knows unchanged); later ones add only what ``status`` names."""
         if self._tree is None:
             await anyio.to_thread.run_sync(self._make_git_dir)
             await self._add_all()
@@ -187,7 +257,8 @@ class GitCapture:
             head = (await self._run("commit-tree", "-m", "capture", self._tree)).strip()
             await anyio.to_thread.run_sync((self.git_dir / "HEAD").write_text, f"{head}\n")
             return self._tree
-        changed, walk = self._changed_paths(await self._run(*_STATUS))
+        named = () if paths is None else ("--", *(self.prefix + path for path in paths))
+        changed, walk = self._changed_paths(await self._run(*_STATUS, *named))
         if changed:
             paths = "".join(f"{path}\0" for path in changed)
             if walk:

@@ -122,6 +122,7 @@ DOORS = [
     ("import os; os.system('touch {root}/made')", "PermissionError: A script may not start a process"),
     ("import socket; socket.create_connection(('127.0.0.1', 9))", "PermissionError: A script may not use the network"),
     ("import ctypes", "PermissionError: A script may not load native code"),
+    ("import os; os.kill(1, 0)", "PermissionError: A script may not signal a process"),
     ("open('/tmp/totem-script-escape', 'w')", "PermissionError: A script may not write"),
     ("import pydantic", "ModuleNotFoundError: No module named 'pydantic'"),  # the standard library only
 ]

@@ -1,7 +1,9 @@
 """The git capture around commands without the sandbox (worktree_capture.py, command_changes.py),
 on real git repositories: its private index is kept between commands, so each capture must still
 read the files as they are then. A file the user changed between two commands is the next
-command's before-state with the user's content, even when its size and dates look unchanged."""
+command's before-state with the user's content, even when its size and dates look unchanged.
+Each test runs with the watch of the project's folders (tree_watch.py) and without it (where it
+cannot run): the same changes either way."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import anyio
+import pytest
 
 from totem_engine.command_changes import CommandChanges
 
@@ -24,12 +27,17 @@ def repo(root: Path, files: dict[str, str]) -> None:
         subprocess.run(["git", *args], cwd=root, env=GIT_ENV, check=True)
 
 
-def commands(root: Path, steps):
+@pytest.fixture(params=[True, False], ids=["watched", "unwatched"])
+def watch(request) -> bool:
+    return request.param
+
+
+def commands(root: Path, steps, watch: bool = True):
     """Run ``steps``: each a pair (what the user does first, what the command does), both
     callables, the command inside a scope of one CommandChanges; the changes of each command."""
 
     async def main():
-        changes = CommandChanges(root, max_file_bytes=10_000)
+        changes = CommandChanges(root, max_file_bytes=10_000, watch=watch)
         taken = []
         for user, command in steps:
             user()
@@ -46,7 +54,7 @@ def nothing() -> None:
     pass
 
 
-def test_created_changed_and_deleted_files_are_found_with_both_contents(tmp_path):
+def test_created_changed_and_deleted_files_are_found_with_both_contents(tmp_path, watch):
     repo(tmp_path, {"a.txt": "a\n", "d/b.txt": "b\n", "ignored/x": "x\n", ".gitignore": "ignored/\n"})
 
     def command():
@@ -56,12 +64,12 @@ def test_created_changed_and_deleted_files_are_found_with_both_contents(tmp_path
         (tmp_path / "new" / "deep" / "n.txt").write_text("n\n")
         (tmp_path / "ignored" / "y").write_text("y\n")
 
-    assert commands(tmp_path, [(nothing, command)]) == [[
+    assert commands(tmp_path, [(nothing, command)], watch) == [[
         ("a.txt", b"a\n", b"A\n"), ("d/b.txt", b"b\n", None), ("new/deep/n.txt", None, b"n\n"),
     ]]
 
 
-def test_a_user_edit_between_commands_is_the_next_before_state_even_with_its_dates_put_back(tmp_path):
+def test_a_user_edit_between_commands_is_the_next_before_state_even_with_its_dates_put_back(tmp_path, watch):
     repo(tmp_path, {"f.txt": "one\n", "g.txt": "g\n"})
     target = tmp_path / "f.txt"
 
@@ -87,7 +95,7 @@ def test_a_user_edit_between_commands_is_the_next_before_state_even_with_its_dat
         (user_writes_same_size_and_dates, agent_writes("six\n")),
         (nothing, nothing),
         (user_makes_files, command_removes_them),
-    ])
+    ], watch)
     assert taken == [
         [("f.txt", b"one\n", b"two\n")],
         [("f.txt", b"ONE\n", b"six\n")],  # the user's version, not the previous command's
@@ -96,7 +104,7 @@ def test_a_user_edit_between_commands_is_the_next_before_state_even_with_its_dat
     ]
 
 
-def test_a_project_inside_an_untracked_folder_of_the_repository(tmp_path):
+def test_a_project_inside_an_untracked_folder_of_the_repository(tmp_path, watch):
     repo(tmp_path, {"top.txt": "top\n"})
     project = tmp_path / "work" / "app"
     project.mkdir(parents=True)
@@ -111,13 +119,13 @@ def test_a_project_inside_an_untracked_folder_of_the_repository(tmp_path):
     def again():
         (project / "made.txt").unlink()
 
-    assert commands(project, [(nothing, command), (nothing, again)]) == [
+    assert commands(project, [(nothing, command), (nothing, again)], watch) == [
         [("made.txt", None, b"made\n"), ("old.txt", b"old\n", b"new\n")],
         [("made.txt", b"made\n", None)],
     ]
 
 
-def test_a_file_turned_into_an_empty_folder_or_a_link_after_a_plain_edit(tmp_path):
+def test_a_file_turned_into_an_empty_folder_or_a_link_after_a_plain_edit(tmp_path, watch):
     repo(tmp_path, {"f": "f\n", "g": "g\n", "h": "h\n"})
 
     def edit():
@@ -130,7 +138,7 @@ def test_a_file_turned_into_an_empty_folder_or_a_link_after_a_plain_edit(tmp_pat
         (tmp_path / "g").symlink_to("h")
 
     async def main():
-        changes = CommandChanges(tmp_path, max_file_bytes=10_000)
+        changes = CommandChanges(tmp_path, max_file_bytes=10_000, watch=watch)
         taken = []
         for command in (edit, reshape):
             scope = await changes.scope("s1", command="cmd", may_change=True)

@@ -32,7 +32,7 @@ from typing import Any
 import anyio
 from pydantic import ValidationError
 
-from totem_engine.codemode.changes import change_set
+from totem_engine.codemode.changes import CLASH, change_set, clash
 from totem_engine.codemode.overlaid import StageScope
 from totem_engine.codemode.runner import ApiError
 from totem_engine.codemode.staging import StagedWorkspace
@@ -183,6 +183,9 @@ class ScriptApi:
         action = change_set(self.project.root, self.staged.changes(), printed="")
         if not action.files:
             return
+        clashing = await clash(self.project.workspace, self.project.root, self.staged.changes())
+        if clashing:
+            raise ToolError(f"The script's changes so far {CLASH.format(clashing)}, so the command did not run.")
         if not await self.project.permit(action):
             raise ToolError("Writing the script's changes so far was not allowed, so the command did not run.")
         await self.project.commit(action)

@@ -4,6 +4,9 @@
 ``edit`` with every changed path as a pattern, the whole diff, and ``PatchAction``'s all or
 nothing write (each file first checked to be as the script first saw it). The turn snapshots,
 formats and checks it like any edit. With nothing staged it is a read: nothing left to ask.
+A change set that would put a folder where the project has a file, or a file where it has a
+folder, is refused before it is asked (``clash``): the snapshots that undo a change hold files,
+not folders, so it could be neither recorded nor taken back.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ from totem_engine.tools.base import ProposedFile, ToolContext, ToolResult
 from totem_engine.tools.diff import unified_diff
 from totem_engine.tools.patch import FileChange, PatchAction, common_glob
 from totem_engine.tools.paths import relative
+from totem_engine.tools.workspace import Workspace
+
+# What the result says of a clash (the path filled in).
+CLASH = "would replace a file with a folder or a folder with a file ({}), which one change set cannot undo: use the bash tool for that"
 
 
 @dataclass
@@ -62,6 +69,20 @@ def change_set(
         printed=printed,
         earlier=earlier,
     )
+
+
+async def clash(workspace: Workspace, root: Path, staged: list[StagedChange]) -> str | None:
+    """The first path where writing ``staged`` into ``workspace`` would replace a file with a
+    folder (a file written under it) or a folder with a file; None when there is none."""
+    for item in staged:
+        if item.after is None:
+            continue
+        rel = Path(relative(root, item.path))
+        for path in (rel, *rel.parents[:-1]):
+            found = await workspace.stat(root / path)
+            if found is not None and found.is_dir == (path == rel):
+                return path.as_posix()
+    return None
 
 
 def _verb(change: FileChange) -> str:

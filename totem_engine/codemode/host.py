@@ -7,7 +7,7 @@ errors, and ``import totem`` gives it the API (``call`` sends one request and wa
 answer; a command of ``run`` is started by Totem, not here). Then an audit hook (PEP 578) refuses what the script may not do on its own: open a
 file outside its scratch folder and the Python installation (the project too, unless PROJECT
 is given: ``agent_mode``, read only), write anywhere but the scratch folder, open a socket,
-start a process, load native code with ctypes. A hook is not a sandbox (decisions.md says what
+start or signal a process, load native code with ctypes. A hook is not a sandbox (decisions.md says what
 it does not stop); it keeps a well-meant script to the API, the one door to the project.
 """
 
@@ -27,6 +27,7 @@ CHANGES = {
 }
 LISTS = {"os.listdir": 0, "os.scandir": 0}
 PROCESSES = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "pty.spawn")
+SIGNALS = ("os.kill", "os.killpg", "signal.pthread_kill")
 
 
 class TotemError(Exception):
@@ -109,7 +110,7 @@ def api(requests, answers) -> types.ModuleType:
 
     def run(command: str, timeout: int = 0) -> dict:
         """Run a shell command in the project, asked like bash: {"output": ..., "exit_code": ...}.
-        The changes staged so far are written first (asked as one change), so it sees them."""
+        It sees the changes staged so far."""
         return call("run", command=command, timeout=timeout)
 
     def tests(timeout: int = 0) -> dict:
@@ -144,6 +145,8 @@ def guard(scratch: str, readable: list):
                 raise PermissionError(f"A script may not list {args[0]}: use totem.files().")
         elif event.startswith(PROCESSES):
             raise PermissionError("A script may not start a process: it reads, edits and prints through the totem API.")
+        elif event in SIGNALS:
+            raise PermissionError("A script may not signal a process.")
         elif event.startswith("socket."):
             raise PermissionError("A script may not use the network.")
         elif event.startswith("ctypes."):

@@ -11,11 +11,13 @@ fails afterwards leaves the project as it was.
 Each command gets a fresh overlay seeded from the stage, which is the one record of the script's
 changes; what a stage does not hold (a folder left empty, a mode changed, a symbolic link, what
 lands in ``.git`` or is ignored) does not reach the next command, nor the project; the result
-names what was left out, but for the empty folders and the modes.
+names what was left out, but for the empty folders (tools leave them, pytest's ``.benchmarks``:
+saying so would be noise).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import anyio
@@ -25,7 +27,8 @@ from totem_engine.command_changes import CommandScope
 from totem_engine.file_changes import FileChange
 from totem_engine.sandbox.session import SandboxSession
 from totem_engine.sandbox.upper import DELETE_FIRST, read_back, seed
-from totem_engine.tools.paths import relative
+from totem_engine.tools.base import ToolError
+from totem_engine.tools.paths import relative, resolve_in_project
 
 __all__ = ["StageScope"]
 
@@ -47,7 +50,8 @@ class StageScope(CommandScope):
         self._closed = False
 
     async def open(self) -> None:
-        """The stage put into the overlay's upper folder; the overlay dropped if it cannot be."""
+        """The stage put into the overlay's upper folder, its deletes listed for the command's
+        prelude; the overlay dropped if it cannot be."""
         for change in self.stage.changes():
             rel = relative(self.root, change.path)
             if change.after is None:
@@ -56,29 +60,54 @@ class StageScope(CommandScope):
                 self.seeded[rel] = change.after
         try:
             await anyio.to_thread.run_sync(seed, self.upper, self.root, self.seeded)
+            if self.deletes:
+                await anyio.Path(self._delete_list).write_bytes(b"".join(os.fsencode(rel) + b"\0" for rel in self.deletes))
         except BaseException:
             self._closed = True
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self.box.drop_overlay, self.upper)
             raise
 
+    @property
+    def _delete_list(self) -> Path:
+        """In the session's /tmp, which the command sees as /tmp (the prelude removes it there)."""
+        return self.box.tmp / f".totem-deletes-{self.upper.parent.name}"
+
     def argv(self, argv: list[str]) -> list[str]:
         if self.deletes:
-            argv = ["/bin/sh", "-c", DELETE_FIRST, "sh", str(len(self.deletes)), *self.deletes, *argv]
+            argv = ["/bin/sh", "-c", DELETE_FIRST, "sh", f"/tmp/{self._delete_list.name}", *argv]
         return self.box.wrap(argv, overlay=(self.upper, self.work))
 
     async def take_in(self) -> list[FileChange]:
         """What the overlay holds, into the stage; nothing in the project changes."""
         found = await anyio.to_thread.run_sync(
-            lambda: read_back(self.upper, self.root, seeded=set(self.seeded), max_file_bytes=self.max_file_bytes)
+            lambda: read_back(
+                self.upper, self.root, seeded=set(self.seeded), deleted=set(self.deletes), max_file_bytes=self.max_file_bytes,
+            )
         )
+        outside = []
         for rel, data in found.written.items():
-            await self.stage.write_bytes(self.root / rel, data)
+            target = self._in_project(rel)
+            if target is None:
+                outside.append(f"{rel} (its folder leads outside the project)")
+            else:
+                await self.stage.write_bytes(target, data)
         for rel in sorted(found.deleted):
             if await self.stage.stat(self.root / rel) is not None:
                 await self.stage.delete(self.root / rel)
-        self.left_out = found.left_out
+        self.left_out = sorted(found.left_out + outside)
         return []
+
+    def _in_project(self, rel: str) -> Path | None:
+        """Where writing ``rel`` lands: its folder's real path (a symbolic link in the project
+        followed, as the write will follow it), its name as it is; None when that folder is
+        outside the project (a command that put a folder of its own where the project links to
+        one outside: the overlay's folder is not the link)."""
+        parent, _, name = rel.rpartition("/")
+        try:
+            return (resolve_in_project(self.root, parent) if parent else self.root) / name
+        except ToolError:
+            return None
 
     async def close(self) -> list[FileChange]:
         if self._closed:
@@ -87,4 +116,5 @@ class StageScope(CommandScope):
         try:
             return await self.take_in()
         finally:
+            self._delete_list.unlink(missing_ok=True)  # the command did not start
             await anyio.to_thread.run_sync(self.box.drop_overlay, self.upper)

@@ -18,7 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.text import TextReceiveStream
 
+from totem_engine.scratch import folder as scratch_folder
 from totem_engine.tools.bash import DRAIN_SECONDS, HeadTail, kill_group, read_into
 
 HOST = Path(__file__).with_name("host.py")
@@ -54,7 +54,8 @@ async def run_script(
     """Run ``script`` to its end or ``timeout`` seconds, answering its API requests with ``api``.
     ``project``: importable and readable by the script (``agent_mode``); None: neither. ``wrap``:
     how its process is launched (its argv, the scratch folder): the sandbox's script profile."""
-    with tempfile.TemporaryDirectory(prefix="totem-script-") as scratch:
+    async with scratch_folder("script") as folder:
+        scratch = str(folder)
         Path(scratch, "script.py").write_text(script, encoding="utf-8")
         env = {"PATH": os.environ.get("PATH", ""), "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
         with anyio.CancelScope(shield=True):  # a cancel mid-spawn would leave a group nobody kills

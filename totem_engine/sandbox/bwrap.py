@@ -131,10 +131,13 @@ def script_argv(bwrap: Path, argv: list[str], *, scratch: Path, project: Path, h
     """The stricter profile of a code-mode script's own process (codemode/runner.py): the whole
     file system read-only, the project too (the script changes it only through the API, served
     from Totem's process over its pipes), a fresh ``/tmp`` and only its ``scratch`` folder
-    writable, Totem's ``hidden`` folders hidden, and a network namespace of its own with nothing
-    in it."""
-    args = [str(bwrap), "--unshare-user", "--unshare-net", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev",
-            "--proc", "/proc", "--tmpfs", "/tmp"]
+    writable, Totem's ``hidden`` folders hidden, a network namespace of its own with nothing in it,
+    and a process namespace of its own: nothing it starts outlives it, and it can signal no other
+    process."""
+    # --as-pid-1: the script is its namespace's first process, with no reaper of bwrap's beside it,
+    # which would outlive the script as a zombie until the machine's init reaps it.
+    args = [str(bwrap), "--unshare-user", "--unshare-net", "--unshare-pid", "--as-pid-1", "--die-with-parent",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     args += _shown_again((project,)) + _hidden(hidden, project)
     return [*args, "--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--", *argv]
 

@@ -32,7 +32,18 @@ def take_in(upper: Path, root: Path, *, max_file_bytes: int) -> list[FileChange]
     """Make ``root`` hold what the overlay's ``upper`` folder says; the changes, by path. Blocking."""
     changes: list[FileChange] = []
     _folder(upper, root, "", changes, max_file_bytes)
-    return sorted((c for c in changes if not _in_git(c.path)), key=lambda c: c.path)
+    return sorted((_named(c) for c in changes if not _in_git(c.path)), key=lambda c: c.path)
+
+
+def _named(change: FileChange) -> FileChange:
+    """``change``, or for a name that is not UTF-8 (os.fsdecode keeps its bytes as surrogates,
+    which no event, message or snapshot can hold) a note with the name escaped."""
+    try:
+        change.path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = change.path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        return FileChange(shown, unrestorable="a name that is not UTF-8: undo cannot name it")
+    return change
 
 
 def _folder(upper: Path, root: Path, rel: str, changes: list[FileChange], cap: int) -> None:

@@ -21,7 +21,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 from pathlib import Path
 
 import anyio
@@ -35,15 +34,18 @@ HOLDER_WAIT = 10.0  # seconds for the holder to say it is ready
 
 
 class SandboxSession:
-    """The sandbox of one session of the project ``root``; ``start`` before the first command."""
+    """The sandbox of one session of the project ``root``, kept in ``folder`` (an empty one);
+    ``start`` before the first command."""
 
-    def __init__(self, bwrap: Path, root: Path, *, network: bool, hidden: tuple[Path, ...], writable: tuple[Path, ...]):
+    def __init__(
+        self, bwrap: Path, root: Path, folder: Path, *, network: bool, hidden: tuple[Path, ...], writable: tuple[Path, ...],
+    ):
         self.bwrap = bwrap
         self.root = root
         self.network = network
         self.hidden = hidden
         self.writable = writable
-        self.folder = Path(tempfile.mkdtemp(prefix="totem-sandbox-"))
+        self.folder = folder  # the session's own (scratch.make), removed by aclose
         self.tmp = self.folder / "tmp"
         self.tmp.mkdir()
         self._holder: Process | None = None

@@ -6,8 +6,8 @@ afterwards it is read back into the stage instead of being taken into the projec
 does that for ``bash``). Staged deletes cannot be seeded: a whiteout is a character device 0:0,
 which an unprivileged user cannot make, and bwrap's overlay ignores ``user.overlay.whiteout``
 (bubblewrap 0.11); removing the file inside the mounted overlay makes the kernel write one
-(``DELETE_FIRST``). Layout after the kernel's overlayfs documentation
-(Documentation/filesystems/overlayfs.rst).
+(``DELETE_FIRST``, the paths listed in a file of the session's /tmp). Layout after the kernel's
+overlayfs documentation (Documentation/filesystems/overlayfs.rst).
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from totem_engine.tools.walk import IgnoreFile, is_ignored, load_ignore
 
 __all__ = ["DELETE_FIRST", "ReadBack", "read_back", "seed"]
 
-# Run in the overlay before the command: `sh -c DELETE_FIRST sh N path1 .. pathN argv..` removes
-# the N paths, then runs argv.
-DELETE_FIRST = 'n=$1; shift; while [ "$n" -gt 0 ]; do rm -f -- "$1"; shift; n=$((n - 1)); done; exec "$@"'
+# Run in the overlay before the command: `sh -c DELETE_FIRST sh LIST argv..` removes the paths
+# LIST holds (each ended by a NUL, so any name will do), then LIST, then runs argv. A file, not
+# arguments: hundreds of long paths would pass the 2 MB one command line may hold.
+DELETE_FIRST = 'xargs -0 -r rm -f -- < "$1"; rm -f -- "$1"; shift; exec "$@"'
 
 
 def seed(upper: Path, root: Path, files: dict[str, bytes]) -> None:
@@ -45,23 +46,27 @@ def seed(upper: Path, root: Path, files: dict[str, bytes]) -> None:
 class ReadBack:
     """What the overlay holds after the command, against the project: ``written`` (relative path
     -> bytes: new or changed files, and every seeded file still there; a file copied up unchanged,
-    by a ``touch`` or a ``chmod``, is not), ``deleted`` (relative
-    paths of files gone from the overlay's view), ``left_out`` (what a stage does not hold, with
-    why: a symbolic link, a file over the cap, anything in ``.git``, what is ignored)."""
+    by a ``touch`` or a ``chmod``, is not), ``deleted`` (relative paths of files gone from the
+    overlay's view), ``left_out`` (what a stage does not hold, with why: a symbolic link, or a
+    file in place of one, a file over the cap the script did not stage, anything in ``.git``,
+    what is ignored, a mode changed). A folder left empty is not said: tools leave them (pytest's
+    ``.benchmarks``)."""
 
     written: dict[str, bytes] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)
     left_out: list[str] = field(default_factory=list)
 
 
-def read_back(upper: Path, root: Path, *, seeded: set[str], max_file_bytes: int) -> ReadBack:
+def read_back(upper: Path, root: Path, *, seeded: set[str], deleted: set[str] = frozenset(), max_file_bytes: int) -> ReadBack:
     """The overlay's ``upper`` read against the project ``root``; ``seeded``: the files ``seed``
-    put there (one the command removed is deleted, though the project never had it). What the
+    put there (one the command removed is deleted, though the project never had it);
+    ``deleted``: the staged deletes (one the command made again is written, even with the
+    project's bytes, since the stage still has it deleted). What the
     project's ``.gitignore`` files ignore (an install's ``node_modules``, a build folder) and
     bytecode caches are left out: they are no change of the project's, and could be large.
     Blocking."""
     found = ReadBack()
-    _folder(upper, root, "", found, seeded, max_file_bytes, _ignore_rules(upper, root, "", []))
+    _folder(upper, root, "", found, seeded | deleted, max_file_bytes, _ignore_rules(upper, root, "", []))
     found.deleted |= {rel for rel in seeded if rel not in found.written and not (upper / rel).is_symlink()}
     found.left_out.sort()
     return found
@@ -76,10 +81,15 @@ def _folder(
         path = f"{rel}/{entry.name}" if rel else entry.name
         st = entry.stat(follow_symlinks=False)
         is_dir = stat.S_ISDIR(st.st_mode) or (root / path).is_dir()  # a whiteout hides a folder too
-        if path == ".git":
-            found.left_out.append(".git (what a command does to the repository is not staged)")
+        if not _is_utf8(entry.name):  # no path of a change set, message or event can hold it
+            shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            found.left_out.append(f"{shown}{'/' if is_dir else ''} (a name that is not UTF-8)")
+        elif entry.name == ".git":  # the project's, or a repository inside it
+            found.left_out.append(f"{path} (what a command does to a repository is not staged)")
         elif not _holds_seeded(path, seeded) and (entry.name == "__pycache__" or is_ignored(rules, path, is_dir)):
             found.left_out.append(f"{path}{'/' if is_dir else ''} (ignored)")
+        elif is_whiteout(entry.path, st) and (root / path).is_symlink():
+            found.left_out.append(f"{path} (a symbolic link, removed)")
         elif is_whiteout(entry.path, st):
             found.deleted |= _project_files(root, path)
         elif stat.S_ISDIR(st.st_mode):
@@ -91,12 +101,35 @@ def _folder(
         elif stat.S_ISLNK(st.st_mode):
             found.left_out.append(f"{path} (a symbolic link)")
         elif stat.S_ISREG(st.st_mode):
-            if st.st_size > cap:
+            if (root / path).is_symlink() and path not in seeded:  # undo would put back a copy, not the link
+                found.left_out.append(f"{path} (a file in place of a symbolic link)")
+                continue
+            if st.st_size > cap and path not in seeded:  # what the script staged, it keeps
                 found.left_out.append(f"{path} ({st.st_size} bytes, over the {cap}-byte limit of undo)")
                 continue
             data = Path(entry.path).read_bytes()
             if path in seeded or not _holds(root / path, data):
                 found.written[path] = data
+            if _mode_lost(root / path, stat.S_IMODE(st.st_mode)):
+                found.left_out.append(f"{path} (mode {stat.S_IMODE(st.st_mode):o}: a change set keeps the project's modes)")
+
+
+def _is_utf8(name: str) -> bool:
+    """Whether a name from the file system is UTF-8 (os.fsdecode keeps other bytes as surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _mode_lost(path: Path, mode: int) -> bool:
+    """Whether the change set would not give the file ``mode``: it keeps the project's file's
+    mode, and a new file gets the default one (not executable)."""
+    try:
+        return not path.is_symlink() and stat.S_IMODE(path.stat().st_mode) != mode
+    except OSError:
+        return bool(mode & 0o111)
 
 
 def _holds_seeded(path: str, seeded: set[str]) -> bool:

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from totem_engine.codemode.api import ScriptApi
-from totem_engine.codemode.changes import change_set
+from totem_engine.codemode.changes import CLASH, change_set, clash
 from totem_engine.codemode.runner import run_script
 from totem_engine.command_changes import SandboxRequired
 from totem_engine.tools.base import (
@@ -69,6 +69,9 @@ class RunScriptTool(Tool):
             raise ToolError(f"{printed}\n[The script ran past its time limit of {timeout} s and was killed; {_left(api)}]".lstrip("\n"))
         if run.exit_code != 0:
             raise ToolError(f"{printed}\n[The script failed (exit code {run.exit_code}); {_left(api)}]".lstrip("\n"))
+        clashing = await clash(ctx.workspace, ctx.root, api.staged.changes())
+        if clashing:
+            raise ToolError(f"{printed}\n[The script's changes {CLASH.format(clashing)}; {_left(api)}]".lstrip("\n"))
         notes = "".join(f"\n[{note}]" for note in args.notes)
         ran = "".join(f"\n[Written before a command: {said}]" for said in api.written)
         ran += f"\n[Commands run: {'; '.join(api.commands)}]" if api.commands else ""

@@ -13,12 +13,12 @@ call's ``toolStart``/``toolEnd`` bound it), and its questions carry the agent's 
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from totem_engine import events as ev
+from totem_engine import scratch
 from totem_engine.agents import AgentDefinition
 from totem_engine.config import Config
 from totem_engine.frontend import FrontEnd, PermissionReply, PermissionRequest, QuestionRequest
@@ -81,8 +81,8 @@ class SubAgents:
             max_steps=definition.max_steps if definition.max_steps is not None else parent.options.max_steps,
             persona=definition.prompt,
         )
-        with tempfile.TemporaryDirectory(prefix="totem-agent-") as folder:
-            store = Store(Path(folder) / "thread.sqlite")
+        async with scratch.folder("agent") as folder:
+            store = Store(folder / "thread.sqlite")
             try:
                 session = await store.create_session(
                     cwd=str(project.root), model=model, mode=options.mode, title=definition.name, session_id=parent.session_id
