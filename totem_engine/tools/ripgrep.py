@@ -59,6 +59,7 @@ async def read_ripgrep(args: list[str], root: Path) -> tuple[int, bytes, str]:
 
     The output goes to a temporary file, read once rg has ended: rg writes once per file it
     searched, and waking the event loop for each of those writes cost more than rg's search.
+    The file has no name (``TemporaryFile``): a killed process leaves nothing behind.
     """
     with tempfile.TemporaryFile() as output:
         code, errors = await _run(args, root, output, None)
