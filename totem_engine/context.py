@@ -61,7 +61,8 @@ def message_tokens(message: Message) -> int:
     chars = len(message.text) + len(message.reasoning) + len(message.name or "") + len(message.tool_call_id or "")
     for call in message.tool_calls:
         chars += len(call.id) + len(call.name) + len(call.arguments)
-    images = sum(image.tokens for image in message.images)
+    # No generator for the common message without images: this runs for every message fitted.
+    images = sum(image.tokens for image in message.images) if message.images else 0
     return _tokens(chars) + images + MESSAGE_OVERHEAD + CALL_OVERHEAD * len(message.tool_calls)
 
 

@@ -63,18 +63,19 @@ def to_messages(stored: Iterable[StoredMessage], *, provider: str | None = None,
         reasoning = "".join(reasoning_texts)
         if not text and not tools:
             continue
-        calls = tuple(
-            ToolCall(id=p.data["callId"], name=p.data["tool"], arguments=p.data.get("arguments", "{}")) for p in tools
-        )
+        calls = tuple([ToolCall(id=p.data["callId"], name=p.data["tool"], arguments=p.data.get("arguments", "{}")) for p in tools])
         out.append(Message(role="assistant", text=text, reasoning=reasoning, tool_calls=calls, replay=replay))
         for part in tools:
             output = part.data.get("output") if part.status in ("ok", "error", "denied", "interrupted") else None
             text = INTERRUPTED if output is None else output  # "" is a finished call's real (empty) result
-            captions, sent = _images([p for p in images if p.data.get("callId") == part.data["callId"]], vision)
+            sent: tuple[Image, ...] = ()
+            if images:  # most steps have none: this runs for every result of a session fitted
+                captions, sent = _images([p for p in images if p.data.get("callId") == part.data["callId"]], vision)
+                text = "\n".join(t for t in (text, captions) if t)
             out.append(
                 Message(
                     role="tool",
-                    text="\n".join(t for t in (text, captions) if t),
+                    text=text,
                     tool_call_id=part.data["callId"],
                     name=part.data["tool"],
                     is_error=part.status in ("error", "denied"),

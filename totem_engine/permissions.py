@@ -9,6 +9,7 @@ needs every one of them allowed: the strictest decision wins.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -54,11 +55,15 @@ def is_protected(path: str) -> bool:
     return any(part.casefold() in PROTECTED for part in path.replace("\\", "/").split("/"))
 
 
+# fnmatchcase's own translation, each list joined into one regex: grep asks once per file, and
+# ten fnmatchcase calls a file were a tenth of a search with matches in 1,700 files.
+_SECRET = re.compile("|".join(map(fnmatch.translate, SECRET_FILES)))
+_NOT_SECRET = re.compile("|".join(map(fnmatch.translate, NOT_SECRET)))
+
+
 def is_secret(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
-    return any(fnmatch.fnmatchcase(name, p) for p in SECRET_FILES) and not any(
-        fnmatch.fnmatchcase(name, p) for p in NOT_SECRET
-    )
+    return _SECRET.match(name) is not None and _NOT_SECRET.match(name) is None
 
 
 def default_decision(permission: str, value: str, *, changes: bool) -> Decision:

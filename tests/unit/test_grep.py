@@ -192,6 +192,71 @@ async def test_match_count_is_capped(root, ctx, monkeypatch, rg_on_path):
     assert "250 matches" in lines[-1] and f"at most {MAX_MATCHES}" in lines[-1]
 
 
+async def test_first_matches_span_files_and_the_totals_count_all(root, ctx, monkeypatch, rg_on_path):
+    # rg's engine counts every file, then reads the lines of only those holding the first 200.
+    (root / "spread").mkdir()
+    for name in ("c", "a", "b"):
+        (root / "spread" / f"{name}.txt").write_text("".join(f"hit {i}\n" for i in range(1, 151)))
+    output = await both(ctx, monkeypatch, pattern="^hit", path="spread")
+    lines = output.splitlines()
+    assert lines[149:151] == ["spread/a.txt:150: hit 150", "spread/b.txt:1: hit 1"]
+    assert lines[MAX_MATCHES - 1] == "spread/b.txt:50: hit 50"
+    assert lines[MAX_MATCHES].startswith("[450 matches in 3 files; showing the first 200")
+
+
+async def test_odd_file_names(root, ctx, monkeypatch, rg_on_path):
+    # rg's counts name a file as "path NUL count"; a name may hold ':', a newline, bad UTF-8.
+    (root / "odd").mkdir()
+    (root / "odd" / "we:ird.txt").write_text("needle colon\n")
+    (root / "odd" / "two\nlines.txt").write_text("needle newline\n")
+    (root / "odd" / os.fsdecode(b"caf\xe9.txt")).write_text("needle latin\n")
+    (root / "odd" / "-dash.txt").write_text("needle dash\n")
+    output = await both(ctx, monkeypatch, pattern="needle", path="odd")
+    assert output.split("\n") == [
+        "odd/-dash.txt:1: needle dash",
+        "odd/caf\ufffd.txt:1: needle latin",
+        "odd/two",
+        "lines.txt:1: needle newline",
+        "odd/we:ird.txt:1: needle colon",
+    ]
+
+
+async def test_a_file_with_a_nul_byte_past_rgs_first_read_is_binary_too(root, ctx, monkeypatch, rg_on_path):
+    # rg sees the NUL only after it has matched lines before it; the file is skipped all the same.
+    (root / "late").mkdir()
+    (root / "late/blob.dat").write_bytes(b"needle early\n" * 20_000 + b"\x00needle late\n")
+    (root / "late/text.txt").write_text("needle text\n")
+    result_output = await both(ctx, monkeypatch, pattern="needle", path="late")
+    assert result_output == "late/text.txt:1: needle text"
+
+
+async def test_lines_shown_are_those_counted_when_a_file_grows_between_rgs_runs(root, ctx, monkeypatch, tmp_path):
+    (root / "grown").mkdir()
+    (root / "grown/f.txt").write_text("hit 1\nhit 2\n")
+    real_rg = shutil.which("rg", path=str(Path(sys.executable).parent))
+    wrapper = tmp_path / "rg-then-append"
+    # The real rg; after its counting run, one more matching line lands in the file.
+    wrapper.write_text(
+        f'#!/bin/sh\n"{real_rg}" "$@"\ncode=$?\n'
+        'case " $* " in *" --count "*) printf "hit 3\\n" >> grown/f.txt ;; esac\nexit $code\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(grep_mod, "ripgrep_for", lambda root, start: str(wrapper))
+    result = await grep(ctx, pattern="^hit", path="grown")
+    assert (root / "grown/f.txt").read_text().endswith("hit 3\n")
+    assert result.output.splitlines() == ["grown/f.txt:1: hit 1", "grown/f.txt:2: hit 2"]
+    assert result.summary == "2 matches in 1 files"
+
+
+async def test_ripgrep_failing_to_search_is_an_error(root, ctx, monkeypatch, tmp_path):
+    fake_rg = tmp_path / "fake-rg"
+    fake_rg.write_text("#!/bin/sh\necho 'rg: regex parse error' >&2\nexit 2\n")
+    fake_rg.chmod(0o755)
+    monkeypatch.setattr(grep_mod, "ripgrep_for", lambda root, start: str(fake_rg))
+    with pytest.raises(ToolError, match="ripgrep failed: rg: regex parse error"):
+        await grep(ctx, pattern="needle")
+
+
 async def test_output_budget_caps_the_output(root, ctx, monkeypatch, rg_on_path):
     (root / "many").mkdir()
     (root / "many/f.txt").write_text("".join(f"hit {i}\n" for i in range(1, 101)))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Any
 
 import pytest
 
 from totem_engine.history import INTERRUPTED, to_messages
-from totem_engine.providers.base import Message, ToolCall
+from totem_engine.providers.base import Image, Message, ToolCall
 from totem_engine.store import StoredMessage, StoredPart
 
 _ids = itertools.count(1)
@@ -171,3 +172,17 @@ def test_finished_call_with_empty_output_is_not_called_interrupted():
     assert out[1].tool_call_id == "c1"
     assert out[1].text == ""
     assert out[1].text != INTERRUPTED
+
+
+def test_with_text_keeps_every_other_field_as_replace_does():
+    image = Image(name="a.png", mime_type="image/png", data="QUJD", size=3, width=2, height=2)
+    message = Message(
+        role="tool", text="old", reasoning="why", tool_calls=(ToolCall(id="c1", name="read", arguments="{}"),),
+        tool_call_id="c1", name="read", replay={"k": 1}, is_error=True, images=(image,),
+    )
+    # A field added to Message fails here until with_text copies it too.
+    assert [f.name for f in dataclasses.fields(Message)] == [
+        "role", "text", "reasoning", "tool_calls", "tool_call_id", "name", "replay", "is_error", "images",
+    ]
+    assert message.with_text("new") == dataclasses.replace(message, text="new")
+    assert message.with_text("new", images=()) == dataclasses.replace(message, text="new", images=())

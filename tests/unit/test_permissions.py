@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import fnmatch
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from totem_engine.events import RuleRef
-from totem_engine.permissions import DEFAULTS, Policy, matches, rules_from_config
+from totem_engine.permissions import DEFAULTS, NOT_SECRET, SECRET_FILES, Policy, is_secret, matches, rules_from_config
 
 
 def rule(permission: str, pattern: str, action: str, source: str = "config") -> RuleRef:
@@ -47,6 +51,19 @@ def test_reading_secret_files_asks(path: str):
 @pytest.mark.parametrize("path", [".env.example", "id_rsa.pub", "src/environment.py", "keyboard.txt"])
 def test_ordinary_files_are_not_secret(path: str):
     assert decide(Policy(), "read", path, changes=False).action == "allow"
+
+
+_NAME_PIECES = [".env", ".", "id_", "pem", "key", "credentials", "netrc", "example", "sample", "template", "pub", "a", "\n", "/", "PEM"]
+
+
+@given(st.lists(st.sampled_from(_NAME_PIECES), max_size=6).map("".join))
+def test_secret_names_are_those_the_globs_match(path: str):
+    # is_secret joins the globs into one regex; each glob on its own, with fnmatchcase, says the same.
+    name = path.rsplit("/", 1)[-1]
+    expected = any(fnmatch.fnmatchcase(name, glob) for glob in SECRET_FILES) and not any(
+        fnmatch.fnmatchcase(name, glob) for glob in NOT_SECRET
+    )
+    assert is_secret(path) == expected
 
 
 def test_a_read_rule_lifts_the_secret_default():

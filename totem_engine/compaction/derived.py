@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import compress, count
+from itertools import accumulate, chain, compress, count
 from operator import is_, is_not
 
 from totem_engine.images import FRESH, IMAGE_PART
@@ -123,8 +123,8 @@ class DerivedHistory:
         keep = next(compress(count(), map(is_not, seen, stored)), min(len(seen), len(stored)))
         if keep < len(seen):
             self._truncate(keep)
-        for message in stored[keep:]:
-            self._append(_entry(message, self.provider, self.vision))
+        if keep < len(stored):
+            self._extend([_entry(message, self.provider, self.vision) for message in stored[keep:]])
 
     def _truncate(self, keep: int) -> None:
         del self._stored[keep:]
@@ -140,23 +140,29 @@ class DerivedHistory:
         self._blocks = [i for i in self._blocks if i < keep]
         self._images = [i for i in self._images if i < keep]
 
-    def _append(self, entry: _Entry) -> None:
-        index = len(self._entries)
-        self._entries.append(entry)
-        self._stored.append(entry.stored)
-        self._index[entry.stored.id] = index
-        self._flat.extend(entry.messages)
-        self._tokens_by_id.update(zip(map(id, entry.messages), entry.tokens))
-        self._offsets.append(len(self._flat))
-        self._sums.append(self._sums[-1] + sum(entry.tokens))
-        if entry.checkpoint is not None:
-            self._checkpoints.append(index)
-        if entry.blocks:
-            self._blocks.append(index)
-        if entry.fresh_images:
-            self._images.append(index)
-        self.call_ids.update(entry.call_ids)
-        self.converted += 1
+    def _extend(self, entries: list[_Entry]) -> None:
+        # In bulk: a cold fit (a new process, a resumed session) extends by the whole session.
+        first = len(self._entries)
+        self._entries += entries
+        self._stored += [e.stored for e in entries]
+        self._index.update(zip([e.stored.id for e in entries], count(first)))
+        flat = self._flat
+        added = len(flat)
+        for entry in entries:
+            flat += entry.messages
+        self._tokens_by_id.update(zip(map(id, flat[added:]), chain.from_iterable(e.tokens for e in entries)))
+        offset, total = self._offsets[-1], self._sums[-1]
+        self._offsets += [offset + n for n in accumulate(len(e.messages) for e in entries)]
+        self._sums += [total + n for n in accumulate(sum(e.tokens) for e in entries)]
+        for index, entry in enumerate(entries, first):
+            if entry.checkpoint is not None:
+                self._checkpoints.append(index)
+            if entry.blocks:
+                self._blocks.append(index)
+            if entry.fresh_images:
+                self._images.append(index)
+        self.call_ids.update(chain.from_iterable(e.call_ids for e in entries))
+        self.converted += len(entries)
 
     def checkpoint(self) -> tuple[Checkpoint | None, int]:
         """The latest checkpoint and the index of the first entry after what it covers (0 when
@@ -180,10 +186,10 @@ class DerivedHistory:
         """The stored messages from entry ``start``, less those that hold only checkpoints."""
         return [e.stored for e in self._entries[start:] if not e.only_checkpoints]
 
-    def groups_from(self, start: int) -> list[tuple[StoredMessage, list[Message], list[int]]]:
-        """(stored, its messages, their tokens) from entry ``start``, for each that derives any:
-        fresh lists, for compaction to change."""
-        return [(e.stored, list(e.messages), list(e.tokens)) for e in self._entries[start:] if e.messages]
+    def groups_from(self, start: int) -> list[tuple[StoredMessage, tuple[Message, ...], tuple[int, ...]]]:
+        """(stored, its messages, their tokens) from entry ``start``, for each that derives any
+        (the entries' own tuples: compaction copies what it changes)."""
+        return [(e.stored, e.messages, e.tokens) for e in self._entries[start:] if e.messages]
 
     def messages_from(self, start: int) -> list[Message]:
         """The derived messages of the entries from ``start`` (a new list)."""

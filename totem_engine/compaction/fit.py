@@ -13,7 +13,7 @@ written back.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from totem_engine.compaction.accounts import ACCOUNT_PREFIX, Accounts
 from totem_engine.compaction.budgets import (
@@ -56,7 +56,7 @@ class Fitted:
     checkpoint: Checkpoint | None = None  # the checkpoint replayed (new or earlier)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Group:
     """The derived messages of one stored message, with their current (compacted) costs."""
 
@@ -68,7 +68,8 @@ class _Group:
     def __post_init__(self) -> None:
         if not self.tokens:
             self.tokens = [message_tokens(m) for m in self.messages]
-        self.original = tuple(self.messages)
+        if not self.original:
+            self.original = tuple(self.messages)
 
     def fresh(self) -> "_Group":
         return _Group(self.stored, list(self.original))
@@ -179,7 +180,7 @@ async def _compacted(
     session_id: str | None, turn_id: str, calibration: float, summary_window: int | None,
 ) -> Fitted:
     """The stages on a state over budget; a new checkpoint, when one is written, is kept."""
-    groups = [_Group(stored, messages, tokens) for stored, messages, tokens in history.groups_from(start)]
+    groups = [_Group(stored, list(messages), list(tokens), messages) for stored, messages, tokens in history.groups_from(start)]
     state = _State(groups=groups, fixed=fixed)
     if head is not None:
         state.pin(head)
@@ -370,7 +371,7 @@ def _replace_results(state: _State, limit: int, accounts: Accounts) -> None:
             line = ACCOUNT_PREFIX + accounts.line(message)
             if len(line) >= len(message.text) and not message.images:
                 continue
-            state.set(group, index, replace(message, text=line, images=()))  # the account stands for all of it
+            state.set(group, index, message.with_text(line, images=()))  # the account stands for all of it
             state.accounts += 1
 
 
@@ -389,8 +390,8 @@ def _cut_round(state: _State, limit: int, accounts: Accounts) -> None:
         message = group.messages[index]
         if group.tokens[index] <= share:
             continue
-        chars = max(0, (share - message_tokens(replace(message, text=""))) * CHARS_PER_TOKEN)
-        state.set(group, index, replace(message, text=accounts.cut(message, chars)))
+        chars = max(0, (share - message_tokens(message.with_text(""))) * CHARS_PER_TOKEN)
+        state.set(group, index, message.with_text(accounts.cut(message, chars)))
         state.cut += 1
 
 
@@ -435,7 +436,7 @@ def _cut_message(state: _State, group: _Group, index: int, over: int) -> None:
     note = f"[Cut to fit the context window: {len(message.text)} characters in full.]"
     keep = max(0, (group.tokens[index] - over - SQUEEZE_SLACK) * CHARS_PER_TOKEN)
     text = message.text[:keep].rstrip() + "\n" + note
-    state.set(group, index, replace(message, text=text if len(text) < len(message.text) else note))
+    state.set(group, index, message.with_text(text if len(text) < len(message.text) else note))
 
 
 def _cut_head(state: _State, over: int) -> bool:
@@ -445,6 +446,6 @@ def _cut_head(state: _State, over: int) -> bool:
     text = state.head.text[:keep].rstrip() + "\n[Cut to fit the context window.]"
     if len(text) >= len(state.head.text):
         return False
-    state.head = replace(state.head, text=text)
+    state.head = state.head.with_text(text)
     state.head_tokens = message_tokens(state.head)
     return True

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """One call the model asked for. ``arguments`` is the raw JSON text the model wrote."""
 
@@ -111,7 +111,7 @@ def size_text(size: int) -> str:
     return f"{max(1, round(size / 1024))} KB"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Message:
     """One message of the conversation, in the engine's neutral form.
 
@@ -135,6 +135,15 @@ class Message:
     replay: dict[str, Any] | None = None
     is_error: bool = False
     images: tuple[Image, ...] = ()
+
+    def with_text(self, text: str, images: tuple[Image, ...] | None = None) -> Message:
+        """This message with another text (and images): ``dataclasses.replace`` without its
+        look at every field, for compaction's thousands of replaced results."""
+        return Message(
+            role=self.role, text=text, reasoning=self.reasoning, tool_calls=self.tool_calls,
+            tool_call_id=self.tool_call_id, name=self.name, replay=self.replay, is_error=self.is_error,
+            images=self.images if images is None else images,
+        )
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """grep: lines matching a regular expression in the project's files.
 
-Two engines give the same answer: ripgrep (``rg --json``) when it is on PATH and can honour the
-same ignore rules, a Python search over ``walk_files`` otherwise. Patterns are held to the
-subset both regex dialects read alike, so a pattern never means one thing in one engine and
-another thing in the other. Files that ``read`` would ask about (keys, passwords) are never
-searched, hidden ones neither.
+Two engines give the same answer: ripgrep (``rg --count``, then ``rg --json`` on the few files
+whose lines are shown) when it is on PATH and can honour the same ignore rules, a Python search
+over ``walk_files`` otherwise. Patterns are held to the subset both regex dialects read alike,
+so a pattern never means one thing in one engine and another thing in the other. Files that
+``read`` would ask about (keys, passwords) are never searched, hidden ones neither.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from pydantic import Field
 
 from totem_engine.permissions import is_secret
 from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short
-from totem_engine.tools.workspace import unsaved_note
 from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
-from totem_engine.tools.ripgrep import FLAGS, missing_note, ripgrep_for, run_ripgrep
+from totem_engine.tools.ripgrep import FLAGS, missing_note, read_ripgrep, ripgrep_for, run_ripgrep
 from totem_engine.tools.walk import expand_braces, glob_matcher, printable, walk_files
+from totem_engine.tools.workspace import unsaved_note
 
 MAX_MATCHES = 200
 MAX_LINE = 300  # characters of a matching line shown
@@ -293,69 +293,112 @@ def python_search(root: Path, start: Path, regex: re.Pattern[str], matches: Matc
 # --- the ripgrep engine ---------------------------------------------------------------------
 
 
-def ripgrep_args(rg: str, start_rel: str, pattern: str, globs: list[str]) -> list[str]:
-    """rg's command line: the project's ignore rules (``ripgrep.FLAGS``), JSON out."""
-    args = [rg, "--json", *FLAGS]
+def ripgrep_args(rg: str, output: list[str], pattern: str, globs: list[str], paths: list[str]) -> list[str]:
+    """rg's command line: ``output``'s flags, the project's ignore rules (``ripgrep.FLAGS``), the
+    include as a type, the pattern, the paths to search."""
+    args = [rg, *output, *FLAGS]
     # A type, unlike --glob, does not override .gitignore (hidden files Matches.wanted drops).
     for glob in globs:
         args += ["--type-add", f"totem:{glob}"]
     if globs:
         args += ["--type", "totem"]
-    return [*args, "-e", pattern, "--", start_rel]
+    return [*args, "-e", pattern, "--", *paths]
+
+
+# Each matching file as ``path NUL lines``; --stats ends the output, so rg that searched always
+# writes something (an exit code 2 with output means only that some files could not be read).
+COUNT_OUTPUT = ["--count", "--with-filename", "--null", "--stats"]
 
 
 async def ripgrep_search(rg: str, root: Path, start_rel: str, pattern: str, globs: list[str], matches: Matches) -> None:
-    """Search with rg (``ripgrep.run_ripgrep``), its matches into ``matches``."""
-    reader = _RipgrepReader(matches)
-    code, errors = await run_ripgrep(ripgrep_args(rg, start_rel, pattern, globs), root, reader.feed)
-    reader.end_file()
-    # Exit 2 with a summary means some files could not be read; without one, rg did not run.
+    """Search with rg in two runs: the matching lines of every file (``--count``), then the lines
+    themselves (``--json``) of only the files that hold the MAX_MATCHES shown.
+
+    rg's JSON for a common word is megabytes (each match with its whole line and submatches),
+    and the totals needed all of it read; its counts are one short line a matching file.
+    """
+    code, output, errors = await read_ripgrep(ripgrep_args(rg, COUNT_OUTPUT, pattern, globs, [start_rel]), root)
+    if code == 2 and not output:
+        raise ToolError(f"ripgrep failed: {errors}")
+    counts: dict[str, int] = {}
+    for given, lines in _counted(output):
+        rel = given.removeprefix("./")
+        if matches.wanted(rel):
+            matches.count(rel, lines)
+            counts[given] = lines
+    shown = _holding_the_first(counts)
+    if not shown:
+        return
+    reader = _LinesReader(matches, {given: min(counts[given], MAX_MATCHES) for given in shown})
+    # Named files escape no rule: the first run found each under the project's rules. No file
+    # gives more lines than can be shown; one thread, as a few files are all it searches.
+    lines_output = ["--json", "--max-count", str(MAX_MATCHES), "--threads", "1"]
+    code, errors = await run_ripgrep(ripgrep_args(rg, lines_output, pattern, [], shown), root, reader.feed)
     if code == 2 and not reader.searched:
         raise ToolError(f"ripgrep failed: {errors}")
 
 
-class _RipgrepReader:
-    """rg's ``--json`` lines into ``Matches``, decoding as little as the answer needs.
+def _counted(output: bytes) -> list[tuple[str, int]]:
+    """(path as rg printed it, matching lines) from ``--count --null`` output.
 
-    rg writes each file's messages together (``begin``, its ``match`` lines, ``end``), so a file
-    is judged once at its ``begin`` (``Matches.wanted``), its match lines are counted by their
-    prefix, and only those that may still be shown (``Matches.may_show``, at most MAX_MATCHES a
-    file) are decoded: on a search with many matches, most never are.
+    A record is ``path NUL digits LF``; a path may hold a newline but never a NUL, so each piece
+    after a NUL is ``digits LF next-path`` (after the last count: the stats).
+    """
+    pieces = output.split(b"\0")
+    counted = []
+    path = pieces[0]
+    for piece in pieces[1:]:
+        lines, _, after = piece.partition(b"\n")
+        counted.append((path.decode("utf-8", "surrogateescape"), int(lines)))
+        path = after
+    return counted
+
+
+def _holding_the_first(counts: dict[str, int]) -> list[str]:
+    """The files that hold the MAX_MATCHES first matches by (path, line): those in path order up
+    to the one that brings the count to MAX_MATCHES, and any that print the same as it."""
+    ordered = sorted(counts, key=lambda given: printable(given.removeprefix("./")))
+    held, lines, bound = [], 0, None
+    for given in ordered:
+        path = printable(given.removeprefix("./"))
+        if bound is not None and path != bound:
+            break
+        held.append(given)
+        lines += counts[given]
+        if lines >= MAX_MATCHES:
+            bound = path
+    return held
+
+
+class _LinesReader:
+    """rg's ``--json`` lines of the files ``_holding_the_first`` chose, into ``Matches``.
+
+    A file gives at most the lines the count found in it: it may have changed since (grown, or
+    become binary: rg searches a file named on its command line past a NUL byte).
     """
 
     _MATCH = b'{"type":"match"'
     _BEGIN = b'{"type":"begin"'
     _SUMMARY = b'{"type":"summary"'
 
-    def __init__(self, matches: Matches):
+    def __init__(self, matches: Matches, wanted: dict[str, int]):
         self.matches = matches
         self.searched = False
-        self._path: str | None = None  # the file being read, when wanted
-        self._lines = 0
-        self._showing = False
+        self._wanted = wanted  # path as rg prints it -> lines to take from it
+        self._path = ""
+        self._left = 0
 
     def feed(self, raw: bytes) -> None:
         if raw.startswith(self._MATCH):
-            if self._path is None:
-                return
-            self._lines += 1
-            if self._showing:
+            if self._left > 0:
+                self._left -= 1
                 data = json.loads(raw)["data"]
                 self.matches.add(self._path, data["line_number"], _json_text(data["lines"]).removesuffix("\n"))
-                self._showing = self._lines < MAX_MATCHES
         elif raw.startswith(self._BEGIN):
-            self.end_file()
-            path = _json_text(json.loads(raw)["data"]["path"]).removeprefix("./")
-            if self.matches.wanted(path):
-                self._path, self._showing = path, self.matches.may_show(path)
+            given = _json_path(json.loads(raw)["data"]["path"])
+            self._path, self._left = given.removeprefix("./"), self._wanted.get(given, 0)
         elif raw.startswith(self._SUMMARY):
-            self.end_file()
             self.searched = True
-
-    def end_file(self) -> None:
-        if self._path is not None:
-            self.matches.count(self._path, self._lines)
-        self._path, self._lines, self._showing = None, 0, False
 
 
 def _json_text(value: dict[str, str]) -> str:
@@ -363,6 +406,13 @@ def _json_text(value: dict[str, str]) -> str:
     if "text" in value:
         return value["text"]
     return base64.b64decode(value["bytes"]).decode("utf-8", "replace")
+
+
+def _json_path(value: dict[str, str]) -> str:
+    """A path in rg's JSON as the count run's output decodes it (bad bytes kept as surrogates)."""
+    if "text" in value:
+        return value["text"]
+    return base64.b64decode(value["bytes"]).decode("utf-8", "surrogateescape")
 
 
 # --- the tool -------------------------------------------------------------------------------

@@ -12,8 +12,10 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Callable
+import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import IO
 
 import anyio
 from anyio.abc import ByteReceiveStream
@@ -49,16 +51,37 @@ def ripgrep_for(root: Path, start: Path) -> str | None:
 async def run_ripgrep(args: list[str], root: Path, on_line: Callable[[bytes], None]) -> tuple[int, str]:
     """Run rg with ``args`` in ``root``, each line of its output to ``on_line`` (without the
     newline); its exit code and what it wrote to stderr."""
+    return await _run(args, root, subprocess.PIPE, lambda stdout: _feed_lines(stdout, on_line))
+
+
+async def read_ripgrep(args: list[str], root: Path) -> tuple[int, bytes, str]:
+    """Run rg with ``args`` in ``root``: its exit code, its whole output, what it wrote to stderr.
+
+    The output goes to a temporary file, read once rg has ended: rg writes once per file it
+    searched, and waking the event loop for each of those writes cost more than rg's search.
+    The file has no name (``TemporaryFile``): a killed process leaves nothing behind.
+    """
+    with tempfile.TemporaryFile() as output:
+        code, errors = await _run(args, root, output, None)
+        output.seek(0)
+        return code, output.read(), errors
+
+
+async def _run(
+    args: list[str], root: Path, stdout: int | IO[bytes], read: Callable[[ByteReceiveStream], Awaitable[None]] | None
+) -> tuple[int, str]:
     # Shielded: a cancel landing mid-spawn would leave a started group nobody kills.
     with anyio.CancelScope(shield=True):
-        process = await anyio.open_process(args, cwd=root, stdin=subprocess.DEVNULL, start_new_session=True)
+        process = await anyio.open_process(args, cwd=root, stdin=subprocess.DEVNULL, stdout=stdout, start_new_session=True)
     async with process:
         try:
-            assert process.stdout is not None and process.stderr is not None
+            assert process.stderr is not None
             errors = bytearray()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_drain, process.stderr, errors)
-                await _feed_lines(process.stdout, on_line)
+                if read is not None:
+                    assert process.stdout is not None
+                    await read(process.stdout)
             code = await process.wait()
         except BaseException:
             with contextlib.suppress(ProcessLookupError):
