@@ -77,6 +77,9 @@ async def serve_http(
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    # Listening before the URL is said: a client that connects at once waits in the backlog
+    # until uvicorn accepts, instead of being refused while the app is built.
+    sock.listen()
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     say(f"http://{shown}:{sock.getsockname()[1]}{ENDPOINT}")
     uvicorn = _Uvicorn(BearerToken(server.streamable_http_app(streamable_http_path=ENDPOINT, host=host), token))
