@@ -23,6 +23,7 @@ from typing import TypeVar
 
 import anyio
 
+from totem_engine.pids import alive
 from totem_engine.store import THIS_HOST, Lease, SessionInUse, Store, new_id
 
 __all__ = ["HEARTBEAT", "STALE_AFTER", "HeldLease", "holding", "in_force", "lease_in_force", "request_abort"]
@@ -41,17 +42,7 @@ def in_force(lease: Lease, now: float | None = None) -> bool:
     now = time.time() if now is None else now
     if now - lease.heartbeat > STALE_AFTER:
         return False
-    return lease.host != THIS_HOST or _alive(lease.pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: alive
-        return True
-    return True
+    return lease.host != THIS_HOST or alive(lease.pid)
 
 
 class HeldLease:

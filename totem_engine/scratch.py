@@ -20,6 +20,7 @@ from pathlib import Path
 
 import anyio
 
+from totem_engine.pids import alive
 from totem_engine.sandbox.bwrap import make_removable
 
 __all__ = ["folder", "make"]
@@ -63,23 +64,13 @@ def _sweep(temporary: Path) -> None:
         return
     for entry in entries:
         found = _NAME.match(entry.name)
-        if found is None or int(found.group(1)) == os.getpid() or _alive(int(found.group(1))):
+        if found is None or int(found.group(1)) == os.getpid() or alive(int(found.group(1))):
             continue
         try:
             if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.getuid():
                 _remove(Path(entry.path))
         except OSError:
             continue
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
 
 
 def _remove(path: Path) -> None:

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import platformdirs
 
+from totem_engine.pids import alive
+
 
 def journal_path() -> Path:
     return Path(platformdirs.user_state_dir("totem")) / "temp-files.txt"
@@ -41,16 +43,6 @@ def record(tmp: Path) -> None:
         handle.flush()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process: alive
-    return True
-
-
 def sweep(root: Path) -> list[str]:
     """Remove the journaled temporary files under ``root`` whose writer is no longer running;
     their paths relative to ``root``. Lines whose file is gone are dropped from the journal;
@@ -68,7 +60,7 @@ def sweep(root: Path) -> list[str]:
             path = Path(name)
             if not path.exists():
                 continue
-            if root not in path.parents or _alive(int(pid_text)):
+            if root not in path.parents or alive(int(pid_text)):
                 kept.append(line)
                 continue
             with contextlib.suppress(FileNotFoundError):
