@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from totem_engine.tools.base import BoundaryError, ToolContext, ToolError, ToolResult
 from totem_engine.tools import glob as glob_mod
+from totem_engine.tools.base import BoundaryError, ToolContext, ToolError, ToolResult
 from totem_engine.tools.glob import MAX_RESULTS, GlobTool
 from totem_engine.tools.walk import expand_braces, glob_matcher
 from totem_engine.tools.workspace import DiskWorkspace
@@ -227,6 +227,17 @@ async def test_ripgrep_engine_keeps_the_cap_and_the_newest(linkless: ToolContext
     newest = sorted(range(MAX_RESULTS + 5), key=lambda i: (-(i // 3), f"f{i:03}"))[:MAX_RESULTS]
     assert lines[:-1] == [f"many/f{i:03}.txt" for i in newest]
     assert "5 more files" in lines[-1]
+
+
+async def test_a_symlink_in_an_ignored_folder_keeps_the_ripgrep_engine(linkless: ToolContext, root: Path, monkeypatch):
+    # A pnpm project's node_modules is all links; the walk does not enter it either.
+    (root / "build" / "linked").symlink_to(root / "src", target_is_directory=True)
+    # And one a nested .gitignore ignores (src/.gitignore: generated.py).
+    (root / "src" / "pkg" / "generated.py").symlink_to(root / "a.py")
+    with_rg = await glob(linkless, pattern="**/*.py")
+    monkeypatch.setattr(glob_mod, "ripgrep_for", lambda root, start: None)
+    with_walk = await glob(linkless, pattern="**/*.py")
+    assert with_rg.metadata["engine"] == "ripgrep" and with_rg.output == with_walk.output
 
 
 async def test_a_tree_with_a_symlink_is_walked_even_with_ripgrep(ctx: ToolContext):

@@ -1,8 +1,8 @@
 """glob: the project's files whose paths match a glob pattern, newest first.
 
 Two engines give the same answer: ripgrep (``rg --files --sortr modified``) when it can answer
-for the project (tools/ripgrep.py) and the tree holds no symlink, a Python walk (``walk_files``,
-which follows links that stay inside the project) otherwise.
+for the project (tools/ripgrep.py) and the folders the walk enters hold no symlink, a Python
+walk (``walk_files``, which follows links that stay inside the project) otherwise.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pydantic import Field
 from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult, short
 from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
 from totem_engine.tools.ripgrep import FLAGS, missing_note, ripgrep_for, run_ripgrep
-from totem_engine.tools.walk import glob_matcher, printable, walk_files
+from totem_engine.tools.walk import glob_matcher, is_ignored, load_ignore, printable, start_rules, walk_files
 
 MAX_RESULTS = 100
 
@@ -74,7 +74,7 @@ async def newest_by_ripgrep(rg: str, root: Path, start: Path, pattern: str) -> l
 
     linked: list[bool] = []
     async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: _scan_for_links(start, linked))
+        tg.start_soon(lambda: _scan_for_links(root, start, linked))
         code, errors = await run_ripgrep([rg, "--files", *FLAGS, "--sortr", "modified", "--", start_rel], root, take)
     if linked[0]:
         return None
@@ -83,25 +83,38 @@ async def newest_by_ripgrep(rg: str, root: Path, start: Path, pattern: str) -> l
     return listed
 
 
-async def _scan_for_links(start: Path, into: list[bool]) -> None:
-    into.append(await anyio.to_thread.run_sync(_has_link, start, abandon_on_cancel=True))
+async def _scan_for_links(root: Path, start: Path, into: list[bool]) -> None:
+    into.append(await anyio.to_thread.run_sync(_has_link, root, start, abandon_on_cancel=True))
 
 
-def _has_link(start: Path) -> bool:
-    """Whether a visible folder under ``start`` holds a symlink."""
-    folders = [str(start)]
+def _has_link(root: Path, start: Path) -> bool:
+    """Whether a folder under ``start`` that the walk enters (not hidden, not ignored) holds a
+    symlink it would look at. Ignored folders are not entered: a pnpm project's ``node_modules``
+    is all links, and the walk skips it anyway."""
+    real_root = root.resolve()
+    start_rel = relative(real_root, start)
+    # The rules above the start folder and its own; below, a folder's .gitignore is read only
+    # when its listing shows one (an open that fails for every folder costs more than the scan).
+    rules, _ = start_rules(real_root, start)
+    folders = [(str(start), "" if start_rel == "." else start_rel, rules)]
     while folders:
+        folder, folder_rel, folder_rules = folders.pop()
         try:
-            with os.scandir(folders.pop()) as entries:
-                for entry in entries:
-                    if entry.name.startswith("."):
-                        continue
-                    if entry.is_symlink():
-                        return True
-                    if entry.is_dir(follow_symlinks=False):
-                        folders.append(entry.path)
+            with os.scandir(folder) as scanned:
+                entries = list(scanned)
         except OSError:
             continue
+        if folder_rel != ("" if start_rel == "." else start_rel) and any(e.name == ".gitignore" for e in entries):
+            folder_rules = folder_rules + load_ignore(Path(folder), folder_rel)
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            rel = f"{folder_rel}/{entry.name}" if folder_rel else entry.name
+            if entry.is_symlink():
+                if not is_ignored(folder_rules, rel, entry.is_dir()):
+                    return True
+            elif entry.is_dir(follow_symlinks=False) and not is_ignored(folder_rules, rel, True):
+                folders.append((entry.path, rel, folder_rules))
     return False
 
 
