@@ -109,9 +109,18 @@ class OverlayScope(CommandScope):
         try:
             return await self.take_in()
         except OSError as exc:
-            return [FileChange("", unrestorable=f"what `{_short(self.command)}` wrote could not all be taken in: {exc}")]
+            return self.not_taken(exc)
         finally:
-            await anyio.to_thread.run_sync(self.box.drop_overlay, self.upper)
+            await self.drop()
+
+    def not_taken(self, exc: OSError) -> list[FileChange]:
+        """What the close says when the take-in failed part way."""
+        return [FileChange("", unrestorable=f"what `{_short(self.command)}` wrote could not all be taken in: {exc}")]
+
+    async def drop(self) -> None:
+        """The overlay's folders removed."""
+        self._closed = True
+        await anyio.to_thread.run_sync(self.box.drop_overlay, self.upper)
 
 
 class UntrackedScope(Boxed):

@@ -9,23 +9,12 @@ from __future__ import annotations
 
 import mmap
 import os
-import subprocess
 from pathlib import Path
 
 import anyio
 
+from tests.unit.test_worktree_capture import repo
 from totem_engine.worktree_capture import GitCapture
-
-GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-
-
-def repo(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"]):
-        subprocess.run(["git", *args], cwd=root, env=GIT_ENV, check=True)
-    return root
 
 
 def commands(root: Path, state: Path, steps, *, watch: bool = True):

@@ -280,7 +280,7 @@ async def test_staged_deletes_past_the_argument_limit_still_reach_the_command(sc
     for path in sorted(folder.iterdir())[1:]:
         await stage.delete(path)
     box = await scene.commands.script_box("ses_argv")
-    scope = StageScope(box, stage, scene.root, max_file_bytes=10_000)
+    scope = StageScope(box, stage, scene.root, max_file_bytes=10_000, command="ls")
     await scope.open()
     try:
         result = await anyio.run_process(scope.argv(["sh", "-c", f"ls {folder.name} | wc -l; ls -a /tmp"]), check=False)

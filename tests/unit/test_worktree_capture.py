@@ -19,12 +19,14 @@ from totem_engine.command_changes import CommandChanges
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 
 
-def repo(root: Path, files: dict[str, str]) -> None:
+def repo(root: Path, files: dict[str, str]) -> Path:
+    """``root`` made a git repository of ``files``, committed."""
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"]):
         subprocess.run(["git", *args], cwd=root, env=GIT_ENV, check=True)
+    return root
 
 
 @pytest.fixture(params=[True, False], ids=["watched", "unwatched"])

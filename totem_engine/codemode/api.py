@@ -153,7 +153,9 @@ class ScriptApi:
         if box is None:
             result = await self.project.commit(action)
         else:
-            scope = StageScope(box, self.staged, self.project.root, max_file_bytes=self.project.commands.max_file_bytes)
+            scope = StageScope(
+                box, self.staged, self.project.root, max_file_bytes=self.project.commands.max_file_bytes, command=command,
+            )
             await scope.open()
             result = await action.run_in(self.project, scope)
             if scope.left_out:

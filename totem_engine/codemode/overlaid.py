@@ -23,7 +23,7 @@ from pathlib import Path
 import anyio
 
 from totem_engine.codemode.staging import StagedWorkspace
-from totem_engine.command_changes import CommandScope
+from totem_engine.command_changes import OverlayScope
 from totem_engine.file_changes import FileChange
 from totem_engine.sandbox.session import SandboxSession
 from totem_engine.sandbox.upper import DELETE_FIRST, read_back, seed
@@ -33,21 +33,17 @@ from totem_engine.tools.paths import relative, resolve_in_project
 __all__ = ["StageScope"]
 
 
-class StageScope(CommandScope):
+class StageScope(OverlayScope):
     """One command of a script in ``box``, the project ``root`` overlaid with ``stage``; ``open``
     before it runs. ``left_out``: after ``close``, what the command made that the stage did not
     take (a symbolic link, a file over ``max_file_bytes``, ``.git``, what the project ignores)."""
 
-    def __init__(self, box: SandboxSession, stage: StagedWorkspace, root: Path, *, max_file_bytes: int):
-        self.box = box
+    def __init__(self, box: SandboxSession, stage: StagedWorkspace, root: Path, *, max_file_bytes: int, command: str):
+        super().__init__(box, root.resolve(), max_file_bytes=max_file_bytes, command=command)
         self.stage = stage
-        self.root = root.resolve()
-        self.max_file_bytes = max_file_bytes
-        self.upper, self.work = box.new_overlay()
         self.seeded: dict[str, bytes] = {}
         self.deletes: list[str] = []
         self.left_out: list[str] = []
-        self._closed = False
 
     async def open(self) -> None:
         """The stage put into the overlay's upper folder, its deletes listed for the command's
@@ -63,9 +59,8 @@ class StageScope(CommandScope):
             if self.deletes:
                 await anyio.Path(self._delete_list).write_bytes(b"".join(os.fsencode(rel) + b"\0" for rel in self.deletes))
         except BaseException:
-            self._closed = True
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self.box.drop_overlay, self.upper)
+                await self.drop()
             raise
 
     @property
@@ -76,7 +71,7 @@ class StageScope(CommandScope):
     def argv(self, argv: list[str]) -> list[str]:
         if self.deletes:
             argv = ["/bin/sh", "-c", DELETE_FIRST, "sh", f"/tmp/{self._delete_list.name}", *argv]
-        return self.box.wrap(argv, overlay=(self.upper, self.work))
+        return super().argv(argv)
 
     async def take_in(self) -> list[FileChange]:
         """What the overlay holds, into the stage; nothing in the project changes."""
@@ -109,12 +104,9 @@ class StageScope(CommandScope):
         except ToolError:
             return None
 
-    async def close(self) -> list[FileChange]:
-        if self._closed:
-            return []
-        self._closed = True
-        try:
-            return await self.take_in()
-        finally:
-            self._delete_list.unlink(missing_ok=True)  # the command did not start
-            await anyio.to_thread.run_sync(self.box.drop_overlay, self.upper)
+    def not_taken(self, exc: OSError) -> list[FileChange]:
+        raise exc  # the stage is not what the command left: the script's call fails
+
+    async def drop(self) -> None:
+        self._delete_list.unlink(missing_ok=True)  # left when the command did not start
+        await super().drop()

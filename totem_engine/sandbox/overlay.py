@@ -23,7 +23,7 @@ from pathlib import Path
 from totem_engine.file_changes import FileChange
 from totem_engine.tools.workspace import write_atomically
 
-__all__ = ["is_opaque", "is_whiteout", "take_in"]
+__all__ = ["is_opaque", "is_whiteout", "not_utf8", "take_in"]
 
 _XATTR_PREFIXES = ("user.overlay.", "trusted.overlay.")
 
@@ -36,14 +36,19 @@ def take_in(upper: Path, root: Path, *, max_file_bytes: int) -> list[FileChange]
 
 
 def _named(change: FileChange) -> FileChange:
-    """``change``, or for a name that is not UTF-8 (os.fsdecode keeps its bytes as surrogates,
-    which no event, message or snapshot can hold) a note with the name escaped."""
+    """``change``, or for a name that is not UTF-8 a note with the name escaped."""
+    shown = not_utf8(change.path)
+    return change if shown is None else FileChange(shown, unrestorable="a name that is not UTF-8: undo cannot name it")
+
+
+def not_utf8(name: str) -> str | None:
+    """A name from the file system that is not UTF-8 (os.fsdecode keeps its bytes as surrogates,
+    which no event, message or snapshot can hold), escaped for people; None for a UTF-8 one."""
     try:
-        change.path.encode("utf-8")
+        name.encode("utf-8")
     except UnicodeEncodeError:
-        shown = change.path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        return FileChange(shown, unrestorable="a name that is not UTF-8: undo cannot name it")
-    return change
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return None
 
 
 def _folder(upper: Path, root: Path, rel: str, changes: list[FileChange], cap: int) -> None:

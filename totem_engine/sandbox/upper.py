@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from totem_engine.sandbox.overlay import is_opaque, is_whiteout
+from totem_engine.sandbox.overlay import is_opaque, is_whiteout, not_utf8
 from totem_engine.tools.walk import IgnoreFile, is_ignored, load_ignore
 
 __all__ = ["DELETE_FIRST", "ReadBack", "read_back", "seed"]
@@ -66,14 +66,18 @@ def read_back(upper: Path, root: Path, *, seeded: set[str], deleted: set[str] = 
     bytecode caches are left out: they are no change of the project's, and could be large.
     Blocking."""
     found = ReadBack()
-    _folder(upper, root, "", found, seeded | deleted, max_file_bytes, _ignore_rules(upper, root, "", []))
+    kept = seeded | deleted
+    # The folders holding a file the script staged: never ignored (what it wrote, it keeps).
+    kept_folders = {parent.as_posix() for rel in kept for parent in PurePosixPath(rel).parents}
+    _folder(upper, root, "", found, kept, kept_folders, max_file_bytes, _ignore_rules(upper, root, "", []))
     found.deleted |= {rel for rel in seeded if rel not in found.written and not (upper / rel).is_symlink()}
     found.left_out.sort()
     return found
 
 
 def _folder(
-    upper: Path, root: Path, rel: str, found: ReadBack, seeded: set[str], cap: int, rules: list[IgnoreFile],
+    upper: Path, root: Path, rel: str, found: ReadBack, seeded: set[str], seeded_folders: set[str], cap: int,
+    rules: list[IgnoreFile],
 ) -> None:
     with os.scandir(upper / rel if rel else upper) as entries:
         listed = sorted(entries, key=lambda e: e.name)
@@ -81,12 +85,13 @@ def _folder(
         path = f"{rel}/{entry.name}" if rel else entry.name
         st = entry.stat(follow_symlinks=False)
         is_dir = stat.S_ISDIR(st.st_mode) or (root / path).is_dir()  # a whiteout hides a folder too
-        if not _is_utf8(entry.name):  # no path of a change set, message or event can hold it
-            shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-            found.left_out.append(f"{shown}{'/' if is_dir else ''} (a name that is not UTF-8)")
+        if not_utf8(entry.name) is not None:  # no path of a change set, message or event can hold it
+            found.left_out.append(f"{not_utf8(path)}{'/' if is_dir else ''} (a name that is not UTF-8)")
         elif entry.name == ".git":  # the project's, or a repository inside it
             found.left_out.append(f"{path} (what a command does to a repository is not staged)")
-        elif not _holds_seeded(path, seeded) and (entry.name == "__pycache__" or is_ignored(rules, path, is_dir)):
+        elif path not in seeded and path not in seeded_folders and (
+            entry.name == "__pycache__" or is_ignored(rules, path, is_dir)
+        ):
             found.left_out.append(f"{path}{'/' if is_dir else ''} (ignored)")
         elif is_whiteout(entry.path, st) and (root / path).is_symlink():
             found.left_out.append(f"{path} (a symbolic link, removed)")
@@ -97,7 +102,7 @@ def _folder(
                 found.deleted |= {f for f in _project_files(root, path) if not (upper / f).is_file()}
             elif _is_file_or_link(root / path):
                 found.deleted.add(path)
-            _folder(upper, root, path, found, seeded, cap, _ignore_rules(upper, root, path, rules))
+            _folder(upper, root, path, found, seeded, seeded_folders, cap, _ignore_rules(upper, root, path, rules))
         elif stat.S_ISLNK(st.st_mode):
             found.left_out.append(f"{path} (a symbolic link)")
         elif stat.S_ISREG(st.st_mode):
@@ -114,15 +119,6 @@ def _folder(
                 found.left_out.append(f"{path} (mode {stat.S_IMODE(st.st_mode):o}: a change set keeps the project's modes)")
 
 
-def _is_utf8(name: str) -> bool:
-    """Whether a name from the file system is UTF-8 (os.fsdecode keeps other bytes as surrogates)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _mode_lost(path: Path, mode: int) -> bool:
     """Whether the change set would not give the file ``mode``: it keeps the project's file's
     mode, and a new file gets the default one (not executable)."""
@@ -130,11 +126,6 @@ def _mode_lost(path: Path, mode: int) -> bool:
         return not path.is_symlink() and stat.S_IMODE(path.stat().st_mode) != mode
     except OSError:
         return bool(mode & 0o111)
-
-
-def _holds_seeded(path: str, seeded: set[str]) -> bool:
-    """Whether ``path`` is a seeded file or a folder holding one (the script wrote it: it stays)."""
-    return path in seeded or any(rel.startswith(path + "/") for rel in seeded)
 
 
 def _ignore_rules(upper: Path, root: Path, rel: str, rules: list[IgnoreFile]) -> list[IgnoreFile]:

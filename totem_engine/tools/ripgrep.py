@@ -64,7 +64,8 @@ async def read_ripgrep(args: list[str], root: Path) -> tuple[int, bytes, str]:
     with tempfile.TemporaryFile() as output:
         code, errors = await _run(args, root, output, None)
         output.seek(0)
-        return code, output.read(), errors
+        # Off the loop: the counts of a search over a large tree are megabytes.
+        return code, await anyio.to_thread.run_sync(output.read), errors
 
 
 async def _run(
