@@ -4,7 +4,6 @@ back with its count, in order, whatever the stats after the last record say."""
 
 from __future__ import annotations
 
-
 from hypothesis import given
 from hypothesis import strategies as st
 
