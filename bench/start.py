@@ -104,26 +104,34 @@ def main() -> None:
         home.mkdir()
         project.mkdir()
         (project / "README.md").write_text("A tiny project.\n")
-        config = home / "totem.toml"
-        config.write_text(f'model = "sim/test-model"\nforge = false\n[providers.sim]\nkind = "openai"\n'
-                          f'base_url = "{server.base_url}"\napi_key = "sk-bench"\n')
+        codes = {"this tree": REPO, "baseline": baseline}
+        configs = {}
+        for name, code in codes.items():
+            # Forge (a Total.js project's MCP server) is off; a tree older than Forge has no such key.
+            forge = "forge = false\n" if (code / "totem_engine" / "forge").is_dir() else ""
+            configs[name] = home / f"totem-{len(configs)}.toml"
+            configs[name].write_text(f'model = "sim/test-model"\n{forge}[providers.sim]\nkind = "openai"\n'
+                                     f'base_url = "{server.base_url}"\napi_key = "sk-bench"\n')
         base_env = dict(os.environ, XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"),
                         XDG_CACHE_HOME=str(home / "cache"), XDG_STATE_HOME=str(home / "state"))
         base_env.pop("PYTHONPATH", None)
         # Bytecode as a user's install has it, written under the temp dir (not into either tree).
         base_env.pop("PYTHONDONTWRITEBYTECODE", None)
         base_env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
-        codes = {"this tree": REPO, "baseline": baseline}
-        envs = {name: dict(base_env, PYTHONPATH=str(code)) for name, code in codes.items()}
+        # Each tree its own data dir: a newer tree's stores have a schema an older one refuses.
+        envs = {name: dict(base_env, PYTHONPATH=str(code), XDG_DATA_HOME=str(home / f"data-{i}"))
+                for i, (name, code) in enumerate(codes.items())}
         totem_script = str(Path(sys.executable).with_name("totem"))
         python_pass = [sys.executable, "-c", "pass"]
         help_command = [totem_script, "--help"]
-        run_command = [sys.executable, "-m", "totem_cli.main", "run", "--cwd", str(project), "--config", str(config),
-                       "--json", "--yes", "say hello"]
+
+        def run_command(name: str) -> list[str]:
+            return [sys.executable, "-m", "totem_cli.main", "run", "--cwd", str(project), "--config", str(configs[name]),
+                    "--json", "--yes", "say hello"]
 
         def text_turn(name: str) -> tuple[float, float, str]:
             server.enqueue(text_reply("Hello."))
-            wall, cpu, out = run_one(run_command, envs[name], codes[name], children)
+            wall, cpu, out = run_one(run_command(name), envs[name], codes[name], children)
             if server.pending:
                 raise SystemExit(f"{name}: the scripted reply was not used")
             session_id = json.loads(out.splitlines()[0])["sessionId"]

@@ -18,7 +18,9 @@ DELTAS = ("textDelta", "reasoningDelta")
 class EventStream:
     def __init__(self, send: Callable[[dict[str, Any]], None]):
         self._send = send
-        self._pending: dict[str, list[dict[str, Any]]] = {}
+        # Per session, the events waiting, each with its texts: joined once when sent (adding to one
+        # string copied it whole at every delta, quadratic in a burst of thousands).
+        self._pending: dict[str, list[tuple[dict[str, Any], list[str]]]] = {}
         self._last: dict[str, float] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
 
@@ -35,11 +37,11 @@ class EventStream:
             self._send(event)
             self._last[session] = now
             return
-        last = pending[-1] if pending else None
+        last = pending[-1][0] if pending else None
         if last and last["kind"] == event["kind"] and last["partId"] == event["partId"]:
-            last["text"] += event["text"]
+            pending[-1][1].append(event["text"])
         else:
-            pending.append(dict(event))
+            pending.append((dict(event), [event["text"]]))
         if session not in self._timers:
             delay = max(0.0, self._last.get(session, now) + INTERVAL - now)
             self._timers[session] = loop.call_later(delay, self.flush, session)
@@ -49,7 +51,8 @@ class EventStream:
         if timer is not None:
             timer.cancel()
         pending = self._pending.pop(session, [])
-        for event in pending:
+        for event, texts in pending:
+            event["text"] = "".join(texts)
             self._send(event)
         if pending:
             self._last[session] = asyncio.get_running_loop().time()
