@@ -47,7 +47,7 @@ from totem_engine.retry import MAX_TURN_RETRIES, retry_delay, should_retry, turn
 from totem_engine.session_state import SessionState
 from totem_engine.skills import Skill, discover
 from totem_engine.snapshots import Snapshots
-from totem_engine.store import Session, Store, new_id
+from totem_engine.store import Session, Store, WriteFailed, new_id
 from totem_engine.tools.base import Tool
 from totem_engine.tools.command_runner import CommandRunner
 from totem_engine.tools.freshness import mark_seen_in
@@ -235,6 +235,9 @@ class Turn:
         self.frontend = frontend
         self.session_id = session_id
         self._session = session
+        # The steps' own writes, queued without waiting for the disk: committed by the next
+        # step's read of the history (``writes.messages``, before its request) or the turn's end.
+        self.writes = agent.store.deferred(session_id)
         self.model = model  # "provider/model id"
         self.options = options
         self.turn_id = turn_id or new_id("trn")
@@ -381,6 +384,13 @@ class Turn:
             await writer.flush()
         self._answers.extend(w for w in self._writers if w.kind == "text")
         await self.calls.close_open()
+        try:
+            await self.writes.flush()
+        except WriteFailed as exc:  # the steps' history is not all stored: the turn ends in an error
+            log.error("%s", exc, exc_info=exc)
+            stop, reason = "error", str(exc)
+            failure = ev.Error(session_id=self.session_id, error_class="InternalError", message=reason)
+            await self.emit(failure)
         if self._mcp_prepared and self.agent.mcp is not None:
             self.agent.mcp.release()
         if stop == "aborted" and not self.agent.config.jobs_survive_abort:
@@ -501,11 +511,10 @@ class Turn:
                 await self.agent.mcp.step()
                 self._offer_tools()
             fitter.tools = {**self.agent.tools, **self.tools}  # this step's MCP tools account for their results too
-            fitted = await fitter.fit(await self.agent.store.messages(self.session_id), self.state)
+            # The step's read of the history is also the last step's flush (raising a failed write).
+            fitted = await fitter.fit(await self.writes.messages(), self.state)
             self._used_call_ids |= fitter.history.call_ids
-            message_id = await self.agent.store.add_message(
-                self.session_id, "assistant", turn_id=self.turn_id, step=step, model=self.model
-            )
+            message_id = await self.writes.add_message("assistant", turn_id=self.turn_id, step=step, model=self.model)
             try:
                 outcome = await self._step(provider, fitted.request, step, message_id)
             except ContextOverflowError:
@@ -535,12 +544,11 @@ class Turn:
     async def _step(self, provider: Provider, request: ChatRequest, step: int, message_id: str) -> _StepOutcome:
         """One step into its assistant message (kept across retries; a retried try's parts are
         marked discarded)."""
-        store = self.agent.store
         all_reasoning = ReasoningRetry(least=least_reasoning(provider))
         attempt = 0
         while True:
             attempt += 1
-            stream = StepStream(store, message_id, session_id=self.session_id, emit=self.emit, unique_call=self.unique_call)
+            stream = StepStream(self.writes, message_id, session_id=self.session_id, emit=self.emit, unique_call=self.unique_call)
             self._writers = stream.parts
             failure: ProviderError | None = None
             async with anyio.create_task_group() as group:
@@ -580,7 +588,7 @@ class Turn:
             self._answers.append(text)
             self._writers = []
             await self._learn(calls, text.text, stream.text_calls)
-            await store.add_part(
+            await self.writes.add_part(
                 message_id, "step", {"step": step, "model": self.answered_by, "usage": stream.usage.model_dump(by_alias=True)}
             )
             await self.emit(ev.StepEnd(
