@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import time
 from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -34,11 +33,9 @@ _T = TypeVar("_T")
 
 log = logging.getLogger(__name__)
 
-# A queue of submitted writes is applied by the submitter itself once it holds this many, or its
-# oldest is this old: a long stream (a part updated every 0.25 s) stays committed within about a
-# second for another process, and the queue stays small.
+# A queue of submitted writes is applied by the submitter itself once it holds this many, so it
+# stays small whoever forgets to flush.
 DRAIN_AT = 256
-DRAIN_AFTER = 1.0  # seconds
 
 
 class WriteFailed(RuntimeError):
@@ -63,7 +60,6 @@ class _Submitted:
     args: tuple[Any, ...]
     owner: Hashable
     what: str
-    at: float  # time.monotonic() of the submission
 
 
 class Transaction:
@@ -143,14 +139,19 @@ class SqliteWorker:
     async def submit(self, fn: Callable[..., Any], /, *args: Any, owner: Hashable, what: str) -> None:
         """Queue the write ``fn(conn, *args)`` without waiting for it (its result is dropped);
         ``what`` names it in the ``WriteFailed`` raised, should it fail, by ``owner``'s next waited
-        call. Returns at once, unless the queue is full or old (DRAIN_AT, DRAIN_AFTER): then it
-        is applied first. Raises ``RuntimeError`` after ``close()``."""
+        call. Returns at once, unless the queue is full (DRAIN_AT): then it is applied first.
+        Raises ``RuntimeError`` after ``close()``."""
         if self._closed:
             raise RuntimeError(self._closed_message)
-        self._pending.append(_Submitted(self._submitted, fn, args, owner, what, time.monotonic()))
+        self._pending.append(_Submitted(self._submitted, fn, args, owner, what))
         self._submitted += 1
-        if len(self._pending) >= DRAIN_AT or time.monotonic() - self._pending[0].at >= DRAIN_AFTER:
+        if len(self._pending) >= DRAIN_AT:
             await self.flush(owner=owner)
+
+    @property
+    def queued(self) -> bool:
+        """Whether submitted writes wait for a call to apply them."""
+        return bool(self._pending)
 
     async def flush(self, *, owner: Hashable | None = None) -> None:
         """Wait until every write submitted so far is applied (``run`` of nothing)."""

@@ -33,6 +33,7 @@ by any other connection (another process, another ``Store``) changes SQLite's
 from __future__ import annotations
 
 import json
+import logging
 import re
 import secrets
 import socket
@@ -45,6 +46,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+import anyio
 import platformdirs
 
 from totem_engine.sqlite_worker import SqliteWorker, Transaction, WriteFailed
@@ -68,6 +70,8 @@ __all__ = [
     "default_db_path",
     "new_id",
 ]
+
+log = logging.getLogger(__name__)
 
 ROLES = frozenset({"user", "assistant"})
 PART_TYPES = frozenset({"text", "reasoning", "tool", "step", "state", "error", "notice", "checkpoint", "context", "image"})
@@ -1002,7 +1006,8 @@ class DeferredWrites:
     which need no write's result (ids are made here).
 
     The queue keeps the order of every call on the store: any later call (``Store.messages``
-    included) applies it first, so it reads what was queued. Errors come later: a queued write
+    included) applies it first, so it reads what was queued; ``commit_every`` stores it while a
+    turn runs. Errors come later: a queued write
     that fails (``MessageNotFound``, a full disk ...) raises, as a ``WriteFailed`` naming it, at
     this session's next ``flush`` or ``messages`` here (or the store's ``close``), and the
     session's writes queued after it are not applied. ``ValueError`` for an unknown role or
@@ -1044,6 +1049,22 @@ class DeferredWrites:
         """Wait until every write queued so far is stored; raises a ``WriteFailed`` of this
         session's."""
         await self._db.flush(owner=self.session_id)
+
+    async def commit(self) -> None:
+        """Store what is queued, when anything is; a failed write is left for ``flush`` to raise."""
+        if self._db.queued:
+            await self._db.flush()
+
+    async def commit_every(self, seconds: float) -> None:
+        """``commit`` every ``seconds``, until cancelled: while a turn runs, so a step that waits
+        (a long tool, a stalled stream) still has its writes on the disk for another process."""
+        while True:
+            await anyio.sleep(seconds)
+            try:
+                await self.commit()
+            except Exception:  # the store itself failing (closed, unreadable): the turn's own next call raises it
+                log.warning("committing the queued writes of %s failed", self.session_id, exc_info=True)
+                return
 
     async def messages(self) -> list[StoredMessage]:
         """``Store.messages`` of the session and a ``flush`` in one round trip."""

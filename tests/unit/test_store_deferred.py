@@ -207,3 +207,19 @@ async def test_a_long_queue_is_stored_by_the_submitter_without_a_flush(tmp_path:
         await writes.update_part(part, data={"text": "ab"})  # the third queued write
 
         assert _rows(store.path, "SELECT data FROM parts") == [('{"text":"ab"}',)]
+
+
+async def test_commit_every_stores_the_queue_while_the_turn_waits(store: Store):
+    session = await store.create_session(cwd="/repo", model="m")
+    writes = store.deferred(session.id)
+    message = await writes.add_message("assistant", turn_id="trn_1")
+    await writes.add_part(message, "tool", {"tool": "bash"}, status="running")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(writes.commit_every, 0.01)
+        with anyio.fail_after(10):
+            while not _rows(store.path, "SELECT status FROM parts"):  # no flush: the committer stores it
+                await anyio.sleep(0.01)
+        group.cancel_scope.cancel()
+
+    assert _rows(store.path, "SELECT status FROM parts") == [("running",)]

@@ -68,6 +68,8 @@ from totem_engine.turn.subagent import SubAgents
 
 log = logging.getLogger(__name__)
 
+COMMIT_EVERY = 0.25  # seconds between commits of a running turn's queued writes (store.DeferredWrites)
+
 
 def effective_max_steps(value: int) -> int:
     """0 means no cap; a cap below 10 would cut almost every real task short, so it is raised."""
@@ -315,24 +317,30 @@ class Turn:
         stop: ev.StopReason = "finished"
         reason: str | None = None
         failure: ev.Error | None = None
+        # The committer stores the steps' queued writes while a step waits (a tool, a stalled
+        # stream); every exception is caught inside it, so none comes out as an ExceptionGroup.
         with self._scope:
-            try:
-                if self.again is not None and self.again.retry > 1:
-                    wait = turn_retry_delay(self.again.retry, self.options.retry_max_wait)
-                    await self.notice(f"Retrying the turn (retry {self.again.retry} of {MAX_TURN_RETRIES}) in {wait:.1f} s.")
-                    await anyio.sleep(wait)
-                stop, reason = await self._steps()
-            except ProviderError as exc:
-                stop, reason = "error", exc.message
-                provider_name = self.model.split("/", 1)[0]
-                hint = hint_for(exc, provider_name, self.agent.config.providers.get(provider_name))
-                failure = ev.Error(session_id=self.session_id, error_class=type(exc).__name__, message=exc.message, hint=hint)
-                await self.emit(failure)
-            except Exception as exc:  # a bug must end the turn visibly, not take the front end down
-                log.exception("turn failed")
-                stop, reason = "error", f"{type(exc).__name__}: {exc}"
-                failure = ev.Error(session_id=self.session_id, error_class="InternalError", message=reason)
-                await self.emit(failure)
+            async with anyio.create_task_group() as committer:
+                committer.start_soon(self.writes.commit_every, COMMIT_EVERY)
+                try:
+                    if self.again is not None and self.again.retry > 1:
+                        wait = turn_retry_delay(self.again.retry, self.options.retry_max_wait)
+                        await self.notice(f"Retrying the turn (retry {self.again.retry} of {MAX_TURN_RETRIES}) in {wait:.1f} s.")
+                        await anyio.sleep(wait)
+                    stop, reason = await self._steps()
+                except ProviderError as exc:
+                    stop, reason = "error", exc.message
+                    provider_name = self.model.split("/", 1)[0]
+                    hint = hint_for(exc, provider_name, self.agent.config.providers.get(provider_name))
+                    failure = ev.Error(session_id=self.session_id, error_class=type(exc).__name__, message=exc.message, hint=hint)
+                    await self.emit(failure)
+                except Exception as exc:  # a bug must end the turn visibly, not take the front end down
+                    log.exception("turn failed")
+                    stop, reason = "error", f"{type(exc).__name__}: {exc}"
+                    failure = ev.Error(session_id=self.session_id, error_class="InternalError", message=reason)
+                    await self.emit(failure)
+                finally:
+                    committer.cancel_scope.cancel()
         if self._aborted:
             stop, reason = "aborted", "Stopped by the user."
         with anyio.CancelScope(shield=True):
@@ -552,7 +560,7 @@ class Turn:
             self._writers = stream.parts
             failure: ProviderError | None = None
             async with anyio.create_task_group() as group:
-                group.start_soon(flush_while_streaming, self._writers)
+                group.start_soon(flush_while_streaming, self._writers, self.writes)
                 try:
                     await stream.read(
                         provider, request, specs=self.specs, think_tags=self.record.think_tags, blocks=self.policy.file_blocks()

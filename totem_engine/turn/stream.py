@@ -38,9 +38,8 @@ STORE_EVERY = 0.25  # seconds between stored updates of a streaming part
 
 class StreamedPart:
     """One text or reasoning part of a step: created on its first delta and stored again every
-    STORE_EVERY seconds while it grows (``flush_while_streaming``), queued without waiting
-    (``DeferredWrites``: committed within about a second), so a killed process loses at most the
-    last second of it."""
+    STORE_EVERY seconds while it grows (``flush_while_streaming``, which also commits the queued
+    writes), so a killed process loses at most the last fraction of a second of it."""
 
     def __init__(self, writes: DeferredWrites, message_id: str, kind: str):
         self.writes, self.message_id, self.kind = writes, message_id, kind
@@ -83,11 +82,12 @@ class StreamedPart:
             await self.flush()
 
 
-async def flush_while_streaming(parts: list[StreamedPart]) -> None:
+async def flush_while_streaming(parts: list[StreamedPart], writes: DeferredWrites) -> None:
     while True:
         await anyio.sleep(STORE_EVERY)
         for part in parts:
             await part.flush()
+        await writes.commit()  # on the disk now, not at the step's end
 
 
 @dataclass(frozen=True)
