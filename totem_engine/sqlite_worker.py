@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -125,6 +126,9 @@ class SqliteWorker:
         self._pending: deque[_Submitted] = deque()
         self._submitted = 0
         self._failed: dict[Hashable, WriteFailed] = {}  # touched in the worker thread only
+        # Held to queue a write and to mark the worker closed, so none is queued after the close
+        # applied the queue (and none lost).
+        self._closing = threading.Lock()
 
     async def run(self, fn: Callable[..., _T], /, *args: Any, owner: Hashable | None = None) -> _T:
         """``fn(conn, *args)`` in the worker thread, after any call already running and every
@@ -141,10 +145,11 @@ class SqliteWorker:
         ``what`` names it in the ``WriteFailed`` raised, should it fail, by ``owner``'s next waited
         call. Returns at once, unless the queue is full (DRAIN_AT): then it is applied first.
         Raises ``RuntimeError`` after ``close()``."""
-        if self._closed:
-            raise RuntimeError(self._closed_message)
-        self._pending.append(_Submitted(self._submitted, fn, args, owner, what))
-        self._submitted += 1
+        with self._closing:
+            if self._closed:
+                raise RuntimeError(self._closed_message)
+            self._pending.append(_Submitted(self._submitted, fn, args, owner, what))
+            self._submitted += 1
         if len(self._pending) >= DRAIN_AT:
             await self.flush(owner=owner)
 
@@ -222,11 +227,12 @@ class SqliteWorker:
                 conn.execute(f"PRAGMA user_version={self._version}")
 
     def _close(self) -> None:
-        if self._pending and not self._closed:
+        with self._closing:  # from here no write is queued, so the queue is applied whole
+            closing, self._closed = not self._closed, True
+        if closing and self._pending:
             if self._conn is None:
                 self._conn = self._open()
             self._apply(self._conn, self._submitted)
-        self._closed = True
         if self._conn is not None:
             self._conn.close()
             self._conn = None
