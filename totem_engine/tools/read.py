@@ -86,10 +86,11 @@ def number_lines(text: str, offset: int, limit: int, budget: int = MAX_OUTPUT) -
 class ReadAction(Action):
     target: Path | None = None
     args: ReadInput | None = None
+    rel: str = ""  # the target's project-relative path
 
     async def apply(self, ctx: ToolContext) -> ToolResult:
         assert self.target is not None and self.args is not None
-        rel = relative(ctx.root, self.target)
+        rel = self.rel
         stat = await ctx.workspace.stat(self.target)
         if stat is None:
             near = await anyio.to_thread.run_sync(closest_paths, ctx.root, rel)
@@ -199,8 +200,8 @@ class ReadTool(Tool):
     Input = ReadInput
 
     async def prepare(self, args: ReadInput, ctx: ToolContext) -> Action:
-        target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, args.path)
-        rel = relative(ctx.root, target)
+        # The relative path in the same thread hop: ``relative`` resolves the root, on the disk.
+        target, rel = await anyio.to_thread.run_sync(_resolved, ctx.root, args.path)
         return ReadAction(
             title=f"Read {rel}",
             permission="read",
@@ -209,6 +210,7 @@ class ReadTool(Tool):
             notes=list(args.notes),
             target=target,
             args=args,
+            rel=rel,
         )
 
     def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:
@@ -239,6 +241,11 @@ class ReadTool(Tool):
             f"[Cut to fit the context window: {len(kept)} of {total_chars} characters shown. "
             f"Read on with offset={offset} and a smaller limit.]"
         )
+
+
+def _resolved(root: Path, path: str) -> tuple[Path, str]:
+    target = resolve_in_project(root, path)
+    return target, relative(root, target)
 
 
 _NUMBERED = re.compile(r"^(\d+)\t", re.MULTILINE)

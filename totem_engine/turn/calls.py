@@ -83,6 +83,9 @@ class ToolCalls:
         self.novelty = Novelty()  # no new information (seed 003)
         self.good_rounds = 0  # rounds whose calls all succeeded (evidence that tools work)
         self._open: list[_Call] = []
+        # The calls' parts are queued without waiting (store.DeferredWrites); the turn's next
+        # step reads them back, and a question to the front end waits for them first.
+        self.writes = self.agent.store.deferred(self.session_id)
 
     async def emit(self, event: ev.Event) -> None:
         await self.turn.emit(event)
@@ -93,7 +96,7 @@ class ToolCalls:
         for call in calls:
             shown = _shown_input(call.arguments)
             data = {"callId": call.id, "tool": call.name, "arguments": call.arguments, "input": shown}
-            part_id = await self.agent.store.add_part(message_id, "tool", data, status="pending")
+            part_id = await self.writes.add_part(message_id, "tool", data, status="pending")
             records.append(_Call(call=call, part_id=part_id, message_id=message_id, data=data, input=shown))
         self._open = records
         running = _Running()
@@ -143,6 +146,7 @@ class ToolCalls:
 
         async def question(text: str, options: list[str]) -> str | None:
             request = QuestionRequest(session_id=self.session_id, call_id=call.id, question=text, options=options)
+            await self.writes.flush()  # an answer may take minutes: the session as it stands is stored first
             return await self.turn.frontend.question(request)
 
         async def permit(action: Action) -> bool:
@@ -231,7 +235,7 @@ class ToolCalls:
         decision = self._decide(action)
         allowed, rule, reply = await self._permit(record, action, decision)
         await self._say_permission(record, allowed, decision, rule)
-        await self.agent.store.update_part(record.part_id, data=self._part_data(record, action.title, rule=rule))
+        await self.writes.update_part(record.part_id, data=self._part_data(record, action.title, rule=rule))
         if not allowed:
             record.end_turn = reply.end_turn if reply else None
             return _refusal(rule, reply), "denied", record.input
@@ -386,6 +390,7 @@ class ToolCalls:
             diff=action.diff,
             proposed=list(action.files),
         )
+        await self.writes.flush()  # an answer may take minutes: the session as it stands is stored first
         reply = await self.turn.frontend.permission(request)
         if reply.outcome == "allow_always":
             return True, self.policy.remember(action.permission, action.always_pattern, "allow"), reply
@@ -402,7 +407,7 @@ class ToolCalls:
         await self.emit(
             ev.ToolStart(session_id=self.session_id, call_id=record.call.id, tool=record.call.name, input=record.input, title=title)
         )
-        await self.agent.store.update_part(record.part_id, data=self._part_data(record, title), status="running")
+        await self.writes.update_part(record.part_id, data=self._part_data(record, title), status="running")
 
     async def _close_call(
         self,
@@ -420,7 +425,7 @@ class ToolCalls:
         with anyio.CancelScope(shield=True):
             for image in images or ():
                 # Before the call's status: a call stored as done has all of its result.
-                await self.agent.store.add_part(record.message_id, IMAGE_PART, part_data(image, call_id=record.call.id), status=FRESH)
+                await self.writes.add_part(record.message_id, IMAGE_PART, part_data(image, call_id=record.call.id), status=FRESH)
             record.done = True
             record.outcome = CallOutcome(
                 call=record.call, status=status, output=output,
@@ -430,7 +435,7 @@ class ToolCalls:
                 await self._start(record, _plain_title(record))
             data = self._part_data(record, None)
             data.update(output=output, summary=summary, endedAt=time.time())
-            await self.agent.store.update_part(record.part_id, data=data, status=status)
+            await self.writes.update_part(record.part_id, data=data, status=status)
             await self.emit(
                 ev.ToolEnd(
                     session_id=self.session_id, call_id=record.call.id, tool=record.call.name,

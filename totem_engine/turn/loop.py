@@ -47,7 +47,7 @@ from totem_engine.retry import MAX_TURN_RETRIES, retry_delay, should_retry, turn
 from totem_engine.session_state import SessionState
 from totem_engine.skills import Skill, discover
 from totem_engine.snapshots import Snapshots
-from totem_engine.store import Session, Store, new_id
+from totem_engine.store import Session, Store, WriteFailed, new_id
 from totem_engine.tools.base import Tool
 from totem_engine.tools.command_runner import CommandRunner
 from totem_engine.tools.freshness import mark_seen_in
@@ -67,6 +67,8 @@ from totem_engine.turn.stream import StepStream, StreamedPart, flush_while_strea
 from totem_engine.turn.subagent import SubAgents
 
 log = logging.getLogger(__name__)
+
+COMMIT_EVERY = 0.25  # seconds between commits of a running turn's queued writes (store.DeferredWrites)
 
 
 def effective_max_steps(value: int) -> int:
@@ -235,6 +237,9 @@ class Turn:
         self.frontend = frontend
         self.session_id = session_id
         self._session = session
+        # The steps' own writes, queued without waiting for the disk: committed by the next
+        # step's read of the history (``writes.messages``, before its request) or the turn's end.
+        self.writes = agent.store.deferred(session_id)
         self.model = model  # "provider/model id"
         self.options = options
         self.turn_id = turn_id or new_id("trn")
@@ -312,24 +317,30 @@ class Turn:
         stop: ev.StopReason = "finished"
         reason: str | None = None
         failure: ev.Error | None = None
+        # The committer stores the steps' queued writes while a step waits (a tool, a stalled
+        # stream); every exception is caught inside it, so none comes out as an ExceptionGroup.
         with self._scope:
-            try:
-                if self.again is not None and self.again.retry > 1:
-                    wait = turn_retry_delay(self.again.retry, self.options.retry_max_wait)
-                    await self.notice(f"Retrying the turn (retry {self.again.retry} of {MAX_TURN_RETRIES}) in {wait:.1f} s.")
-                    await anyio.sleep(wait)
-                stop, reason = await self._steps()
-            except ProviderError as exc:
-                stop, reason = "error", exc.message
-                provider_name = self.model.split("/", 1)[0]
-                hint = hint_for(exc, provider_name, self.agent.config.providers.get(provider_name))
-                failure = ev.Error(session_id=self.session_id, error_class=type(exc).__name__, message=exc.message, hint=hint)
-                await self.emit(failure)
-            except Exception as exc:  # a bug must end the turn visibly, not take the front end down
-                log.exception("turn failed")
-                stop, reason = "error", f"{type(exc).__name__}: {exc}"
-                failure = ev.Error(session_id=self.session_id, error_class="InternalError", message=reason)
-                await self.emit(failure)
+            async with anyio.create_task_group() as committer:
+                committer.start_soon(self.writes.commit_every, COMMIT_EVERY)
+                try:
+                    if self.again is not None and self.again.retry > 1:
+                        wait = turn_retry_delay(self.again.retry, self.options.retry_max_wait)
+                        await self.notice(f"Retrying the turn (retry {self.again.retry} of {MAX_TURN_RETRIES}) in {wait:.1f} s.")
+                        await anyio.sleep(wait)
+                    stop, reason = await self._steps()
+                except ProviderError as exc:
+                    stop, reason = "error", exc.message
+                    provider_name = self.model.split("/", 1)[0]
+                    hint = hint_for(exc, provider_name, self.agent.config.providers.get(provider_name))
+                    failure = ev.Error(session_id=self.session_id, error_class=type(exc).__name__, message=exc.message, hint=hint)
+                    await self.emit(failure)
+                except Exception as exc:  # a bug must end the turn visibly, not take the front end down
+                    log.exception("turn failed")
+                    stop, reason = "error", f"{type(exc).__name__}: {exc}"
+                    failure = ev.Error(session_id=self.session_id, error_class="InternalError", message=reason)
+                    await self.emit(failure)
+                finally:
+                    committer.cancel_scope.cancel()
         if self._aborted:
             stop, reason = "aborted", "Stopped by the user."
         with anyio.CancelScope(shield=True):
@@ -381,6 +392,13 @@ class Turn:
             await writer.flush()
         self._answers.extend(w for w in self._writers if w.kind == "text")
         await self.calls.close_open()
+        try:
+            await self.writes.flush()
+        except WriteFailed as exc:  # the steps' history is not all stored: the turn ends in an error
+            log.error("%s", exc, exc_info=exc)
+            stop, reason = "error", str(exc)
+            failure = ev.Error(session_id=self.session_id, error_class="InternalError", message=reason)
+            await self.emit(failure)
         if self._mcp_prepared and self.agent.mcp is not None:
             self.agent.mcp.release()
         if stop == "aborted" and not self.agent.config.jobs_survive_abort:
@@ -501,11 +519,10 @@ class Turn:
                 await self.agent.mcp.step()
                 self._offer_tools()
             fitter.tools = {**self.agent.tools, **self.tools}  # this step's MCP tools account for their results too
-            fitted = await fitter.fit(await self.agent.store.messages(self.session_id), self.state)
+            # The step's read of the history is also the last step's flush (raising a failed write).
+            fitted = await fitter.fit(await self.writes.messages(), self.state)
             self._used_call_ids |= fitter.history.call_ids
-            message_id = await self.agent.store.add_message(
-                self.session_id, "assistant", turn_id=self.turn_id, step=step, model=self.model
-            )
+            message_id = await self.writes.add_message("assistant", turn_id=self.turn_id, step=step, model=self.model)
             try:
                 outcome = await self._step(provider, fitted.request, step, message_id)
             except ContextOverflowError:
@@ -535,16 +552,15 @@ class Turn:
     async def _step(self, provider: Provider, request: ChatRequest, step: int, message_id: str) -> _StepOutcome:
         """One step into its assistant message (kept across retries; a retried try's parts are
         marked discarded)."""
-        store = self.agent.store
         all_reasoning = ReasoningRetry(least=least_reasoning(provider))
         attempt = 0
         while True:
             attempt += 1
-            stream = StepStream(store, message_id, session_id=self.session_id, emit=self.emit, unique_call=self.unique_call)
+            stream = StepStream(self.writes, message_id, session_id=self.session_id, emit=self.emit, unique_call=self.unique_call)
             self._writers = stream.parts
             failure: ProviderError | None = None
             async with anyio.create_task_group() as group:
-                group.start_soon(flush_while_streaming, self._writers)
+                group.start_soon(flush_while_streaming, self._writers, self.writes)
                 try:
                     await stream.read(
                         provider, request, specs=self.specs, think_tags=self.record.think_tags, blocks=self.policy.file_blocks()
@@ -580,7 +596,7 @@ class Turn:
             self._answers.append(text)
             self._writers = []
             await self._learn(calls, text.text, stream.text_calls)
-            await store.add_part(
+            await self.writes.add_part(
                 message_id, "step", {"step": step, "model": self.answered_by, "usage": stream.usage.model_dump(by_alias=True)}
             )
             await self.emit(ev.StepEnd(

@@ -30,7 +30,7 @@ from totem_engine.providers.base import (
     UsageChunk,
 )
 from totem_engine.textcalls import TextCallStats, text_tool_calls, think_filter
-from totem_engine.store import Store, new_id
+from totem_engine.store import DeferredWrites, new_id
 from totem_engine.turn.repetition import RepetitionDetector
 
 STORE_EVERY = 0.25  # seconds between stored updates of a streaming part
@@ -38,11 +38,11 @@ STORE_EVERY = 0.25  # seconds between stored updates of a streaming part
 
 class StreamedPart:
     """One text or reasoning part of a step: created on its first delta and stored again every
-    STORE_EVERY seconds while it grows (``flush_while_streaming``), so a killed process loses at
-    most the last fraction of a second of it."""
+    STORE_EVERY seconds while it grows (``flush_while_streaming``, which also commits the queued
+    writes), so a killed process loses at most the last fraction of a second of it."""
 
-    def __init__(self, store: Store, message_id: str, kind: str):
-        self.store, self.message_id, self.kind = store, message_id, kind
+    def __init__(self, writes: DeferredWrites, message_id: str, kind: str):
+        self.writes, self.message_id, self.kind = writes, message_id, kind
         self.part_id: str | None = None
         self.chunks: list[str] = []
         self.stored = False
@@ -65,14 +65,14 @@ class StreamedPart:
         self.chunks.append(text)
         if not self.stored:
             self.stored = True
-            await self.store.add_part(self.message_id, self.kind, {"text": text}, part_id=self.next_id())
+            await self.writes.add_part(self.message_id, self.kind, {"text": text}, part_id=self.next_id())
         else:
             self.dirty = True
 
     async def flush(self) -> None:
         if self.stored and self.dirty:
             self.dirty = False
-            await self.store.update_part(self.part_id, data={"text": self.text})
+            await self.writes.update_part(self.part_id, data={"text": self.text})
 
     async def cut(self, keep: int | None) -> None:
         """The part cut to its first ``keep`` characters and marked so, when that is shorter."""
@@ -82,11 +82,12 @@ class StreamedPart:
             await self.flush()
 
 
-async def flush_while_streaming(parts: list[StreamedPart]) -> None:
+async def flush_while_streaming(parts: list[StreamedPart], writes: DeferredWrites) -> None:
     while True:
         await anyio.sleep(STORE_EVERY)
         for part in parts:
             await part.flush()
+        await writes.commit()  # on the disk now, not at the step's end
 
 
 @dataclass(frozen=True)
@@ -105,21 +106,21 @@ class FileBlocks:
 class StepStream:
     """One try of a step into the assistant message ``message_id``: what it streamed (``text``,
     ``reasoning``, ``calls``, ``usage``, ``model``: the model the provider said answered) and the
-    text calls it read (``text_calls``)."""
+    text calls it read (``text_calls``). Its writes go to ``writes``, the turn's."""
 
     def __init__(
         self,
-        store: Store,
+        writes: DeferredWrites,
         message_id: str,
         *,
         session_id: str,
         emit: Callable[[ev.Event], Awaitable[None]],
         unique_call: Callable[[ToolCall], ToolCall],
     ):
-        self.store, self.message_id, self.session_id = store, message_id, session_id
+        self.writes, self.message_id, self.session_id = writes, message_id, session_id
         self.emit, self.unique_call = emit, unique_call
-        self.text = StreamedPart(store, message_id, "text")
-        self.reasoning = StreamedPart(store, message_id, "reasoning")
+        self.text = StreamedPart(writes, message_id, "text")
+        self.reasoning = StreamedPart(writes, message_id, "reasoning")
         self.calls: list[ToolCall] = []
         self.usage = ev.Usage()
         self.model: str | None = None
@@ -178,7 +179,7 @@ class StepStream:
         elif isinstance(chunk, UsageChunk):
             self.usage = ev.Usage(input_tokens=chunk.input_tokens, output_tokens=chunk.output_tokens)
         elif isinstance(chunk, StateChunk):
-            await self.store.add_part(self.message_id, "state", {"provider": provider.name, "data": chunk.data})
+            await self.writes.add_part(self.message_id, "state", {"provider": provider.name, "data": chunk.data})
         elif isinstance(chunk, FinishChunk):
             self.finish = chunk.reason
             if chunk.model:
