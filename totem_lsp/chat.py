@@ -59,7 +59,7 @@ class LspFrontEnd:
         # A sub-agent's events only to a client that declared it nests them: another would show
         # the agent's text as the answer's (docs/protocol.md "Client capabilities").
         if event.parent_call_id is None or declared(self.chats.server, "subAgents"):
-            self.chats.stream.publish(event.to_wire())
+            self.chats.stream.publish(event)
         if isinstance(event, ev.ToolEnd) and event.checks:
             self.chats.diagnostics.after_agent_edit(self.root, event.checks)
         if self.progress_token is None:
