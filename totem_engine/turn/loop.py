@@ -253,6 +253,7 @@ class Turn:
         self._mcp_prepared = False  # the runtime's MCP servers were started for this turn (released at its end)
         self.record = CapabilityRecord()  # the model's, known at the first step and learned from each
         self.specs: tuple[ToolSpec, ...] = ()
+        self._offered: tuple[object, ...] = ()  # what self.specs were made of: brief, then the tools
         self.temperature: float | None = None
         self.seed: int | None = None  # a fresh attempt's (start_afresh)
         self.user_message = ""  # the stored request's message id
@@ -491,7 +492,11 @@ class Turn:
         self.tools, brief = surface({**self._own_tools, **served}, self.record.context_window, self.record.tier)
         if self.policy.scripts:  # what script and file blocks are read as, whatever the surface
             self.tools.update({name: tool for name, tool in self._own_tools.items() if name in SCRIPT_TOOLS})
-        self.specs = tool_specs(self.tools, brief=brief)
+        # The same tools give the same specs: a tuple kept from step to step lets the fitter's
+        # count of their schemas (DerivedHistory.fixed, by identity) stand.
+        offered = (brief, *self.tools.values())
+        if len(offered) != len(self._offered) or any(a is not b for a, b in zip(offered, self._offered)):
+            self.specs, self._offered = tool_specs(self.tools, brief=brief), offered
 
     def start_afresh(self, *, temperature: float, seed: int) -> None:
         """The turn's state back to its start for another attempt at the request (the policy's
