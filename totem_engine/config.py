@@ -119,7 +119,7 @@ class ProviderConfig(_Strict):
     ollama_ctx: int = Field(default=8192, gt=0)
     ollama_ctx_max: int | None = Field(default=None, gt=0)
     # Sampling temperature sent with every request; unset: the server's default.
-    temperature: float | None = Field(default=None, ge=0)
+    temperature: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
     def api_key_value(self) -> str | None:
         """The API key as plain text, for building requests only."""
@@ -233,7 +233,7 @@ class Config(_Strict):
     local_dir: Annotated[str | None, DROPPED] = None
     local_port: Annotated[int | None, DROPPED] = Field(default=None, gt=0, le=65535)
     local_ctx: Annotated[int, DROPPED] = Field(default=8192, ge=512)
-    local_temperature: Annotated[float, DROPPED] = Field(default=0.0, ge=0)
+    local_temperature: Annotated[float, DROPPED] = Field(default=0.0, ge=0, allow_inf_nan=False)
     # The command that runs the project's tests after a small model's change (verify.py); unset:
     # pytest when the project has Python test files and pytest is importable; "": never.
     test_command: Annotated[str | None, DROPPED] = None

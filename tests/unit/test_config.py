@@ -337,3 +337,10 @@ def test_api_key_never_shown(user_file: Path, project: Path) -> None:
         assert SECRET not in str(info.value)
         assert "providers.p" in str(info.value)
         assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+@pytest.mark.parametrize("value", ["inf", "nan"])
+def test_a_temperature_that_is_no_number_is_refused(user_file: Path, project: Path, value: str) -> None:
+    # JSON has no infinity or NaN: the request would go out as text no server reads.
+    write(user_file, f'[providers.p]\nkind = "openai"\nbase_url = "http://127.0.0.1:1/v1"\ntemperature = {value}\n')
+    assert "temperature" in load_error(project)
