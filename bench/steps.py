@@ -11,6 +11,9 @@ Printed: the median step gap at steps 2-11 and at 290-299, pooled over LONG runs
 session, and their ratio (goal: at most 1.3);
 the per-step overhead, the wall time of a 31-step run minus a 1-step run, / 30 (goal: at most
 5 ms); and the wall time of a one-text-turn run. Runs alternate (1-step, 31-step), RUNS of each.
+Beside them, the floor: a plain ``httpx.AsyncClient`` in this process making the same 31 requests
+(a 9 KB body, the replies read line by line and JSON-decoded), its time a request and its own
+gap, so the overhead can be read as httpx's share and Totem's.
 
     .venv/bin/python bench/steps.py [--steps N] [--long-runs LONG] [--runs R] [--code DIR] [--profile FILE]
 
@@ -21,6 +24,8 @@ PYTHONPATH) with this venv's dependencies, for a before/after figure on the same
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import os
 import statistics
 import subprocess
@@ -28,6 +33,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import httpx
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -77,6 +84,28 @@ def run_totem(server: TimedServer, home: Path, project: Path, steps: int, code: 
     return wall
 
 
+def raw_httpx(server: TimedServer, requests: int) -> tuple[float, float]:
+    """Seconds a request and the median gap of a plain httpx client making ``requests`` requests
+    of the long run's replies on ``server``."""
+
+    async def run() -> float:
+        body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x" * 9000}]}
+        async with httpx.AsyncClient() as client:
+            start = time.perf_counter()
+            for _ in range(requests):
+                async with client.stream("POST", f"{server.base_url}/chat/completions", json=body) as response:
+                    async for line in response.aiter_lines():
+                        if line.startswith("data: ") and line != "data: [DONE]":
+                            json.loads(line[6:])
+            return (time.perf_counter() - start) / requests
+
+    server.stamps.clear()
+    for n in range(requests):
+        server.enqueue(tool_reply([("read", {"path": f"f{n:03}.txt"})]))
+    per_request = asyncio.run(run())
+    return per_request, statistics.median(gaps(server.stamps))
+
+
 def gaps(stamps: list[tuple[float, float]]) -> list[float]:
     """gaps[k-1]: from the end of reply k to the arrival of request k+1 (steps from 1)."""
     return [stamps[k][0] - stamps[k - 1][1] for k in range(1, len(stamps))]
@@ -119,6 +148,7 @@ def main() -> None:
             ones.append(run_totem(server, home, project, 1, args.code))
             thirties.append(run_totem(server, home, project, 31, args.code))
         texts = ones  # a 1-step run is one text turn
+        floors = [raw_httpx(server, 31) for _ in range(args.runs)]
         overhead = (statistics.median(thirties) - statistics.median(ones)) / 30
         overhead_min = (min(thirties) - min(ones)) / 30
         print(f"one text turn: median {statistics.median(texts) * 1000:.0f} ms (min {min(texts) * 1000:.0f}, {args.runs} runs)")
@@ -126,6 +156,10 @@ def main() -> None:
         print(f"31-step run: min {min(thirties) * 1000:.0f} ms")
         print(f"per-step overhead (31-step - 1-step) / 30: {overhead * 1000:.1f} ms of medians, "
               f"{overhead_min * 1000:.1f} ms of minimums  (goal <= 5 ms)")
+        per_request = statistics.median(f[0] for f in floors)
+        print(f"floor, plain httpx on the same server: {per_request * 1000:.1f} ms a request, gap "
+              f"{statistics.median(f[1] for f in floors) * 1000:.1f} ms (medians of {args.runs}); "
+              f"per-step overhead / floor: {overhead / per_request:.2f}")
 
 
 if __name__ == "__main__":
