@@ -520,3 +520,13 @@ def test_error_from_payload_redacts_secrets_and_defaults_to_400_class():
     err = error_from_payload({"message": f"bad key {KEY}", "type": "invalid_request_error"}, secrets=(KEY,))
     assert isinstance(err, InvalidRequestError)
     assert KEY not in err.message
+
+
+def test_a_configured_content_type_is_sent_alone():
+    from totem_engine.providers.http import _json_headers
+
+    assert _json_headers(None).get_list("content-type") == ["application/json"]
+    # A header of the user's config wins, whatever its case, as with httpx's own json=.
+    mine = _json_headers({"content-type": "application/json; charset=utf-8", "X-Title": "totem"})
+    assert mine.get_list("content-type") == ["application/json; charset=utf-8"]
+    assert mine["x-title"] == "totem"

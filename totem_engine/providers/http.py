@@ -342,7 +342,7 @@ async def open_stream(
         async with AsyncExitStack() as stack:
             with _within(ends, limit, url, secrets):
                 response = await stack.enter_async_context(
-                    client.stream("POST", url, content=_json_bytes(json_body), headers={**JSON_TYPE, **(headers or {})})
+                    client.stream("POST", url, content=_json_bytes(json_body), headers=_json_headers(headers))
                 )
                 if not response.is_success:
                     raise await error_from_response(response, secrets)
@@ -354,14 +354,19 @@ async def open_stream(
         raise translate_transport_error(exc, url, streaming=streaming, secrets=secrets) from None
 
 
-JSON_TYPE = {"Content-Type": "application/json"}
-
-
 def _json_bytes(body: Any) -> bytes:
     """``body`` as compact UTF-8 JSON, the bytes httpx's ``json=`` makes (its ``json.dumps`` with
     ``ensure_ascii=False`` and no spaces), in about a fifth of the time: the request grows with
     the session and is encoded at every step (bench/steps.py)."""
     return pydantic_core.to_json(body)
+
+
+def _json_headers(headers: Mapping[str, str] | None) -> httpx.Headers:
+    """``headers`` with ``Content-Type: application/json`` unless they name one (in any case),
+    as httpx's ``json=`` does."""
+    merged = httpx.Headers(headers or {})
+    merged.setdefault("Content-Type", "application/json")
+    return merged
 
 
 @contextmanager
