@@ -33,8 +33,8 @@ from acp.schema import (
 )
 
 from totem_acp import permission, tool_calls
-from totem_engine import events as ev
-from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
+from totem_engine.api import events as ev
+from totem_engine.api.frontend import PermissionReply, PermissionRequest, QuestionRequest
 
 log = logging.getLogger(__name__)
 # After a ``cancelled`` answer the turn's abort cancels the wait below; this bounds it should

@@ -20,7 +20,7 @@ from acp.schema import (
 )
 
 from totem_acp import tool_calls
-from totem_engine.frontend import Outcome, PermissionReply, PermissionRequest
+from totem_engine.api.frontend import Outcome, PermissionReply, PermissionRequest
 
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 

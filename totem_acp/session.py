@@ -32,7 +32,7 @@ from totem_acp.frontend import AcpFrontEnd
 from totem_acp.prompt import Block, user_message
 from totem_acp.terminal import ClientTerminals
 from totem_acp.workspace import ClientWorkspace
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.commands import ACTIONS
 from totem_engine.config_error import ConfigError
 from totem_engine.providers.errors import ProviderError

@@ -69,7 +69,7 @@ async def _list(args: argparse.Namespace) -> int:
     from totem_cli.main import project_root
     from totem_cli.terminal import TerminalFrontEnd
     from totem_engine.checks.totaljs import is_totaljs_project
-    from totem_engine.events import NoticeLevel
+    from totem_engine.api.events import NoticeLevel
     from totem_engine.opening import open_project
     from totem_engine.permissions import Policy
 

@@ -14,8 +14,8 @@ from typing import TextIO
 import anyio
 
 from totem_cli.answer import AnswerText
-from totem_engine import events as ev
-from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
+from totem_engine.api import events as ev
+from totem_engine.api.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.mcp.start import TOOL as MCP_START
 
 _CHOICES = {

@@ -35,7 +35,7 @@ from typing import Literal
 
 import platformdirs
 
-from totem_engine.events import RuleRef
+from totem_engine.api.events import RuleRef
 from totem_engine.skills import split_front_matter
 
 log = logging.getLogger(__name__)

@@ -10,10 +10,11 @@ runtime asks of ``Store.tree`` before it moves the head.
 
 from __future__ import annotations
 
+from totem_engine.api.errors import EngineError
 from totem_engine.store import MessageNotFound, StoredMessage, path_ids
 
 
-class NotInConversation(LookupError):
+class NotInConversation(EngineError, LookupError):
     """A message that is not on the conversation's path as it stands (rewound, another variant)."""
 
     def __init__(self, message_id: str):
@@ -21,7 +22,7 @@ class NotInConversation(LookupError):
         self.message_id = message_id
 
 
-class FilesNotAtTurnStart(ValueError):
+class FilesNotAtTurnStart(EngineError, ValueError):
     """Files go back by whole turns (snapshots.py keeps one change set per turn): a rewind with
     files must go to the start of a turn."""
 
@@ -32,7 +33,7 @@ class FilesNotAtTurnStart(ValueError):
         )
 
 
-class NothingToRetry(ValueError):
+class NothingToRetry(EngineError, ValueError):
     """``totem/retry`` on a conversation whose last turn did not fail, or failed too often."""
 
 

@@ -25,7 +25,8 @@ from pathlib import Path
 import anyio
 from anyio.abc import Process
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
+from totem_engine.api.errors import EngineError
 from totem_engine.command_changes import CommandChanges, CommandScope
 from totem_engine.file_changes import FileChange
 from totem_engine.tools.bash import (
@@ -44,8 +45,10 @@ MAX_RUNNING = 10  # jobs running at once in one session: a model looping on `sta
 Emit = Callable[[ev.Event], Awaitable[None]]
 
 
-class JobNotFound(LookupError):
+class JobNotFound(EngineError, LookupError):
     """No job of that id in the session."""
+
+    kind = "not_found"
 
 
 class JobRefused(RuntimeError):

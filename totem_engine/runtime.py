@@ -19,7 +19,7 @@ from totem_engine.compaction.checkpoints import Checkpoint
 from totem_engine.compaction.now import checkpoint_now
 from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import Config, ConfigError, LoadedConfig, user_config_path
-from totem_engine.frontend import FrontEnd
+from totem_engine.api.frontend import FrontEnd
 from totem_engine.command_changes import CommandChanges, SandboxSettings
 from totem_engine.jobs import Jobs
 from totem_engine.leases import holding, lease_in_force

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from totem_engine.context import Calibration
-from totem_engine.events import RuleRef
+from totem_engine.api.events import RuleRef
 from totem_engine.tools.base import ReadLedger
 
 

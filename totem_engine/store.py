@@ -49,6 +49,7 @@ from typing import Any
 import anyio
 import platformdirs
 
+from totem_engine.api.errors import EngineError
 from totem_engine.sqlite_worker import SqliteWorker, Transaction, WriteFailed
 
 __all__ = [
@@ -158,13 +159,15 @@ UPDATE sessions SET head = (SELECT m.id FROM messages AS m WHERE m.session_id = 
 }
 
 
-class SessionNotFound(LookupError):
+class SessionNotFound(EngineError, LookupError):
+    kind = "not_found"
+
     def __init__(self, session_id: str) -> None:
         super().__init__(f"no session {session_id!r}")
         self.session_id = session_id
 
 
-class SessionUnavailable(LookupError):
+class SessionUnavailable(EngineError, LookupError):
     """A session that exists but cannot be used here and now (its subclasses say why)."""
 
     def __init__(self, message: str, session_id: str) -> None:
@@ -185,6 +188,8 @@ class SessionInUse(SessionUnavailable):
     """A session whose lease a live process holds: it is running a turn (or an undo) there.
     ``lease`` is that process's (``Lease``)."""
 
+    kind = "busy"
+
     def __init__(self, lease: Lease):
         super().__init__(
             f"session {lease.session_id} is running a turn in {lease.holder} (pid {lease.pid}"
@@ -194,7 +199,9 @@ class SessionInUse(SessionUnavailable):
         self.lease = lease
 
 
-class MessageNotFound(LookupError):
+class MessageNotFound(EngineError, LookupError):
+    kind = "not_found"
+
     def __init__(self, message_id: str) -> None:
         super().__init__(f"no message {message_id!r}")
         self.message_id = message_id

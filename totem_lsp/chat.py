@@ -19,9 +19,9 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.attachments import with_attachments
-from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
+from totem_engine.api.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.runtime import Runtime
 from totem_engine.store import Session
 from totem_engine.turn.loop import Turn, TurnResult

@@ -20,7 +20,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path
 
-from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
+from totem_engine.api.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_lsp import protocol
 from totem_lsp.messages import (
     AcceptedFile,

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 
 INTERVAL = 0.03  # seconds
 

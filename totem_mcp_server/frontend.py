@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from totem_engine import events as ev
-from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
+from totem_engine.api import events as ev
+from totem_engine.api.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.mcp.start import TOOL as MCP_START
 
 Progress = Callable[[str], Awaitable[None]]

@@ -21,8 +21,8 @@ from pygls.exceptions import JsonRpcInternalError
 
 from tests.lsp.conftest import start_editor
 from tests.support.model_server import text_reply
-from totem_engine.events import RuleRef
-from totem_engine.frontend import PermissionRequest, QuestionRequest
+from totem_engine.api.events import RuleRef
+from totem_engine.api.frontend import PermissionRequest, QuestionRequest
 from totem_engine.tools.base import ToolError
 from totem_lsp.edits import EditorWorkspace
 from totem_lsp.permission import Asker

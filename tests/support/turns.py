@@ -15,10 +15,10 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.command_changes import CommandChanges, SandboxSettings
 from totem_engine.config import Config
-from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
+from totem_engine.api.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.jobs import Jobs
 from totem_engine.mcp.servers import McpServers
 from totem_engine.providers.base import (

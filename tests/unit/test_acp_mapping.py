@@ -31,7 +31,7 @@ from totem_acp.command import Pending
 from totem_acp.mcp_servers import client_specs
 from totem_acp.prompt import user_message
 from totem_acp.session import stop_reason
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.providers.base import finish_kind
 from totem_engine.turn.loop import TurnResult
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.config import Config, ConfigError, ConfigLayer, merge_layers
 from totem_engine.context import (
     CALIBRATION_KEY,

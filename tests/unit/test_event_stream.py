@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_lsp.stream import INTERVAL, EventStream
 
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.support.turns import RecordingFrontEnd
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.config import Config
 from totem_engine.forge.arguments import page_arguments, search_arguments
 from totem_engine.forge.hits import cut, page_text, read_hits

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.processes import proc_entries
 from tests.support.turns import RecordingFrontEnd, Scene, calls
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.config import Config
 from totem_engine.jobs import JobNotFound, Jobs
 from totem_engine.permissions import Policy

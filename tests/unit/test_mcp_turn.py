@@ -11,7 +11,7 @@ import pytest
 from tests.support.processes import none_left
 from tests.support.real_mcp import standin, write_mcp_json
 from tests.support.turns import SMALL, RecordingFrontEnd, Scene, answer, calls
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.config import Config, load_config
 from totem_engine.mcp.answers import stored_answer
 from totem_engine.mcp.deferred import SchemaInput, fit_schemas, schema_tokens

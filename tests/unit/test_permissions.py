@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from totem_engine.events import RuleRef
+from totem_engine.api.events import RuleRef
 from totem_engine.permissions import DEFAULTS, NOT_SECRET, SECRET_FILES, Policy, is_secret, matches, rules_from_config
 
 

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from tests.support.turns import RecordingFrontEnd, Scene
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.checks.python import PythonChecker
 from totem_engine.providers.base import ToolCall
 from totem_engine.providers.capabilities import CapabilityRecord

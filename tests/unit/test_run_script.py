@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.turns import RecordingFrontEnd, Scene, answer, calls
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.config import Config
 
 

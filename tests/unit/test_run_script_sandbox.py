@@ -15,10 +15,10 @@ import pytest
 from tests.support.processes import processes_with
 from tests.support.turns import RecordingFrontEnd, Scene, answer, calls
 from tests.unit.test_run_script import DOORS
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.codemode.overlaid import StageScope
 from totem_engine.codemode.staging import StagedWorkspace
-from totem_engine.frontend import PermissionReply, PermissionRequest
+from totem_engine.api.frontend import PermissionReply, PermissionRequest
 from totem_engine.tools.workspace import DiskWorkspace
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.turns import SMALL, RecordingFrontEnd, Scene, answer
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.config import Config
 from totem_engine.turn.small import FRESH_TEMPERATURE
 

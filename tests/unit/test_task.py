@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from tests.support.turns import SMALL, RecordingFrontEnd, Scene, answer, calls
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.config import Config
 from totem_engine.providers.base import ChatRequest
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.turns import RecordingFrontEnd, Scene, calls
 from tests.unit.test_jobs import none_left, running_in
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.config import Config
 from totem_engine.permissions import Policy
 from totem_engine.terminals import MAX_OPEN, TerminalRefused, Terminals, keystrokes

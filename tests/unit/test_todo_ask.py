@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from totem_engine.events import Todo
+from totem_engine.api.events import Todo
 from totem_engine.tools.ask import AskTool
 from totem_engine.tools.base import ToolContext, ToolError, ToolResult, parse_arguments
 from totem_engine.tools.todo import TodoTool

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from tests.support.turns import RecordingFrontEnd, Scene, answer, calls
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.providers.base import TextChunk
 from totem_engine.providers.errors import ServerError
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.config import Config
 from totem_engine.forge.arguments import SPOKEN, page_arguments, search_arguments
 from totem_engine.forge.hits import Hit, page_text, read_hits

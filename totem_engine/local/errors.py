@@ -2,5 +2,10 @@
 process and HTTP code (a run of a hosted model never starts it)."""
 
 
-class LocalServerError(Exception):
+from totem_engine.api.errors import EngineError
+
+
+class LocalServerError(EngineError):
     """The local server could not be started or reached; worded for the user."""
+
+    kind = "unavailable"

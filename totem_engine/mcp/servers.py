@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 
 from totem_engine.config import Config, ConfigError
-from totem_engine.events import NoticeLevel
+from totem_engine.api.events import NoticeLevel
 from totem_engine.mcp.forge import builtin_specs
 from totem_engine.mcp.naming import join_tools
 from totem_engine.mcp.specs import (

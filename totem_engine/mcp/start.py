@@ -21,9 +21,9 @@ from typing import Protocol
 
 import anyio
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.config import Config
-from totem_engine.frontend import FrontEnd, PermissionRequest
+from totem_engine.api.frontend import FrontEnd, PermissionRequest
 from totem_engine.mcp.answers import store_answer, stored_answer
 from totem_engine.mcp.specs import ServerSpec
 from totem_engine.permissions import Policy

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
-from totem_engine.events import Todo, TodoItem
+from totem_engine.api.events import Todo, TodoItem
 from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult
 
 # The order counts and entries are reported in.

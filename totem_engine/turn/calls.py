@@ -17,13 +17,13 @@ from types import MappingProxyType
 
 import anyio
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.images import FRESH, IMAGE_PART, part_data
 from totem_engine.checks.base import CheckResult
 from totem_engine.checks.formatter import format_file
 from totem_engine.checks.registry import run_checks
 from totem_engine.file_changes import FileChange, describe
-from totem_engine.frontend import PermissionReply, PermissionRequest, QuestionRequest
+from totem_engine.api.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.command_changes import SandboxRequired
 from totem_engine.permissions import Decision, Policy, strictest
 from totem_engine.providers.base import Image, ToolCall, arguments_object

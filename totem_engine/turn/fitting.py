@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.compaction import (
     Complete,
     DerivedHistory,

@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.checks.base import Checker
 from totem_engine.config import Config
-from totem_engine.frontend import FrontEnd
+from totem_engine.api.frontend import FrontEnd
 from totem_engine.providers.base import ToolCall, ToolSpec
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.session_state import SessionState

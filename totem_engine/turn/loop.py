@@ -21,7 +21,7 @@ from typing import Protocol
 
 import anyio
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.agents import Agents, discover_agents
 from totem_engine.images import CAPTIONED, FRESH, IMAGE_PART, part_data
 from totem_engine.attachments import Attachment
@@ -29,7 +29,7 @@ from totem_engine.checks.base import Checker
 from totem_engine.checks.registry import checkers_from_config
 from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.config import MIN_MAX_STEPS, Config
-from totem_engine.frontend import FrontEnd
+from totem_engine.api.frontend import FrontEnd
 from totem_engine.command_changes import CommandChanges
 from totem_engine.jobs import Jobs
 from totem_engine.leases import holding

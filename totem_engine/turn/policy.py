@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.providers.base import ToolCall, ToolSpec
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.textcalls import tool_prompt

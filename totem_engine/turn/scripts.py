@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.context import output_reserve
 from totem_engine.prompt_files import prompt
 from totem_engine.providers.base import ToolCall, ToolSpec

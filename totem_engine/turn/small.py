@@ -27,7 +27,7 @@ from pathlib import Path
 
 import anyio
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.checks.copied_tests import without_copied_tests
 from totem_engine.checks.imports import fixed_imports
 from totem_engine.checks.python import PythonChecker

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine.providers.base import (
     ChatRequest,
     FinishChunk,

@@ -17,11 +17,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from totem_engine import events as ev
+from totem_engine.api import events as ev
 from totem_engine import scratch
 from totem_engine.agents import AgentDefinition
 from totem_engine.config import Config
-from totem_engine.frontend import FrontEnd, PermissionReply, PermissionRequest, QuestionRequest
+from totem_engine.api.frontend import FrontEnd, PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.store import Store
 from totem_engine.tools.base import Tool
 from totem_engine.tools.task import Delegated

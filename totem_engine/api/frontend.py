@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from totem_engine.events import Event, RuleRef
+from totem_engine.api.events import Event, RuleRef
 from totem_engine.tools.base import ProposedFile
 
 Outcome = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
