@@ -42,7 +42,7 @@ from totem_acp.trust_question import ask_trust
 from totem_acp.workspace import ClientWorkspace
 from totem_engine.config_error import ConfigError
 from totem_engine.local.errors import LocalServerError
-from totem_engine.opening import open_project
+from totem_engine.opening import open_runtime as open_project
 from totem_engine.store import SessionElsewhere, SessionNotFound, Store
 
 log = logging.getLogger(__name__)

@@ -183,7 +183,7 @@ def project_root(args: argparse.Namespace) -> Path:
 
 
 async def models_command(args: argparse.Namespace) -> int:
-    from totem_engine.opening import open_project
+    from totem_engine.opening import open_runtime as open_project
 
     async with open_project(project_root(args), config_file=args.config, start_local=False) as runtime:
         if runtime.trust_notice:
@@ -224,7 +224,7 @@ async def _list_models(args: argparse.Namespace, runtime: "Runtime") -> int:
 async def history_command(args: argparse.Namespace) -> int:
     """``totem undo`` / ``totem redo``: one line per file, and exit 1 when a file was left alone
     (a conflict, or what a command changed that was not kept)."""
-    from totem_engine.opening import open_project
+    from totem_engine.opening import open_runtime as open_project
 
     root = project_root(args)
     if args.session and args.cwd is None:

@@ -70,7 +70,7 @@ async def _list(args: argparse.Namespace) -> int:
     from totem_cli.terminal import TerminalFrontEnd
     from totem_engine.checks.totaljs import is_totaljs_project
     from totem_engine.api.events import NoticeLevel
-    from totem_engine.opening import open_project
+    from totem_engine.opening import open_runtime as open_project
     from totem_engine.permissions import Policy
 
     interactive = sys.stdin.isatty()

@@ -14,7 +14,7 @@ from totem_cli.main import EXIT_CODES, EXIT_USAGE, project_root
 from totem_cli.terminal import TerminalFrontEnd
 from totem_engine.config import MIN_MAX_STEPS, ConfigError
 from totem_engine.local.errors import LocalServerError
-from totem_engine.opening import open_project
+from totem_engine.opening import open_runtime as open_project
 
 
 async def run_command(args: argparse.Namespace) -> int:

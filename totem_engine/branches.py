@@ -70,6 +70,10 @@ class Tree:
     def parent(self, message: StoredMessage) -> StoredMessage | None:
         return self._by_id.get(message.parent_id) if message.parent_id else None
 
+    def requests(self) -> list[StoredMessage]:
+        """The user's requests on the conversation's path, oldest first: where each turn starts."""
+        return [m for m in self.path() if self.starts_turn(m)]
+
     def starts_turn(self, message: StoredMessage) -> bool:
         """Whether ``message`` is the first of its turn on its branch: a request, or the first
         message of an answer given again (a regenerated variant, a retry)."""

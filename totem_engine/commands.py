@@ -24,8 +24,15 @@ import platformdirs
 from totem_engine.skills import split_front_matter
 
 Source = Literal["built-in", "user", "project"]
+# The actions a user types as slash commands, each with what it does (ACP's
+# ``available_commands_update``, LSP ``totem/commands``, completion); ``Engine.prompt`` does them
+# (api/engine.py). ``/retry`` starts a turn; the others answer at once (api/replies.py).
 ACTIONS = {
     "compact": "Summarise the conversation so far into a checkpoint; later turns start from it.",
+    "fork": "Copy this session as it stands into a new session, to try another way there.",
+    "redo": "Put back the change the last /undo took away.",
+    "retry": "Take up the last turn, which failed, from its last completed step.",
+    "rewind": "Go back before the last request (/rewind N: the last N), the conversation and its file changes.",
     "undo": "Put back the files the last turn changed.",
 }
 _INVOCATION = re.compile(r"^/(?P<name>[A-Za-z0-9][\w.-]*)(?:\s+(?P<args>.*))?$", re.DOTALL)
@@ -58,6 +65,7 @@ class Prompt:
     text: str
     command: str | None = None
     action: str | None = None
+    arguments: str = ""  # what follows an action's name (``/rewind 2``)
     agent: str | None = None
     model: str | None = None
 
@@ -147,7 +155,7 @@ def prepare(typed: str, commands: dict[str, Command]) -> Prompt:
         return Prompt(typed=typed, text=typed)
     name, arguments = match["name"], (match["args"] or "").strip()
     if name in ACTIONS:
-        return Prompt(typed=typed, text=typed, command=name, action=name)
+        return Prompt(typed=typed, text=typed, command=name, action=name, arguments=arguments)
     command = commands.get(name)
     if command is not None:
         return Prompt(typed=typed, text=expand(command, arguments), command=name, agent=command.agent, model=command.model)

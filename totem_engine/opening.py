@@ -1,6 +1,7 @@
-"""Opening and closing one project's engine: the one way every front end gets a ``Runtime``.
+"""Opening and closing one project's runtime, behind ``api.engine.open_project`` (the one way a
+front end opens a project).
 
-``open_project`` loads the config layers, restricts an untrusted project's own layer (asking the
+``open_runtime`` loads the config layers, restricts an untrusted project's own layer (asking the
 user when the front end can; a project with agent or command files or MCP servers is asked
 like one with a config: each can start a program or widen permissions), puts Totem's local
 model in when no model is configured, and builds the ``Runtime``; leaving it closes what it opened: the providers, its own store (not one that
@@ -20,15 +21,16 @@ import anyio
 from totem_engine.agents import project_files
 from totem_engine.config import load_config
 from totem_engine.local import LocalLease, with_local_default
-from totem_engine.mcp.specs import project_mcp_path
+from totem_engine.mcp.specs import ServerSpec, project_mcp_path
 from totem_engine.runtime import Runtime
 from totem_engine.store import Store
+from totem_engine.tools.command_runner import CommandRunner
 from totem_engine.tools.workspace import Workspace
 from totem_engine.trust import AskTrust, apply_trust, is_trusted
 
 
 @contextlib.asynccontextmanager
-async def open_project(
+async def open_runtime(
     root: Path,
     *,
     config_file: Path | None = None,
@@ -39,6 +41,8 @@ async def open_project(
     store: Store | None = None,
     workspace: Workspace | None = None,
     holder: str = "totem",
+    command_runner: CommandRunner | None = None,
+    mcp_servers: list[ServerSpec] | None = None,
 ) -> AsyncIterator[Runtime]:
     """The engine of the project at ``root``, open for the ``async with`` block.
 
@@ -50,6 +54,8 @@ async def open_project(
     own and setup has finished (its server started if needed, for as long as the block runs).
     ``store`` is shared and left open; without one the runtime opens and closes its own.
     ``holder`` names the front end in the leases its turns take ("totem run"; leases.py).
+    ``command_runner``: where the session's commands run instead of in Totem (an ACP client's
+    terminal); ``mcp_servers``: the client's own servers, beside the config's.
 
     Raises ConfigError (a config that does not load) and LocalServerError (the local model's
     server cannot be started).
@@ -69,8 +75,10 @@ async def open_project(
             loaded = replace(loaded, config=config)
     try:
         runtime = Runtime(
-            root, loaded, store=store, workspace=workspace, trust_notice=notice, trusted=trusted, holder=holder
+            root, loaded, store=store, workspace=workspace, trust_notice=notice, trusted=trusted, holder=holder,
+            command_runner=command_runner,
         )
+        runtime.mcp.join(mcp_servers or [])
         try:
             yield runtime
         finally:

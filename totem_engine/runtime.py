@@ -1,7 +1,6 @@
 """One project's engine, wired: config, store, providers, tools and the agent.
 
-Front ends get a ``Runtime`` from ``opening.open_project`` and ask it for sessions and turns;
-they never assemble the engine's parts themselves.
+The engine API (``api/engine.py``) holds one and is the only way a front end reaches it.
 """
 
 from __future__ import annotations
@@ -39,6 +38,7 @@ from totem_engine.snapshots import FileOutcome, Snapshots
 from totem_engine.store import Session, SessionElsewhere, SessionInUse, Store, new_id
 from totem_engine.tools import temp_journal
 from totem_engine.tools.freshness import mark_restored, mark_seen_in
+from totem_engine.tools.command_runner import CommandRunner
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.tools.workspace import DiskWorkspace, Workspace
 
@@ -92,6 +92,7 @@ class Runtime:
         trust_notice: str | None = None,
         trusted: bool = False,
         holder: str = "totem",
+        command_runner: CommandRunner | None = None,
     ):
         """``holder``: the front end, as a session's lease names it to another process that
         wants the session ("totem run", "totem lsp", "totem mcp serve"; leases.py)."""
@@ -136,6 +137,7 @@ class Runtime:
             rules=[r for layer in loaded.layers for r in rules_from_config(layer.data.get("permission", {}), layer.kind)],
             lease_holder=holder,
         )
+        self.agent.command_runner = command_runner  # an ACP client's terminal (tools/command_runner.py)
         swept = temp_journal.sweep(self.root)
         if swept:
             self.agent.notices.append(

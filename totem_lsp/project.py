@@ -17,7 +17,7 @@ from pygls.lsp.server import LanguageServer
 
 from totem_engine.config import ConfigError
 from totem_engine.local.errors import LocalServerError
-from totem_engine.opening import open_project
+from totem_engine.opening import open_runtime as open_project
 from totem_engine.runtime import Runtime
 from totem_engine.store import Store
 from totem_lsp.edits import EditorWorkspace

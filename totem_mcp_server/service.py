@@ -20,7 +20,7 @@ from anyio.abc import TaskGroup
 
 from totem_engine.config import ConfigError
 from totem_engine.local.errors import LocalServerError
-from totem_engine.opening import open_project
+from totem_engine.opening import open_runtime as open_project
 from totem_engine.runtime import Runtime
 from totem_engine.store import Session, Store
 from totem_engine.turn.loop import Turn, TurnResult

@@ -18,7 +18,7 @@ from totem_engine.mcp.deferred import SchemaInput, fit_schemas, schema_tokens
 from totem_engine.mcp.servers import McpServers
 from totem_engine.mcp.specs import load_specs, project_mcp_path, user_mcp_path
 from totem_engine.mcp.start import ask_start
-from totem_engine.opening import open_project
+from totem_engine.opening import open_runtime
 from totem_engine.permissions import Policy
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.tools.base import ToolError
@@ -165,7 +165,7 @@ async def test_a_project_whose_only_project_file_is_mcp_json_is_asked_for_trust(
         asked.append(reasons)
         return False
 
-    async with open_project(root, ask_trust=ask, start_local=False) as runtime:
+    async with open_runtime(root, ask_trust=ask, start_local=False) as runtime:
         assert not runtime.trusted and not runtime.mcp.trusted
     assert asked == [[".totem/mcp.json"]]
     assert json.loads(project_mcp_path(root).read_text())["servers"]["echo"]

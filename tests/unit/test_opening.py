@@ -1,4 +1,4 @@
-"""Opening and closing a project's engine (totem_engine.opening.open_project): the trust
+"""Opening and closing a project's engine (totem_engine.opening.open_runtime): the trust
 question, the local model's default and its lease, which store is closed."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from tests.unit.test_local_server import fake_install
 from totem_engine.local import server
 from totem_engine.local.model import MODEL_ID
-from totem_engine.opening import open_project
+from totem_engine.opening import open_runtime
 from totem_engine.store import Store
 
 
@@ -30,7 +30,7 @@ def user_config(tmp_path, text: str):
 async def test_the_local_model_serves_while_the_project_is_open(root, local, tmp_path):
     fake_install(local)
     config_file = user_config(tmp_path, f'local_dir = "{local}"\n')
-    async with open_project(root, config_file=config_file) as runtime:
+    async with open_runtime(root, config_file=config_file) as runtime:
         assert runtime.resolve_model(None) == f"local/{MODEL_ID}"
         state = server.read_state(local)
         assert server.live_leases(local) == [os.getpid()]
@@ -42,9 +42,9 @@ async def test_the_local_model_serves_while_the_project_is_open(root, local, tmp
 async def test_a_front_end_that_names_a_model_or_refuses_the_local_one_gets_no_server(root, local, tmp_path):
     fake_install(local)
     config_file = user_config(tmp_path, f'local_dir = "{local}"\n')
-    async with open_project(root, config_file=config_file, model="ollama/qwen") as runtime:
+    async with open_runtime(root, config_file=config_file, model="ollama/qwen") as runtime:
         assert "local" not in runtime.config.providers
-    async with open_project(root, config_file=config_file, start_local=False) as runtime:
+    async with open_runtime(root, config_file=config_file, start_local=False) as runtime:
         assert "local" not in runtime.config.providers
     assert server.read_state(local) is None
 
@@ -58,7 +58,7 @@ async def test_an_untrusted_project_is_asked_about_and_restricted_when_refused(r
         asked.append((where, reasons))
         return False
 
-    async with open_project(root, ask_trust=refuse, start_local=False) as runtime:
+    async with open_runtime(root, ask_trust=refuse, start_local=False) as runtime:
         assert asked == [(root, ["permission bash = allow"])]
         assert "not trusted" in runtime.trust_notice
         assert not any(rule.source == "project" for rule in runtime.agent.rules)
@@ -66,11 +66,11 @@ async def test_an_untrusted_project_is_asked_about_and_restricted_when_refused(r
 
 async def test_a_shared_store_stays_open_and_an_own_store_is_closed(root):
     shared = Store()
-    async with open_project(root, start_local=False, store=shared) as runtime:
+    async with open_runtime(root, start_local=False, store=shared) as runtime:
         assert runtime.store is shared
     assert await shared.list_sessions() == []  # still usable
     await shared.close()
-    async with open_project(root, start_local=False) as runtime:
+    async with open_runtime(root, start_local=False) as runtime:
         own = runtime.store
         session = await runtime.new_session(model="m/x", mode="build", text="Fix the parser\nplease")
         assert session.title == "Fix the parser please"  # one line
@@ -99,7 +99,7 @@ async def test_a_turn_reads_its_session_not_again_and_sets_no_title(root, tmp_pa
 
     with ModelServer() as model:
         config_file = user_config(tmp_path, f'model = "sim/m"\nforge = false\n[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n')
-        async with open_project(root, config_file=config_file) as runtime:
+        async with open_runtime(root, config_file=config_file) as runtime:
             reads = []
             get_session = runtime.store.get_session
 

@@ -1,0 +1,110 @@
+"""The engine API (totem_engine/api/): one project's prompts and session actions, in process,
+against the scripted loopback model server: what a door gets from ``Engine`` and ``Running``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.support.model_server import ModelServer, text_reply, tool_reply
+from tests.support.turns import RecordingFrontEnd
+from totem_engine.api.engine import open_project
+from totem_engine.api.errors import EngineError, SessionBusy
+
+
+@pytest.fixture
+def server():
+    with ModelServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def project(tmp_path: Path, server: ModelServer) -> tuple[Path, Path]:
+    root = tmp_path / "project"
+    root.mkdir()
+    config = tmp_path / "totem.toml"
+    config.write_text(
+        'model = "sim/test-model"\nforge = false\nretry_max_wait = 0.5\n'
+        f'[providers.sim]\nkind = "openai"\nbase_url = "{server.base_url}"\napi_key = "k"\n'
+        '[permission]\nedit = "allow"\nwrite = "allow"\n'
+    )
+    return root, config
+
+
+async def _edit_turn(engine, server: ModelServer, session_id: str | None, text: str) -> str:
+    server.enqueue(tool_reply([("write", {"path": "b.txt", "content": text})]))
+    server.enqueue(text_reply("done"))
+    running = await engine.prompt(f"write {text}", RecordingFrontEnd(), session_id=session_id)
+    result = await running.result()
+    assert result.stop_reason == "finished", result
+    return result.session_id
+
+
+async def test_a_prompt_makes_a_titled_session_and_its_actions_answer_the_same_replies(project, server):
+    root, config = project
+    async with open_project(root, holder="test", config_file=config, start_local=False) as engine:
+        session_id = await _edit_turn(engine, server, None, "two\n")
+        assert (root / "b.txt").read_text() == "two\n"
+        assert (await engine.session(session_id)).title == "write two"
+
+        undone = await (await engine.prompt("/undo", RecordingFrontEnd(), session_id=session_id)).result()
+        assert undone.reply is not None and undone.reply.action == "undo"
+        assert undone.text == "deleted b.txt" and not (root / "b.txt").exists()
+        redone = await (await engine.prompt("/redo", RecordingFrontEnd())).result()  # the newest session
+        assert redone.text == "restored b.txt" and (root / "b.txt").read_text() == "two\n"
+        assert len(server.requests) == 2  # the actions asked the model nothing
+
+        forked = (await engine.fork(session_id)).forked
+        assert forked and forked != session_id
+        assert [m.role for m in await engine.history.messages(forked)] == ["user", "assistant", "assistant"]
+
+        rewound = await (await engine.prompt("/rewind", RecordingFrontEnd(), session_id=session_id)).result()
+        assert rewound.text.startswith("Rewound 1 turn (3 messages set aside")
+        assert not (root / "b.txt").exists()
+        assert await engine.history.messages(session_id) == []
+
+
+async def test_a_session_is_busy_from_the_prompt_until_its_result(project, server):
+    root, config = project
+    async with open_project(root, holder="test", config_file=config, start_local=False) as engine:
+        session_id = await _edit_turn(engine, server, None, "two\n")
+        slow = text_reply("slow")
+        slow.hold = 5.0  # the stream stays open until the abort
+        server.enqueue(slow)
+        running = await engine.prompt("again", RecordingFrontEnd(), session_id=session_id)
+        assert engine.busy(session_id)
+        with pytest.raises(SessionBusy) as caught:
+            await engine.undo(session_id)
+        assert caught.value.kind == "busy"
+        with pytest.raises(SessionBusy):
+            await engine.prompt("more", RecordingFrontEnd(), session_id=session_id)
+        assert engine.abort(session_id)
+        assert (await running.result()).stop_reason == "aborted"
+        assert not engine.busy(session_id)
+
+
+async def test_errors_carry_their_kind(project, tmp_path, server):
+    root, config = project
+    other = tmp_path / "other"
+    other.mkdir()
+    async with open_project(root, holder="test", config_file=config, start_local=False) as engine:
+        session_id = await _edit_turn(engine, server, None, "two\n")
+        for call, kind in [
+            (engine.session("ses_nope"), "not_found"),
+            (engine.session(session_id, root=other), "invalid"),
+            (engine.set_mode(session_id, "yolo"), "config"),
+            (engine.prompt("/retry", RecordingFrontEnd(), session_id=session_id), "invalid"),
+            (engine.prompt("/rewind x", RecordingFrontEnd(), session_id=session_id), "invalid"),
+        ]:
+            with pytest.raises(EngineError) as caught:
+                await call
+            assert caught.value.kind == kind, (caught.value, kind)
+    async with open_project(other, holder="test", config_file=config, start_local=False) as engine:
+        with pytest.raises(EngineError) as caught:
+            await engine.prompt("/undo", RecordingFrontEnd())
+        assert "has none yet" in str(caught.value)
+        with pytest.raises(EngineError) as caught:
+            await engine.undo(session_id)
+        assert caught.value.kind == "invalid"  # another project's session

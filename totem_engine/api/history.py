@@ -1,0 +1,77 @@
+"""The user's stored sessions, read without opening a project: ``History`` lists, reads, exports
+and forks them (``totem sessions``, ACP ``session/list``, the MCP server's ``list_sessions``), and
+gives the conversation as a tree (``totem/session``).
+
+Light on purpose: the store and the branch tree only, no config, no pydantic, no runtime, so
+``totem sessions show`` starts fast (tests/unit/test_cli_startup.py). An ``Engine`` has one over
+its own store (``engine.history``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self
+
+from totem_engine.branches import Tree
+from totem_engine.store import Session, Store, StoredMessage, StoredPart
+
+__all__ = ["Conversation", "History", "Session", "StoredMessage", "StoredPart"]
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A session's messages with their branches: ``shown`` (the conversation as it stands,
+    rewound messages marked discarded; with ``every``, every message of every branch) and the
+    ``tree`` to ask which variant a message is, whether it is on the path (branches.Tree)."""
+
+    session: Session
+    shown: list[StoredMessage]
+    tree: Tree
+
+
+class History:
+    """Stored sessions over ``store`` (the user's database when None; closed with the history
+    only when it opened it)."""
+
+    def __init__(self, store: Store | None = None):
+        self._own = store is None
+        self.store = store or Store()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._own:
+            await self.store.close()
+
+    async def sessions(self, cwd: Path | None = None) -> list[Session]:
+        """Newest first; of the project at ``cwd`` only when given."""
+        return await self.store.list_sessions(cwd=None if cwd is None else str(cwd))
+
+    async def session(self, session_id: str) -> Session:
+        """The session (``SessionNotFound``)."""
+        return await self.store.get_session(session_id)
+
+    async def messages(self, session_id: str, *, include_discarded: bool = False) -> list[StoredMessage]:
+        """The conversation as it stands, oldest first (``include_discarded``: with what a rewind
+        or a failed step set aside, marked)."""
+        return await self.store.messages(session_id, include_discarded=include_discarded)
+
+    async def conversation(self, session_id: str, *, every: bool = False) -> Conversation:
+        session = await self.store.get_session(session_id)
+        messages, head = await self.store.tree(session_id)
+        shown = messages if every else await self.store.messages(session_id, include_discarded=True)
+        return Conversation(session=session, shown=shown, tree=Tree(messages, head))
+
+    async def export(self, session_id: str) -> dict[str, Any]:
+        """The session as JSON-ready data (``Store.export``)."""
+        return await self.store.export(session_id)
+
+    async def newest(self, cwd: Path) -> Session | None:
+        """The project's newest session, None when it has none."""
+        sessions = await self.sessions(cwd)
+        return sessions[0] if sessions else None

@@ -1,0 +1,146 @@
+"""``Running``: the one handle a door has on a turn (or on a built-in action's reply), and the
+registry that keeps one turn per session at a time in this process.
+
+A door gets a ``Running`` from ``Engine.prompt``, ``retry`` or ``regenerate``, may ``abort()`` it
+at any time (before ``result()`` too: the turn then ends at once as aborted), and awaits
+``result()`` once. The session counts as busy from the moment the ``Running`` exists until its
+``result()`` has returned, so a second prompt, an undo or a rewind in between is refused with
+``SessionBusy`` (another process is kept out by the session's lease, leases.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import anyio
+
+from totem_engine.api.errors import SessionBusy
+
+if TYPE_CHECKING:
+    from totem_engine.snapshots import FileOutcome
+    from totem_engine.turn.loop import Turn, TurnResult
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What a built-in action did, said the same at every door: ``action`` (``undo``, ``redo``,
+    ``compact``, ``rewind``, ``fork``), ``text`` (the reply a person reads), ``files`` (what
+    became of each file: restored, deleted, conflict, unrestorable), ``forked`` (the new
+    session's id), ``ok`` (False when a file could not be put back)."""
+
+    action: str
+    text: str
+    files: list["FileOutcome"] = field(default_factory=list)
+    forked: str | None = None
+    compacted: int | None = None  # the messages a /compact summarised (0: nothing new)
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.action in ("conflict", "unrestorable") for f in self.files)
+
+
+@dataclass(frozen=True)
+class Result:
+    """How a prompt ended: ``stop_reason`` (docs/events.md: finished, aborted, step_limit,
+    guard, error), ``text`` (the answer, or the action's reply), ``reason`` (the visible reason
+    for any end but finished), ``model`` (``provider/model`` that answered; "" for an action),
+    ``reply`` (a built-in action's, None for a turn)."""
+
+    session_id: str
+    stop_reason: str
+    text: str
+    model: str = ""
+    turn_id: str = ""
+    reason: str | None = None
+    reply: Reply | None = None
+
+    @classmethod
+    def of_turn(cls, result: "TurnResult") -> "Result":
+        return cls(
+            session_id=result.session_id, stop_reason=result.stop_reason, text=result.text, model=result.model,
+            turn_id=result.turn_id, reason=result.reason,
+        )
+
+
+class Turns:
+    """The turns running in this process, by session id; shared by every engine over one store
+    (``Engines``), so a session is busy whichever engine started its turn."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, Running] = {}
+
+    def get(self, session_id: str) -> "Running | None":
+        return self._running.get(session_id)
+
+    def busy(self, session_id: str) -> bool:
+        return session_id in self._running
+
+    def claim(self, session_id: str, what: str = "a turn is still running") -> Callable[[], None]:
+        """Reserve the session (``SessionBusy`` when it is taken); the returned function frees it."""
+        if session_id in self._running:
+            raise SessionBusy(session_id, what)
+        placeholder = Running(session_id, reply=Reply("", ""), turns=None)
+        self._running[session_id] = placeholder
+        return lambda: self._running.pop(session_id, None) if self._running.get(session_id) is placeholder else None
+
+    def register(self, running: "Running") -> None:
+        self._running[running.session_id] = running
+
+    def release(self, running: "Running") -> None:
+        if self._running.get(running.session_id) is running:
+            del self._running[running.session_id]
+
+    def all(self) -> list["Running"]:
+        return list(self._running.values())
+
+    async def abort_all(self, timeout: float) -> None:
+        """Every running turn aborted, and waited for up to ``timeout`` seconds."""
+        for running in self.all():
+            running.abort()
+        with anyio.move_on_after(timeout):
+            while self._running:
+                await anyio.sleep(0.02)
+
+
+class Running:
+    """A turn under way (``turn``) or an action already done (``reply``)."""
+
+    def __init__(self, session_id: str, *, turn: "Turn | None" = None, reply: Reply | None = None, turns: Turns | None):
+        self.session_id = session_id
+        self._turn = turn
+        self._reply = reply
+        self._turns = turns
+        self._result: Result | None = None
+        if turns is not None and turn is not None:
+            turns.register(self)
+
+    @property
+    def turn_id(self) -> str:
+        return self._turn.turn_id if self._turn is not None else ""
+
+    @property
+    def is_action(self) -> bool:
+        return self._reply is not None
+
+    def abort(self) -> None:
+        """Abort the turn: its processes killed, its open calls closed, the partial answer kept."""
+        if self._turn is not None:
+            self._turn.abort()
+
+    async def result(self) -> Result:
+        """The turn run to its end (or the action's reply). Raises what the turn raises before it
+        starts: ``SessionInUse`` when another process runs the session."""
+        if self._result is not None:
+            return self._result
+        if self._reply is not None:
+            self._result = Result(session_id=self.session_id, stop_reason="finished", text=self._reply.text, reply=self._reply)
+            return self._result
+        assert self._turn is not None
+        try:
+            self._result = Result.of_turn(await self._turn.run())
+        finally:
+            if self._turns is not None:
+                self._turns.release(self)
+        return self._result
