@@ -16,7 +16,7 @@ import anyio
 from totem_cli.answer import AnswerText
 from totem_engine.api import events as ev
 from totem_engine.api.frontend import PermissionReply, PermissionRequest, QuestionRequest
-from totem_engine.mcp.start import TOOL as MCP_START
+from totem_engine.api.frontend import MCP_START
 
 _CHOICES = {
     "y": "allow_once",

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from totem_engine.api import events as ev
 from totem_engine.api.frontend import PermissionReply, PermissionRequest, QuestionRequest
-from totem_engine.mcp.start import TOOL as MCP_START
+from totem_engine.api.frontend import MCP_START
 
 Progress = Callable[[str], Awaitable[None]]
 

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / "totem_engine"
 
@@ -119,3 +121,63 @@ def test_the_turns_parts_type_against_protocols_not_the_turn():
                     if isinstance(node, ast.ImportFrom) for alias in node.names}
         assert "TYPE_CHECKING" not in imported, name
         assert "totem_engine.turn.loop" not in _edges(name, path, modules), name
+
+
+FRONT_ENDS = ("totem_lsp", "totem_cli", "totem_acp", "totem_mcp_server")
+# What a door may import of the engine: the API package and the light ConfigError.
+ALLOWED = ("totem_engine.api", "totem_engine.config_error")
+# Names under which a door holds an engine object: assigning through one is reaching into it.
+ENGINE_HOLDERS = {"engine", "engines", "running", "runtime", "agent", "turn", "history"}
+
+
+def _engine_imports(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        found += [n for n in names if n.split(".")[0] == "totem_engine"]
+    return found
+
+
+def _assigned_through_engine(path: Path) -> list[str]:
+    """``engine.x = ...``, ``self.engine.x = ...``, ``runtime.agent.y = ...``: a door setting
+    an engine object's attribute."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            chain = []
+            while isinstance(target, ast.Attribute):
+                target = target.value
+                chain.append(target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", ""))
+            if any(name.lstrip("_") in ENGINE_HOLDERS for name in chain):
+                found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+@pytest.mark.parametrize("package", FRONT_ENDS)
+def test_a_door_imports_only_the_engine_api(package):
+    files = sorted((ROOT / package).rglob("*.py"))
+    assert files
+    wrong = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in files
+        for name in _engine_imports(path)
+        if not any(name == allowed or name.startswith(allowed + ".") for allowed in ALLOWED)
+    }
+    assert sorted(wrong) == []
+
+
+@pytest.mark.parametrize("package", FRONT_ENDS)
+def test_a_door_assigns_to_no_engine_object(package):
+    wrong = [hit for path in sorted((ROOT / package).rglob("*.py")) for hit in _assigned_through_engine(path)]
+    assert wrong == []
+
+
+def test_the_assignment_check_finds_one():
+    source = "def f(runtime, self):\n    runtime.agent.command_runner = 1\n    self.engine.x += 2\n    self.own = 3\n"
+    probe = ROOT / "tests" / "unit" / "_probe_assign.py"
+    try:
+        probe.write_text(source)
+        assert _assigned_through_engine(probe) == ["_probe_assign.py:2", "_probe_assign.py:3"]
+    finally:
+        probe.unlink()

@@ -13,6 +13,9 @@ from totem_engine.api.events import Event, RuleRef
 from totem_engine.tools.base import ProposedFile
 
 Outcome = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+# The pseudo tool a permission request names when it asks to start an MCP server (mcp/start.py):
+# no model called it, and only a person may allow a remote one (``needs_person``).
+MCP_START = "mcp-start"
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,11 @@ import anyio
 
 from totem_engine.api import events as ev
 from totem_engine.config import Config
-from totem_engine.api.frontend import FrontEnd, PermissionRequest
+from totem_engine.api.frontend import MCP_START, FrontEnd, PermissionRequest
 from totem_engine.mcp.answers import store_answer, stored_answer
 from totem_engine.mcp.specs import ServerSpec
 from totem_engine.permissions import Policy
 from totem_engine.store import new_id
-
-TOOL = "mcp-start"
 
 
 class StartHost(Protocol):
@@ -53,7 +51,7 @@ class StartCall:
 
     async def end(self, status: ev.ToolStatus, summary: str, output: str) -> None:
         await self.host.emit(ev.ToolEnd(
-            session_id=self.host.session_id, call_id=self.call_id, tool=TOOL, status=status, summary=summary, output=output,
+            session_id=self.host.session_id, call_id=self.call_id, tool=MCP_START, status=status, summary=summary, output=output,
         ))
 
 
@@ -73,7 +71,7 @@ async def ask_start(spec: ServerSpec, host: StartHost, *, policy: Policy, config
     call = StartCall(host=host, call_id=new_id("call"), spec=spec)
     payload = {"server": spec.name, ("command" if spec.transport == "stdio" else "url"): spec.target}
     title = start_title(spec)
-    await host.emit(ev.ToolStart(session_id=host.session_id, call_id=call.call_id, tool=TOOL, input=payload, title=title))
+    await host.emit(ev.ToolStart(session_id=host.session_id, call_id=call.call_id, tool=MCP_START, input=payload, title=title))
     call.allowed, rule, reason = await _decide(spec, host, call.call_id, title, payload, policy=policy, config=config, root=root)
     decision = "allow" if call.allowed else ("deny" if rule.action == "deny" and rule.source != "answer" else "reject")
     await host.emit(ev.Permission(session_id=host.session_id, call_id=call.call_id, decision=decision, rule=rule))
@@ -89,9 +87,9 @@ async def _decide(
     """Allowed or not, the rule that decided, and why nobody answered (None: somebody did)."""
 
     def rule(source: str, action: str, pattern: str = spec.name) -> ev.RuleRef:
-        return ev.RuleRef(source=source, permission=TOOL, pattern=pattern, action=action)  # type: ignore[arg-type]
+        return ev.RuleRef(source=source, permission=MCP_START, pattern=pattern, action=action)  # type: ignore[arg-type]
 
-    configured = policy.decide(TOOL, [spec.name], changes=False)
+    configured = policy.decide(MCP_START, [spec.name], changes=False)
     if configured.action == "deny":
         return False, configured.rule, None
     where = None if spec.source == "builtin" else root  # a built-in server's "always": every project (answers.py)
@@ -103,8 +101,8 @@ async def _decide(
     if spec.target in config.mcp_allow:
         return True, rule("user", "allow", spec.target), None
     request = PermissionRequest(
-        session_id=host.session_id, call_id=call_id, tool=TOOL, title=title, input=payload, rule=None,
-        permission=TOOL, always_pattern=spec.name, paths=[], needs_person=spec.remote,
+        session_id=host.session_id, call_id=call_id, tool=MCP_START, title=title, input=payload, rule=None,
+        permission=MCP_START, always_pattern=spec.name, paths=[], needs_person=spec.remote,
     )
     reply = await host.frontend.permission(request)
     if reply.outcome in ("allow_always", "reject_always"):
