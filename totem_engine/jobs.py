@@ -25,7 +25,13 @@ import anyio
 
 from totem_engine.api import events as ev
 from totem_engine.command_changes import CommandChanges
-from totem_engine.processes import Ending, ProcessNotFound, ProcessRefused, SessionProcess, SessionProcesses
+from totem_engine.processes import (
+    Ending,
+    ProcessNotFound,
+    ProcessRefused,
+    SessionProcess,
+    SessionProcesses,
+)
 from totem_engine.tools.bash import (
     DRAIN_SECONDS,
     HeadTail,

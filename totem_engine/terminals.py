@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from totem_engine.processes import Ending, ProcessNotFound, ProcessRefused, SessionProcess, SessionProcesses
+from totem_engine.processes import (
+    Ending,
+    ProcessNotFound,
+    ProcessRefused,
+    SessionProcess,
+    SessionProcesses,
+)
 from totem_engine.tools.bash import kill_group, shell
 
 if TYPE_CHECKING:  # imported when the first terminal opens: most runs open none

@@ -37,16 +37,26 @@ from totem_engine.store.errors import (
     SessionUnavailable,
 )
 from totem_engine.store.history import Store, default_db_path
-from totem_engine.store.rows import PART_TYPES, ROLES, THIS_HOST, Lease, Session, StoredMessage, StoredPart, new_id
+from totem_engine.store.rows import (
+    PART_TYPES,
+    ROLES,
+    THIS_HOST,
+    Lease,
+    Session,
+    StoredMessage,
+    StoredPart,
+    new_id,
+)
 
 __all__ = [
     "CACHED_SESSIONS",
+    "PART_TYPES",
+    "ROLES",
+    "THIS_HOST",
     "DeferredWrites",
     "Lease",
     "MessageNotFound",
     "PartNotFound",
-    "PART_TYPES",
-    "ROLES",
     "Session",
     "SessionElsewhere",
     "SessionInUse",
@@ -55,7 +65,6 @@ __all__ = [
     "Store",
     "StoredMessage",
     "StoredPart",
-    "THIS_HOST",
     "WriteFailed",
     "default_db_path",
     "new_id",

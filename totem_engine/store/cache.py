@@ -16,6 +16,7 @@ from typing import Any
 
 from totem_engine.store.rows import StoredMessage, StoredPart
 
+
 def _shown(message: StoredMessage) -> StoredMessage | None:
     """The message as ``messages()`` shows it: without its discarded parts; None when every part
     was discarded (a message with no parts yet is shown)."""

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from totem_engine.processes import ProcessNotFound, ProcessRefused, SessionProcess
-from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolResult, short
+from totem_engine.tools.base import (
+    Action,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    short,
+)
 from totem_engine.tools.bash import OUTSIDE, asked_as
 
 P = TypeVar("P", bound=SessionProcess)
