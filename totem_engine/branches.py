@@ -1,6 +1,6 @@
 """The conversation as a tree: where a rewind cuts it, which answers are variants of one another.
 
-A session's messages form a tree (store.py: each message names the one before it on its
+A session's messages form a tree (store/: each message names the one before it on its
 branch, the session its ``head``); the conversation as it stands is the path from the head back
 to the first message. A rewind moves the head to before a message and marks what it sets aside
 ``rewound``; a regenerated answer is a second branch after the same user message, and switching

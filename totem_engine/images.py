@@ -1,7 +1,7 @@
 """Images attached to a message, the user's or a tool result's: checked, measured, stored, captioned.
 
 One mechanism serves both (docs/decisions.md "Images"). An image is stored as an ``image``
-part (store.py) of the message it came with: a user message for the user's (``totem/chat``
+part (store/) of the message it came with: a user message for the user's (``totem/chat``
 ``attachments``, ``totem run --attach``), the step's assistant message for a tool's
 (``ToolResult.attachments``: ``read`` of an image file, an MCP server's image content), with
 ``callId`` naming the call whose result it is. Its data::

@@ -4,10 +4,10 @@ A job is a shell command started in the project root in a process group of its o
 starts one (tools/bash.py ``spawn``). A task of its own reads its output into a buffer that keeps
 the head and the tail of what came since the last read, so a chatty server never blocks on a
 full pipe and memory stays bounded; another waits for the shell to exit and says so (a ``job``
-event). Jobs outlive the step and the turn that started them, not the session: an aborted turn
-kills its session's jobs (loop.py, unless ``jobs_survive_abort``) and ``Jobs.aclose``, when the
-runtime closes, kills every job. Killing a job kills its whole group, also what it left running
-after its shell exited, so no process is left behind.
+event). Jobs live as processes.py keeps them: by session, outliving the step and the turn that
+started them, killed when their session's turn is aborted (unless ``jobs_survive_abort``) and
+when the runtime closes. Killing a job kills its whole group, also what it left running after its
+shell exited, so no process is left behind.
 
 The tasks are asyncio tasks, not an anyio task group: a job outlives the turn's cancel scope,
 and the language server opens and closes a runtime from different tasks.
@@ -17,18 +17,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
-from anyio.abc import Process
 
 from totem_engine.api import events as ev
-from totem_engine.api.errors import EngineError
-from totem_engine.command_changes import CommandChanges, CommandScope
-from totem_engine.file_changes import FileChange
+from totem_engine.command_changes import CommandChanges
+from totem_engine.processes import (
+    Ending,
+    ProcessNotFound,
+    ProcessRefused,
+    SessionProcess,
+    SessionProcesses,
+)
 from totem_engine.tools.bash import (
     DRAIN_SECONDS,
     HeadTail,
@@ -45,33 +48,29 @@ MAX_RUNNING = 10  # jobs running at once in one session: a model looping on `sta
 Emit = Callable[[ev.Event], Awaitable[None]]
 
 
-class JobNotFound(EngineError, LookupError):
+class JobNotFound(ProcessNotFound):
     """No job of that id in the session."""
 
-    kind = "not_found"
 
-
-class JobRefused(RuntimeError):
+class JobRefused(ProcessRefused):
     """A job that may not start: too many run in the session, or the project is closing."""
 
 
 @dataclass
-class Job:
-    id: str
-    session_id: str
-    command: str
-    process: Process
+class Job(SessionProcess):
     limit: int  # characters of unread output kept (its head and tail)
-    started_at: float = field(default_factory=time.monotonic)
     state: ev.JobState = "running"
     unread: HeadTail = field(init=False)
     read_all: anyio.Event = field(default_factory=anyio.Event)  # the pipe is at its end
     ended: anyio.Event = field(default_factory=anyio.Event)  # the shell exited and it was said
     tasks: list[asyncio.Task] = field(default_factory=list)
-    scope: CommandScope | None = None  # where it runs, and what it changed (command_changes.py)
 
     def __post_init__(self) -> None:
         self.unread = HeadTail(self.limit)
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
 
     @property
     def exit_code(self) -> int | None:
@@ -86,16 +85,17 @@ class Job:
         return ev.Job(session_id=self.session_id, job_id=self.id, command=self.command, state=self.state, exit_code=self.exit_code)
 
 
-class Jobs:
+class Jobs(SessionProcesses[Job]):
     """The jobs of every session of one runtime, by session. Each session's ``job`` events go to
     the front end of its latest job call (``listen``): a job can end after its turn."""
 
+    noun = prefix = "job"
+    NotFound = JobNotFound
+    Refused = JobRefused
+
     def __init__(self, root: Path, commands: CommandChanges | None = None):
-        self.root = root
-        self.commands = commands  # None: jobs run as they are and nothing they change is kept
-        self._jobs: dict[str, dict[str, Job]] = {}
+        super().__init__(root, commands)
         self._emit: dict[str, Emit] = {}
-        self._closed = False
 
     def listen(self, session_id: str, emit: Emit) -> None:
         self._emit[session_id] = emit
@@ -105,18 +105,13 @@ class Jobs:
     ) -> Job:
         """``command`` started as a job of the session (``may_change``: not a read-only command;
         ``escape``: outside the sandbox, as the user allowed)."""
-        if self._closed:
-            raise JobRefused("The project is closing: no job can start.")
-        jobs = self._jobs.setdefault(session_id, {})
-        if sum(job.state == "running" for job in jobs.values()) >= MAX_RUNNING:
-            raise JobRefused(f"{MAX_RUNNING} jobs are running already: stop one first (job list shows them).")
+        self._admit(session_id, MAX_RUNNING, "are running already")
         self.listen(session_id, emit)
-        scope = None
-        if self.commands is not None:
-            scope = await self.commands.scope(session_id, command=command, may_change=may_change, long_lived=True, escape=escape)
+        scope = await self._scope(session_id, command, may_change=may_change, escape=escape)
         process = await spawn(command, self.root, scope.argv if scope else as_is)
-        job = Job(id=f"job{len(jobs) + 1}", session_id=session_id, command=command, process=process, limit=limit, scope=scope)
-        jobs[job.id] = job
+        job = self._add(
+            Job(id=self._next_id(session_id), session_id=session_id, command=command, process=process, limit=limit, scope=scope)
+        )
         assert process.stdout is not None
         job.tasks = [
             asyncio.ensure_future(read_into(process.stdout, lambda text: job.unread.add(text), job.read_all)),
@@ -125,52 +120,16 @@ class Jobs:
         await self._say(job)
         return job
 
-    def of(self, session_id: str) -> list[Job]:
-        return list(self._jobs.get(session_id, {}).values())
-
-    def get(self, session_id: str, job_id: str) -> Job:
-        job = self._jobs.get(session_id, {}).get(job_id)
-        if job is None:
-            known = ", ".join(self._jobs.get(session_id, {})) or "none"
-            raise JobNotFound(f"There is no job {job_id!r} in this session (its jobs: {known}).")
-        return job
-
     async def wait(self, job: Job, timeout: float) -> bool:
         """Whether the job ended within ``timeout`` seconds."""
         with anyio.move_on_after(timeout):
             await job.ended.wait()
         return job.ended.is_set()
 
-    async def take_in(self, job: Job) -> list[FileChange]:
-        """What the job changed since it started or was last read (command_changes.py)."""
-        if job.scope is None:
-            return []
-        with anyio.CancelScope(shield=True):
-            return await job.scope.take_in()
-
-    async def stop(self, session_id: str, job_id: str) -> Job:
-        """Its group killed (SIGTERM, then SIGKILL after a grace period); ``stopped`` when it was running."""
-        job = self.get(session_id, job_id)
-        await self._end(job, "stopped")
-        return job
-
-    async def kill_session(self, session_id: str) -> None:
-        """Every job of the session killed (an aborted turn), all at once: each may take the grace period."""
-        async with anyio.create_task_group() as group:
-            for job in self.of(session_id):
-                group.start_soon(self._end, job, "killed")
-
-    async def aclose(self) -> None:
-        """Every job of every session killed; no job starts after it."""
-        self._closed = True
-        with anyio.CancelScope(shield=True):
-            for session_id in list(self._jobs):
-                await self.kill_session(session_id)
-
-    async def _end(self, job: Job, state: ev.JobState) -> None:
+    async def _end(self, job: Job, ending: Ending) -> None:
         with anyio.CancelScope(shield=True):  # an abort landing here must not leave the group alive
             if job.state == "running":
-                job.state = state
+                job.state = ending
             await kill_group(job.process)  # also what an exited job left running in its group
             await job.ended.wait()
             for task in job.tasks:

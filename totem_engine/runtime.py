@@ -116,9 +116,7 @@ class Runtime:
         )
         self.jobs = Jobs(self.root, self.command_changes)  # the sessions' background jobs; all killed when the runtime closes
         self.terminals = Terminals(self.root, self.command_changes)  # and their interactive terminals, the same way
-        self.command_changes.busy = lambda session_id: any(j.state == "running" for j in self.jobs.of(session_id)) or any(
-            t.running for t in self.terminals.of(session_id)
-        )
+        self.command_changes.busy = lambda session_id: self.jobs.running(session_id) or self.terminals.running(session_id)
         self.mcp = McpServers(self.root, loaded.config, trusted=trusted)  # started by turns, stopped when it closes
         self.agent = Agent(
             root=self.root,

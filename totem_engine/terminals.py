@@ -8,9 +8,9 @@ writes is fed, as it comes, to a ``pyte`` screen (a VT100/xterm emulator): the a
 screen the program drew, not the escape sequences that drew it. macOS and Linux only: Windows
 has no ``pty`` (its ConPTY needs native code, which seed 001 rules out).
 
-Terminals live like background jobs (jobs.py): by session, owned by the runtime, killed with
-their whole process group when the session's turn is aborted (unless ``jobs_survive_abort``)
-and when the runtime closes.
+Terminals live like background jobs, as processes.py keeps them: by session, owned by the
+runtime, killed with their whole process group when the session's turn is aborted (unless
+``jobs_survive_abort``) and when the runtime closes.
 """
 
 from __future__ import annotations
@@ -22,14 +22,17 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
-from anyio.abc import Process
 
-from totem_engine.command_changes import CommandChanges, CommandScope
-from totem_engine.file_changes import FileChange
+from totem_engine.processes import (
+    Ending,
+    ProcessNotFound,
+    ProcessRefused,
+    SessionProcess,
+    SessionProcesses,
+)
 from totem_engine.tools.bash import kill_group, shell
 
 if TYPE_CHECKING:  # imported when the first terminal opens: most runs open none
@@ -58,11 +61,11 @@ NAMED_KEYS = {
 _KEY = re.compile(r"<([A-Za-z]+|[Cc]-[A-Za-z@\[\\\]^_])>")
 
 
-class TerminalNotFound(LookupError):
+class TerminalNotFound(ProcessNotFound):
     """No terminal of that id in the session."""
 
 
-class TerminalRefused(RuntimeError):
+class TerminalRefused(ProcessRefused):
     """A terminal that may not open: no pty here, too many open, or the project is closing."""
 
 
@@ -82,20 +85,14 @@ def keystrokes(keys: str) -> str:
 
 
 @dataclass
-class Terminal:
-    id: str
-    session_id: str
-    command: str
-    process: Process
+class Terminal(SessionProcess):
     master: int  # the pty's controller side, non-blocking; -1 once closed
     screen: pyte.Screen
     stream: pyte.Stream
-    started_at: float = field(default_factory=time.monotonic)
     last_output: float = field(default_factory=time.monotonic)
     printed: bool = False  # it wrote something
     ended: anyio.Event = field(default_factory=anyio.Event)  # the pty is at its end: the program is gone
     decoder: codecs.IncrementalDecoder = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace"))
-    scope: CommandScope | None = None  # where it runs, and what it changed (command_changes.py)
 
     @property
     def running(self) -> bool:
@@ -146,34 +143,27 @@ class Terminal:
                 await self.ended.wait()
 
 
-class Terminals:
+class Terminals(SessionProcesses[Terminal]):
     """The terminals of every session of one runtime, by session."""
 
-    def __init__(self, root: Path, commands: CommandChanges | None = None):
-        self.root = root
-        self.commands = commands  # None: terminals run as they are and nothing they change is kept
-        self._terminals: dict[str, dict[str, Terminal]] = {}
-        self._closed = False
+    noun = "terminal"
+    prefix = "term"
+    NotFound = TerminalNotFound
+    Refused = TerminalRefused
 
     async def start(self, session_id: str, command: str, *, may_change: bool = True, escape: bool = False) -> Terminal:
         """``command`` started in a terminal of the session (``may_change``: not a read-only
         command; ``escape``: outside the sandbox, as the user allowed)."""
         if sys.platform == "win32":
             raise TerminalRefused("The terminal needs a pseudo-terminal (pty), which only macOS and Linux have.")
-        if self._closed:
-            raise TerminalRefused("The project is closing: no terminal can start.")
-        terminals = self._terminals.setdefault(session_id, {})
-        if sum(t.running for t in terminals.values()) >= MAX_OPEN:
-            raise TerminalRefused(f"{MAX_OPEN} terminals are open already: stop one first (terminal list shows them).")
+        self._admit(session_id, MAX_OPEN, "are open already")
         import fcntl
         import struct
         import termios
 
         import pyte
 
-        scope = None
-        if self.commands is not None:
-            scope = await self.commands.scope(session_id, command=command, may_change=may_change, long_lived=True, escape=escape)
+        scope = await self._scope(session_id, command, may_change=may_change, escape=escape)
         argv = scope.argv([shell(), "-c", command]) if scope else [shell(), "-c", command]
         master, child = os.openpty()
         fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
@@ -192,50 +182,15 @@ class Terminals:
             os.close(child)  # the child holds its own copy: the pty ends when the program does
         screen = pyte.Screen(COLUMNS, LINES)
         terminal = Terminal(
-            id=f"term{len(terminals) + 1}", session_id=session_id, command=command, process=process,
+            id=self._next_id(session_id), session_id=session_id, command=command, process=process,
             master=master, screen=screen, stream=pyte.Stream(screen), scope=scope,
         )
         # What the program asks of its terminal (a cursor position report, the device
         # attributes) is answered as a terminal would, so a curses program does not hang on it.
         screen.write_process_input = terminal.answer
-        terminals[terminal.id] = terminal
+        self._add(terminal)
         asyncio.get_running_loop().add_reader(master, self._read, terminal)
         return terminal
-
-    def of(self, session_id: str) -> list[Terminal]:
-        return list(self._terminals.get(session_id, {}).values())
-
-    def get(self, session_id: str, terminal_id: str) -> Terminal:
-        terminal = self._terminals.get(session_id, {}).get(terminal_id)
-        if terminal is None:
-            known = ", ".join(self._terminals.get(session_id, {})) or "none"
-            raise TerminalNotFound(f"There is no terminal {terminal_id!r} in this session (its terminals: {known}).")
-        return terminal
-
-    async def take_in(self, terminal: Terminal) -> list[FileChange]:
-        """What the terminal's program changed since it started or was last read."""
-        if terminal.scope is None:
-            return []
-        with anyio.CancelScope(shield=True):
-            return await terminal.scope.take_in()
-
-    async def stop(self, session_id: str, terminal_id: str) -> Terminal:
-        """Its group killed (SIGTERM, then SIGKILL after a grace period) and its pty closed."""
-        terminal = self.get(session_id, terminal_id)
-        await self._end(terminal)
-        return terminal
-
-    async def kill_session(self, session_id: str) -> None:
-        async with anyio.create_task_group() as group:
-            for terminal in self.of(session_id):
-                group.start_soon(self._end, terminal)
-
-    async def aclose(self) -> None:
-        """Every terminal of every session killed; none opens after it."""
-        self._closed = True
-        with anyio.CancelScope(shield=True):
-            for session_id in list(self._terminals):
-                await self.kill_session(session_id)
 
     def _read(self, terminal: Terminal) -> None:
         try:
@@ -257,7 +212,8 @@ class Terminals:
         terminal.master = -1
         terminal.ended.set()
 
-    async def _end(self, terminal: Terminal) -> None:
+    async def _end(self, terminal: Terminal, ending: Ending) -> None:
+        """``ending`` is not kept: a terminal shows its exit code alone."""
         with anyio.CancelScope(shield=True):  # an abort landing here must not leave the group alive
             await kill_group(terminal.process)
             with anyio.move_on_after(0.25):  # what the program wrote as it ended

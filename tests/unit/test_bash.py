@@ -11,7 +11,7 @@ import pytest
 
 from totem_engine.tools.base import ToolContext, ToolError, ToolResult
 from totem_engine.tools.bash import BashTool, HeadTail, is_read_only
-from totem_engine.tools.shell_words import parse, split_command
+from totem_engine.tools.shell_words import parse
 from totem_engine.tools.workspace import DiskWorkspace
 
 
@@ -245,8 +245,8 @@ async def test_always_pattern(ctx: ToolContext, command: str, expected: str):
         ("cat <<-END\n\trm x\n\tEND\nls", ["cat <<-END", "ls"]),
     ],
 )
-def test_split_command(command: str, parts: list[str]):
-    assert split_command(command) == parts
+def test_the_simple_commands_of_a_line(command: str, parts: list[str]):
+    assert [part.text for part in parse(command)] == parts
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The conversation as a tree (store.py, branches.py): a rewind moves the head and marks what it
+"""The conversation as a tree (store/, branches.py): a rewind moves the head and marks what it
 sets aside, reads follow the path, nothing is deleted; a database of schema 1 is migrated."""
 
 from __future__ import annotations

@@ -1,37 +1,21 @@
 """job: commands that run in the background (a dev server, a watcher), started, read and stopped.
 
 The jobs themselves live in the runtime's registry (jobs.py), by session. ``start`` is asked
-like ``bash`` (the same rules, matched against each simple command, and ``outside_sandbox`` as
-``sandbox-escape``: bash.py ``asked_as``); reading, waiting for, stopping and listing the
-session's own jobs are permission ``job``, allowed by default.
+like ``bash``; reading, waiting for, stopping and listing the session's own jobs are permission
+``job``, allowed by default (processes.py, shared with the terminal tool).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from totem_engine.jobs import Job, JobNotFound, JobRefused, Jobs
-from totem_engine.tools.base import (
-    Action,
-    Bounded,
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolInput,
-    ToolResult,
-    short,
-)
-from totem_engine.tools.bash import (
-    MAX_OUTPUT,
-    MAX_TIMEOUT,
-    OUTSIDE,
-    OUTSIDE_SANDBOX,
-    asked_as,
-)
+from totem_engine.jobs import Job, Jobs
+from totem_engine.tools.base import Bounded, ToolContext, ToolInput, ToolResult
+from totem_engine.tools.bash import MAX_OUTPUT, MAX_TIMEOUT, OUTSIDE_SANDBOX
+from totem_engine.tools.processes import ProcessCall, ProcessTool, listing
 
 DEFAULT_WAIT = 30  # seconds
 
@@ -49,29 +33,20 @@ class JobInput(ToolInput):
 
 
 @dataclass
-class JobCall(Action):
+class JobCall(ProcessCall):
     jobs: Jobs | None = None
-    action: JobAction = "list"
-    command: str = ""
-    job_id: str = ""
-    timeout: int = DEFAULT_WAIT
-    escape: bool = False  # start: outside the sandbox, as the user allowed
+    timeout: int = DEFAULT_WAIT  # wait: seconds
 
-    async def apply(self, ctx: ToolContext) -> ToolResult:
+    async def _run(self, ctx: ToolContext) -> ToolResult:
         assert self.jobs is not None
-        self.jobs.listen(ctx.session_id, ctx.publish)  # its end goes to the latest turn's front end
-        try:
-            return await self._run(self.jobs, ctx)
-        except (JobNotFound, JobRefused) as exc:
-            raise ToolError(str(exc)) from None
-
-    async def _run(self, jobs: Jobs, ctx: ToolContext) -> ToolResult:
+        jobs = self.jobs
+        jobs.listen(ctx.session_id, ctx.publish)  # its end goes to the latest turn's front end
         if self.action == "start":
             job = await jobs.start(
                 ctx.session_id, self.command, limit=min(ctx.output_budget, MAX_OUTPUT), emit=ctx.publish, may_change=self.changes,
                 escape=self.escape,
             )
-            return self._result(
+            return self._job_result(
                 f"Started {job.id}: `{job.command}` (process group {job.process.pid}). It keeps running after this"
                 f' call; read what it prints with job(action="output", id="{job.id}"), stop it with'
                 f' job(action="stop", id="{job.id}").',
@@ -79,9 +54,8 @@ class JobCall(Action):
             )
         if self.action == "list":
             listed = jobs.of(ctx.session_id)
-            lines = [_line(job) for job in listed] or ["No jobs in this session."]
-            return self._result("\n".join(lines), f"{len(listed)} jobs", None)
-        job = jobs.get(ctx.session_id, self.job_id)
+            return self._job_result(listing(listed, _state) or "No jobs in this session.", f"{len(listed)} jobs", None)
+        job = jobs.get(ctx.session_id, self.process_id)
         if self.action == "wait":
             await jobs.wait(job, self.timeout)
         elif self.action == "stop":
@@ -90,12 +64,10 @@ class JobCall(Action):
         output = job.take_output().rstrip("\n") or "(no new output)"
         still = job.state == "running" and self.action == "wait"
         status = f"[{_state(job)}" + (f"; still running after {self.timeout} s" if still else "") + "]"
-        return self._result(f"{output}\n{status}", _state(job), job)
+        return self._job_result(f"{output}\n{status}", _state(job), job)
 
-    def _result(self, text: str, summary: str, job: Job | None) -> ToolResult:
-        notes = "".join(f"\n[{note}]" for note in self.notes)
-        metadata = {"job": job.id, "state": job.state, "exit_code": job.exit_code} if job else {}
-        return ToolResult(output=text + notes, summary=summary, metadata=metadata)
+    def _job_result(self, text: str, summary: str, job: Job | None) -> ToolResult:
+        return self._result(text, summary, {"job": job.id, "state": job.state, "exit_code": job.exit_code} if job else {})
 
 
 def _state(job: Job) -> str:
@@ -107,30 +79,13 @@ def _state(job: Job) -> str:
     return f"{job.id} {job.state} (code {job.exit_code})"
 
 
-def _line(job: Job) -> str:
-    return f"{_state(job)}, started {round(time.monotonic() - job.started_at)} s ago: {short(job.command, 100)}"
-
-
-class JobTool(Tool):
+class JobTool(ProcessTool):
     name = "job"
     Input = JobInput
+    example = "npm run dev"
 
     def __init__(self, jobs: Jobs):
         self.jobs = jobs
 
-    async def prepare(self, args: JobInput, ctx: ToolContext) -> Action:
-        if args.action == "start":
-            if not args.command or not args.command.strip():
-                raise ToolError('start needs a command: job(action="start", command="npm run dev").')
-            permission, escape = await asked_as(ctx, args.command, args.outside_sandbox)
-            return JobCall(
-                title=f"job: $ {args.command}{OUTSIDE if escape else ''}", **permission, notes=list(args.notes),
-                runs_commands=True, jobs=self.jobs, action="start", command=args.command, escape=escape,
-            )
-        if args.action != "list" and not args.id:
-            raise ToolError(f'{args.action} needs the id of a job (start gave it; job(action="list") shows them).')
-        return JobCall(
-            title=f"job {args.action} {args.id or ''}".rstrip(), permission="job", patterns=[args.action],
-            always_pattern=args.action, notes=list(args.notes), jobs=self.jobs, action=args.action,
-            job_id=args.id or "", timeout=args.timeout or DEFAULT_WAIT, runs_commands=args.action != "list",
-        )
+    def _call(self, args: JobInput, **fields: Any) -> JobCall:
+        return JobCall(**fields, jobs=self.jobs, timeout=args.timeout or DEFAULT_WAIT)

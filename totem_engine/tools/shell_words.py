@@ -48,11 +48,6 @@ class SimpleCommand:
         return " ".join(self.words)
 
 
-def split_command(command: str) -> list[str]:
-    """``"a && b | c; d"`` -> ``["a", "b", "c", "d"]``: each simple command, normalised."""
-    return [part.text for part in parse(command)]
-
-
 def parse(command: str) -> list[SimpleCommand]:
     """The simple commands of ``command``: the top-level ones in order, then those nested in substitutions."""
     nested: list[SimpleCommand] = []

@@ -1,38 +1,28 @@
 """terminal: programs that want a terminal (a REPL, ``npm init``, a y/n prompt, a curses program).
 
 The terminals live in the runtime's registry (terminals.py), by session. ``start`` is asked like
-``bash`` (the same rules, matched against each simple command, and ``outside_sandbox`` as
-``sandbox-escape``: bash.py ``asked_as``); sending keys to, reading, stopping and listing the session's own terminals are permission
-``terminal``, allowed by default: what a started program may do was asked at its start.
+``bash``; sending keys to, reading, stopping and listing the session's own terminals are
+permission ``terminal``, allowed by default (processes.py, shared with the job tool).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import anyio
 from pydantic import Field
 
-from totem_engine.terminals import (
-    DEFAULT_WAIT,
-    Terminal,
-    TerminalNotFound,
-    TerminalRefused,
-    Terminals,
-)
+from totem_engine.terminals import DEFAULT_WAIT, Terminal, Terminals
 from totem_engine.tools.base import (
-    Action,
     Bounded,
-    Tool,
     ToolContext,
     ToolError,
     ToolInput,
     ToolResult,
-    short,
 )
-from totem_engine.tools.bash import MAX_TIMEOUT, OUTSIDE, OUTSIDE_SANDBOX, asked_as
+from totem_engine.tools.bash import MAX_TIMEOUT, OUTSIDE_SANDBOX
+from totem_engine.tools.processes import ProcessCall, ProcessTool, listing
 
 TerminalAction = Literal["start", "send", "read", "stop", "list"]
 
@@ -52,30 +42,21 @@ class TerminalInput(ToolInput):
 
 
 @dataclass
-class TerminalCall(Action):
+class TerminalCall(ProcessCall):
     terminals: Terminals | None = None
-    action: TerminalAction = "list"
-    command: str = ""
-    keys: str = ""
-    terminal_id: str = ""
-    timeout: float = DEFAULT_WAIT
-    escape: bool = False  # start: outside the sandbox, as the user allowed
+    keys: str = ""  # send: what to type
+    timeout: float = DEFAULT_WAIT  # start, send, read: seconds to wait at most for the screen to settle
 
-    async def apply(self, ctx: ToolContext) -> ToolResult:
+    async def _run(self, ctx: ToolContext) -> ToolResult:
         assert self.terminals is not None
-        try:
-            return await self._run(self.terminals, ctx)
-        except (TerminalNotFound, TerminalRefused) as exc:
-            raise ToolError(str(exc)) from None
-
-    async def _run(self, terminals: Terminals, ctx: ToolContext) -> ToolResult:
+        terminals = self.terminals
         if self.action == "list":
             listed = terminals.of(ctx.session_id)
-            return self._result("\n".join(_line(t) for t in listed) or "No terminals in this session.", f"{len(listed)} terminals")
+            return self._result(listing(listed, _state) or "No terminals in this session.", f"{len(listed)} terminals", {})
         if self.action == "start":
             terminal = await terminals.start(ctx.session_id, self.command, may_change=self.changes, escape=self.escape)
         else:
-            terminal = terminals.get(ctx.session_id, self.terminal_id)
+            terminal = terminals.get(ctx.session_id, self.process_id)
         if self.action == "stop":
             await terminals.stop(ctx.session_id, terminal.id)
             ctx.taken.extend(await terminals.take_in(terminal))
@@ -94,13 +75,9 @@ class TerminalCall(Action):
     def _screen(self, terminal: Terminal, summary: str) -> ToolResult:
         row, column = terminal.screen.cursor.y + 1, terminal.screen.cursor.x + 1
         status = f"[{_state(terminal)}; cursor at line {row}, column {column}]"
-        return self._result(f"{terminal.text() or '(empty screen)'}\n{status}", summary, terminal)
-
-    def _result(self, text: str, summary: str, terminal: Terminal | None = None) -> ToolResult:
         # No cap needed: a screen is at most COLUMNS x LINES characters.
-        notes = "".join(f"\n[{note}]" for note in self.notes)
-        metadata = {"terminal": terminal.id, "exit_code": terminal.process.returncode} if terminal else {}
-        return ToolResult(output=text + notes, summary=summary, metadata=metadata)
+        metadata = {"terminal": terminal.id, "exit_code": terminal.process.returncode}
+        return self._result(f"{terminal.text() or '(empty screen)'}\n{status}", summary, metadata)
 
 
 def _state(terminal: Terminal) -> str:
@@ -111,34 +88,15 @@ def _state(terminal: Terminal) -> str:
     return f"{terminal.id} exited with code {code}"
 
 
-def _line(terminal: Terminal) -> str:
-    return f"{_state(terminal)}, started {round(time.monotonic() - terminal.started_at)} s ago: {short(terminal.command, 100)}"
-
-
-class TerminalTool(Tool):
+class TerminalTool(ProcessTool):
     name = "terminal"
     Input = TerminalInput
+    example = "python3 -i"
 
     def __init__(self, terminals: Terminals):
         self.terminals = terminals
 
-    async def prepare(self, args: TerminalInput, ctx: ToolContext) -> Action:
-        if args.action == "start":
-            if not args.command or not args.command.strip():
-                raise ToolError('start needs a command: terminal(action="start", command="python3 -i").')
-            permission, escape = await asked_as(ctx, args.command, args.outside_sandbox)
-            return TerminalCall(
-                title=f"terminal: $ {args.command}{OUTSIDE if escape else ''}", **permission, notes=list(args.notes),
-                runs_commands=True, terminals=self.terminals, action="start", command=args.command,
-                timeout=args.timeout or DEFAULT_WAIT, escape=escape,
-            )
-        if args.action != "list" and not args.id:
-            raise ToolError(f'{args.action} needs the id of a terminal (start gave it; terminal(action="list") shows them).')
+    def _call(self, args: TerminalInput, **fields: Any) -> TerminalCall:
         if args.action == "send" and not args.keys:
             raise ToolError('send needs keys: terminal(action="send", id="term1", keys="1+1\\n").')
-        return TerminalCall(
-            title=f"terminal {args.action} {args.id or ''}".rstrip(), permission="terminal", patterns=[args.action],
-            always_pattern=args.action, notes=list(args.notes), terminals=self.terminals, action=args.action,
-            runs_commands=args.action != "list",
-            keys=args.keys or "", terminal_id=args.id or "", timeout=args.timeout or DEFAULT_WAIT,
-        )
+        return TerminalCall(**fields, terminals=self.terminals, keys=args.keys or "", timeout=args.timeout or DEFAULT_WAIT)

@@ -194,11 +194,6 @@ def least_reasoning(provider: object) -> str:
     return "none" if kind in _CAN_SWITCH_OFF else "low"
 
 
-def needs_reasoning_retry(text: str, reasoning: str, calls: Sequence[object], attempts: int) -> bool:
-    """A reply that reasoned but produced no text and no tool call, with retries left."""
-    return is_all_reasoning(text, reasoning, calls) and attempts < MAX_REASONING_RETRIES
-
-
 def is_all_reasoning(text: str, reasoning: str, calls: Sequence[object]) -> bool:
     return bool(reasoning.strip()) and not text.strip() and not calls
 
