@@ -23,8 +23,8 @@ from totem_engine.local import LocalLease, with_local_default
 from totem_engine.mcp.specs import project_mcp_path
 from totem_engine.runtime import Runtime
 from totem_engine.store import Store
-from totem_engine.tools.workspace import Workspace
 from totem_engine.trust import AskTrust, apply_trust, is_trusted
+from totem_engine.workspace.files import Workspace
 
 
 @contextlib.asynccontextmanager

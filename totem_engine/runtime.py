@@ -29,7 +29,8 @@ from totem_engine.turn.fitting import summariser
 from totem_engine.retry import MAX_TURN_RETRIES
 from totem_engine.turn.loop import Agent, Again, Turn, TurnOptions
 from totem_engine.permissions import rules_from_config
-from totem_engine.providers.base import Image, Provider
+from totem_engine.providers.base import Provider
+from totem_engine.vocab.messages import Image
 from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecord, record_for, with_evidence
 from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.registry import make_provider
@@ -37,10 +38,10 @@ from totem_engine.session_diff import FileDiff, session_diff
 from totem_engine.session_state import SessionState
 from totem_engine.snapshots import FileOutcome, Snapshots
 from totem_engine.store import Session, SessionElsewhere, SessionInUse, Store, new_id
-from totem_engine.tools import temp_journal
+from totem_engine.workspace import temp_journal
 from totem_engine.tools.freshness import mark_restored, mark_seen_in
 from totem_engine.tools.registry import builtin_tools
-from totem_engine.tools.workspace import DiskWorkspace, Workspace
+from totem_engine.workspace.files import DiskWorkspace, Workspace
 
 
 # The summariser's window for ``/compact`` when the model's is not known: the context Totem's

@@ -21,22 +21,15 @@ from totem_engine.config import Config
 from totem_engine.api.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.jobs import Jobs
 from totem_engine.mcp.servers import McpServers
-from totem_engine.providers.base import (
-    ChatRequest,
-    FinishChunk,
-    ModelInfo,
-    StreamChunk,
-    TextChunk,
-    ToolCall,
-    ToolCallChunk,
-    UsageChunk,
-)
+from totem_engine.providers.base import ModelInfo
+from totem_engine.vocab.chat import ChatRequest, FinishChunk, StreamChunk, TextChunk, ToolCallChunk, UsageChunk
+from totem_engine.vocab.tools import ToolCall
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.snapshots import Snapshots
 from totem_engine.store import Store
 from totem_engine.terminals import Terminals
 from totem_engine.tools.registry import builtin_tools
-from totem_engine.tools.workspace import DiskWorkspace
+from totem_engine.workspace.files import DiskWorkspace
 from totem_engine.turn.loop import Agent, Turn, TurnOptions, TurnResult
 
 Reply = list  # of StreamChunk, or a ProviderError raised at its place

@@ -15,16 +15,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from totem_engine.jobs import Job, JobNotFound, JobRefused, Jobs
-from totem_engine.tools.base import (
-    Action,
-    Bounded,
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolInput,
-    ToolResult,
-    short,
-)
+from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolInput, ToolResult
 from totem_engine.tools.bash import (
     MAX_OUTPUT,
     MAX_TIMEOUT,
@@ -32,6 +23,8 @@ from totem_engine.tools.bash import (
     OUTSIDE_SANDBOX,
     asked_as,
 )
+from totem_engine.vocab.accounts import short
+from totem_engine.vocab.tools import ToolError
 
 DEFAULT_WAIT = 30  # seconds
 

@@ -22,17 +22,10 @@ from totem_engine.terminals import (
     TerminalRefused,
     Terminals,
 )
-from totem_engine.tools.base import (
-    Action,
-    Bounded,
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolInput,
-    ToolResult,
-    short,
-)
+from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolInput, ToolResult
 from totem_engine.tools.bash import MAX_TIMEOUT, OUTSIDE, OUTSIDE_SANDBOX, asked_as
+from totem_engine.vocab.accounts import short
+from totem_engine.vocab.tools import ToolError
 
 TerminalAction = Literal["start", "send", "read", "stop", "list"]
 

@@ -17,18 +17,13 @@ from pathlib import Path
 
 import anyio
 
-from totem_engine.providers.base import (
-    FinishChunk,
-    StreamChunk,
-    TextChunk,
-    ToolCall,
-    ToolCallChunk,
-)
 from totem_engine.providers.capabilities import detect_prose_edit
 from totem_engine.textcalls import text_tool_calls
 from totem_engine.turn.host import PolicyHost
 from totem_engine.turn.policy import DefaultPolicy
 from totem_engine.turn.unmade import asks_for_a_change
+from totem_engine.vocab.chat import FinishChunk, StreamChunk, TextChunk, ToolCallChunk
+from totem_engine.vocab.tools import ToolCall
 
 # A block naming an existing file is taken for all of it when it has at least this share of the
 # file's lines: a rewritten file keeps nearly all of them, a quoted function few.

@@ -23,10 +23,11 @@ from totem_engine.compaction import (
 from totem_engine.config import Config, ConfigError
 from totem_engine.context import breakdown, output_reserve
 from totem_engine.images import CAPTIONED
-from totem_engine.providers.base import ChatRequest, Provider
+from totem_engine.providers.base import Provider
 from totem_engine.session_state import SessionState
 from totem_engine.store import Store
 from totem_engine.tools.base import Tool
+from totem_engine.vocab.chat import ChatRequest
 
 
 class Fitter:

@@ -12,13 +12,13 @@ from totem_engine.api import events as ev
 from totem_engine.checks.base import Checker
 from totem_engine.config import Config
 from totem_engine.api.frontend import FrontEnd
-from totem_engine.providers.base import ToolCall, ToolSpec
+from totem_engine.vocab.tools import ToolCall, ToolSpec
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.session_state import SessionState
 from totem_engine.snapshots import Snapshots
 from totem_engine.store import Store
 from totem_engine.tools.base import Tool
-from totem_engine.tools.workspace import Workspace
+from totem_engine.workspace.files import Workspace
 from totem_engine.turn.guards import Guards
 from totem_engine.turn.policy import TurnPolicy
 from totem_engine.turn.round import Round

@@ -38,7 +38,10 @@ from totem_engine.mcp.servers import McpServers
 from totem_engine.terminals import Terminals
 from totem_engine.prompt import system_prompt
 from totem_engine.prompt_files import prompt
-from totem_engine.providers.base import ChatRequest, Image, Provider, ToolCall, ToolSpec, arguments_object, finish_kind
+from totem_engine.providers.base import Provider
+from totem_engine.vocab.chat import ChatRequest, finish_kind
+from totem_engine.vocab.messages import Image
+from totem_engine.vocab.tools import ToolCall, ToolSpec, arguments_object
 from totem_engine.providers.capabilities import CapabilityRecord, after_step, detect_prose_edit
 from totem_engine.providers.errors import ContextOverflowError, ProviderError
 from totem_engine.providers.hints import hint_for
@@ -55,7 +58,7 @@ from totem_engine.tools.registry import is_small, surface, tool_specs
 from totem_engine.tools.skill import SkillTool
 from totem_engine.tools.freshness import mark_seen_in
 from totem_engine.tools.task import TaskTool
-from totem_engine.tools.workspace import Workspace
+from totem_engine.workspace.files import Workspace
 from totem_engine.turn.calls import ToolCalls
 from totem_engine.turn.fitting import Fitter
 from totem_engine.turn.guards import ReasoningRetry, RoundLimit, least_reasoning

@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import Protocol
 
 from totem_engine.api import events as ev
-from totem_engine.providers.base import ToolCall, ToolSpec
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.textcalls import tool_prompt
 from totem_engine.tools.base import Action, ToolContext, ToolResult
 from totem_engine.turn.round import Round
 from totem_engine.turn.stream import FileBlocks
+from totem_engine.vocab.tools import ToolCall, ToolSpec
 
 
 class TurnPolicy(Protocol):

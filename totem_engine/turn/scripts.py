@@ -17,13 +17,13 @@ from typing import Literal
 from totem_engine.api import events as ev
 from totem_engine.context import output_reserve
 from totem_engine.prompt_files import prompt
-from totem_engine.providers.base import ToolCall, ToolSpec
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.textcalls import as_written
 from totem_engine.tools.base import Action, ToolContext, ToolResult
 from totem_engine.turn.host import PolicyHost
 from totem_engine.turn.round import Round
 from totem_engine.turn.stream import FileBlocks
+from totem_engine.vocab.tools import ToolCall, ToolSpec
 
 CodeMode = Literal["auto", "always", "never"]
 SCRIPT_TOOLS = frozenset({"run_script", "write"})  # what a script block and a file block are read as

@@ -34,7 +34,6 @@ from totem_engine.checks.python import PythonChecker
 from totem_engine.context import output_reserve
 from totem_engine.mentions import PROJECT_FILES_LIMIT, mentions, project_files
 from totem_engine.prompt_files import prompt
-from totem_engine.providers.base import ToolCall, ToolSpec
 from totem_engine.providers.capabilities import CapabilityRecord, detect_prose_edit
 from totem_engine.store import new_id
 from totem_engine.textcalls import FILE_BLOCK_TOOLS, as_written, looks_like_a_call, small_tool_prompt
@@ -45,6 +44,7 @@ from totem_engine.turn.round import Round
 from totem_engine.turn.stream import FileBlocks
 from totem_engine.turn.unmade import UnmadeChange, asks_for_a_change
 from totem_engine.verify import MAX_RUNS, TEST_RUN, find_test_command, is_test_file, passed
+from totem_engine.vocab.tools import ToolCall, ToolSpec
 
 DEFAULT_WINDOW = 8192  # tokens, when the model's window is not known
 # A fresh attempt's sampling temperature, when the configured one is lower: at 0 the same request
