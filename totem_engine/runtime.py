@@ -27,7 +27,9 @@ from totem_engine.mcp.servers import McpServers
 from totem_engine.terminals import Terminals
 from totem_engine.turn.fitting import summariser
 from totem_engine.retry import MAX_TURN_RETRIES
-from totem_engine.turn.loop import Agent, Again, Turn, TurnOptions
+from totem_engine.turn.agent import Agent
+from totem_engine.turn.loop import Turn
+from totem_engine.turn.terms import Again, TurnOptions
 from totem_engine.permissions import rules_from_config
 from totem_engine.providers.base import Provider
 from totem_engine.vocab.messages import Image
@@ -235,8 +237,8 @@ class Runtime:
             agent.notices, self.agent.notices = self.agent.notices, []
             steps = definition.max_steps if max_steps is None and definition.max_steps is not None else options.max_steps
             options = replace(options, persona=definition.prompt, max_steps=steps)
-        return agent.turn(
-            text, frontend, session_id=session.id, model=model, options=options, session=session, typed=typed, again=again,
+        return Turn(
+            agent, text, frontend, session_id=session.id, model=model, options=options, session=session, typed=typed, again=again,
             attached=attached, images=images,
         )
 

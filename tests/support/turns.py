@@ -1,5 +1,5 @@
 """In-process turns: a scripted provider, a recording front end and a real project around
-``turn.loop.Agent`` (a Store in ``tmp_path``, the built-in tools, snapshots on disk). No
+``turn.agent.Agent`` (a Store in ``tmp_path``, the built-in tools, snapshots on disk). No
 subprocess, no HTTP.
 
 ``ScriptedProvider`` implements ``providers.base.Provider``: each request it gets is recorded
@@ -30,7 +30,9 @@ from totem_engine.store import Store
 from totem_engine.terminals import Terminals
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.workspace.files import DiskWorkspace
-from totem_engine.turn.loop import Agent, Turn, TurnOptions, TurnResult
+from totem_engine.turn.agent import Agent
+from totem_engine.turn.loop import Turn
+from totem_engine.turn.terms import TurnOptions, TurnResult
 
 Reply = list  # of StreamChunk, or a ProviderError raised at its place
 
@@ -159,8 +161,8 @@ class Scene:
         if not self.session_id:
             self.session_id = (await self.store.create_session(cwd=str(self.root), model="scripted/m")).id
         options.setdefault("retry_max_wait", 0.0)
-        return self.agent.turn(
-            text, frontend or RecordingFrontEnd(), session_id=self.session_id, model="scripted/m", options=TurnOptions(**options),
+        return Turn(
+            self.agent, text, frontend or RecordingFrontEnd(), session_id=self.session_id, model="scripted/m", options=TurnOptions(**options),
             images=images,
         )
 

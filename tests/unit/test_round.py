@@ -20,7 +20,7 @@ from totem_engine.tools.base import Action, Tool, ToolContext, ToolInput, ToolRe
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.turn.calls import ToolCalls
 from totem_engine.turn.guards import MAX_REJECTIONS
-from totem_engine.turn.loop import TurnOptions
+from totem_engine.turn.terms import TurnOptions
 from totem_engine.turn.policy import DefaultPolicy
 from totem_engine.vocab.tools import ToolCall
 

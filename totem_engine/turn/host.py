@@ -1,6 +1,6 @@
 """What the tool round (calls.py) and the policies (policy.py, small.py) need from their turn, as
 protocols: they type against these, never against ``loop.Turn``, so the package has no import
-cycle, ``TYPE_CHECKING`` imports included. ``loop.Turn`` and ``loop.Agent`` satisfy them.
+cycle, ``TYPE_CHECKING`` imports included. ``loop.Turn`` and ``agent.Agent`` satisfy them.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from totem_engine.turn.round import Round
 
 
 class Project(Protocol):
-    """The project a turn works in (``loop.Agent``)."""
+    """The project a turn works in (``agent.Agent``)."""
 
     root: Path
     store: Store
@@ -82,15 +82,9 @@ class PolicyHost(Protocol):
     record: CapabilityRecord
     tools: dict[str, Tool]
     specs: tuple[ToolSpec, ...]
-    temperature: float | None
     calls: Rounds
 
     def text_calls_wanted(self) -> bool: ...
-
-    async def caught_in_prose(self, message_id: str, files: list[ToolCall]) -> None:
-        """The model described the change in its answer (message ``message_id``) instead of
-        making it: the rest of the request in code mode, ``files`` (the ``write`` calls of the
-        whole files the answer held) applied."""
 
     async def remember(self, record: CapabilityRecord) -> None:
         """``record`` is the model's from now on, kept for its later sessions."""
@@ -98,7 +92,3 @@ class PolicyHost(Protocol):
     def unique_call(self, call: ToolCall) -> ToolCall: ...
 
     async def emit(self, event: ev.Event) -> None: ...
-
-    async def notice(self, message: str) -> None: ...
-
-    def start_afresh(self, *, temperature: float, seed: int) -> None: ...
