@@ -33,9 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from totem_engine.compaction import build_ledger, fit  # noqa: E402
 from totem_engine.context import input_tokens, output_reserve  # noqa: E402
 from totem_engine.history import to_messages  # noqa: E402
-from totem_engine.providers.base import ChatRequest, ToolSpec  # noqa: E402
 from totem_engine.store import Store, new_id  # noqa: E402
 from totem_engine.tools.registry import builtin_tools  # noqa: E402
+from totem_engine.vocab.chat import ChatRequest  # noqa: E402
+from totem_engine.vocab.tools import ToolSpec
 
 WINDOW = 32_768
 SYSTEM = "You are Totem, a coding agent. " * 40

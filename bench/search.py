@@ -11,7 +11,7 @@ Each search runs through the tool itself (prepare and apply, as the agent calls 
 engine) and as the command it stands against, alternating, `--runs` times after one warm-up:
 
 - grep PATTERN: `rg --json` with the search flags the tool builds (`grep.ripgrep_args`: the
-  project's ignore rules, `tools/ripgrep.py` `FLAGS`, the pattern, the path), its output read
+  project's ignore rules, `workspace/ripgrep.py` `FLAGS`, the pattern, the path), its output read
   to the end: issue 23's reference. The tool itself runs `rg --count` with those flags, then
   `rg --json` on the few files whose lines it shows; that first run alone, `rg --count`, is
   timed too (the second ratio), the floor of the tool's way of searching;
@@ -42,8 +42,8 @@ from pathlib import Path
 from totem_engine.tools.base import ToolContext
 from totem_engine.tools.glob import GlobTool
 from totem_engine.tools.grep import COUNT_OUTPUT, GrepTool, ripgrep_args
-from totem_engine.tools.ripgrep import FLAGS
-from totem_engine.tools.workspace import DiskWorkspace
+from totem_engine.workspace.ripgrep import FLAGS
+from totem_engine.workspace.files import DiskWorkspace
 WORDS = "alpha beta gamma delta return self import from class def for in if else while".split()
 
 

@@ -37,7 +37,8 @@ from totem_engine.commands import ACTIONS
 from totem_engine.config_error import ConfigError
 from totem_engine.providers.errors import ProviderError
 from totem_engine.runtime import Runtime, session_title
-from totem_engine.turn.loop import Turn, TurnResult
+from totem_engine.turn.loop import Turn
+from totem_engine.turn.terms import TurnResult
 
 MODES = {
     "build": "Reads, edits and runs commands, asking first where the rules say so.",

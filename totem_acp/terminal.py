@@ -25,9 +25,9 @@ import anyio
 from acp import RequestError
 from acp.schema import TerminalToolCallContent, ToolCallProgress
 
-from totem_engine.tools.base import ToolError
 from totem_engine.tools.bash import HeadTail
 from totem_engine.tools.command_runner import Outcome
+from totem_engine.vocab.tools import ToolError
 
 log = logging.getLogger(__name__)
 BYTES_PER_CHAR = 4  # the client's limit is in bytes, Totem's cap in characters (UTF-8: at most 4 bytes each)

@@ -22,8 +22,8 @@ from typing import Any
 
 from acp import RequestError
 
-from totem_engine.tools.base import ToolError
-from totem_engine.tools.workspace import DiskWorkspace, FileStat
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.files import DiskWorkspace, FileStat
 
 log = logging.getLogger(__name__)
 

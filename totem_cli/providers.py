@@ -83,7 +83,7 @@ def templates_command() -> int:
 def add_command(args: argparse.Namespace) -> int:
     from totem_engine.config import ConfigError, ProviderConfig, user_config_path
     from totem_engine.providers.templates import TEMPLATES, find_template
-    from totem_engine.tools.workspace import write_atomically
+    from totem_engine.workspace.files import write_atomically
 
     template = find_template(args.template)
     if template is None:

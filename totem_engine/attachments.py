@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from totem_engine.tools.base import cut_lines
+from totem_engine.vocab.accounts import cut_lines
 
 MentionKind = Literal["file", "buffer", "selection", "diagnostics"]
 AttachmentKind = Literal["context", "file", "buffer", "selection", "diagnostics"]

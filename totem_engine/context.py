@@ -26,7 +26,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from totem_engine.providers.base import ChatRequest, Message, ToolSpec
+from totem_engine.vocab.chat import ChatRequest
+from totem_engine.vocab.messages import Message
+from totem_engine.vocab.tools import ToolSpec
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4  # tokens of role and framing per message, as chat templates add them

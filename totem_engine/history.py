@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from totem_engine.images import FRESH, IMAGE_PART, image_of
-from totem_engine.providers.base import Image, Message, ToolCall
 from totem_engine.store import StoredMessage, StoredPart
+from totem_engine.vocab.messages import Image, Message
+from totem_engine.vocab.tools import ToolCall
 
 INTERRUPTED = "The call was interrupted before it finished; it may have done part of its work."
 

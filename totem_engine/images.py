@@ -31,7 +31,7 @@ import io
 import re
 from typing import Any
 
-from totem_engine.providers.base import Image, size_text
+from totem_engine.vocab.messages import Image, size_text
 
 IMAGE_PART = "image"
 FRESH = "fresh"

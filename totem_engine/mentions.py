@@ -27,7 +27,7 @@ from pathlib import Path
 
 from totem_engine.textcalls import file_block
 from totem_engine.tools.read import looks_binary
-from totem_engine.tools.walk import walk_files
+from totem_engine.workspace.walk import walk_files
 
 LISTED_FILES = 60  # the file list stops here, saying how many more there are
 SMALL_PROJECT = 20

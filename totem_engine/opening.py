@@ -25,8 +25,8 @@ from totem_engine.mcp.specs import ServerSpec, project_mcp_path
 from totem_engine.runtime import Runtime
 from totem_engine.store import Store
 from totem_engine.tools.command_runner import CommandRunner
-from totem_engine.tools.workspace import Workspace
 from totem_engine.trust import AskTrust, apply_trust, is_trusted
+from totem_engine.workspace.files import Workspace
 
 
 @contextlib.asynccontextmanager

@@ -26,9 +26,12 @@ from totem_engine.mcp.servers import McpServers
 from totem_engine.terminals import Terminals
 from totem_engine.turn.fitting import summariser
 from totem_engine.retry import MAX_TURN_RETRIES
-from totem_engine.turn.loop import Agent, Again, Turn, TurnOptions
+from totem_engine.turn.agent import Agent
+from totem_engine.turn.loop import Turn
+from totem_engine.turn.terms import Again, TurnOptions
 from totem_engine.permissions import rules_from_config
-from totem_engine.providers.base import Image, Provider
+from totem_engine.providers.base import Provider
+from totem_engine.vocab.messages import Image
 from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecord, record_for, with_evidence
 from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.registry import make_provider
@@ -36,11 +39,11 @@ from totem_engine.session_diff import FileDiff, session_diff
 from totem_engine.session_state import SessionState
 from totem_engine.snapshots import FileOutcome, Snapshots
 from totem_engine.store import Session, SessionElsewhere, SessionInUse, Store, new_id
-from totem_engine.tools import temp_journal
+from totem_engine.workspace import temp_journal
 from totem_engine.tools.freshness import mark_restored, mark_seen_in
 from totem_engine.tools.command_runner import CommandRunner
 from totem_engine.tools.registry import builtin_tools
-from totem_engine.tools.workspace import DiskWorkspace, Workspace
+from totem_engine.workspace.files import DiskWorkspace, Workspace
 
 
 # The summariser's window for ``/compact`` when the model's is not known: the context Totem's
@@ -234,8 +237,8 @@ class Runtime:
             agent.notices, self.agent.notices = self.agent.notices, []
             steps = definition.max_steps if max_steps is None and definition.max_steps is not None else options.max_steps
             options = replace(options, persona=definition.prompt, max_steps=steps)
-        return agent.turn(
-            text, frontend, session_id=session.id, model=model, options=options, session=session, typed=typed, again=again,
+        return Turn(
+            agent, text, frontend, session_id=session.id, model=model, options=options, session=session, typed=typed, again=again,
             attached=attached, images=images,
         )
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Literal
 
 from totem_engine.snapshots import Snapshots
-from totem_engine.tools.diff import unified_diff
-from totem_engine.tools.workspace import Workspace
+from totem_engine.workspace.diff import unified_diff
+from totem_engine.workspace.files import Workspace
 
 __all__ = ["FileDiff", "session_diff"]
 

@@ -49,8 +49,8 @@ import anyio
 
 from totem_engine.sqlite_worker import SqliteWorker, Transaction
 from totem_engine.store import default_db_path
-from totem_engine.tools.paths import relative
-from totem_engine.tools.workspace import DiskWorkspace, Workspace, write_atomically
+from totem_engine.workspace.files import DiskWorkspace, Workspace, write_atomically
+from totem_engine.workspace.paths import relative
 
 if TYPE_CHECKING:
     from totem_engine.file_changes import FileChange

@@ -21,7 +21,7 @@ import anyio
 import platformdirs
 
 from totem_engine.config import DROPPED, Config, ConfigError, ConfigLayer, LoadedConfig, Untrusted, merge_layers, untrusted_class
-from totem_engine.tools.workspace import write_atomically
+from totem_engine.workspace.files import write_atomically
 
 AskTrust = Callable[[Path, list[str]], Awaitable[bool]]
 

@@ -22,9 +22,9 @@ from totem_engine.attachments import (
     find_mentions,
 )
 from totem_engine.checks.base import Finding
-from totem_engine.tools.base import ToolError
-from totem_engine.tools.paths import relative, resolve_in_project
 from totem_engine.tools.read import looks_binary
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.paths import relative, resolve_in_project
 from totem_lsp.messages import ChatContext, ChatParams, EditorDiagnostic, Range
 from totem_lsp.uris import path_of
 

@@ -24,7 +24,8 @@ from totem_engine.attachments import with_attachments
 from totem_engine.api.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.runtime import Runtime
 from totem_engine.store import Session
-from totem_engine.turn.loop import Turn, TurnResult
+from totem_engine.turn.loop import Turn
+from totem_engine.turn.terms import TurnResult
 from totem_lsp import protocol
 from totem_lsp.attach import Attacher
 from totem_lsp.images import images_of

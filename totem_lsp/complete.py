@@ -16,7 +16,7 @@ from totem_engine.attachments import EDITOR_MENTIONS
 from totem_engine.commands import ACTIONS
 from totem_engine.mentions import project_files
 from totem_engine.runtime import Runtime
-from totem_engine.tools.paths import relative
+from totem_engine.workspace.paths import relative
 from totem_lsp.uris import path_of
 
 MAX_ITEMS = 50

@@ -17,7 +17,7 @@ from pygls.lsp.server import LanguageServer
 
 from totem_engine.checks.base import CheckResult, Finding, Fix
 from totem_engine.checks.registry import run_checks
-from totem_engine.tools.paths import relative
+from totem_engine.workspace.paths import relative
 from totem_lsp.project import Projects
 from totem_lsp.uris import path_of, uri_of
 

@@ -21,7 +21,7 @@ from totem_engine.images import (
     image_from_bytes,
     image_from_data_uri,
 )
-from totem_engine.providers.base import Image, size_text
+from totem_engine.vocab.messages import Image, size_text
 from totem_lsp.messages import ChatAttachment
 from totem_lsp.uris import path_of
 

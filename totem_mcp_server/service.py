@@ -23,7 +23,8 @@ from totem_engine.local.errors import LocalServerError
 from totem_engine.opening import open_runtime as open_project
 from totem_engine.runtime import Runtime
 from totem_engine.store import Session, Store
-from totem_engine.turn.loop import Turn, TurnResult
+from totem_engine.turn.loop import Turn
+from totem_engine.turn.terms import TurnResult
 from totem_mcp_server.redaction import Redactor
 
 HOLDER = "totem mcp serve"  # as a session's lease names this front end to another process

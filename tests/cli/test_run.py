@@ -466,7 +466,7 @@ _KILLED_WRITE = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from totem_engine.tools import workspace
+    from totem_engine.workspace import files as workspace
 
     def stall(fd):  # the data is written; the process dies before the rename
         print("written", flush=True)

@@ -21,7 +21,7 @@ from tests.support import gemini_server as gem
 from tests.support import model_server as oai
 from tests.support import ollama_server as oll
 from tests.support.captures import ROOT, capture_cases, capture_lines
-from totem_engine.providers.base import (
+from totem_engine.vocab.chat import (
     FinishChunk,
     ReasoningChunk,
     StateChunk,

@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.fuzz.support import aiter, check_answer, collect
-from totem_engine.providers.base import FinishChunk, ReasoningChunk, TextChunk, ToolCall, ToolCallChunk
 from totem_engine.textcalls import TextCallStats, text_tool_calls, think_filter
+from totem_engine.vocab.chat import FinishChunk, ReasoningChunk, TextChunk, ToolCallChunk
+from totem_engine.vocab.tools import ToolCall
 
 TOOLS = ("read", "write", "edit", "bash")
 

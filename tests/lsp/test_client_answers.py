@@ -23,7 +23,7 @@ from tests.lsp.conftest import start_editor
 from tests.support.model_server import text_reply
 from totem_engine.api.events import RuleRef
 from totem_engine.api.frontend import PermissionRequest, QuestionRequest
-from totem_engine.tools.base import ToolError
+from totem_engine.vocab.tools import ToolError
 from totem_lsp.edits import EditorWorkspace
 from totem_lsp.permission import Asker
 

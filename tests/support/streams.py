@@ -10,16 +10,9 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from totem_engine.providers.base import (
-    ChatRequest,
-    FinishChunk,
-    Message,
-    ReasoningChunk,
-    StreamChunk,
-    TextChunk,
-    ToolCall,
-    ToolCallChunk,
-)
+from totem_engine.vocab.chat import ChatRequest, FinishChunk, ReasoningChunk, StreamChunk, TextChunk, ToolCallChunk
+from totem_engine.vocab.messages import Message
+from totem_engine.vocab.tools import ToolCall
 
 
 def hi(model: str) -> ChatRequest:

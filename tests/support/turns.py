@@ -1,5 +1,5 @@
 """In-process turns: a scripted provider, a recording front end and a real project around
-``turn.loop.Agent`` (a Store in ``tmp_path``, the built-in tools, snapshots on disk). No
+``turn.agent.Agent`` (a Store in ``tmp_path``, the built-in tools, snapshots on disk). No
 subprocess, no HTTP.
 
 ``ScriptedProvider`` implements ``providers.base.Provider``: each request it gets is recorded
@@ -21,23 +21,18 @@ from totem_engine.config import Config
 from totem_engine.api.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.jobs import Jobs
 from totem_engine.mcp.servers import McpServers
-from totem_engine.providers.base import (
-    ChatRequest,
-    FinishChunk,
-    ModelInfo,
-    StreamChunk,
-    TextChunk,
-    ToolCall,
-    ToolCallChunk,
-    UsageChunk,
-)
+from totem_engine.providers.base import ModelInfo
+from totem_engine.vocab.chat import ChatRequest, FinishChunk, StreamChunk, TextChunk, ToolCallChunk, UsageChunk
+from totem_engine.vocab.tools import ToolCall
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.snapshots import Snapshots
 from totem_engine.store import Store
 from totem_engine.terminals import Terminals
 from totem_engine.tools.registry import builtin_tools
-from totem_engine.tools.workspace import DiskWorkspace
-from totem_engine.turn.loop import Agent, Turn, TurnOptions, TurnResult
+from totem_engine.workspace.files import DiskWorkspace
+from totem_engine.turn.agent import Agent
+from totem_engine.turn.loop import Turn
+from totem_engine.turn.terms import TurnOptions, TurnResult
 
 Reply = list  # of StreamChunk, or a ProviderError raised at its place
 
@@ -166,8 +161,8 @@ class Scene:
         if not self.session_id:
             self.session_id = (await self.store.create_session(cwd=str(self.root), model="scripted/m")).id
         options.setdefault("retry_max_wait", 0.0)
-        return self.agent.turn(
-            text, frontend or RecordingFrontEnd(), session_id=self.session_id, model="scripted/m", options=TurnOptions(**options),
+        return Turn(
+            self.agent, text, frontend or RecordingFrontEnd(), session_id=self.session_id, model="scripted/m", options=TurnOptions(**options),
             images=images,
         )
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from totem_engine.tools.base import ReadLedger, ToolContext
-from totem_engine.tools.workspace import DiskWorkspace
+from totem_engine.workspace.files import DiskWorkspace
 
 
 @pytest.fixture

@@ -32,8 +32,8 @@ from totem_acp.mcp_servers import client_specs
 from totem_acp.prompt import user_message
 from totem_acp.session import stop_reason
 from totem_engine.api import events as ev
-from totem_engine.providers.base import finish_kind
-from totem_engine.turn.loop import TurnResult
+from totem_engine.turn.terms import TurnResult
+from totem_engine.vocab.chat import finish_kind
 
 
 def result(stop: str, reason: str | None = None) -> TurnResult:

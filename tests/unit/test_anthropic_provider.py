@@ -22,18 +22,6 @@ from tests.support.anthropic_server import (
 from tests.support.streams import calls, collector, hi, texts
 from totem_engine.config import ProviderConfig
 from totem_engine.providers.anthropic import AnthropicProvider, model_thinks
-from totem_engine.providers.base import (
-    ChatRequest,
-    FinishChunk,
-    Message,
-    ReasoningChunk,
-    StateChunk,
-    TextChunk,
-    ToolCall,
-    ToolCallChunk,
-    ToolSpec,
-    UsageChunk,
-)
 from totem_engine.providers.errors import (
     AuthenticationError,
     ContextOverflowError,
@@ -45,6 +33,17 @@ from totem_engine.providers.errors import (
     StreamCut,
 )
 from totem_engine.providers.registry import make_provider
+from totem_engine.vocab.chat import (
+    ChatRequest,
+    FinishChunk,
+    ReasoningChunk,
+    StateChunk,
+    TextChunk,
+    ToolCallChunk,
+    UsageChunk,
+)
+from totem_engine.vocab.messages import Message
+from totem_engine.vocab.tools import ToolCall, ToolSpec
 
 KEY = "sk-ant-test-secret-key-0123456789"
 MODEL = "claude-sonnet-4-5-20250929"

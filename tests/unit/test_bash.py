@@ -9,10 +9,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from totem_engine.tools.base import ToolContext, ToolError, ToolResult
+from totem_engine.tools.base import ToolContext, ToolResult
 from totem_engine.tools.bash import BashTool, HeadTail, is_read_only
-from totem_engine.tools.shell_words import parse
-from totem_engine.tools.workspace import DiskWorkspace
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.files import DiskWorkspace
+from totem_engine.workspace.shell_words import parse
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from tests.support.captures import (
 )
 from tests.support.streams import hi, stream_once, summary
 from totem_engine.providers.anthropic import AnthropicProvider
-from totem_engine.providers.base import StateChunk
+from totem_engine.vocab.chat import StateChunk
 
 CAPTURES = capture_folder("anthropic")
 CASES = capture_cases(CAPTURES)

@@ -22,8 +22,9 @@ from tests.support.captures import (
 )
 from tests.support.gemini_server import GeminiServer, Reply
 from tests.support.streams import calls, hi, stream_once, texts, the_finish
-from totem_engine.providers.base import Message, ReasoningChunk, StateChunk, TextChunk
 from totem_engine.providers.gemini import GeminiProvider, model_parts
+from totem_engine.vocab.chat import ReasoningChunk, StateChunk, TextChunk
+from totem_engine.vocab.messages import Message
 
 CAPTURES = capture_folder("gemini")
 CASES = capture_cases(CAPTURES)

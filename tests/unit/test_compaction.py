@@ -20,7 +20,9 @@ from totem_engine.compaction.accounts import Accounts
 from totem_engine.context import estimate, output_reserve
 from totem_engine.history import to_messages
 from totem_engine.prompt_files import prompt
-from totem_engine.providers.base import ChatRequest, Message, ToolCall, ToolSpec
+from totem_engine.vocab.chat import ChatRequest
+from totem_engine.vocab.messages import Message
+from totem_engine.vocab.tools import ToolCall, ToolSpec
 from totem_engine.providers.errors import ContextOverflowError, ServerError
 from totem_engine.store import Store
 from totem_engine.tools.base import Tool, ToolInput
@@ -538,7 +540,7 @@ def test_read_account_ignores_an_attached_instructions_block():
 
 async def test_completer_asks_the_model_without_tools_and_joins_its_text():
     from totem_engine.compaction import completer
-    from totem_engine.providers.base import FinishChunk, TextChunk
+    from totem_engine.vocab.chat import FinishChunk, TextChunk
 
     seen = []
 

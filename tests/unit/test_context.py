@@ -20,7 +20,9 @@ from totem_engine.context import (
     message_tokens,
     output_reserve,
 )
-from totem_engine.providers.base import ChatRequest, Message, ToolCall, ToolSpec
+from totem_engine.vocab.chat import ChatRequest
+from totem_engine.vocab.messages import Message
+from totem_engine.vocab.tools import ToolCall, ToolSpec
 
 
 def request(*messages: Message, system: str = "", tools: tuple[ToolSpec, ...] = ()) -> ChatRequest:

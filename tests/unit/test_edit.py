@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 
 from totem_engine.tools import matching
-from totem_engine.tools.base import BoundaryError, ToolContext, ToolError, ToolResult
+from totem_engine.tools.base import ToolContext, ToolResult
 from totem_engine.tools.edit import EditTool
 from totem_engine.tools.freshness import content_hash, mark_restored, mark_seen
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.paths import BoundaryError
 
 
 async def prepare(ctx: ToolContext, **arguments):

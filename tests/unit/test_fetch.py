@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from totem_engine.tools import fetch as fetch_mod
-from totem_engine.tools.base import ToolContext, ToolError, ToolResult
+from totem_engine.tools.base import ToolContext, ToolResult
 from totem_engine.tools.fetch import FetchTool
-from totem_engine.tools.workspace import DiskWorkspace
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.files import DiskWorkspace
 
 PAGE = b"""<!doctype html><html><head><title>T</title><style>body { color: red }</style>
 <script>var secret = "script text";</script></head>

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from totem_engine.tools.base import ToolError
 from totem_engine.tools.fragments import check_whole, definitions, merge_python
+from totem_engine.vocab.tools import ToolError
 
 OLD = '''import os
 

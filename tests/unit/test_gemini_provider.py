@@ -16,17 +16,6 @@ from tests.support.gemini_server import (
     text_reply,
 )
 from tests.support.streams import calls, collector, hi, texts
-from totem_engine.providers.base import (
-    ChatRequest,
-    FinishChunk,
-    Message,
-    ReasoningChunk,
-    StateChunk,
-    TextChunk,
-    ToolCall,
-    ToolSpec,
-    UsageChunk,
-)
 from totem_engine.providers.errors import (
     AuthenticationError,
     ContextOverflowError,
@@ -45,6 +34,9 @@ from totem_engine.providers.gemini import (
     parse_json_path,
     thinking_config,
 )
+from totem_engine.vocab.chat import ChatRequest, FinishChunk, ReasoningChunk, StateChunk, TextChunk, UsageChunk
+from totem_engine.vocab.messages import Message
+from totem_engine.vocab.tools import ToolCall, ToolSpec
 
 KEY = "AIza-test-secret-key-0123456789"
 MODEL = "gemini-2.5-flash"

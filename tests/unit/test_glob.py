@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from totem_engine.tools import glob as glob_mod
-from totem_engine.tools.base import BoundaryError, ToolContext, ToolError, ToolResult
+from totem_engine.tools.base import ToolContext, ToolResult
 from totem_engine.tools.glob import MAX_RESULTS, GlobTool
-from totem_engine.tools.walk import expand_braces, glob_matcher
-from totem_engine.tools.workspace import DiskWorkspace
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.files import DiskWorkspace
+from totem_engine.workspace.paths import BoundaryError
+from totem_engine.workspace.walk import expand_braces, glob_matcher
 
 
 @pytest.fixture(autouse=True)

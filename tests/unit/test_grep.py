@@ -15,9 +15,11 @@ import anyio
 import pytest
 
 from totem_engine.tools import grep as grep_mod
-from totem_engine.tools.base import BoundaryError, ToolContext, ToolError, ToolResult
+from totem_engine.tools.base import ToolContext, ToolResult
 from totem_engine.tools.grep import MAX_LINE, MAX_MATCHES, GrepTool, check_regex
-from totem_engine.tools.workspace import DiskWorkspace
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.files import DiskWorkspace
+from totem_engine.workspace.paths import BoundaryError
 
 
 @pytest.fixture

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from totem_engine.history import INTERRUPTED, to_messages
-from totem_engine.providers.base import Image, Message, ToolCall
 from totem_engine.store import StoredMessage, StoredPart
+from totem_engine.vocab.messages import Image, Message
+from totem_engine.vocab.tools import ToolCall
 
 _ids = itertools.count(1)
 

@@ -20,11 +20,13 @@ from totem_engine.images import image_from_bytes
 from totem_engine.prompt_files import prompt
 from totem_engine.providers import anthropic, gemini, ollama, openai
 from totem_engine.providers.anthropic import AnthropicProvider
-from totem_engine.providers.base import ChatRequest, Message, ToolCall
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.providers.gemini import GeminiProvider
 from totem_engine.providers.ollama import OllamaProvider
 from totem_engine.providers.openai import OpenAIProvider
+from totem_engine.vocab.chat import ChatRequest
+from totem_engine.vocab.messages import Message
+from totem_engine.vocab.tools import ToolCall
 
 SCREEN = image_from_bytes(png(640, 480), "screen.png")
 LOGO = image_from_bytes(gif(10, 10), "logo.gif")

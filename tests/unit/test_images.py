@@ -26,9 +26,9 @@ from totem_engine.images import (
     part_data,
     sniff,
 )
-from totem_engine.providers.base import Image, Message, size_text
 from totem_engine.providers.capabilities import CapabilityRecord, record_for
 from totem_engine.store import Store
+from totem_engine.vocab.messages import Image, Message, size_text
 
 VISION = CapabilityRecord(context_window=128_000, vision=True)
 BLIND = CapabilityRecord(context_window=128_000, vision=False)

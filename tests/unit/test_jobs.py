@@ -16,11 +16,12 @@ from totem_engine.api import events as ev
 from totem_engine.config import Config
 from totem_engine.jobs import JobNotFound, Jobs
 from totem_engine.permissions import Policy
-from totem_engine.tools.base import ToolContext, ToolError, ToolResult
+from totem_engine.tools.base import ToolContext, ToolResult
 from totem_engine.tools.bash import BashTool
 from totem_engine.tools.job import JobTool
 from totem_engine.tools.registry import builtin_tools, surface
-from totem_engine.tools.workspace import DiskWorkspace
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.files import DiskWorkspace
 
 
 def running_in(folder: Path) -> list[int]:

@@ -21,9 +21,10 @@ from totem_engine.keys import (
     store_key,
     stored_key,
 )
-from totem_engine.providers.base import ChatRequest, Message
 from totem_engine.providers.errors import AuthenticationError
 from totem_engine.providers.registry import make_provider
+from totem_engine.vocab.chat import ChatRequest
+from totem_engine.vocab.messages import Message
 
 KEY = "sk-stored-secret-0123456789"
 

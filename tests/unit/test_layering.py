@@ -4,6 +4,9 @@
   lsprotocol, totem_lsp, totem_cli, totem_mcp_server, the ACP SDK (``acp``) nor totem_acp.
 - ``import totem_lsp.server`` loads no engine module, so ``initialize`` is answered before the
   engine's imports are paid for (README "Performance").
+- The shared layers know no tool: no module of ``checks``, ``compaction``, ``vocab`` or
+  ``workspace`` imports ``totem_engine.tools`` (what they share with the tools lives in
+  ``vocab`` and ``workspace``).
 - ``totem_engine`` has no import cycle, ``TYPE_CHECKING`` imports included: a part of the turn
   types against a protocol of what it needs, not against the module that uses it.
 """
@@ -103,6 +106,17 @@ def test_the_engine_has_no_import_cycle():
     graph = {name: _edges(name, path, modules) for name, path in modules.items()}
     assert sum(len(targets) for targets in graph.values()) > 100  # the graph was read
     assert _cycle(graph) is None
+
+
+def test_the_shared_layers_import_no_tool():
+    modules = _engine_modules()
+    shared = ("checks", "compaction", "vocab", "workspace")
+    checked = {name: path for name, path in modules.items() if name.split(".")[1:2] and name.split(".")[1] in shared}
+    assert {"totem_engine.checks.imports", "totem_engine.compaction.fit", "totem_engine.vocab.tools",
+            "totem_engine.workspace.walk"} <= set(checked)
+    for name, path in checked.items():
+        tools = [t for t in _edges(name, path, modules) if t == "totem_engine.tools" or t.startswith("totem_engine.tools.")]
+        assert tools == [], name
 
 
 def test_the_cycle_finder_finds_a_cycle():

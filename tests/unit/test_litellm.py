@@ -6,7 +6,6 @@ import pytest
 
 from tests.support.model_server import ModelServer, _Handler, text_reply
 from totem_engine.config import ProviderConfig
-from totem_engine.providers.base import ChatRequest, Message, TextChunk
 from totem_engine.providers.litellm import (
     LiteLLMProvider,
     ollama_options,
@@ -14,6 +13,8 @@ from totem_engine.providers.litellm import (
     proxy_root,
 )
 from totem_engine.providers.registry import make_provider
+from totem_engine.vocab.chat import ChatRequest, TextChunk
+from totem_engine.vocab.messages import Message
 
 MODEL_INFO = {
     "data": [

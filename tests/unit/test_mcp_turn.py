@@ -21,8 +21,8 @@ from totem_engine.mcp.start import ask_start
 from totem_engine.opening import open_runtime
 from totem_engine.permissions import Policy
 from totem_engine.providers.capabilities import CapabilityRecord
-from totem_engine.tools.base import ToolError
 from totem_engine.tools.registry import tool_specs
+from totem_engine.vocab.tools import ToolError
 
 
 def offered(request) -> set[str]:

@@ -20,17 +20,6 @@ from tests.support.ollama_server import (
 )
 from tests.support.streams import calls, collector, hi, texts
 from totem_engine.config import Config, ConfigError, ConfigLayer, merge_layers
-from totem_engine.providers.base import (
-    ChatRequest,
-    FinishChunk,
-    Message,
-    ReasoningChunk,
-    TextChunk,
-    ToolCall,
-    ToolCallChunk,
-    ToolSpec,
-    UsageChunk,
-)
 from totem_engine.providers.errors import (
     ConnectionFailed,
     InvalidRequestError,
@@ -46,6 +35,9 @@ from totem_engine.providers.ollama import (
     estimate_tokens,
 )
 from totem_engine.providers.registry import make_provider
+from totem_engine.vocab.chat import ChatRequest, FinishChunk, ReasoningChunk, TextChunk, ToolCallChunk, UsageChunk
+from totem_engine.vocab.messages import Message
+from totem_engine.vocab.tools import ToolCall, ToolSpec
 
 REQUEST = hi("test-model")
 READ = ToolSpec("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}})

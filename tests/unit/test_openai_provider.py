@@ -9,16 +9,6 @@ import pytest
 
 from tests.support.model_server import ModelServer, Reply, chunk, text_reply, tool_reply
 from tests.support.streams import calls, collector, hi, texts
-from totem_engine.providers.base import (
-    ChatRequest,
-    FinishChunk,
-    Message,
-    ReasoningChunk,
-    TextChunk,
-    ToolCall,
-    ToolSpec,
-    UsageChunk,
-)
 from totem_engine.providers.errors import (
     AuthenticationError,
     ConnectionFailed,
@@ -33,6 +23,9 @@ from totem_engine.providers.errors import (
 )
 from totem_engine.providers.http import error_from_payload, vendor_message
 from totem_engine.providers.openai import OpenAIProvider
+from totem_engine.vocab.chat import ChatRequest, FinishChunk, ReasoningChunk, TextChunk, UsageChunk
+from totem_engine.vocab.messages import Message
+from totem_engine.vocab.tools import ToolCall, ToolSpec
 
 KEY = "sk-test-secret-key-0123456789"
 REQUEST = hi("test-model")

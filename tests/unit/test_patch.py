@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 
 from totem_engine.tools import matching
-from totem_engine.tools.base import BoundaryError, ToolContext, ToolError, ToolResult
+from totem_engine.tools.base import ToolContext, ToolResult
 from totem_engine.tools.freshness import content_hash
 from totem_engine.tools.patch import PatchTool, recount
-from totem_engine.tools.workspace import DiskWorkspace
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.files import DiskWorkspace
+from totem_engine.workspace.paths import BoundaryError
 
 TEN = "".join(f"line{i}\n" for i in range(1, 11))  # line1 .. line10
 

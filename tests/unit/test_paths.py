@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from totem_engine.tools.base import BoundaryError, ToolError
-from totem_engine.tools.paths import closest_paths, folder_glob, relative, resolve_in_project
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.paths import BoundaryError, closest_paths, folder_glob, relative, resolve_in_project
 
 
 @pytest.fixture

@@ -15,11 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from totem_engine.permissions import Policy, rules_from_config
-from totem_engine.tools.base import ToolContext, ToolError
+from totem_engine.tools.base import ToolContext
 from totem_engine.tools.edit import EditTool
 from totem_engine.tools.patch import PatchTool
-from totem_engine.tools.workspace import DiskWorkspace
 from totem_engine.tools.write import WriteTool
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.files import DiskWorkspace
 
 PROPERTY = settings(max_examples=80, deadline=None)
 

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from totem_engine.tools import workspace as workspace_mod
-from totem_engine.tools.base import BoundaryError, ReadLedger, ToolContext, ToolError, ToolResult
+from totem_engine.tools.base import ReadLedger, ToolContext, ToolResult
 from totem_engine.tools.freshness import content_hash
 from totem_engine.tools.read import MAX_LINE, ReadTool
-from totem_engine.tools.workspace import DiskWorkspace, write_atomically
 from totem_engine.tools.write import WriteTool
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace import files as workspace_mod
+from totem_engine.workspace.files import DiskWorkspace, write_atomically
+from totem_engine.workspace.paths import BoundaryError
 
 
 async def run(tool, ctx: ToolContext, **arguments) -> ToolResult:

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from totem_engine.tools.base import ToolContext, ToolError
+from totem_engine.tools.base import ToolContext
 from totem_engine.tools.edit import EditTool
 from totem_engine.tools.freshness import content_hash
 from totem_engine.tools.patch import PatchTool
 from totem_engine.tools.write import WriteTool
 from totem_engine.turn.review import DIFF_CHARS, ReviewedChange, reviewed
+from totem_engine.vocab.tools import ToolError
 
 
 async def write_action(ctx: ToolContext, path: str, content: str):

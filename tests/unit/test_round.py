@@ -14,15 +14,15 @@ import pytest
 from tests.support.turns import RecordingFrontEnd, Scene
 from totem_engine.api import events as ev
 from totem_engine.checks.python import PythonChecker
-from totem_engine.providers.base import ToolCall
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.session_state import SessionState
 from totem_engine.tools.base import Action, Tool, ToolContext, ToolInput, ToolResult
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.turn.calls import ToolCalls
 from totem_engine.turn.guards import MAX_REJECTIONS
-from totem_engine.turn.loop import TurnOptions
+from totem_engine.turn.terms import TurnOptions
 from totem_engine.turn.policy import DefaultPolicy
+from totem_engine.vocab.tools import ToolCall
 
 
 @dataclass

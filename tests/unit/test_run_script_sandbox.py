@@ -19,7 +19,7 @@ from totem_engine.api import events as ev
 from totem_engine.codemode.overlaid import StageScope
 from totem_engine.codemode.staging import StagedWorkspace
 from totem_engine.api.frontend import PermissionReply, PermissionRequest
-from totem_engine.tools.workspace import DiskWorkspace
+from totem_engine.workspace.files import DiskWorkspace
 
 
 @pytest.fixture

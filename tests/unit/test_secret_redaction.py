@@ -16,10 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from totem_engine.providers.anthropic import AnthropicProvider
-from totem_engine.providers.base import ChatRequest, Message
 from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.gemini import GeminiProvider
 from totem_engine.providers.openai import OpenAIProvider
+from totem_engine.vocab.chat import ChatRequest
+from totem_engine.vocab.messages import Message
 
 PROPERTY = settings(max_examples=60, deadline=None)
 

@@ -9,7 +9,7 @@ import pytest
 
 from totem_engine.session_diff import session_diff
 from totem_engine.snapshots import Snapshots
-from totem_engine.tools.workspace import DiskWorkspace
+from totem_engine.workspace.files import DiskWorkspace
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from totem_engine.tools.base import ToolContext
 from totem_engine.tools.bash import BashTool
 from totem_engine.tools.shell_confinement import confined_commands
-from totem_engine.tools.shell_words import parse
-from totem_engine.tools.workspace import DiskWorkspace
+from totem_engine.workspace.files import DiskWorkspace
+from totem_engine.workspace.shell_words import parse
 
 PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -11,10 +11,11 @@ from totem_engine.permissions import default_decision
 from totem_engine.prompt import system_prompt
 from totem_engine.prompt_files import prompt
 from totem_engine.skills import discover, parse_front_matter, split_front_matter
-from totem_engine.tools.base import ToolContext, ToolError, parse_arguments
+from totem_engine.tools.base import ToolContext, parse_arguments
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.tools.skill import SkillInput, SkillTool
-from totem_engine.tools.workspace import DiskWorkspace
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.files import DiskWorkspace
 
 DAY = datetime.date(2024, 5, 6)
 

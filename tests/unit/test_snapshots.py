@@ -12,7 +12,7 @@ import pytest
 
 from totem_engine.config import Config, ConfigError, ConfigLayer, merge_layers
 from totem_engine.snapshots import FileOutcome, Snapshots
-from totem_engine.tools.workspace import DiskWorkspace
+from totem_engine.workspace.files import DiskWorkspace
 
 SESSION = "ses_1"
 DAY = 86400.0

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from totem_engine.history import to_messages
-from totem_engine.providers.base import wire_call_id
 from totem_engine.store import Store, storable
+from totem_engine.vocab.tools import wire_call_id
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from tests.support.turns import SMALL, RecordingFrontEnd, Scene, answer, calls
 from totem_engine.api import events as ev
 from totem_engine.config import Config
-from totem_engine.providers.base import ChatRequest
+from totem_engine.vocab.chat import ChatRequest
 
 PARENT = "do the parent task"
 

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from totem_engine.tools import temp_journal
-from totem_engine.tools.workspace import write_atomically
+from totem_engine.workspace import temp_journal
+from totem_engine.workspace.files import write_atomically
 
 
 def _dead_pid() -> int:

@@ -14,11 +14,12 @@ from totem_engine.api import events as ev
 from totem_engine.config import Config
 from totem_engine.permissions import Policy
 from totem_engine.terminals import MAX_OPEN, TerminalRefused, Terminals, keystrokes
-from totem_engine.tools.base import ToolContext, ToolError
+from totem_engine.tools.base import ToolContext
 from totem_engine.tools.bash import command_permission
 from totem_engine.tools.registry import builtin_tools, surface
 from totem_engine.tools.terminal import TerminalInput, TerminalTool
-from totem_engine.tools.workspace import DiskWorkspace
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.files import DiskWorkspace
 
 
 @pytest.fixture

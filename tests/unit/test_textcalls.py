@@ -6,15 +6,6 @@ import json
 
 import pytest
 
-from totem_engine.providers.base import (
-    FinishChunk,
-    Message,
-    ReasoningChunk,
-    TextChunk,
-    ToolCall,
-    ToolCallChunk,
-    UsageChunk,
-)
 from totem_engine.textcalls import (
     MAX_HOLD,
     TextCallStats,
@@ -24,6 +15,9 @@ from totem_engine.textcalls import (
     text_tool_calls,
     think_filter,
 )
+from totem_engine.vocab.chat import FinishChunk, ReasoningChunk, TextChunk, ToolCallChunk, UsageChunk
+from totem_engine.vocab.messages import Message
+from totem_engine.vocab.tools import ToolCall
 
 TOOLS = {"read", "write", "edit", "bash", "todo"}
 
@@ -378,8 +372,8 @@ async def test_closing_the_filter_closes_the_provider_stream(wrap):
 
 
 def test_the_tool_prompt_teaches_the_form_the_filter_reads():
-    from totem_engine.providers.base import ToolSpec
     from totem_engine.textcalls import tool_prompt
+    from totem_engine.vocab.tools import ToolSpec
 
     spec = ToolSpec("read", "Read a file.\n\nLong details.", {"type": "object", "properties": {"path": {"type": "string"}}})
     prompt = tool_prompt([spec])

@@ -9,9 +9,10 @@ import pytest
 
 from totem_engine.api.events import Todo
 from totem_engine.tools.ask import AskTool
-from totem_engine.tools.base import ToolContext, ToolError, ToolResult, parse_arguments
+from totem_engine.tools.base import ToolContext, ToolResult, parse_arguments
 from totem_engine.tools.todo import TodoTool
-from totem_engine.tools.workspace import DiskWorkspace
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.files import DiskWorkspace
 
 
 @pytest.fixture

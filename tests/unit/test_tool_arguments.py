@@ -1,4 +1,4 @@
-"""The one parser of tool-call arguments (providers/base.py): arguments_object and, with the
+"""The one parser of tool-call arguments (vocab/tools.py): arguments_object and, with the
 reason, decode_arguments, which tools/base.py parse_arguments turns into the model's error."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from totem_engine.providers.base import ArgumentsError, Message, ToolCall, arguments_object, decode_arguments
 from totem_engine.textcalls import as_written
-from totem_engine.tools.base import ToolError, ToolInput, parse_arguments
+from totem_engine.tools.base import ToolInput, parse_arguments
+from totem_engine.vocab.messages import Message
+from totem_engine.vocab.tools import ArgumentsError, ToolCall, ToolError, arguments_object, decode_arguments
 
 DEEP = "[" * 100_000 + "]" * 100_000  # deeper than the decoder's recursion limit
 

@@ -11,10 +11,11 @@ from pydantic import Field
 
 from totem_engine.jobs import Jobs
 from totem_engine.terminals import Terminals
-from totem_engine.tools.base import Bounded, ToolError, ToolInput, input_schema, parse_arguments
+from totem_engine.tools.base import Bounded, ToolInput, input_schema, parse_arguments
 from totem_engine.tools.read import DEFAULT_LIMIT, ReadInput
 from totem_engine.tools.registry import builtin_tools
 from totem_engine.tools.write import WriteInput
+from totem_engine.vocab.tools import ToolError
 
 
 def _walk(node):

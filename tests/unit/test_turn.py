@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.turns import RecordingFrontEnd, Scene, answer, calls
 from totem_engine.api import events as ev
-from totem_engine.providers.base import TextChunk
+from totem_engine.vocab.chat import TextChunk
 from totem_engine.providers.errors import ServerError
 
 

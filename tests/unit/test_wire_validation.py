@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from totem_engine.providers import anthropic, gemini, ollama, openai
-from totem_engine.providers.base import TextChunk, ToolCallChunk
 from totem_engine.providers.errors import MalformedStream
 from totem_engine.providers.framing import NDJSONDecoder
 from totem_engine.providers.wire.decode import SHOWN
+from totem_engine.vocab.chat import TextChunk, ToolCallChunk
 
 DEEP = "[" * 5000 + "]" * 5000
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from totem_engine.providers.base import Message, ToolCall
 from totem_engine.textcalls import as_written
+from totem_engine.vocab.messages import Message
+from totem_engine.vocab.tools import ToolCall
 
 
 def write(path: str, content: str, call_id: str = "c1") -> ToolCall:

@@ -29,14 +29,15 @@ from totem_engine.config import Config
 from totem_engine.config_error import ConfigError
 from totem_engine.mcp.specs import ServerSpec
 from totem_engine.opening import open_runtime
-from totem_engine.providers.base import Image, ModelInfo
+from totem_engine.providers.base import ModelInfo
+from totem_engine.vocab.messages import Image
 from totem_engine.providers.errors import ProviderError
 from totem_engine.runtime import Rewound, Runtime, session_title
 from totem_engine.session_diff import FileDiff
 from totem_engine.snapshots import FileOutcome
 from totem_engine.store import Session, SessionElsewhere, Store
 from totem_engine.tools.command_runner import CommandRunner
-from totem_engine.tools.workspace import Workspace
+from totem_engine.workspace.files import Workspace
 from totem_engine.trust import AskTrust
 
 MODES = {

@@ -26,7 +26,7 @@ from totem_engine.jobs import JobNotFound
 from totem_engine.mcp.specs import ServerSpec
 from totem_engine.store import Session, Store
 from totem_engine.tools.command_runner import CommandRunner
-from totem_engine.tools.workspace import Workspace
+from totem_engine.workspace.files import Workspace
 from totem_engine.trust import AskTrust
 
 

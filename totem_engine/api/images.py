@@ -10,7 +10,7 @@ from totem_engine.images import (
     image_from_bytes,
     image_of,
 )
-from totem_engine.providers.base import Image, size_text
+from totem_engine.vocab.messages import Image, size_text
 
 __all__ = [
     "IMAGE_PART", "MAX_IMAGE_BYTES", "AttachmentError", "Image", "caption", "image_from_base64", "image_from_bytes",

@@ -20,7 +20,8 @@ from totem_engine.api.errors import SessionBusy
 
 if TYPE_CHECKING:
     from totem_engine.snapshots import FileOutcome
-    from totem_engine.turn.loop import Turn, TurnResult
+    from totem_engine.turn.loop import Turn
+    from totem_engine.turn.terms import TurnResult
 
 
 @dataclass(frozen=True)

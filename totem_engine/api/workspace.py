@@ -2,13 +2,14 @@
 buffers, an ACP client's file system and terminal), and the path rules it must keep: the
 engine's own types and functions, named here for the doors."""
 
-from totem_engine.tools.base import ProposedFile, ToolError
+from totem_engine.tools.base import ProposedFile
 from totem_engine.tools.bash import HeadTail
 from totem_engine.tools.command_runner import CommandRunner
 from totem_engine.tools.command_runner import Outcome as CommandOutcome
-from totem_engine.tools.paths import relative, resolve_in_project
 from totem_engine.tools.read import looks_binary
-from totem_engine.tools.workspace import DiskWorkspace, FileStat, Workspace, write_atomically
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.files import DiskWorkspace, FileStat, Workspace, write_atomically
+from totem_engine.workspace.paths import relative, resolve_in_project
 
 __all__ = [
     "CommandOutcome", "CommandRunner", "DiskWorkspace", "FileStat", "HeadTail", "ProposedFile", "ToolError", "Workspace",

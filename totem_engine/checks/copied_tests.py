@@ -12,8 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from totem_engine.tools.walk import walk_files
 from totem_engine.verify import is_test_file
+from totem_engine.workspace.walk import walk_files
 
 MAX_TEST_FILES = 200  # the project's Python test files read for their test names
 

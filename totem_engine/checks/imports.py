@@ -25,7 +25,7 @@ from pathlib import Path
 
 from totem_engine.checks.base import Finding, Range
 from totem_engine.checks.positions import from_line_column
-from totem_engine.tools.walk import walk_files
+from totem_engine.workspace.walk import walk_files
 
 MAX_IMPORTERS = 200  # Python files read to find a changed module's importers, or a name's home
 

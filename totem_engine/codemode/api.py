@@ -38,16 +38,17 @@ from totem_engine.codemode.runner import ApiError
 from totem_engine.codemode.staging import StagedWorkspace
 from totem_engine.command_changes import SandboxRequired
 from totem_engine.sandbox.session import SandboxSession
-from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput
+from totem_engine.tools.base import Action, Tool, ToolContext, ToolInput
 from totem_engine.tools.bash import BashInput, BashTool
 from totem_engine.tools.edit import EditInput, EditTool, decode
 from totem_engine.tools.glob import GlobInput, GlobTool, matching_files
 from totem_engine.tools.grep import GrepInput, GrepTool
-from totem_engine.tools.paths import refuse_totem_file, relative, resolve_in_project
 from totem_engine.tools.read import ReadInput, ReadTool
-from totem_engine.tools.walk import glob_matcher
 from totem_engine.tools.write import WriteInput, WriteTool
 from totem_engine.verify import find_test_command
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.paths import refuse_totem_file, relative, resolve_in_project
+from totem_engine.workspace.walk import glob_matcher
 
 
 class ScriptApi:

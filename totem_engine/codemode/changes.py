@@ -16,10 +16,10 @@ from pathlib import Path
 
 from totem_engine.codemode.staging import StagedChange
 from totem_engine.tools.base import ProposedFile, ToolContext, ToolResult
-from totem_engine.tools.diff import unified_diff
 from totem_engine.tools.patch import FileChange, PatchAction, common_glob
-from totem_engine.tools.paths import relative
-from totem_engine.tools.workspace import Workspace
+from totem_engine.workspace.diff import unified_diff
+from totem_engine.workspace.files import Workspace
+from totem_engine.workspace.paths import relative
 
 # What the result says of a clash (the path filled in).
 CLASH = "would replace a file with a folder or a folder with a file ({}), which one change set cannot undo: use the bash tool for that"

@@ -27,8 +27,8 @@ from totem_engine.command_changes import OverlayScope
 from totem_engine.file_changes import FileChange
 from totem_engine.sandbox.session import SandboxSession
 from totem_engine.sandbox.upper import DELETE_FIRST, read_back, seed
-from totem_engine.tools.base import ToolError
-from totem_engine.tools.paths import relative, resolve_in_project
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.paths import relative, resolve_in_project
 
 __all__ = ["StageScope"]
 

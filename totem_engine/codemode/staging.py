@@ -1,6 +1,6 @@
 """The staged view of the project a script works on: its writes and deletes kept aside.
 
-``StagedWorkspace`` is a Workspace (tools/workspace.py) over the run's own one: reads see what
+``StagedWorkspace`` is a Workspace (workspace/files.py) over the run's own one: reads see what
 the script staged, else the project as the run's workspace shows it (the editor's unsaved
 buffers included); writes, deletes and renames change only the stage. So the file tools run
 unchanged against it (confinement, tolerant edit matching, binary refusal, the BOM), and when
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from totem_engine.tools.workspace import FileStat, Workspace
+from totem_engine.workspace.files import FileStat, Workspace
 
 
 @dataclass(frozen=True)

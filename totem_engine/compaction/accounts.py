@@ -2,17 +2,31 @@
 and the result cut to fit. The tools answer (``Tool.account``, ``kept_on_compaction``, ``cut``);
 this module finds the call's tool, arguments and stored summary for a tool message. A result of a
 tool the run does not have (one of an earlier run) gets ``plain_account`` and a plain cut.
+``AccountedTool`` says what compaction needs of a tool, so compaction never imports the tools.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
 
-from totem_engine.providers.base import Message, ToolCall, arguments_object
 from totem_engine.store import StoredMessage
-from totem_engine.tools.base import Tool, cut_lines, plain_account, plain_cut_note
+from totem_engine.vocab.accounts import cut_lines, plain_account, plain_cut_note
+from totem_engine.vocab.messages import Message
+from totem_engine.vocab.tools import ToolCall, arguments_object
 
 ACCOUNT_PREFIX = "[compacted] "
+
+
+class AccountedTool(Protocol):
+    """What compaction asks of a tool (``tools.base.Tool`` declares and documents each)."""
+
+    @property
+    def kept_on_compaction(self) -> bool: ...
+
+    def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str: ...
+
+    def cut(self, args: dict[str, Any], output: str, chars: int) -> str: ...
 
 
 class Accounts:
@@ -20,7 +34,7 @@ class Accounts:
     derived messages (their calls give each result its arguments); ``stored``: the stored messages
     (their tool parts give each result its ``summary``). Accounts are made once per call id."""
 
-    def __init__(self, tools: Mapping[str, Tool], messages: Iterable[Message], stored: Iterable[StoredMessage]):
+    def __init__(self, tools: Mapping[str, AccountedTool], messages: Iterable[Message], stored: Iterable[StoredMessage]):
         self.tools = tools
         self.calls: dict[str, ToolCall] = {call.id: call for m in messages for call in m.tool_calls}
         self.summaries: dict[str, str] = {

@@ -31,7 +31,8 @@ from totem_engine.compaction.checkpoints import CHECKPOINT_PART, Checkpoint
 from totem_engine.compaction.ledger import Ledger, instruction_blocks, todo_items
 from totem_engine.context import fixed_tokens, message_tokens
 from totem_engine.history import to_messages
-from totem_engine.providers.base import Message, ToolSpec
+from totem_engine.vocab.messages import Message
+from totem_engine.vocab.tools import ToolSpec
 from totem_engine.store import StoredMessage
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from totem_engine.compaction.accounts import ACCOUNT_PREFIX, Accounts
+from totem_engine.compaction.accounts import ACCOUNT_PREFIX, AccountedTool, Accounts
 from totem_engine.compaction.budgets import (
     CHARS_PER_TOKEN, DEFAULT_COMPACT_AT, SUMMARY_SHARE, TAIL_SHARE, Limits, limits,
 )
@@ -24,9 +24,9 @@ from totem_engine.compaction.derived import DerivedHistory
 from totem_engine.compaction.ledger import Ledger
 from totem_engine.compaction.summary import Complete, summarise
 from totem_engine.context import calibrated, message_tokens
-from totem_engine.providers.base import ChatRequest, Message
+from totem_engine.vocab.chat import ChatRequest
+from totem_engine.vocab.messages import Message
 from totem_engine.store import Store, StoredMessage
-from totem_engine.tools.base import Tool
 
 SQUEEZE_FLOOR = 200  # characters: a message this short is never cut by the last resort
 SQUEEZE_SLACK = 40  # tokens: left for the note a cut message ends with
@@ -125,7 +125,7 @@ async def fit(
     window: int | None,
     output_reserve: int,
     ledger: Ledger,
-    tools: Mapping[str, Tool],
+    tools: Mapping[str, AccountedTool],
     complete: Complete | None = None,
     store: Store | None = None,
     session_id: str | None = None,
@@ -176,7 +176,7 @@ async def fit(
 async def _compacted(
     history: DerivedHistory, start: int, checkpoint: Checkpoint | None, head: Message | None, fixed: int,
     bounds: Limits, *, build: Callable[[list[Message]], ChatRequest], window: int, output_reserve: int,
-    ledger: Ledger, tools: Mapping[str, Tool], complete: Complete | None, store: Store | None,
+    ledger: Ledger, tools: Mapping[str, AccountedTool], complete: Complete | None, store: Store | None,
     session_id: str | None, turn_id: str, calibration: float, summary_window: int | None,
 ) -> Fitted:
     """The stages on a state over budget; a new checkpoint, when one is written, is kept."""

@@ -7,8 +7,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from totem_engine.providers.base import Message
 from totem_engine.store import StoredMessage
+from totem_engine.vocab.messages import Message
 
 PINNED_HEADER = "[Pinned: carried verbatim through every compaction of this conversation.]"
 

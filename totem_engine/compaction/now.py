@@ -10,19 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from totem_engine.compaction.accounts import Accounts
+from totem_engine.compaction.accounts import AccountedTool, Accounts
 from totem_engine.compaction.budgets import CHARS_PER_TOKEN, SUMMARY_SHARE
 from totem_engine.compaction.checkpoints import Checkpoint, keep_checkpoint
 from totem_engine.compaction.derived import DerivedHistory
 from totem_engine.compaction.summary import Complete, summarise
 from totem_engine.store import Store, StoredMessage
-from totem_engine.tools.base import Tool
 
 
 async def checkpoint_now(
     stored: Sequence[StoredMessage],
     *,
-    tools: Mapping[str, Tool],
+    tools: Mapping[str, AccountedTool],
     complete: Complete,
     store: Store,
     session_id: str,

@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from totem_engine.compaction.accounts import Accounts
 from totem_engine.compaction.budgets import CHARS_PER_TOKEN, DROP_SHARE, ITEM_SHARE, SUMMARY_OUTPUT_RESERVE
 from totem_engine.prompt_files import prompt
-from totem_engine.providers.base import ChatRequest, Message, Provider, TextChunk
+from totem_engine.providers.base import Provider
 from totem_engine.providers.errors import ContextOverflowError, ProviderError
 from totem_engine.textcalls import split_think
-from totem_engine.tools.base import short
+from totem_engine.vocab.accounts import short
+from totem_engine.vocab.chat import ChatRequest, TextChunk
+from totem_engine.vocab.messages import Message
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Literal
 
 import platformdirs
 
-from totem_engine.tools.workspace import write_atomically
+from totem_engine.workspace.files import write_atomically
 
 Answer = Literal["allow", "deny"]
 

@@ -23,16 +23,9 @@ from pydantic import Field
 
 from totem_engine.context import CHARS_PER_TOKEN, tool_spec_chars
 from totem_engine.mcp.tools import McpTool
-from totem_engine.providers.base import ToolSpec
-from totem_engine.tools.base import (
-    Action,
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolInput,
-    ToolResult,
-)
+from totem_engine.tools.base import Action, Tool, ToolContext, ToolInput, ToolResult
 from totem_engine.tools.registry import TINY_WINDOW
+from totem_engine.vocab.tools import ToolError, ToolSpec
 
 SCHEMA_TOOL = "mcp_schema"
 OPEN_SCHEMA: dict[str, Any] = {"type": "object"}  # any arguments: the server checks them

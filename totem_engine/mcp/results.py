@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from totem_engine.images import AttachmentError, caption, image_from_base64
-from totem_engine.providers.base import Image
+from totem_engine.vocab.messages import Image
 
 
 @dataclass(frozen=True)

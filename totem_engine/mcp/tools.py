@@ -17,17 +17,9 @@ from pydantic import ConfigDict, Field
 
 from totem_engine.mcp.connection import CallFailed, ServerConnection
 from totem_engine.mcp.results import block_text, read_result
-from totem_engine.tools.base import (
-    Action,
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolInput,
-    ToolResult,
-    cut_lines,
-    plain_cut_note,
-    short,
-)
+from totem_engine.tools.base import Action, Tool, ToolContext, ToolInput, ToolResult
+from totem_engine.vocab.accounts import cut_lines, plain_cut_note, short
+from totem_engine.vocab.tools import ToolError
 
 
 class McpArguments(ToolInput):

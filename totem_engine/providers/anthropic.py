@@ -79,23 +79,20 @@ from urllib.parse import quote
 
 import httpx
 
-from .base import (
+from totem_engine.vocab.chat import (
     ChatRequest,
     FinishChunk,
-    Image,
-    Message,
-    ModelInfo,
     ReasoningChunk,
     StateChunk,
     StreamChunk,
     TextChunk,
-    ToolCall,
     ToolCallChunk,
-    ToolSpec,
     UsageChunk,
-    arguments_object,
-    wire_call_id,
 )
+from totem_engine.vocab.messages import Image, Message
+from totem_engine.vocab.tools import ToolCall, ToolSpec, arguments_object, wire_call_id
+
+from .base import ModelInfo
 from .errors import InvalidRequestError, MalformedStream, StreamCut
 from .http import HttpEndpoint, aiter_sse_data, error_from_payload, redact
 from .wire import anthropic as wire

@@ -87,22 +87,20 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
-from .base import (
+from totem_engine.vocab.chat import (
     ChatRequest,
     FinishChunk,
-    Image,
-    Message,
-    ModelInfo,
     ReasoningChunk,
     StateChunk,
     StreamChunk,
     TextChunk,
-    ToolCall,
     ToolCallChunk,
-    ToolSpec,
     UsageChunk,
-    arguments_object,
 )
+from totem_engine.vocab.messages import Image, Message
+from totem_engine.vocab.tools import ToolCall, ToolSpec, arguments_object
+
+from .base import ModelInfo
 from .errors import (
     AuthenticationError,
     ContextOverflowError,

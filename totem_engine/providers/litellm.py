@@ -45,7 +45,9 @@ from typing import Any
 import anyio
 import httpx
 
-from .base import ChatRequest, ModelInfo, StreamChunk
+from totem_engine.vocab.chat import ChatRequest, StreamChunk
+
+from .base import ModelInfo
 from .errors import ConnectionFailed, MalformedStream, ProviderError, ProviderTimeout
 from .http import aiter_sse_data, redact
 from .openai import OpenAIProvider, build_body, parse_models, parse_stream

@@ -52,21 +52,19 @@ from typing import Any
 
 import httpx
 
-from .base import (
+from totem_engine.vocab.chat import (
     ChatRequest,
     FinishChunk,
-    Message,
-    ModelInfo,
     ReasoningChunk,
     StreamChunk,
     TextChunk,
-    ToolCall,
     ToolCallChunk,
-    ToolSpec,
     UsageChunk,
-    arguments_object,
-    wire_call_id,
 )
+from totem_engine.vocab.messages import Message
+from totem_engine.vocab.tools import ToolCall, ToolSpec, arguments_object, wire_call_id
+
+from .base import ModelInfo
 from .errors import ConnectionFailed, MalformedStream, ProviderError, ProviderTimeout, StreamCut
 from .framing import aiter_ndjson
 from .http import HttpEndpoint, error_from_payload, redact

@@ -43,22 +43,19 @@ from typing import Any
 import httpx
 
 from totem_engine.prompt_files import prompt
-
-from .base import (
+from totem_engine.vocab.chat import (
     ChatRequest,
     FinishChunk,
-    Image,
-    Message,
-    ModelInfo,
     ReasoningChunk,
     StreamChunk,
     TextChunk,
-    ToolCall,
     ToolCallChunk,
-    ToolSpec,
     UsageChunk,
-    wire_call_id,
 )
+from totem_engine.vocab.messages import Image, Message
+from totem_engine.vocab.tools import ToolCall, ToolSpec, wire_call_id
+
+from .base import ModelInfo
 from .errors import MalformedStream, StreamCut
 from .http import HttpEndpoint, aiter_sse_data, error_from_payload, redact
 from .wire import openai as wire

@@ -21,7 +21,7 @@ import stat
 from pathlib import Path
 
 from totem_engine.file_changes import FileChange
-from totem_engine.tools.workspace import write_atomically
+from totem_engine.workspace.files import write_atomically
 
 __all__ = ["is_opaque", "is_whiteout", "not_utf8", "take_in"]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from totem_engine.sandbox.overlay import is_opaque, is_whiteout, not_utf8
-from totem_engine.tools.walk import IgnoreFile, is_ignored, load_ignore
+from totem_engine.workspace.walk import IgnoreFile, is_ignored, load_ignore
 
 __all__ = ["DELETE_FIRST", "ReadBack", "read_back", "seed"]
 

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from totem_engine.providers.base import StreamChunk, TextChunk, ToolCall
+from totem_engine.vocab.chat import StreamChunk, TextChunk
+from totem_engine.vocab.tools import ToolCall
 
 _MAX_TAIL = 300  # characters of the text given out kept for the line before a fence
 

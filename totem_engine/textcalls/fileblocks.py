@@ -38,8 +38,9 @@ import json
 import re
 from collections.abc import Callable, Iterable
 
-from totem_engine.providers.base import Image, Message, ToolCall, arguments_object
 from totem_engine.verify import TEST_RUN
+from totem_engine.vocab.messages import Image, Message
+from totem_engine.vocab.tools import ToolCall, arguments_object
 
 from .buffer import ScanBuffer
 from .formats import FENCE, parse_fence_json

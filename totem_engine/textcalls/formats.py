@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from totem_engine.providers.base import arguments_object
+from totem_engine.vocab.tools import arguments_object
 
 TAG_OPEN, TAG_CLOSE = "<tool_call>", "</tool_call>"
 FUNC_OPEN, FUNC_CLOSE = "<function=", "</function>"

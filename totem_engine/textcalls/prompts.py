@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from totem_engine.prompt_files import prompt
-from totem_engine.providers.base import ToolSpec
+from totem_engine.vocab.tools import ToolSpec
 
 
 def tool_prompt(specs: Iterable[ToolSpec]) -> str:

@@ -19,7 +19,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
-from totem_engine.providers.base import FinishChunk, StreamChunk, TextChunk, ToolCallChunk
+from totem_engine.vocab.chat import FinishChunk, StreamChunk, TextChunk, ToolCallChunk
 
 from .buffer import Reader, ScanBuffer, TextCallStats
 from .fileblocks import FileBlock

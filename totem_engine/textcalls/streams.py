@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from totem_engine.providers.base import StreamChunk
+from totem_engine.vocab.chat import StreamChunk
 
 
 @asynccontextmanager

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from totem_engine.providers.base import FinishChunk, ReasoningChunk, StreamChunk, TextChunk
+from totem_engine.vocab.chat import FinishChunk, ReasoningChunk, StreamChunk, TextChunk
 
 from .streams import closing, partial_suffix
 

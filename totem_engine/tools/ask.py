@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
-from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.base import Action, Tool, ToolContext, ToolInput, ToolResult
+from totem_engine.vocab.tools import ToolError
 
 NOBODY_ANSWERED = (
     "The user could not be asked: nobody is there to answer. Proceed with your best judgement "

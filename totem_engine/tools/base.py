@@ -22,26 +22,20 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_
 
 from totem_engine.checks.base import CheckResult
 from totem_engine.prompt_files import tool_description
-from totem_engine.providers.base import ArgumentsError, Image, decode_arguments
+from totem_engine.vocab.accounts import cut_lines, plain_account, plain_cut_note
+from totem_engine.vocab.messages import Image
+from totem_engine.vocab.tools import ArgumentsError, ToolError, decode_arguments
 
 if TYPE_CHECKING:
     from totem_engine.command_changes import CommandChanges
     from totem_engine.file_changes import FileChange
     from totem_engine.tools.command_runner import CommandRunner
-    from totem_engine.tools.workspace import Workspace
-
-
-class ToolError(Exception):
-    """A failure the model should read and act on: bad input, no match, path refused."""
+    from totem_engine.workspace.files import Workspace
 
 
 class NothingToDo(ToolError):
     """The call would change nothing (a whole file sent back as it is): reported as done, with
     the message, not as a failure; a small model echoes the files it was shown."""
-
-
-class BoundaryError(ToolError):
-    """A path that leaves the project. A hard deny: no permission rule lifts it."""
 
 
 @dataclass(frozen=True)
@@ -319,46 +313,3 @@ class Tool(ABC):
     def cut_note(self, args: dict[str, Any], kept: str, total_chars: int) -> str:
         """What a result cut to ``kept`` (of ``total_chars`` characters) says about getting the rest."""
         return plain_cut_note(kept, total_chars)
-
-
-def short(text: object, limit: int = 80) -> str:
-    """``text`` on one line (whitespace runs as one space), cut to ``limit`` characters with "…"."""
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def first_line(text: str) -> str:
-    """The first line of ``text`` that is not blank, stripped; "" when there is none."""
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
-
-
-def plain_account(name: str, args: dict[str, Any], output: str, summary: str = "") -> str:
-    """The account of a call of any tool, also of one no tool of the run knows (a tool of an
-    earlier run): ``name(first three arguments): summary``, or the output's first line."""
-    shown = ", ".join(f"{k}={short(v, 40)}" for k, v in list(args.items())[:3])
-    return f"{name}({shown}): {short(summary or first_line(output), 100)}"
-
-
-def plain_cut_note(kept: str, total_chars: int) -> str:
-    return f"[Cut to fit the context window: {len(kept)} of {total_chars} characters shown. Ask for a smaller part to see the rest.]"
-
-
-def cut_lines(output: str, chars: int, note: Callable[[str], str]) -> str:
-    """``output`` cut to whole lines from its start so that with ``note(kept)`` it takes about
-    ``chars`` characters; ``output`` when it is no longer than ``chars``."""
-    if len(output) <= chars:
-        return output
-    room = max(0, chars - len(note(output[:0])) - 16)
-    return with_note(whole_lines_head(output, room), note)
-
-
-def whole_lines_head(text: str, room: int) -> str:
-    """The start of ``text`` in at most ``room`` characters, ending at a line end when it can."""
-    head = text[:room]
-    if len(head) < len(text) and "\n" in head:
-        head = head[: head.rindex("\n")]
-    return head
-
-
-def with_note(kept: str, note: Callable[[str], str]) -> str:
-    return f"{kept}\n{note(kept)}" if kept else note(kept)

@@ -23,12 +23,12 @@ from pydantic import Field
 
 from totem_engine.command_changes import CommandScope, SandboxRequired
 from totem_engine.tools.command_runner import Outcome
-from totem_engine.tools.workspace import unsaved_note
-from totem_engine.tools.base import (
-    Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short, whole_lines_head, with_note,
-)
+from totem_engine.workspace.files import unsaved_note
+from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolInput, ToolResult
+from totem_engine.vocab.accounts import first_line, short, whole_lines_head, with_note
+from totem_engine.vocab.tools import ToolError
 from totem_engine.tools.shell_confinement import confined_commands
-from totem_engine.tools.shell_words import SimpleCommand, parse
+from totem_engine.workspace.shell_words import SimpleCommand, parse
 
 DEFAULT_TIMEOUT = 120  # seconds
 MAX_TIMEOUT = 600

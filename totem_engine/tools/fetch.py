@@ -15,8 +15,10 @@ import anyio
 import httpx
 from pydantic import Field
 
-from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short
+from totem_engine.tools.base import Action, Tool, ToolContext, ToolInput, ToolResult
 from totem_engine.tools.read import looks_binary
+from totem_engine.vocab.accounts import first_line, short
+from totem_engine.vocab.tools import ToolError
 
 TIME_LIMIT = 30.0  # seconds for the whole fetch, redirects included
 MAX_BYTES = 5 * 1024 * 1024

@@ -25,7 +25,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from totem_engine.tools.base import ToolError
+from totem_engine.vocab.tools import ToolError
 
 # Top-level definitions of JavaScript/TypeScript and shell functions, for the languages without
 # a merge: their names tell a whole file from a fragment of one.

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import hashlib
 
-from totem_engine.tools.base import ReadLedger, ToolContext, ToolError
+from totem_engine.tools.base import ReadLedger, ToolContext
+from totem_engine.vocab.tools import ToolError
 
 
 def content_hash(data: bytes) -> str:

@@ -1,7 +1,7 @@
 """glob: the project's files whose paths match a glob pattern, newest first.
 
 Two engines give the same answer: ripgrep (``rg --files --sortr modified``) when it can answer
-for the project (tools/ripgrep.py) and the folders the walk enters hold no symlink, a Python
+for the project (workspace/ripgrep.py) and the folders the walk enters hold no symlink, a Python
 walk (``walk_files``, which follows links that stay inside the project) otherwise.
 """
 
@@ -15,10 +15,12 @@ from typing import Any
 import anyio
 from pydantic import Field
 
-from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult, short
-from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
-from totem_engine.tools.ripgrep import FLAGS, missing_note, ripgrep_for, run_ripgrep
-from totem_engine.tools.walk import glob_matcher, is_ignored, load_ignore, printable, start_rules, walk_files
+from totem_engine.tools.base import Action, Tool, ToolContext, ToolInput, ToolResult
+from totem_engine.vocab.accounts import short
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.paths import folder_glob, relative, resolve_in_project
+from totem_engine.workspace.ripgrep import FLAGS, missing_note, ripgrep_for, run_ripgrep
+from totem_engine.workspace.walk import glob_matcher, is_ignored, load_ignore, printable, start_rules, walk_files
 
 MAX_RESULTS = 100
 

@@ -22,11 +22,13 @@ import anyio.from_thread
 from pydantic import Field
 
 from totem_engine.permissions import is_secret
-from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short
-from totem_engine.tools.paths import folder_glob, relative, resolve_in_project
-from totem_engine.tools.ripgrep import FLAGS, missing_note, read_ripgrep, ripgrep_for, run_ripgrep
-from totem_engine.tools.walk import expand_braces, glob_matcher, printable, walk_files
-from totem_engine.tools.workspace import unsaved_note
+from totem_engine.tools.base import Action, Tool, ToolContext, ToolInput, ToolResult
+from totem_engine.vocab.accounts import first_line, short
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.files import unsaved_note
+from totem_engine.workspace.paths import folder_glob, relative, resolve_in_project
+from totem_engine.workspace.ripgrep import FLAGS, missing_note, read_ripgrep, ripgrep_for, run_ripgrep
+from totem_engine.workspace.walk import expand_braces, glob_matcher, printable, walk_files
 
 MAX_MATCHES = 200
 MAX_LINE = 300  # characters of a matching line shown

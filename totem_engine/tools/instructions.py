@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 
 from totem_engine.tools.base import ToolContext
-from totem_engine.tools.paths import relative
+from totem_engine.workspace.paths import relative
 
 FILENAME = "AGENTS.md"
 

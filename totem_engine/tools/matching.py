@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import cached_property
 
-from totem_engine.tools.base import ToolError
+from totem_engine.vocab.tools import ToolError
 
 EXACT = "exact"
 TRAILING_WHITESPACE = "trailing whitespace ignored"

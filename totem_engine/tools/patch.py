@@ -20,11 +20,13 @@ from unidiff import PatchedFile, PatchSet, UnidiffParseError
 from unidiff.patch import Hunk
 
 from totem_engine.tools import matching
-from totem_engine.tools.base import Action, ProposedFile, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short
-from totem_engine.tools.diff import unified_diff
+from totem_engine.tools.base import Action, ProposedFile, Tool, ToolContext, ToolInput, ToolResult
 from totem_engine.tools.edit import decode, encode, ensure_unchanged, missing_file_error
 from totem_engine.tools.freshness import check_fresh, mark_seen
-from totem_engine.tools.paths import folder_glob, refuse_totem_file, relative, resolve_in_project
+from totem_engine.vocab.accounts import first_line, short
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.diff import unified_diff
+from totem_engine.workspace.paths import folder_glob, refuse_totem_file, relative, resolve_in_project
 
 DEV_NULL = "/dev/null"
 

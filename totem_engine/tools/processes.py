@@ -17,15 +17,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from totem_engine.processes import ProcessNotFound, ProcessRefused, SessionProcess
-from totem_engine.tools.base import (
-    Action,
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolResult,
-    short,
-)
+from totem_engine.tools.base import Action, Tool, ToolContext, ToolResult
 from totem_engine.tools.bash import OUTSIDE, asked_as
+from totem_engine.vocab.accounts import short
+from totem_engine.vocab.tools import ToolError
 
 P = TypeVar("P", bound=SessionProcess)
 

@@ -12,11 +12,13 @@ import anyio
 from pydantic import Field
 
 from totem_engine.images import AttachmentError, image_from_bytes, sniff
-from totem_engine.providers.base import size_text
 from totem_engine.tools import instructions
-from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short
+from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolInput, ToolResult
 from totem_engine.tools.freshness import content_hash, mark_seen
-from totem_engine.tools.paths import closest_paths, folder_glob, relative, resolve_in_project
+from totem_engine.vocab.accounts import first_line, short
+from totem_engine.vocab.messages import size_text
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.paths import closest_paths, folder_glob, relative, resolve_in_project
 
 DEFAULT_LIMIT = 2000
 MAX_LINE = 2000

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from totem_engine.providers.base import ToolSpec
+from totem_engine.vocab.tools import ToolSpec
 from totem_engine.jobs import Jobs
 from totem_engine.terminals import Terminals
 from totem_engine.skills import Skill

@@ -20,16 +20,10 @@ from totem_engine.codemode.api import ScriptApi
 from totem_engine.codemode.changes import CLASH, change_set, clash
 from totem_engine.codemode.runner import run_script
 from totem_engine.command_changes import SandboxRequired
-from totem_engine.tools.base import (
-    Action,
-    Bounded,
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolInput,
-    short,
-)
+from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolInput
 from totem_engine.tools.bash import MAX_OUTPUT
+from totem_engine.vocab.accounts import short
+from totem_engine.vocab.tools import ToolError
 
 DEFAULT_TIMEOUT = 60  # seconds
 MAX_TIMEOUT = 600

@@ -33,9 +33,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from totem_engine.permissions import is_secret
-from totem_engine.tools.base import ToolError
-from totem_engine.tools.paths import relative, resolve_in_project
-from totem_engine.tools.shell_words import SimpleCommand
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.paths import relative, resolve_in_project
+from totem_engine.workspace.shell_words import SimpleCommand
 
 # Bash builtins and keywords: they run inside the shell and may change its folder, variables or
 # what a later word means. External programs cannot, so only these end the proof of what follows.

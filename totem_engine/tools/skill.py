@@ -16,7 +16,8 @@ import anyio
 from pydantic import Field
 
 from totem_engine.skills import Skill, discover
-from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.base import Action, Tool, ToolContext, ToolInput, ToolResult
+from totem_engine.vocab.tools import ToolError
 
 
 class SkillInput(ToolInput):

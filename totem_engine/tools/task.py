@@ -17,7 +17,9 @@ import anyio
 from pydantic import Field
 
 from totem_engine.agents import AgentDefinition, Agents
-from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult, short
+from totem_engine.tools.base import Action, Tool, ToolContext, ToolInput, ToolResult
+from totem_engine.vocab.accounts import short
+from totem_engine.vocab.tools import ToolError
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,12 @@ from totem_engine.terminals import DEFAULT_WAIT, Terminal, Terminals
 from totem_engine.tools.base import (
     Bounded,
     ToolContext,
-    ToolError,
     ToolInput,
     ToolResult,
 )
 from totem_engine.tools.bash import MAX_TIMEOUT, OUTSIDE_SANDBOX
 from totem_engine.tools.processes import ProcessCall, ProcessTool, listing
+from totem_engine.vocab.tools import ToolError
 
 TerminalAction = Literal["start", "send", "read", "stop", "list"]
 

@@ -9,7 +9,8 @@ from typing import Any
 from pydantic import Field
 
 from totem_engine.api.events import Todo, TodoItem
-from totem_engine.tools.base import Action, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from totem_engine.tools.base import Action, Tool, ToolContext, ToolInput, ToolResult
+from totem_engine.vocab.tools import ToolError
 
 # The order counts and entries are reported in.
 _STATUS_WORDS = {"in_progress": "in progress", "pending": "pending", "completed": "completed"}

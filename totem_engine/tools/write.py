@@ -9,11 +9,11 @@ from typing import Any
 import anyio
 from pydantic import Field
 
-from totem_engine.tools.base import (
-    Action, NothingToDo, ProposedFile, Tool, ToolContext, ToolError, ToolInput, ToolResult, first_line, short,
-)
-from totem_engine.tools.diff import unified_diff
-from totem_engine.tools.paths import folder_glob, refuse_totem_file, relative, resolve_in_project
+from totem_engine.tools.base import Action, NothingToDo, ProposedFile, Tool, ToolContext, ToolInput, ToolResult
+from totem_engine.vocab.accounts import first_line, short
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.diff import unified_diff
+from totem_engine.workspace.paths import folder_glob, refuse_totem_file, relative, resolve_in_project
 from totem_engine.tools.freshness import check_fresh, mark_seen
 from totem_engine.tools.fragments import check_whole, merge_python
 

@@ -26,19 +26,14 @@ from totem_engine.file_changes import FileChange, describe
 from totem_engine.api.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.command_changes import SandboxRequired
 from totem_engine.permissions import Decision, Policy, strictest
-from totem_engine.providers.base import Image, ToolCall, arguments_object
+from totem_engine.vocab.messages import Image
+from totem_engine.vocab.tools import ToolCall, arguments_object
 from totem_engine.providers.capabilities import output_budget
-from totem_engine.tools.base import (
-    Action,
-    BoundaryError,
-    NothingToDo,
-    ToolContext,
-    ToolError,
-    ToolResult,
-    parse_arguments,
-)
+from totem_engine.tools.base import Action, NothingToDo, ToolContext, ToolResult, parse_arguments
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.paths import BoundaryError
 from totem_engine.tools.freshness import mark_seen
-from totem_engine.tools.workspace import Workspace
+from totem_engine.workspace.files import Workspace
 from totem_engine.turn.guards import Guards, Novelty, call_key
 from totem_engine.turn.host import RoundHost
 from totem_engine.turn.review import reviewed

@@ -17,18 +17,13 @@ from pathlib import Path
 
 import anyio
 
-from totem_engine.providers.base import (
-    FinishChunk,
-    StreamChunk,
-    TextChunk,
-    ToolCall,
-    ToolCallChunk,
-)
 from totem_engine.providers.capabilities import detect_prose_edit
 from totem_engine.textcalls import text_tool_calls
 from totem_engine.turn.host import PolicyHost
-from totem_engine.turn.policy import DefaultPolicy
+from totem_engine.turn.policy import AfterAnswer, DefaultPolicy, Finish, SwitchToScripts
 from totem_engine.turn.unmade import asks_for_a_change
+from totem_engine.vocab.chat import FinishChunk, StreamChunk, TextChunk, ToolCallChunk
+from totem_engine.vocab.tools import ToolCall
 
 # A block naming an existing file is taken for all of it when it has at least this share of the
 # file's lines: a rewritten file keeps nearly all of them, a quoted function few.
@@ -38,23 +33,22 @@ WHOLE_SHARE = 0.8
 class CatchingPolicy(DefaultPolicy):
     """``DefaultPolicy`` for ``turn``, which an answer describing the change the request asks
     for, or holding its whole files, none made, switches to code mode
-    (``PolicyHost.caught_in_prose``), unless the config says never. Not in plan mode, where
+    (``SwitchToScripts``), unless the config says never. Not in plan mode, where
     describing the change is the answer."""
 
     def __init__(self, turn: PolicyHost):
         self.turn = turn
 
-    async def asks_again(self, reply: str, message_id: str, *, changed: bool, malformed: bool) -> bool:
+    async def after_answer(self, reply: str, message_id: str, *, changed: bool, malformed: bool) -> AfterAnswer:
         turn = self.turn
         if changed or turn.options.mode == "plan" or turn.agent.config.code_mode == "never":
-            return False
+            return Finish()
         if not asks_for_a_change(turn.text):
-            return False
+            return Finish()
         files = await whole_files(reply, turn.agent.root, turn.text)
         if not files and not detect_prose_edit(reply):
-            return False
-        await turn.caught_in_prose(message_id, files)
-        return True
+            return Finish()
+        return SwitchToScripts(message_id, tuple(files))
 
 
 async def whole_files(reply: str, root: Path, request: str) -> list[ToolCall]:

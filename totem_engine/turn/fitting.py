@@ -23,10 +23,14 @@ from totem_engine.compaction import (
 from totem_engine.config import Config, ConfigError
 from totem_engine.context import breakdown, output_reserve
 from totem_engine.images import CAPTIONED
-from totem_engine.providers.base import ChatRequest, Provider
+from totem_engine.providers.base import Provider
 from totem_engine.session_state import SessionState
 from totem_engine.store import Store
 from totem_engine.tools.base import Tool
+from totem_engine.providers.capabilities import CapabilityRecord
+from totem_engine.turn.policy import TurnPolicy
+from totem_engine.vocab.chat import ChatRequest
+from totem_engine.vocab.tools import ToolSpec
 
 
 class Fitter:
@@ -135,3 +139,24 @@ def summariser(config: Config, provider: Provider, model_id: str, provider_for: 
         except ConfigError:
             pass  # a small model that cannot be built leaves the session's own
     return completer(provider, model_id)
+
+
+def step_request(
+    policy: TurnPolicy, *, model_id: str, system: str, history: list, specs: tuple[ToolSpec, ...], record: CapabilityRecord,
+    text_calls: Callable[[], bool], reasoning: str | None, temperature: float | None, seed: int | None,
+) -> ChatRequest:
+    """A step's request, as the policy shapes it (its output cap, its history). A model that
+    does not call tools natively (``text_calls``: asked once the history is shaped) is taught
+    the text form instead, which the stream reads back."""
+    common = dict(
+        model=model_id,
+        messages=tuple(policy.history(history)),
+        reasoning=reasoning,
+        temperature=temperature,
+        seed=seed,
+        max_tokens=policy.max_tokens(record),
+    )
+    if not text_calls():
+        return ChatRequest(system=system, tools=specs, **common)
+    teach = policy.tool_prompt(specs)
+    return ChatRequest(system=f"{system}\n\n{teach}" if specs else system, **common)

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from totem_engine.providers.base import arguments_object
+from totem_engine.vocab.tools import arguments_object
 
 MAX_REJECTIONS = 3
 REPEAT_COUNT = 3

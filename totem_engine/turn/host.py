@@ -1,6 +1,6 @@
 """What the tool round (calls.py) and the policies (policy.py, small.py) need from their turn, as
 protocols: they type against these, never against ``loop.Turn``, so the package has no import
-cycle, ``TYPE_CHECKING`` imports included. ``loop.Turn`` and ``loop.Agent`` satisfy them.
+cycle, ``TYPE_CHECKING`` imports included. ``loop.Turn`` and ``agent.Agent`` satisfy them.
 """
 
 from __future__ import annotations
@@ -12,20 +12,20 @@ from totem_engine.api import events as ev
 from totem_engine.checks.base import Checker
 from totem_engine.config import Config
 from totem_engine.api.frontend import FrontEnd
-from totem_engine.providers.base import ToolCall, ToolSpec
+from totem_engine.vocab.tools import ToolCall, ToolSpec
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.session_state import SessionState
 from totem_engine.snapshots import Snapshots
 from totem_engine.store import Store
 from totem_engine.tools.base import Tool
-from totem_engine.tools.workspace import Workspace
+from totem_engine.workspace.files import Workspace
 from totem_engine.turn.guards import Guards
 from totem_engine.turn.policy import TurnPolicy
 from totem_engine.turn.round import Round
 
 
 class Project(Protocol):
-    """The project a turn works in (``loop.Agent``)."""
+    """The project a turn works in (``agent.Agent``)."""
 
     root: Path
     store: Store
@@ -82,15 +82,9 @@ class PolicyHost(Protocol):
     record: CapabilityRecord
     tools: dict[str, Tool]
     specs: tuple[ToolSpec, ...]
-    temperature: float | None
     calls: Rounds
 
     def text_calls_wanted(self) -> bool: ...
-
-    async def caught_in_prose(self, message_id: str, files: list[ToolCall]) -> None:
-        """The model described the change in its answer (message ``message_id``) instead of
-        making it: the rest of the request in code mode, ``files`` (the ``write`` calls of the
-        whole files the answer held) applied."""
 
     async def remember(self, record: CapabilityRecord) -> None:
         """``record`` is the model's from now on, kept for its later sessions."""
@@ -98,7 +92,3 @@ class PolicyHost(Protocol):
     def unique_call(self, call: ToolCall) -> ToolCall: ...
 
     async def emit(self, event: ev.Event) -> None: ...
-
-    async def notice(self, message: str) -> None: ...
-
-    def start_afresh(self, *, temperature: float, seed: int) -> None: ...

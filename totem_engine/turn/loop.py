@@ -1,221 +1,66 @@
 """The agent loop: one step is one model call; its tool calls run as a round (calls.py); repeat
 until done.
 
-``Agent.turn(...)`` returns a ``Turn``; ``await turn.run()`` streams the answer to the front end as
-events (stream.py), asks permission through it, runs the tools and stores every part as it
-arrives; it ends with a ``TurnResult`` whose ``stop_reason`` says why (finished, aborted,
-step_limit, guard, error). ``turn.abort()`` may be called at any time from the same event loop:
-the stream is cancelled, running children are killed (the tools own their process groups), the
-partial answer is stored and unfinished calls are marked interrupted. What differs by the kind
-of model is the turn's ``policy`` (policy.py, small.py).
+``Turn(agent, ...)`` is one request in a project (agent.py); ``await turn.run()`` streams the
+answer to the front end as events (stream.py), asks permission through it, runs the tools and
+stores every part as it arrives; it ends with a ``TurnResult`` (terms.py) whose ``stop_reason``
+says why (finished, aborted, step_limit, guard, error). ``turn.abort()`` may be called at any time
+from the same event loop: the stream is cancelled, running children are killed (the tools own their
+process groups), the partial answer is stored and unfinished calls are marked interrupted. What
+differs by the kind of model is the turn's ``policy`` (policy.py, small.py); one step and its
+retries are step.py's, the request's storing request.py's.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Protocol
+from dataclasses import replace
 
 import anyio
 
 from totem_engine.api import events as ev
-from totem_engine.agents import Agents, discover_agents
-from totem_engine.images import CAPTIONED, FRESH, IMAGE_PART, part_data
 from totem_engine.attachments import Attachment
 from totem_engine.checks.base import Checker
-from totem_engine.checks.registry import checkers_from_config
 from totem_engine.checks.totaljs import is_totaljs_project
-from totem_engine.config import MIN_MAX_STEPS, Config
 from totem_engine.api.frontend import FrontEnd
-from totem_engine.command_changes import CommandChanges
-from totem_engine.jobs import Jobs
 from totem_engine.leases import holding
 from totem_engine.mcp.deferred import fit_schemas
-from totem_engine.mcp.servers import McpServers
-from totem_engine.terminals import Terminals
 from totem_engine.prompt import system_prompt
 from totem_engine.prompt_files import prompt
-from totem_engine.providers.base import ChatRequest, Image, Provider, ToolCall, ToolSpec, arguments_object, finish_kind
+from totem_engine.providers.base import Provider
+from totem_engine.vocab.chat import ChatRequest
+from totem_engine.vocab.messages import Image
+from totem_engine.vocab.tools import ToolCall, ToolSpec, arguments_object
 from totem_engine.providers.capabilities import CapabilityRecord, after_step, detect_prose_edit
 from totem_engine.providers.errors import ContextOverflowError, ProviderError
 from totem_engine.providers.hints import hint_for
 from totem_engine.textcalls import TextCallStats
-from totem_engine.retry import MAX_TURN_RETRIES, retry_delay, should_retry, turn_retry_delay
+from totem_engine.retry import MAX_TURN_RETRIES, turn_retry_delay
 from totem_engine.session_state import SessionState
 from totem_engine.skills import Skill, discover
-from totem_engine.snapshots import Snapshots
-from totem_engine.store import Session, Store, WriteFailed, new_id
+from totem_engine.store import Session, WriteFailed, new_id
 from totem_engine.tools.base import Tool
-from totem_engine.tools.command_runner import CommandRunner
 from totem_engine.tools.freshness import mark_seen_in
 from totem_engine.tools.registry import is_small, surface, tool_specs
 from totem_engine.tools.skill import SkillTool
-from totem_engine.tools.freshness import mark_seen_in
 from totem_engine.tools.task import TaskTool
-from totem_engine.tools.workspace import Workspace
+from totem_engine.turn.agent import Agent
 from totem_engine.turn.calls import ToolCalls
-from totem_engine.turn.fitting import Fitter
-from totem_engine.turn.guards import ReasoningRetry, RoundLimit, least_reasoning
+from totem_engine.turn.fitting import Fitter, step_request
+from totem_engine.turn.guards import RoundLimit
 from totem_engine.turn.caught import CatchingPolicy
-from totem_engine.turn.policy import TurnPolicy
+from totem_engine.turn.policy import Finish, SwitchToScripts, TurnPolicy
+from totem_engine.turn.request import images_again, say_restored, store_request
 from totem_engine.turn.scripts import SCRIPT_TOOLS, ScriptPolicy, wants_scripts
 from totem_engine.turn.small import SmallModelPolicy
-from totem_engine.turn.stream import StepStream, StreamedPart, flush_while_streaming
+from totem_engine.turn.step import StepOutcome, Steps
 from totem_engine.turn.subagent import SubAgents
+from totem_engine.turn.terms import Again, TurnOptions, TurnResult, effective_max_steps
 
 log = logging.getLogger(__name__)
 
 COMMIT_EVERY = 0.25  # seconds between commits of a running turn's queued writes (store.DeferredWrites)
-
-
-def effective_max_steps(value: int) -> int:
-    """0 means no cap; a cap below 10 would cut almost every real task short, so it is raised."""
-    return 0 if value <= 0 else max(value, MIN_MAX_STEPS)
-
-
-@dataclass
-class TurnResult:
-    session_id: str
-    turn_id: str
-    stop_reason: ev.StopReason
-    text: str
-    model: str
-    reason: str | None = None  # the visible reason for any end but "finished"
-
-
-@dataclass
-class TurnOptions:
-    mode: str = "build"
-    max_steps: int = 50
-    retry_max_wait: float = 60.0
-    reasoning: str | None = None
-    persona: str | None = None  # a sub-agent's prompt, in place of base.txt (prompt.system_prompt)
-
-
-@dataclass(frozen=True)
-class Again:
-    """A turn that answers a stored request again rather than a new one: ``request`` is its
-    message id (the conversation already follows it, runtime.py); ``retry``: which retry of a
-    failed turn this is (0: a regenerated answer), stored with the turn's error so the next
-    retry knows, and waited for as retry.py says."""
-
-    request: str
-    retry: int = 0
-
-
-@dataclass(frozen=True)
-class _StepOutcome:
-    calls: list[ToolCall]
-    message_id: str
-    usage: ev.Usage
-    text: str = ""
-    malformed: bool = False  # a call written as text could not be read
-    guard: str | None = None  # a guard on the reply itself ended the run (repetition, all reasoning)
-
-
-class CapabilitySource(Protocol):
-    async def record(self, provider_name: str, model_id: str) -> CapabilityRecord: ...
-
-    async def remember(self, provider_name: str, model_id: str, record: CapabilityRecord) -> None: ...
-
-
-class Agent:
-    """Runs turns in one project, with one store, tool set and provider factory."""
-
-    def __init__(
-        self,
-        *,
-        root: Path,
-        store: Store,
-        provider_for: Callable[[str], Provider],
-        tools: dict[str, Tool],
-        workspace: Workspace,
-        snapshots: Snapshots,
-        capabilities: "CapabilitySource",
-        config: Config,
-        rules: list[ev.RuleRef] | None = None,
-        trusted: bool = False,
-        delegates: bool = True,
-        jobs: Jobs | None = None,
-        terminals: Terminals | None = None,
-        commands: CommandChanges | None = None,
-        mcp: McpServers | None = None,
-        lease_holder: str | None = None,
-    ):
-        self.root = root.resolve()
-        self.store = store
-        self.provider_for = provider_for
-        self.tools = tools
-        self.workspace = workspace
-        self.snapshots = snapshots
-        self.capabilities = capabilities
-        self.config = config
-        self.rules = rules or []
-        self.trusted = trusted  # the project's agent files may widen (agents.restrict)
-        self.delegates = delegates  # its turns get the task tool (a sub-agent's never do)
-        self.jobs = jobs  # the runtime's background jobs: an aborted turn kills its session's
-        self.terminals = terminals  # and its terminals
-        self.command_changes = commands  # where commands run and what they changed (None: nothing kept)
-        # Where bash runs its commands when a front end offers a place (an ACP client's
-        # terminal, tools/command_runner.py); None: in Totem. Set by the front end.
-        self.command_runner: CommandRunner | None = None
-        self.mcp = mcp  # the runtime's MCP servers, whose tools its turns offer (a sub-agent's: None, seed 000)
-        # The front end its turns take their session's lease as ("totem run" ..., leases.py);
-        # None: no lease (a sub-agent's thread lives in a store of its own).
-        self.lease_holder = lease_holder
-        self.notices: list[str] = []  # for the user, said at the start of the next turn
-        self._said: set[str] = set()  # the agent files' notices already said
-
-    def agents(self) -> Agents:
-        """The project's agents as their files say now (agents.discover_agents); what an untrusted
-        project's files lost goes into ``notices``, once."""
-        found = discover_agents(self.root, trusted=self.trusted, max_steps=self.config.max_steps)
-        for notice in found.notices:
-            if notice not in self._said:
-                self._said.add(notice)
-                self.notices.append(notice)
-        return found
-
-    def nested(
-        self, *, store: Store, tools: dict[str, Tool], rules: list[ev.RuleRef], mcp: McpServers | None = None,
-        lease_holder: str | None = None,
-    ) -> "Agent":
-        """The project as a sub-agent works in it: its own ``store`` (its thread), ``tools`` and
-        ``rules``; the same files, snapshots, providers and config; no task tool, and no MCP
-        server's tools unless ``mcp`` is given (a sub-agent gets none, seed 000), no lease
-        unless ``lease_holder`` is given (a turn run as an agent takes its session's)."""
-        nested = Agent(
-            root=self.root, store=store, provider_for=self.provider_for, tools=tools, workspace=self.workspace,
-            snapshots=self.snapshots, capabilities=self.capabilities, config=self.config, rules=rules,
-            trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals, commands=self.command_changes, mcp=mcp,
-            lease_holder=lease_holder,
-        )
-        nested.command_runner = self.command_runner  # a sub-agent's commands show where the session's do
-        return nested
-
-    def checkers(self, *, totaljs: bool) -> list[Checker]:
-        """The project's checks, the one place they are built: the Total.js rules when ``totaljs``
-        (and ``conventions``), then the project's own commands. A new list each time."""
-        return checkers_from_config(self.config, totaljs=totaljs)
-
-    def turn(
-        self, text: str, frontend: FrontEnd, *, session_id: str, model: str, options: TurnOptions, session: Session | None = None,
-        turn_id: str | None = None, typed: str | None = None, again: Again | None = None,
-        attached: list[Attachment] | None = None, images: tuple[Image, ...] = (),
-    ) -> "Turn":
-        """``session``: the session as the front end just read it, so the turn does not read it again;
-        ``turn_id``: a sub-agent's is its conversation's turn, so its changes are undone with it;
-        ``typed``: what the user typed when ``text`` is its expansion (a slash command);
-        ``again``: the turn answers a stored request again (``text`` is its text) instead of storing one;
-        ``attached``: the context blocks ``text`` begins with (attachments.py), stored with the request;
-        ``images``: images the user attached to ``text`` (images.py), stored with it too."""
-        return Turn(
-            self, text, frontend, session_id=session_id, model=model, options=options, session=session, turn_id=turn_id, typed=typed,
-            again=again, attached=attached, images=images,
-        )
 
 
 class Turn:
@@ -244,7 +89,6 @@ class Turn:
         self.options = options
         self.turn_id = turn_id or new_id("trn")
         self.children: list[Turn] = []  # its sub-agents' turns running now (tools/task.py)
-        self.answered_by = model
         self.state = SessionState()  # the session's, loaded by run
         self.checkers: list[Checker] = []
         self.skills: list[Skill] = []
@@ -255,16 +99,23 @@ class Turn:
         self.specs: tuple[ToolSpec, ...] = ()
         self._offered: tuple[object, ...] = ()  # what self.specs were made of: brief, then the tools
         self.temperature: float | None = None
-        self.seed: int | None = None  # a fresh attempt's (start_afresh)
+        self.seed: int | None = None  # a fresh attempt's (_start_afresh)
         self.user_message = ""  # the stored request's message id
         self.policy: TurnPolicy = CatchingPolicy(self)  # what differs by the kind of model (policy.py)
         self._scope = anyio.CancelScope()
         self._aborted = False
-        self._writers: list[StreamedPart] = []  # the parts of the step streaming now
-        self._answers: list[StreamedPart] = []  # the text parts of finished steps
+        self.steps = Steps(
+            store=agent.store, writes=self.writes, session_id=session_id, model=model,
+            retry_max_wait=options.retry_max_wait, emit=self.emit, unique_call=self.unique_call,
+        )
         self._used_call_ids: set[str] = set()
         self._step_count = 0  # steps so far, over every attempt
         self.calls = ToolCalls(self, session_rules=[])  # the attempt's rounds; run gives it the session's rules
+
+    @property
+    def answered_by(self) -> str:
+        """The model that answered the last step, as the provider named it ("provider/model id")."""
+        return self.steps.answered_by
 
     @property
     def answering_again(self) -> bool:
@@ -298,19 +149,13 @@ class Turn:
         if self.again is not None:
             self.user_message = self.again.request
             if not self.again.retry:
-                await self._images_again()
+                await images_again(store, self.session_id, self.user_message)
         else:
-            self.user_message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
-            shown = {"typed": self.typed} if self.typed is not None and self.typed != self.text else {}
-            if self.attached:
-                shown["attachments"] = [a.wire() for a in self.attached]
-            await store.add_part(self.user_message, "text", {"text": self.text, **shown})
-            for image in self.images:
-                await store.add_part(self.user_message, IMAGE_PART, part_data(image), status=FRESH)
-            for attachment in self.attached:  # a whole file shown with the request counts as read
-                if attachment.seen is not None:
-                    mark_seen_in(self.state.reads, attachment.path, attachment.seen)
-        await self._say_restored()
+            self.user_message = await store_request(
+                store, self.state, session_id=self.session_id, turn_id=self.turn_id, text=self.text, typed=self.typed,
+                attached=self.attached, images=self.images,
+            )
+        await say_restored(store, self.state, self.user_message)
         await self.emit(ev.TurnStart(session_id=self.session_id, turn_id=self.turn_id, model=self.model))
         while self.agent.notices:
             await self.notice(self.agent.notices.pop(0))
@@ -347,27 +192,6 @@ class Turn:
         with anyio.CancelScope(shield=True):
             return await self._finish(stop, reason, failure if stop == "error" else None)
 
-    async def _images_again(self) -> None:
-        """A regenerated answer looks at the request's own images again: they are fresh for its
-        first step, as they were for the answer it replaces (images.py)."""
-        for message in await self.agent.store.messages(self.session_id):
-            if message.id == self.user_message:
-                for part in message.parts:
-                    if part.type == IMAGE_PART and part.status == CAPTIONED:
-                        await self.agent.store.update_part(part.id, status=FRESH)
-
-    async def _say_restored(self) -> None:
-        """The files Totem's undo or redo changed since the last turn, told to the model beside
-        the request (a ``context`` part: the model reads it, the chat does not show it), so it
-        reads them again rather than trust what it saw before."""
-        if not self.state.restored:
-            return
-        files = ", ".join(path if action == "restored" else f"{path} ({action})" for path, action in sorted(self.state.restored.items()))
-        await self.agent.store.add_part(
-            self.user_message, "context", {"text": prompt("restored_files.txt").format(files=files), "restored": sorted(self.state.restored)}
-        )
-        self.state.restored = {}
-
     async def _setup(self) -> None:
         """What this session works with: Total.js or not (decided when the session starts and kept,
         so the agent's first file does not switch it), its checks, skills and tools."""
@@ -383,15 +207,15 @@ class Turn:
             self.tools["skill"] = SkillTool(self.skills)
         if self.agent.delegates:
             agents = await anyio.to_thread.run_sync(self.agent.agents)
-            self.tools["task"] = TaskTool(SubAgents(self), agents, limit=self.agent.config.max_agents)
+            self.tools["task"] = TaskTool(SubAgents(self, start=Turn), agents, limit=self.agent.config.max_agents)
 
     async def _finish(self, stop: ev.StopReason, reason: str | None, failure: ev.Error | None = None) -> TurnResult:
         """``failure``: the turn's ``error`` event, stored with its class and hint so a reopened
         session shows what the live one did."""
         store = self.agent.store
-        for writer in self._writers:
+        for writer in self.steps.streaming:
             await writer.flush()
-        self._answers.extend(w for w in self._writers if w.kind == "text")
+        self.steps.answers.extend(w for w in self.steps.streaming if w.kind == "text")
         await self.calls.close_open()
         try:
             await self.writes.flush()
@@ -416,7 +240,7 @@ class Turn:
             await store.add_part(message, "error" if stop == "error" else "notice", {"stopReason": stop, "text": reason, **said})
             if stop != "error":
                 await self.emit(ev.Notice(session_id=self.session_id, level="warning", message=reason))
-        text = "\n\n".join(part.text for part in self._answers if part.text)
+        text = "\n\n".join(part.text for part in self.steps.answers if part.text)
         await self.emit(
             ev.TurnEnd(session_id=self.session_id, turn_id=self.turn_id, stop_reason=stop, text=text, model=self.answered_by)
         )
@@ -452,7 +276,10 @@ class Turn:
         fitter = Fitter(
             provider=provider,
             model_id=model_id,
-            build=lambda history: self._request(model_id, base_prompt, history),
+            build=lambda history: step_request(
+                self.policy, model_id=model_id, system=base_prompt, history=history, specs=self.specs, record=self.record,
+                text_calls=self.text_calls_wanted, reasoning=self.options.reasoning, temperature=self.temperature, seed=self.seed,
+            ),
             window=self.record.context_window,
             max_output_tokens=self.record.max_output_tokens,
             tools={**self.agent.tools, **self.tools},  # a result of a tool the surface left out keeps its account
@@ -467,8 +294,11 @@ class Turn:
         rounds = RoundLimit(effective_max_steps(self.options.max_steps))
         while True:
             stop, reason, changed = await self._attempt(provider, fitter, rounds)
-            if not await self.policy.afresh(stop, changed=changed):
+            fresh = await self.policy.afresh(stop, changed=changed)
+            if fresh is None:
                 return stop, reason
+            self._start_afresh(temperature=max(self.temperature or 0.0, fresh.temperature), seed=fresh.seed)
+            await self.notice(fresh.notice)
 
     async def _search_forge(self) -> None:
         """Forge's pages for the request, beside it (forge/prefetch.py); not for a request
@@ -498,14 +328,14 @@ class Turn:
         if len(offered) != len(self._offered) or any(a is not b for a, b in zip(offered, self._offered)):
             self.specs, self._offered = tool_specs(self.tools, brief=brief), offered
 
-    def start_afresh(self, *, temperature: float, seed: int) -> None:
+    def _start_afresh(self, *, temperature: float, seed: int) -> None:
         """The turn's state back to its start for another attempt at the request (the policy's
-        ``afresh``, which has put the files back and discarded the attempt), sampled this time:
+        ``Afresh``: it has put the files back and discarded the attempt), sampled this time:
         the same request at the same temperature gets the same answer. The permissions the user
         granted stay."""
         self.state.rules = self.calls.policy.session
         self.calls = ToolCalls(self, session_rules=self.state.rules)
-        self._answers = []
+        self.steps.answers = []
         self.temperature, self.seed = temperature, seed
 
     async def _attempt(self, provider: Provider, fitter: Fitter, rounds: RoundLimit) -> tuple[ev.StopReason, str | None, bool]:
@@ -540,9 +370,14 @@ class Turn:
             if outcome.guard:
                 return "guard", outcome.guard, changed
             if not outcome.calls:
-                if await self.policy.asks_again(outcome.text, outcome.message_id, changed=changed, malformed=outcome.malformed):
-                    continue
-                return "finished", None, changed
+                answer = await self.policy.after_answer(
+                    outcome.text, outcome.message_id, changed=changed, malformed=outcome.malformed
+                )
+                if isinstance(answer, Finish):
+                    return "finished", None, changed
+                if isinstance(answer, SwitchToScripts):
+                    await self._caught_in_prose(answer.message_id, list(answer.files))
+                continue
             round_ = await self.calls.run(outcome.calls, outcome.message_id)
             changed = changed or bool(round_.changed)
             if await self.policy.done_after(outcome.calls, round_, changed=changed):
@@ -554,64 +389,11 @@ class Turn:
             if not round_.new_information:
                 await self.policy.after_stall(outcome.message_id, changed=changed)
 
-    async def _step(self, provider: Provider, request: ChatRequest, step: int, message_id: str) -> _StepOutcome:
-        """One step into its assistant message (kept across retries; a retried try's parts are
-        marked discarded)."""
-        all_reasoning = ReasoningRetry(least=least_reasoning(provider))
-        attempt = 0
-        while True:
-            attempt += 1
-            stream = StepStream(self.writes, message_id, session_id=self.session_id, emit=self.emit, unique_call=self.unique_call)
-            self._writers = stream.parts
-            failure: ProviderError | None = None
-            async with anyio.create_task_group() as group:
-                group.start_soon(flush_while_streaming, self._writers, self.writes)
-                try:
-                    await stream.read(
-                        provider, request, specs=self.specs, think_tags=self.record.think_tags, blocks=self.policy.file_blocks()
-                    )
-                except ProviderError as exc:
-                    failure = exc  # handled outside the group, which would wrap it in an ExceptionGroup
-                finally:
-                    group.cancel_scope.cancel()
-            if stream.model:
-                self.answered_by = f"{self.model.split('/', 1)[0]}/{stream.model}"
-            await stream.flush()
-            if failure is not None:
-                if isinstance(failure, ContextOverflowError):
-                    await self.agent.store.discard_message_parts(message_id)
-                    await self.emit(ev.StepDiscarded(session_id=self.session_id, step=step, reason=failure.message))
-                    self._writers = []
-                if not should_retry(failure, attempt, tool_call_seen=bool(stream.calls)):
-                    raise failure
-                await self._discard(message_id, step, failure, attempt)
-                continue
-            text, calls = stream.text, stream.calls
-            guard = await stream.cut_repetition()
-            retry = None if guard else all_reasoning.after_reply(text.text, stream.reasoning.text, calls)
-            if retry is not None and retry.retry:
-                await self._retry_with_less_reasoning(message_id, step, retry.notice)
-                request = replace(request, reasoning=retry.level)
-                attempt -= 1  # not a failure: the provider-error retries keep their budget
-                continue
-            if retry is not None:
-                guard = retry.notice
-            if guard:
-                calls = []
-            self._answers.append(text)
-            self._writers = []
-            await self._learn(calls, text.text, stream.text_calls)
-            await self.writes.add_part(
-                message_id, "step", {"step": step, "model": self.answered_by, "usage": stream.usage.model_dump(by_alias=True)}
-            )
-            await self.emit(ev.StepEnd(
-                session_id=self.session_id, step=step, model=self.answered_by, usage=stream.usage,
-                finish=finish_kind(stream.finish),
-            ))
-            return _StepOutcome(
-                calls=calls, message_id=message_id, usage=stream.usage, guard=guard, text=text.text,
-                malformed=stream.text_calls.malformed > 0,
-            )
+    async def _step(self, provider: Provider, request: ChatRequest, step: int, message_id: str) -> StepOutcome:
+        return await self.steps.run(
+            provider, request, step, message_id, specs=self.specs, think_tags=self.record.think_tags,
+            blocks=lambda: self.policy.file_blocks(), learn=self._learn,
+        )
 
     async def notice(
         self, message: str, *, level: ev.NoticeLevel = "info", call_id: str | None = None
@@ -636,13 +418,6 @@ class Turn:
         else:
             await self.emit(ev.Notice(session_id=self.session_id, level=level, message=message, call_id=call_id))
 
-    async def _retry_with_less_reasoning(self, message_id: str, step: int, notice: str) -> None:
-        """Drop a reply that was all reasoning (kept in the store, marked discarded) and say so."""
-        self._writers = []
-        await self.agent.store.discard_message_parts(message_id)
-        await self.emit(ev.StepDiscarded(session_id=self.session_id, step=step, reason=notice))
-        await self.emit(ev.Notice(session_id=self.session_id, level="info", message=notice))
-
     def text_calls_wanted(self) -> bool:
         """Calls are taught and read as text: the model writes scripts (code mode), or has no
         reliable native calls (by its record, or as learned during this turn)."""
@@ -657,7 +432,7 @@ class Turn:
         self.policy = ScriptPolicy(self, small=is_small(self.record.context_window, self.record.tier), learn=learn)
         self._offer_tools()
 
-    async def caught_in_prose(self, message_id: str, files: list[ToolCall]) -> None:
+    async def _caught_in_prose(self, message_id: str, files: list[ToolCall]) -> None:
         """The model described the change in its answer instead of making it (seed 003, caught in
         the act): code mode for the rest of the request. The whole files its answer held
         (``files``) are applied as its calls, asked, snapshotted and checked like any write; a
@@ -686,22 +461,6 @@ class Turn:
         provider_name, model_id = self.model.split("/", 1)
         await self.agent.capabilities.remember(provider_name, model_id, record)
 
-    def _request(self, model_id: str, base_prompt: str, history: list) -> ChatRequest:
-        """The step's request, as the policy shapes it (its output cap, its history). A model that
-        does not call tools natively is taught the text form instead, which the stream reads back."""
-        common = dict(
-            model=model_id,
-            messages=tuple(self.policy.history(history)),
-            reasoning=self.options.reasoning,
-            temperature=self.temperature,
-            seed=self.seed,
-            max_tokens=self.policy.max_tokens(self.record),
-        )
-        if not self.text_calls_wanted():
-            return ChatRequest(system=base_prompt, tools=self.specs, **common)
-        teach = self.policy.tool_prompt(self.specs)
-        return ChatRequest(system=f"{base_prompt}\n\n{teach}" if self.specs else base_prompt, **common)
-
     async def _learn(self, calls: list[ToolCall], text: str, stats: TextCallStats) -> None:
         """Update what the model is known to do from what it just did (seed 003 evidence)."""
         malformed = stats.malformed + sum(1 for call in calls if arguments_object(call.arguments) is None)
@@ -716,21 +475,6 @@ class Turn:
         )
         if learned is not self.record:
             await self.remember(learned)
-
-    async def _discard(self, message_id: str, step: int, failure: ProviderError, attempt: int) -> None:
-        """Drop a failed try's parts (marked, kept in the store), tell the front end, wait."""
-        self._writers = []
-        await self.agent.store.discard_message_parts(message_id)
-        await self.emit(ev.StepDiscarded(session_id=self.session_id, step=step, reason=failure.message))
-        wait = retry_delay(failure, attempt, self.options.retry_max_wait)
-        await self.emit(
-            ev.Notice(
-                session_id=self.session_id,
-                level="warning",
-                message=f"{type(failure).__name__}: {failure.message}. Retrying in {wait:.1f} s (try {attempt + 1}).",
-            )
-        )
-        await anyio.sleep(wait)
 
     def unique_call(self, call: ToolCall) -> ToolCall:
         """The call with an id no other call of the session has. Providers' own ids are kept when

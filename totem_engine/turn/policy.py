@@ -6,19 +6,57 @@ The turn holds one policy (``Turn.policy``) and asks it at each point where the 
 request (its output cap, its history, how text calls are taught, how file blocks are read), a
 changed file's mending, and what follows an answer, a round or an attempt. Switching the shape
 of a turn midway is one assignment of ``Turn.policy``; everything reads it when it is needed.
+
+What follows an answer and an attempt is a decision the policy returns and the loop acts on
+(``Finish``, ``AskAgain``, ``SwitchToScripts``; ``Afresh``), as opencode's processor returns
+"compact" | "stop" | "continue": the policy needs no way back into the turn to switch it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from totem_engine.api import events as ev
-from totem_engine.providers.base import ToolCall, ToolSpec
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.textcalls import tool_prompt
 from totem_engine.tools.base import Action, ToolContext, ToolResult
 from totem_engine.turn.round import Round
 from totem_engine.turn.stream import FileBlocks
+from totem_engine.vocab.tools import ToolCall, ToolSpec
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The answer ends the turn."""
+
+
+@dataclass(frozen=True)
+class AskAgain:
+    """The model is asked again: the policy has stored what it is asked; the turn takes another step."""
+
+
+@dataclass(frozen=True)
+class SwitchToScripts:
+    """The model described the change the request asks for instead of making it (in message
+    ``message_id``): the rest of the request in code mode, ``files`` (the ``write`` calls of the
+    whole files its answer held) applied first."""
+
+    message_id: str
+    files: tuple[ToolCall, ...]
+
+
+AfterAnswer = Finish | AskAgain | SwitchToScripts
+
+
+@dataclass(frozen=True)
+class Afresh:
+    """The request tried again from its start, sampled at ``temperature`` at least with ``seed``
+    (the same request at the same temperature gets the same answer); ``notice`` says why."""
+
+    temperature: float
+    seed: int
+    notice: str
 
 
 class TurnPolicy(Protocol):
@@ -45,9 +83,10 @@ class TurnPolicy(Protocol):
         """After ``action`` changed files without error, inside its change set: mend what the model
         is known to get wrong, said in ``result``."""
 
-    async def asks_again(self, reply: str, message_id: str, *, changed: bool, malformed: bool) -> bool:
-        """After an answer without calls: whether the model is asked again instead of the turn
-        ending (``changed``: the attempt changed a file; ``malformed``: a text call did not parse)."""
+    async def after_answer(self, reply: str, message_id: str, *, changed: bool, malformed: bool) -> AfterAnswer:
+        """After an answer without calls: whether the turn ends, or the model is asked again, or
+        it goes on in code mode (``changed``: the attempt changed a file; ``malformed``: a text
+        call did not parse)."""
 
     async def done_after(self, calls: list[ToolCall], round_: Round, *, changed: bool) -> bool:
         """After the round of ``calls`` ran (a guard may have stopped it): whether the turn is done."""
@@ -55,8 +94,9 @@ class TurnPolicy(Protocol):
     async def after_stall(self, message_id: str, *, changed: bool) -> None:
         """After a round that brought nothing new and no guard stopped."""
 
-    async def afresh(self, stop: ev.StopReason, *, changed: bool) -> bool:
-        """After an attempt ended ``stop``: whether the request is tried again from its start."""
+    async def afresh(self, stop: ev.StopReason, *, changed: bool) -> Afresh | None:
+        """After an attempt ended ``stop``: how the request is tried again from its start; None:
+        the attempt's end is the turn's."""
 
 
 class DefaultPolicy:
@@ -84,8 +124,8 @@ class DefaultPolicy:
     async def mend(self, action: Action, ctx: ToolContext, result: ToolResult) -> None:
         return None
 
-    async def asks_again(self, reply: str, message_id: str, *, changed: bool, malformed: bool) -> bool:
-        return False
+    async def after_answer(self, reply: str, message_id: str, *, changed: bool, malformed: bool) -> AfterAnswer:
+        return Finish()
 
     async def done_after(self, calls: list[ToolCall], round_: Round, *, changed: bool) -> bool:
         return False
@@ -93,5 +133,5 @@ class DefaultPolicy:
     async def after_stall(self, message_id: str, *, changed: bool) -> None:
         return None
 
-    async def afresh(self, stop: ev.StopReason, *, changed: bool) -> bool:
-        return False
+    async def afresh(self, stop: ev.StopReason, *, changed: bool) -> Afresh | None:
+        return None

@@ -18,16 +18,11 @@ from pathlib import Path
 from typing import Literal
 
 from totem_engine.prompt_files import prompt
-from totem_engine.tools.base import (
-    Action,
-    ProposedFile,
-    ToolContext,
-    ToolError,
-    ToolResult,
-    cut_lines,
-)
-from totem_engine.tools.diff import unified_diff
+from totem_engine.tools.base import Action, ProposedFile, ToolContext, ToolResult
 from totem_engine.tools.freshness import mark_seen
+from totem_engine.vocab.accounts import cut_lines
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.diff import unified_diff
 
 BOM = "\ufeff"
 DIFF_CONTEXT = 2  # lines around each change in the diff the model is shown

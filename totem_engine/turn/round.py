@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from totem_engine.providers.base import ToolCall
+from totem_engine.vocab.tools import ToolCall
 
 
 @dataclass(frozen=True)

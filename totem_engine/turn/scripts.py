@@ -17,13 +17,14 @@ from typing import Literal
 from totem_engine.api import events as ev
 from totem_engine.context import output_reserve
 from totem_engine.prompt_files import prompt
-from totem_engine.providers.base import ToolCall, ToolSpec
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.textcalls import as_written
 from totem_engine.tools.base import Action, ToolContext, ToolResult
 from totem_engine.turn.host import PolicyHost
+from totem_engine.turn.policy import Afresh, AfterAnswer, Finish
 from totem_engine.turn.round import Round
 from totem_engine.turn.stream import FileBlocks
+from totem_engine.vocab.tools import ToolCall, ToolSpec
 
 CodeMode = Literal["auto", "always", "never"]
 SCRIPT_TOOLS = frozenset({"run_script", "write"})  # what a script block and a file block are read as
@@ -72,8 +73,8 @@ class ScriptPolicy:
     async def mend(self, action: Action, ctx: ToolContext, result: ToolResult) -> None:
         return None
 
-    async def asks_again(self, reply: str, message_id: str, *, changed: bool, malformed: bool) -> bool:
-        return False
+    async def after_answer(self, reply: str, message_id: str, *, changed: bool, malformed: bool) -> AfterAnswer:
+        return Finish()
 
     async def done_after(self, calls: list[ToolCall], round_: Round, *, changed: bool) -> bool:
         """Never done by itself; a script that changed files teaches the record (``learn``), so the
@@ -86,5 +87,5 @@ class ScriptPolicy:
     async def after_stall(self, message_id: str, *, changed: bool) -> None:
         return None
 
-    async def afresh(self, stop: ev.StopReason, *, changed: bool) -> bool:
-        return False
+    async def afresh(self, stop: ev.StopReason, *, changed: bool) -> Afresh | None:
+        return None

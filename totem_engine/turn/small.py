@@ -14,7 +14,7 @@ earlier calls replayed as it wrote them (textcalls/fileblocks.py `as_written`) a
   going back to it (``done_after``);
 - one more ask when it stops having changed nothing after saying what it would change or after
   a request for a change, or repeats itself before changing anything (``after_stall``), and
-  another when a call it wrote could not be read (``asks_again``);
+  another when a call it wrote could not be read (``after_answer``);
 - a fresh attempt at the request when it ends with its change failing the tests or the checks,
   or sends the files back unchanged after they failed (``afresh``).
 """
@@ -34,17 +34,18 @@ from totem_engine.checks.python import PythonChecker
 from totem_engine.context import output_reserve
 from totem_engine.mentions import PROJECT_FILES_LIMIT, mentions, project_files
 from totem_engine.prompt_files import prompt
-from totem_engine.providers.base import ToolCall, ToolSpec
 from totem_engine.providers.capabilities import CapabilityRecord, detect_prose_edit
 from totem_engine.store import new_id
 from totem_engine.textcalls import FILE_BLOCK_TOOLS, as_written, looks_like_a_call, small_tool_prompt
 from totem_engine.tools.base import Action, ToolContext, ToolResult
 from totem_engine.tools.freshness import content_hash, mark_seen, mark_seen_in
 from totem_engine.turn.host import PolicyHost
+from totem_engine.turn.policy import Afresh, AfterAnswer, AskAgain, Finish
 from totem_engine.turn.round import Round
 from totem_engine.turn.stream import FileBlocks
 from totem_engine.turn.unmade import UnmadeChange, asks_for_a_change
 from totem_engine.verify import MAX_RUNS, TEST_RUN, find_test_command, is_test_file, passed
+from totem_engine.vocab.tools import ToolCall, ToolSpec
 
 DEFAULT_WINDOW = 8192  # tokens, when the model's window is not known
 # A fresh attempt's sampling temperature, when the configured one is lower: at 0 the same request
@@ -153,7 +154,7 @@ class SmallModelPolicy:
             mark_seen_in(turn.state.reads, rel, data)
             turn.state.reads.shown[rel] = content_hash(data)
 
-    async def asks_again(self, reply: str, message_id: str, *, changed: bool, malformed: bool) -> bool:
+    async def after_answer(self, reply: str, message_id: str, *, changed: bool, malformed: bool) -> AfterAnswer:
         """After an answer without calls (``reply``, in message ``message_id``): whether it is
         asked again, to write a call it got wrong (``malformed``: a json fence naming a tool that
         did not parse, as ``"arguments": [...]``, or a fenced call of a tool that does not exist;
@@ -161,18 +162,18 @@ class SmallModelPolicy:
         (unmade.UnmadeChange). The answer asked again for is discarded (kept in the store, as
         a retried step's): shown it, the model wrote it again word for word."""
         if not self.writes_blocks:
-            return False
+            return Finish()
         if (malformed or looks_like_a_call(reply)) and self.attempt.malformed_asks > 0:
             self.attempt.malformed_asks -= 1
             tools = ", ".join(spec.name for spec in self.turn.specs if spec.name not in FILE_BLOCK_TOOLS)
             notice = "The model's tool call could not be read; it is asked to write it again."
             await self._ask_again(message_id, "malformed_call.txt", notice, tools=tools)
-            return True
+            return AskAgain()
         requested = asks_for_a_change(self.turn.text)
         if not self.attempt.unmade.nudge(reply, changed=changed, prose_edit=detect_prose_edit(reply), requested=requested):
-            return False
+            return Finish()
         await self._ask_again(message_id, "unmade_change.txt", "The model changed no file; it is asked to make the change.")
-        return True
+        return AskAgain()
 
     async def after_stall(self, message_id: str, *, changed: bool) -> None:
         """After a round of calls (in message ``message_id``) that brought nothing new: a request
@@ -226,7 +227,7 @@ class SmallModelPolicy:
     def _may_start_afresh(self) -> bool:
         return self.writes_blocks and self.attempt.number <= self.turn.agent.config.fresh_attempts
 
-    async def afresh(self, stop: ev.StopReason, *, changed: bool) -> bool:
+    async def afresh(self, stop: ev.StopReason, *, changed: bool) -> Afresh | None:
         """After an attempt that ended ``stop`` (``changed``: having changed a file): whether the
         request is tried afresh, at most ``fresh_attempts`` times a turn. It is when the attempt
         failed at a change (``_failed_at_a_change``). The files the turn changed are put back
@@ -237,14 +238,14 @@ class SmallModelPolicy:
         request did the task."""
         turn, agent = self.turn, self.turn.agent
         if stop not in ("finished", "guard") or turn.calls.guards.rejections or not self._may_start_afresh:
-            return False  # rejected calls: the user is saying no, not the tests
+            return None  # rejected calls: the user is saying no, not the tests
         if not await self._failed_at_a_change(changed):
-            return False
+            return None
         outcomes = await agent.snapshots.restore_turn(
             agent.workspace, session_id=turn.session_id, turn_id=turn.turn_id, root=agent.root
         )
         if any(outcome.action == "conflict" for outcome in outcomes):
-            return False
+            return None
         for outcome in outcomes:
             if outcome.action == "deleted":
                 turn.state.reads.seen.pop(outcome.path, None)
@@ -255,13 +256,12 @@ class SmallModelPolicy:
             if message.turn_id == turn.turn_id and message.id != turn.user_message and not said:
                 await agent.store.discard_message_parts(message.id)
         self.attempt = _Attempt(self.attempt.number + 1)
-        turn.start_afresh(temperature=max(turn.temperature or 0.0, FRESH_TEMPERATURE), seed=self.attempt.number)
         put_back = f"put {', '.join(o.path for o in outcomes)} back and " if outcomes else ""
-        await turn.notice(
+        notice = (
             f"The model's attempt still fails the project's tests or checks; Totem {put_back}asks it afresh"
             f" (attempt {self.attempt.number} of {agent.config.fresh_attempts + 1})."
         )
-        return True
+        return Afresh(temperature=FRESH_TEMPERATURE, seed=self.attempt.number, notice=notice)
 
     async def _failed_at_a_change(self, changed: bool) -> bool:
         """The attempt was for a change (it made one, or the request asks for one) and its last

@@ -16,19 +16,18 @@ from dataclasses import dataclass
 import anyio
 
 from totem_engine.api import events as ev
-from totem_engine.providers.base import (
+from totem_engine.providers.base import Provider
+from totem_engine.vocab.chat import (
     ChatRequest,
     FinishChunk,
-    Provider,
     ReasoningChunk,
     StateChunk,
     StreamChunk,
     TextChunk,
-    ToolCall,
     ToolCallChunk,
-    ToolSpec,
     UsageChunk,
 )
+from totem_engine.vocab.tools import ToolCall, ToolSpec
 from totem_engine.textcalls import TextCallStats, text_tool_calls, think_filter
 from totem_engine.store import DeferredWrites, new_id
 from totem_engine.turn.repetition import RepetitionDetector

@@ -1,6 +1,6 @@
 """A sub-agent's run, for the ``task`` tool (tools/task.py): a nested turn in a fresh context.
 
-The nested turn is an ordinary ``Turn`` of the project as ``Agent.nested`` gives it: its own store
+The nested turn is an ordinary ``Turn`` (made by ``start``) of the project as ``Agent.nested`` gives it: its own store
 in a temporary folder (its thread: the messages start empty, so the model sees only the task),
 the agent's tools (never ``task``), the project's rules with the agent's own after them, its step
 limit, its prompt in place of ``base.txt`` (environment, AGENTS.md and skills as for any turn), and
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from totem_engine.api import events as ev
@@ -41,7 +42,7 @@ class Parent(Protocol):
 
     agent: _Project
     frontend: FrontEnd
-    options: Any  # loop.TurnOptions: copied with the agent's own limit and prompt
+    options: Any  # terms.TurnOptions: copied with the agent's own limit and prompt
     session_id: str
     turn_id: str
     model: str
@@ -49,10 +50,12 @@ class Parent(Protocol):
 
 
 class SubAgents:
-    """Runs agents for one turn (``tools.task.Delegate``)."""
+    """Runs agents for one turn (``tools.task.Delegate``); ``start`` makes a turn of a project
+    (``loop.Turn``: called as ``start(project, prompt, frontend, ...)``)."""
 
-    def __init__(self, parent: Parent):
+    def __init__(self, parent: Parent, *, start: Callable[..., Any]):
         self.parent = parent
+        self.start = start
 
     def model_for(self, definition: AgentDefinition) -> tuple[str, list[str]]:
         """The model the agent runs on, and the note saying why it is not its own."""
@@ -89,8 +92,8 @@ class SubAgents:
                 )
                 nested = project.nested(store=store, tools=tools, rules=[*project.rules, *definition.rules()])
                 nested.notices.extend(notes)
-                turn = nested.turn(
-                    prompt, frontend, session_id=session.id, model=model, options=options, session=session, turn_id=parent.turn_id
+                turn = self.start(
+                    nested, prompt, frontend, session_id=session.id, model=model, options=options, session=session, turn_id=parent.turn_id
                 )
                 parent.children.append(turn)
                 try:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
-from totem_engine.tools.paths import relative
+from totem_engine.workspace.paths import relative
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,11 @@ import difflib
 import os
 from pathlib import Path
 
-from totem_engine.tools.base import BoundaryError, ToolError
+from totem_engine.vocab.tools import ToolError
+
+
+class BoundaryError(ToolError):
+    """A path that leaves the project. A hard deny: no permission rule lifts it."""
 
 
 def resolve_in_project(root: Path, path: str) -> Path:

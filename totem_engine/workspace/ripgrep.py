@@ -20,7 +20,7 @@ from typing import IO
 import anyio
 from anyio.abc import ByteReceiveStream
 
-from totem_engine.tools.walk import start_rules
+from totem_engine.workspace.walk import start_rules
 
 # .gitignore only: no .ignore, global or exclude files, no config file, with or without git.
 FLAGS = ("--no-config", "--no-require-git", "--no-ignore-dot", "--no-ignore-exclude", "--no-ignore-global")

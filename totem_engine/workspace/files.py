@@ -2,7 +2,7 @@
 
 ``DiskWorkspace`` reads and writes the disk. The language server supplies its own Workspace that
 overlays the editor's open buffers, so no tool touches the disk directly. Paths given to a
-Workspace are absolute and already confined to the project (tools.paths).
+Workspace are absolute and already confined to the project (workspace.paths).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Protocol
 
 import anyio
 
-from totem_engine.tools import temp_journal
+from totem_engine.workspace import temp_journal
 
 
 @dataclass(frozen=True)
