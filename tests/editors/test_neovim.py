@@ -21,6 +21,7 @@ import pytest
 
 from tests.editors.neovim import Neovim, nvim_binary
 from tests.editors.scenario import EDITED, NEW, OLD, ORIGINAL
+from tests.editors.terminal_png import save
 from tests.support.images import b64, image_urls, png
 from tests.support.model_server import (
     ModelServer,
@@ -106,6 +107,9 @@ def neovim(tmp_path, project, model, config_extra):
     editor.start("controllers/api.js")
     yield editor
     editor.stop()
+
+
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 def save_artifact(name: str, text: str) -> Path:
@@ -1091,6 +1095,8 @@ def test_fork_from_the_message_under_the_cursor_and_as_it_stands(neovim, project
     told = [m for m in nv.lua("return _G.notified") if "fork" in m]
     assert told == [f'Totem: this chat is a fork of {original} "What does hello do?", up to message 1'], told
     save_artifact("neovim-fork.txt", nv.capture() or "\n".join(lines))
+    if os.environ.get("TOTEM_DOCS_SCREENSHOTS") and nv.tmux:
+        save(nv.capture(colours=True), DOCS_IMAGES / "neovim-fork.png", nv.size)
 
     # From the file's window, the first chat's session as it stands: both exchanges.
     nv.lua("require('totem.chat').show(require('totem.chat').chats[1])"

@@ -272,6 +272,8 @@
       vscode.postMessage({ type: "retry", text: button.dataset.text });
     } else if (button.classList.contains("rewind")) {
       vscode.postMessage({ type: "rewind", messageId: button.dataset.message });
+    } else if (button.classList.contains("fork")) {
+      vscode.postMessage({ type: "fork", messageId: button.dataset.message });
     } else if (button.classList.contains("regenerate")) {
       follow = true;
       vscode.postMessage({ type: "regenerate", requestId: button.closest(".model").dataset.request });
