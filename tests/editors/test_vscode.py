@@ -478,6 +478,7 @@ def _assert_forks(seen: dict, project: Path, env: dict) -> None:
     assert all("Fork" in a and "Rewind" in a for a in r["forkButtons"]) and len(r["forkButtons"]) == 2, r["forkButtons"]
     before, fork, whole = r["beforeFork"], r["fork"], r["forkWhole"]
     assert fork["current"] == before["tabs"] and whole["current"] == before["tabs"] + 1, (before, fork, whole)
+    assert fork["inStrip"], "the fork's tab is not scrolled into the tab strip"
     assert [u["text"] for u in fork["users"]] == [before["users"][0]["text"]], fork["users"]
     assert any(REVIEW_ANSWER in a for a in fork["answers"]) and not any(STILL_ANSWER in a or REVIEW_SECOND in a for a in fork["answers"]), fork
     assert "a fork of" in fork["status"] and "up to that message" in fork["status"], fork["status"]
@@ -489,6 +490,7 @@ def _assert_forks(seen: dict, project: Path, env: dict) -> None:
     forked_id, whole_id = holding[fork["users"][0]["id"]], holding[whole["users"][0]["id"]]
     assert len({original_id, forked_id, whole_id}) == 3
     original, forked, copied = sessions[original_id], sessions[forked_id], sessions[whole_id]
+    assert fork["status"].endswith(f"({original_id})"), fork["status"]
     # The fork: copies of the original's branch up to the end of the first exchange.
     assert forked["session"]["parentId"] == original_id
     at = forked["session"]["forkedFromMessage"]

@@ -527,7 +527,7 @@ export class TotemExtension implements vscode.Disposable {
       this.refresh(true);
       await this.view.reveal();
       const title = chat.title ? ` “${chat.title}”` : "";
-      void vscode.window.setStatusBarMessage(`Totem: this chat is a fork of${title} (${sessionId}), ${messageId ? "up to that message" : "as it stood"}.`, 8000);
+      void vscode.window.setStatusBarMessage(`Totem: this chat is a fork of${title} ${messageId ? "up to that message" : "as it stood"} (${sessionId})`, 8000);
     } catch (error) {
       this.showError("Totem: fork failed", error);
     }

@@ -491,6 +491,11 @@ async function review21(page, args) {
     users: await userMessages(),
     answers: await frame.locator(".msg.answer").allInnerTexts(),
     status: await forkStatus.waitFor({ timeout: 5000 }).then(() => forkStatus.innerText(), () => ""),
+    // The new tab is scrolled into the strip.
+    inStrip: await frame.locator("#tabs .tab.current").evaluate((t) => {
+      const bar = t.parentElement.getBoundingClientRect(), tab = t.getBoundingClientRect();
+      return tab.left >= bar.left - 1 && tab.right <= bar.right + 1;
+    }),
   };
   await shot("vscode-fork.png");
   await tabs.nth(original).click();
