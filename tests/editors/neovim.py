@@ -197,12 +197,12 @@ class Neovim:
         except Exception as exc:  # noqa: BLE001 - diagnostics only
             return f"(no messages: {exc})"
 
-    def capture(self) -> str | None:
-        """What the terminal shows (tmux only)."""
+    def capture(self, colours: bool = False) -> str | None:
+        """What the terminal shows (tmux only); with ``colours``, with its SGR escapes."""
         if not self.tmux:
             return None
-        out = subprocess.run([self.tmux, "-S", str(self.tmux_socket), "capture-pane", "-p", "-t", "0"],
-                             capture_output=True, text=True, timeout=5)
+        out = subprocess.run([self.tmux, "-S", str(self.tmux_socket), "capture-pane", "-p", *(["-e"] if colours else []),
+                              "-t", "0"], capture_output=True, text=True, timeout=5)
         return out.stdout
 
 

@@ -21,6 +21,7 @@ import pytest
 
 from tests.editors.neovim import Neovim, nvim_binary
 from tests.editors.scenario import EDITED, NEW, OLD, ORIGINAL
+from tests.editors.terminal_png import save
 from tests.support.images import b64, image_urls, png
 from tests.support.model_server import (
     ModelServer,
@@ -106,6 +107,9 @@ def neovim(tmp_path, project, model, config_extra):
     editor.start("controllers/api.js")
     yield editor
     editor.stop()
+
+
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 def save_artifact(name: str, text: str) -> Path:
@@ -1041,6 +1045,70 @@ def test_regenerate_variants_mode_context_line_and_mention_completion(neovim, pr
             "the second chat's turn, in its own buffer")
     assert "Other answer." not in nv.lua(CHAT_LINES) and "Another topic" not in nv.lua(CHAT_LINES)
     assert not (project / "other.txt").exists()
+
+
+# A session's conversation through the server (totem/session): each message's role and text.
+STORED = ("local c = vim.lsp.get_clients({ name = 'totem' })[1]"
+          " local r = c:request_sync('totem/session', { sessionId = ... }, 5000)"
+          " local out = {} for _, m in ipairs(r.result.messages) do local text = ''"
+          "   for _, p in ipairs(m.parts) do if p.type == 'text' then text = text .. p.data.text end end"
+          "   table.insert(out, { id = m.id, role = m.role, text = text }) end return out")
+LISTED = ("local c = vim.lsp.get_clients({ name = 'totem' })[1]"
+          " local r = c:request_sync('totem/sessions', vim.empty_dict(), 5000)"
+          " return vim.tbl_map(function(s) return s.sessionId end, r.result)")
+
+
+def test_fork_from_the_message_under_the_cursor_and_as_it_stands(neovim, project, model):
+    """:TotemFork with the cursor on the first of two exchanges: a new session (listed by the
+    server) holding copies of that request and its whole answer (a read, then the text), shown in
+    a chat of its own, the user told what it forked; the original keeps both. From outside the
+    chat, :TotemFork copies the conversation as it stands."""
+    nv = neovim
+    model.enqueue(tool_reply([("read", {"path": "controllers/api.js"})]))
+    model.enqueue(text_reply("It greets the world."))
+    model.enqueue(text_reply("Nothing else."))
+    wait_for_client(nv)
+    # Recorded, and still shown on the command line (the capture has it).
+    nv.lua("local shown = vim.notify " + NOTIFIED.replace("end", "shown(msg) end"))
+    nv.command("TotemAsk What does hello do?")
+    wait_idle(nv, "the first answer", "It greets the world.")
+    nv.command("TotemAsk Anything else?")
+    wait_idle(nv, "the second answer", "Nothing else.")
+    original = nv.lua("return require('totem.chat').state.session")
+    stored = nv.lua(STORED, original)
+    assert [m["role"] for m in stored] == ["user", "assistant", "assistant", "user", "assistant"], stored
+
+    # The cursor in the first answer: the fork ends with that answer.
+    first_you = nv.lua(CHAT_LINES).index("## You")
+    nv.lua(WINDOW_OF_CHAT + " vim.api.nvim_set_current_win(win) vim.api.nvim_win_set_cursor(win, { ... , 0 })", first_you + 3)
+    nv.command("TotemFork")
+    forked = nv.wait(lambda: nv.lua("local s = require('totem.chat').state return s.n == 2 and s.session"), "the fork's chat")
+    assert forked != original and forked in nv.lua(LISTED)
+    copied = nv.lua(STORED, forked)
+    assert [(m["role"], m["text"]) for m in copied] == [(m["role"], m["text"]) for m in stored[:3]], copied
+    assert not {m["id"] for m in copied} & {m["id"] for m in stored}
+    assert nv.lua(STORED, original) == stored
+    lines = nv.wait(lambda: chat_holding(nv, "It greets the world."), "the fork's conversation in its chat")
+    assert lines.count("## You") == 1 and "Nothing else." not in lines and "What does hello do?" in lines, lines
+    assert nv.lua("return vim.api.nvim_buf_get_name(0)") == "totem://chat/2"
+    assert nv.lua(WINBAR).startswith(" Totem 2/2"), nv.lua(WINBAR)
+    told = [m for m in nv.lua("return _G.notified") if "fork" in m]
+    assert told == [f'Totem: this chat is a fork of {original} "What does hello do?", up to message 1'], told
+    save_artifact("neovim-fork.txt", nv.capture() or "\n".join(lines))
+    if os.environ.get("TOTEM_DOCS_SCREENSHOTS") and nv.tmux:
+        save(nv.capture(colours=True), DOCS_IMAGES / "neovim-fork.png", nv.size)
+
+    # From the file's window, the first chat's session as it stands: both exchanges.
+    nv.lua("require('totem.chat').show(require('totem.chat').chats[1])"
+           " for _, w in ipairs(vim.api.nvim_list_wins()) do"
+           "   if vim.bo[vim.api.nvim_win_get_buf(w)].buftype == '' then return vim.api.nvim_set_current_win(w) end end")
+    assert nv.lua("return vim.bo.buftype") == ""
+    nv.command("TotemFork")
+    whole = nv.wait(lambda: nv.lua("local s = require('totem.chat').state return s.n == 3 and s.session"), "the second fork's chat")
+    assert whole not in (original, forked) and whole in nv.lua(LISTED)
+    assert [(m["role"], m["text"]) for m in nv.lua(STORED, whole)] == [(m["role"], m["text"]) for m in stored]
+    assert "Nothing else." in nv.wait(lambda: chat_holding(nv, "Nothing else."), "the whole conversation in the third chat")
+    assert nv.lua("return _G.notified")[-1] == f'Totem: this chat is a fork of {original} "What does hello do?", as it stood'
 
 
 # The pending attachments of the chat: the labels of its virtual lines.

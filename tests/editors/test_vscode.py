@@ -395,6 +395,7 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         _assert_rough_edges(seen, project, model)
         _assert_background_job(seen, job_command)
         _assert_review(seen, project, model)
+        _assert_forks(seen, project, env)
         assert model.pending == 0
 
 
@@ -443,6 +444,68 @@ def _assert_review(seen: dict, project: Path, model: ModelServer) -> None:
     assert r["inputAfterRewind"] == f"Tidy @{REVIEW_FILE} please"
     for name in ("vscode-review.png", "vscode-review-left.png", "vscode-variants.png", "vscode-mention.png", "vscode-tabs.png"):
         assert (ARTIFACTS / name).stat().st_size > 10_000, name
+
+
+def _stored(project: Path, env: dict) -> dict[str, dict]:
+    """The project's sessions as the store holds them (``totem sessions export``), by id."""
+    def totem(*args: str) -> str:
+        run = subprocess.run([_totem(), "sessions", *args], env=env, capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+    ids = [line.split("\t")[0] for line in totem("list", "--cwd", str(project)).splitlines() if line]
+    return {i: json.loads(totem("export", i)) for i in ids}
+
+
+def _branch(export: dict, last: str) -> list[dict]:
+    """The messages of ``export`` on the branch that ends at ``last``, oldest first."""
+    by_id = {m["id"]: m for m in export["messages"]}
+    branch = []
+    while last:
+        branch.append(by_id[last])
+        last = by_id[last]["parentId"]
+    return branch[::-1]
+
+
+def _content(messages: list[dict]) -> list:
+    return [(m["role"], [(p["type"], (p["data"] or {}).get("text")) for p in m["parts"]]) for m in messages]
+
+
+def _assert_forks(seen: dict, project: Path, env: dict) -> None:
+    """Fork on the mention's message: a new session holding that request and its whole answer
+    (the answer shown, not the other variant, nor what followed), shown in a tab of its own;
+    "Totem: Fork Session": the conversation as it stood. The original keeps its messages."""
+    r = seen["review"]
+    assert all("Fork" in a and "Rewind" in a for a in r["forkButtons"]) and len(r["forkButtons"]) == 2, r["forkButtons"]
+    before, fork, whole = r["beforeFork"], r["fork"], r["forkWhole"]
+    assert fork["current"] == before["tabs"] and whole["current"] == before["tabs"] + 1, (before, fork, whole)
+    assert fork["inStrip"], "the fork's tab is not scrolled into the tab strip"
+    assert [u["text"] for u in fork["users"]] == [before["users"][0]["text"]], fork["users"]
+    assert any(REVIEW_ANSWER in a for a in fork["answers"]) and not any(STILL_ANSWER in a or REVIEW_SECOND in a for a in fork["answers"]), fork
+    assert "a fork of" in fork["status"] and "up to that message" in fork["status"], fork["status"]
+    assert [u["text"] for u in whole["users"]] == [u["text"] for u in before["users"]], whole["users"]
+
+    sessions = _stored(project, env)
+    holding = {m["id"]: sid for sid, e in sessions.items() for m in e["messages"]}
+    original_id = holding[before["users"][0]["id"]]
+    forked_id, whole_id = holding[fork["users"][0]["id"]], holding[whole["users"][0]["id"]]
+    assert len({original_id, forked_id, whole_id}) == 3
+    original, forked, copied = sessions[original_id], sessions[forked_id], sessions[whole_id]
+    assert fork["status"].endswith(f"({original_id})"), fork["status"]
+    # The fork: copies of the original's branch up to the end of the first exchange.
+    assert forked["session"]["parentId"] == original_id
+    at = forked["session"]["forkedFromMessage"]
+    kept = _branch(original, at)
+    assert kept[0]["id"] == before["users"][0]["id"] and [m["role"] for m in kept].count("user") == 1, kept
+    assert REVIEW_ANSWER in json.dumps(kept[-1]) and REVIEW_SECOND not in json.dumps(kept), kept[-1]
+    after = [m for m in original["messages"] if m["parentId"] == at and m["role"] == "user"]
+    assert after and STILL_Q in json.dumps(after[0]), "the fork did not end where the next request starts"
+    assert _content(forked["messages"]) == _content(kept)
+    assert not {m["id"] for m in forked["messages"]} & {m["id"] for m in original["messages"]}
+    # The palette's fork: the whole conversation as it stood (the rewind came after).
+    assert copied["session"]["parentId"] == original_id
+    assert STILL_ANSWER in json.dumps(copied["messages"][-1]), copied["messages"][-1]
+    assert _content(copied["messages"]) == _content(_branch(original, copied["session"]["forkedFromMessage"]))
+    assert (ARTIFACTS / "vscode-fork.png").stat().st_size > 10_000
 
 
 def _assert_background_job(seen: dict, command: str) -> None:

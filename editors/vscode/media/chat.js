@@ -272,6 +272,8 @@
       vscode.postMessage({ type: "retry", text: button.dataset.text });
     } else if (button.classList.contains("rewind")) {
       vscode.postMessage({ type: "rewind", messageId: button.dataset.message });
+    } else if (button.classList.contains("fork")) {
+      vscode.postMessage({ type: "fork", messageId: button.dataset.message });
     } else if (button.classList.contains("regenerate")) {
       follow = true;
       vscode.postMessage({ type: "regenerate", requestId: button.closest(".model").dataset.request });
@@ -290,6 +292,7 @@
   $("model").addEventListener("change", () => vscode.postMessage({ type: "setModel", model: $("model").value }));
   $("mode").addEventListener("change", () => vscode.postMessage({ type: "setMode", mode: $("mode").value }));
 
+  let shownTab;
   function drawTabs(tabs) {
     const bar = $("tabs");
     bar.hidden = tabs.length < 2;
@@ -312,6 +315,14 @@
         return tab;
       }),
     );
+    // A chat that became the shown one (a fork, a reopened session: added at the end) is
+    // scrolled into the strip once.
+    const current = tabs.find((t) => t.current);
+    if (current && current.key !== shownTab) {
+      shownTab = current.key;
+      const tab = bar.querySelector(".tab.current");
+      if (tab && !bar.hidden) tab.scrollIntoView({ block: "nearest", inline: "nearest" });
+    }
   }
 
   function drawPickers(state) {

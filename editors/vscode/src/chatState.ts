@@ -15,6 +15,8 @@ export type Entry =
       chips?: string[];
       /** The stored message (known once the turn is stored): what rewind and regenerate take. */
       messageId?: string;
+      /** The last stored message of its exchange (its answer's last): what Fork copies up to. */
+      exchangeEnd?: string;
       /** The images sent with it, as `data:` URLs to draw. */
       images?: { name: string; src: string }[];
     }
@@ -318,14 +320,17 @@ export class ChatState {
       ended = undefined;
       variant = undefined;
     };
+    let request: Extract<Entry, { type: "user" }> | undefined;
     for (const message of history.messages) {
       if (message.role === "user") {
         footer();
         failed = undefined;
         requestId = message.id;
-        this.entries.push({ ...userEntry(message.parts), ...(message.id ? { messageId: message.id } : {}) });
+        request = { ...userEntry(message.parts), ...(message.id ? { messageId: message.id, exchangeEnd: message.id } : {}) };
+        this.entries.push(request);
         continue;
       }
+      if (request && message.id) request.exchangeEnd = message.id;
       if (message.variant) variant = message.variant;
       for (const part of message.parts) {
         if (part.discarded) continue;

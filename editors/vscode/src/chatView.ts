@@ -15,6 +15,7 @@ export type ViewMessage =
   | { type: "setModel"; model: string }
   | { type: "setMode"; mode: Mode }
   | { type: "rewind"; messageId: string }
+  | { type: "fork"; messageId: string }
   | { type: "retry"; text?: string }
   | { type: "regenerate"; requestId: string }
   | { type: "variant"; requestId: string; index: number }

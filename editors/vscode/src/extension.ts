@@ -506,6 +506,33 @@ export class TotemExtension implements vscode.Disposable {
     }
   }
 
+  /** A new session (`totem/fork`) holding the chat's conversation up to `messageId` (a message's
+   * Fork: the end of its answer), else as it stands; it opens in a tab of its own, as a session
+   * picked in the list does. The original is unchanged. */
+  async fork(messageId?: string): Promise<void> {
+    const chat = this.state;
+    const sessionId = chat.sessionId;
+    if (!sessionId) {
+      void vscode.window.showInformationMessage("Totem: no session to fork in this chat.");
+      return;
+    }
+    if (chat.busy) {
+      void vscode.window.showInformationMessage("Totem is still working on the last message. Stop it first (Totem: Abort).");
+      return;
+    }
+    try {
+      const totem = await this.start();
+      const forked = await totem.fork(sessionId, messageId);
+      this.chats.open(await totem.session(forked.sessionId));
+      this.refresh(true);
+      await this.view.reveal();
+      const title = chat.title ? ` “${chat.title}”` : "";
+      void vscode.window.setStatusBarMessage(`Totem: this chat is a fork of${title} ${messageId ? "up to that message" : "as it stood"} (${sessionId})`, 8000);
+    } catch (error) {
+      this.showError("Totem: fork failed", error);
+    }
+  }
+
   async ask(withSelection: boolean): Promise<void> {
     const editor = vscode.window.activeTextEditor;
     let context: ChatParams["context"];
@@ -746,6 +773,8 @@ export class TotemExtension implements vscode.Disposable {
         return this.setMode(m.mode);
       case "rewind":
         return this.rewind(m.messageId);
+      case "fork":
+        return this.fork(m.messageId);
       case "retry":
         return m.text ? this.send(m.text) : this.retry();
       case "regenerate":
@@ -828,6 +857,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<TotemE
   register("totem.undo", () => ext.undoRedo("Undo"));
   register("totem.redo", () => ext.undoRedo("Redo"));
   register("totem.sessions", () => ext.sessions());
+  register("totem.fork", () => ext.fork());
   register("totem.newChat", () => ext.newChat());
   register("totem.selectModel", () => ext.selectModel());
   register("totem.agents", () => ext.agents());

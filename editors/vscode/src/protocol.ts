@@ -298,6 +298,11 @@ export class TotemClient {
     return this.connection.sendRequest<VariantInfo>("totem/variant", { sessionId, messageId, index });
   }
 
+  /** A new session holding the conversation up to and including `messageId` (default: as it stands). */
+  fork(sessionId: string, messageId?: string): Promise<{ sessionId: string }> {
+    return this.connection.sendRequest<{ sessionId: string }>("totem/fork", messageId ? { sessionId, messageId } : { sessionId });
+  }
+
   /** Completion of mentions and slash commands in the chat input; `position` is a UTF-16 offset. */
   complete(text: string, position: number, sessionId?: string, uri?: string): Promise<Completions> {
     return this.connection.sendRequest<Completions>("totem/complete", { text, position, ...(sessionId ? { sessionId } : {}), ...(uri ? { uri } : {}) });

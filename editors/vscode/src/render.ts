@@ -93,8 +93,12 @@ function renderOne(e: Entry, index: number, entries: Entry[]): string {
     case "user": {
       const chips = (e.chips ?? []).map((c) => `<span class="chip mention" title="Attached for the model">${escapeHtml(c)}</span>`).join("");
       // Rewind: the conversation (and, if the user says so, the files) back to before this message.
+      // Fork: a new session with the conversation up to this message and its answer.
+      const fork = e.exchangeEnd
+        ? `<button class="fork icon" data-message="${escapeHtml(e.exchangeEnd)}" title="A new session with the conversation up to this message and its answer">⎇ Fork</button>`
+        : "";
       const rewind = e.messageId
-        ? `<div class="msg-actions"><button class="rewind icon" data-message="${escapeHtml(e.messageId)}" title="Rewind to before this message">↶ Rewind</button></div>`
+        ? `<div class="msg-actions"><button class="rewind icon" data-message="${escapeHtml(e.messageId)}" title="Rewind to before this message">↶ Rewind</button>${fork}</div>`
         : "";
       return (
         `<div class="msg user"${e.messageId ? ` data-message="${escapeHtml(e.messageId)}"` : ""}>` +

@@ -183,6 +183,35 @@ describe("issue 21 against totem lsp", () => {
     assert.equal(state.plainText(), "> Remember notes.txt\nNoted.\n— sim/test-model");
   });
 
+  it("forks from a message: a new session up to the end of its answer, the original unchanged", async () => {
+    server.model.enqueue(toolReply([["read", { path: "notes.txt" }]]));
+    server.model.enqueue(textReply("It says one."));
+    const first = await server.totem.chat({ text: "What is in notes.txt?" });
+    server.model.enqueue(textReply("Nothing more."));
+    await server.totem.chat({ text: "And then?", sessionId: first.sessionId });
+    const original = await server.totem.session(first.sessionId);
+    const state = await load(first.sessionId);
+    const asked = state.entries.find((e) => e.type === "user") as any;
+    // The first exchange: the request, the read's step and the answer's.
+    assert.equal(asked.exchangeEnd, original.messages[2].id);
+    assert.equal(original.messages[3].role, "user");
+    assert.match(viewModel(state, "idle").html, new RegExp(`<button class="fork icon" data-message="${asked.exchangeEnd}"`));
+
+    const forked = await server.totem.fork(first.sessionId, asked.exchangeEnd);
+    assert.notEqual(forked.sessionId, first.sessionId);
+    assert.ok((await server.totem.sessions()).some((s) => s.sessionId === forked.sessionId));
+    const copy = await server.totem.session(forked.sessionId);
+    const shape = (m: any) => [m.role, m.parts.map((p: any) => [p.type, p.data?.text ?? null])];
+    assert.deepEqual(copy.messages.map(shape), original.messages.slice(0, 3).map(shape));
+    const shown = (await load(forked.sessionId)).plainText();
+    assert.match(shown, /^> What is in notes\.txt\?$/m);
+    assert.match(shown, /It says one\.\n— sim\/test-model$/);
+    assert.doesNotMatch(shown, /And then\?/);
+    assert.equal((await server.totem.session(first.sessionId)).messages.length, original.messages.length);
+    const whole = await server.totem.fork(first.sessionId);
+    assert.deepEqual((await server.totem.session(whole.sessionId)).messages.map(shape), original.messages.map(shape));
+  });
+
   it("retries a failed turn without sending the request again", async () => {
     server.model.enqueueStatus(401, "Incorrect API key provided");
     const failed = await server.totem.chat({ text: "Try it" });

@@ -360,7 +360,7 @@ async function backgroundJob(page, args) {
 // Issue 21 in a new chat: an @file mention completed and shown as a chip, a two-hunk change
 // reviewed in the diff editor (one hunk left with its code lens, the other taken), regenerate
 // and the variant switcher, the context ring, the mode picker and the tabs, the server killed
-// and the chat reattached, then a rewind that puts the file back.
+// and the chat reattached, two forks, then a rewind that puts the file back.
 async function review21(page, args) {
   const r = args.review;
   const out = (seen.review = {});
@@ -474,6 +474,42 @@ async function review21(page, args) {
   await frame.locator(".msg.answer", { hasText: r.stillAnswer }).waitFor({ timeout: 60000 });
   await frame.locator("#send:not([disabled])").waitFor();
   step("server restarted, session reattached");
+
+  // Fork from the mention's message: a tab of its own shows the new session, that exchange only;
+  // "Totem: Fork Session" forks the original as it stands. Then back to the original.
+  const tabs = frame.locator("#tabs .tab");
+  const original = await tabs.evaluateAll((all) => all.findIndex((t) => t.classList.contains("current")));
+  const userMessages = () => frame.locator(".msg.user").evaluateAll((all) => all.map((m) => ({ id: m.dataset.message, text: m.querySelector(".body").innerText.trim() })));
+  out.beforeFork = { users: await userMessages(), tabs: await tabs.count() };
+  out.forkButtons = await frame.locator(".msg.user .msg-actions").allInnerTexts();
+  await frame.locator(".msg.user .fork").first().click();
+  await frame.waitForFunction((n) => document.querySelectorAll("#tabs .tab").length === n + 1, out.beforeFork.tabs, { timeout: 15000 });
+  await frame.locator(".msg.answer", { hasText: r.answer }).waitFor({ timeout: 15000 });
+  const forkStatus = page.locator(".statusbar-item", { hasText: "fork of" }).first();
+  out.fork = {
+    current: await tabs.evaluateAll((all) => all.findIndex((t) => t.classList.contains("current"))),
+    users: await userMessages(),
+    answers: await frame.locator(".msg.answer").allInnerTexts(),
+    status: await forkStatus.waitFor({ timeout: 5000 }).then(() => forkStatus.innerText(), () => ""),
+    // The new tab is scrolled into the strip.
+    inStrip: await frame.locator("#tabs .tab.current").evaluate((t) => {
+      const bar = t.parentElement.getBoundingClientRect(), tab = t.getBoundingClientRect();
+      return tab.left >= bar.left - 1 && tab.right <= bar.right + 1;
+    }),
+  };
+  await shot("vscode-fork.png");
+  await tabs.nth(original).click();
+  await frame.locator(".msg.answer", { hasText: r.stillAnswer }).waitFor({ timeout: 10000 });
+  await runCommand(page, "Totem: Fork Session");
+  await frame.waitForFunction((n) => document.querySelectorAll("#tabs .tab").length === n + 2, out.beforeFork.tabs, { timeout: 15000 });
+  await frame.locator(".msg.answer", { hasText: r.stillAnswer }).waitFor({ timeout: 15000 });
+  out.forkWhole = {
+    current: await tabs.evaluateAll((all) => all.findIndex((t) => t.classList.contains("current"))),
+    users: await userMessages(),
+  };
+  await tabs.nth(original).click();
+  await frame.locator(".msg.answer", { hasText: r.stillAnswer }).waitFor({ timeout: 10000 });
+  step("forked");
 
   // Rewind to before the mention's message, files too: the file is as it was, the message back in the box.
   await frame.locator(".msg.user .rewind").first().click();

@@ -1,7 +1,8 @@
 -- The conversation of the current chat as a tree (docs/protocol.md): :TotemRewind (totem/rewind,
--- conflict-aware through its dryRun), :TotemRegenerate (totem/regenerate) and `[v` / `]v` on an
--- answer (totem/variant). Each acts on a request the chat shows (a "## You"), matched to the
--- session's stored requests by order; the chat is drawn again from the session afterwards.
+-- conflict-aware through its dryRun), :TotemRegenerate (totem/regenerate), `[v` / `]v` on an
+-- answer (totem/variant) and :TotemFork (totem/fork). Each acts on a request the chat shows (a
+-- "## You"), matched to the session's stored requests by order; the chat is drawn again from the
+-- session afterwards (a fork: the new session, in a chat of its own).
 local client = require('totem.client')
 local chat = require('totem.chat')
 
@@ -189,6 +190,58 @@ function M.switch_variant(delta)
       end
       chat.with(state, chat.reload, function()
         focus_request(state, index)
+      end)
+    end)
+  end)
+end
+
+--- The id of the last stored message of `request`'s exchange in `session`: its answer's last,
+--- the message before the next request the chat shows (or the conversation's last).
+local function exchange_end(session, requests, request)
+  local starts = {}
+  for _, r in ipairs(requests) do
+    starts[r.id] = true
+  end
+  local last, inside = nil, false
+  for _, message in ipairs(session.messages or {}) do
+    if starts[message.id] then
+      if inside then
+        break
+      end
+      inside = message.id == request.id
+    end
+    if inside then
+      last = message.id
+    end
+  end
+  return last
+end
+
+--- :TotemFork: a new session (totem/fork) holding the conversation up to the message under the
+--- cursor in the chat and its answer; elsewhere, the conversation as it stands. Its chat is shown,
+--- as :TotemSessions shows one, and the user is told which session it is a fork of.
+function M.fork()
+  local c, state = ready()
+  if not c then
+    return
+  end
+  local in_chat = vim.api.nvim_get_current_buf() == chat.with(state, chat.buf)
+  local index = in_chat and chat.with(state, chat.request_at_cursor) or nil
+  with_requests(c, state, function(requests, session)
+    local request = index and requests[index]
+    local params = { sessionId = state.session, messageId = request and exchange_end(session, requests, request) or nil }
+    client.request(c, 'totem/fork', params, function(err, result)
+      if err then
+        return fail('fork', err)
+      end
+      client.request(c, 'totem/session', { sessionId = result.sessionId }, function(err2, forked)
+        if err2 then
+          return fail('session', err2)
+        end
+        chat.open_session(forked, c.id, forked.model or state.model)
+        local title = (session.title ~= nil and session.title ~= '') and (' "' .. session.title .. '"') or ''
+        local upto = request and ('up to message %d'):format(index) or 'as it stood'
+        client.notify(('this chat is a fork of %s%s, %s'):format(state.session, title, upto))
       end)
     end)
   end)
