@@ -1,20 +1,20 @@
-"""``totem mcp serve`` over stdio, with the ``mcp`` package's client: the eight tools and nothing
+"""``totem mcp serve`` over stdio, with the ``mcp`` package's client: its tools and nothing
 of the agent's own; a prompt answered by the scripted model, its change in the diff, undo taking
 it back; an ask with nobody to ask ending the turn; no key in any result."""
 
 from __future__ import annotations
 
-from tests.mcp_server.conftest import API_KEY, EIGHT, error_text, result
+from tests.mcp_server.conftest import API_KEY, TOOLS, error_text, result
 from tests.support.model_server import text_reply, tool_reply
 
 AGENT_TOOLS = {"read", "write", "edit", "patch", "glob", "grep", "bash", "job", "terminal", "run_script", "fetch", "task", "todo", "ask", "skill"}
 
 
-async def test_the_eight_tools_each_with_a_schema_and_a_description_and_none_of_the_agents(served):
+async def test_the_tools_each_with_a_schema_and_a_description_and_none_of_the_agents(served):
     async with served.stdio() as client:
         listed = (await client.list_tools()).tools
     names = {tool.name for tool in listed}
-    assert names == EIGHT
+    assert names == TOOLS
     assert not names & AGENT_TOOLS
     for tool in listed:
         assert tool.input_schema["type"] == "object" and tool.output_schema["type"] == "object"
