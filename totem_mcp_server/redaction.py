@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from totem_engine.api.secrets import Config, KeyStoreError, api_key_for, redact, url_credentials
+from totem_engine.api.secrets import (
+    Config,
+    KeyStoreError,
+    api_key_for,
+    redact,
+    url_credentials,
+)
 
 
 class Redactor:

@@ -22,8 +22,8 @@ from anyio.abc import TaskGroup
 from totem_engine.api.engine import Engine
 from totem_engine.api.engines import Engines
 from totem_engine.api.errors import EngineError
-from totem_engine.api.running import Result, Running
 from totem_engine.api.history import Session
+from totem_engine.api.running import Result, Running
 from totem_mcp_server.redaction import Redactor
 
 HOLDER = "totem mcp serve"  # as a session's lease names this front end to another process
