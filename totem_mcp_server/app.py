@@ -1,6 +1,7 @@
-"""The MCP server: the eight tools (tools/) registered on the SDK's ``MCPServer``, each with its
-description from ``prompts/mcp_server/`` and every result and error cleared of keys
-(redaction.py). Nothing else is offered: no resources, no prompts, none of the agent's own tools.
+"""The MCP server: the tools (tools/) registered on the SDK's ``MCPServer``, each with its
+description from ``prompts/mcp_server/``, its failures worded by errors.py, and every result and
+error cleared of keys (redaction.py). Nothing else is offered: no resources, no prompts, none of
+the agent's own tools.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
-from totem_engine.prompt_files import prompt
+from totem_engine.api.prompts import prompt
+from totem_mcp_server.errors import error_text
 from totem_mcp_server.service import Service
 from totem_mcp_server.tools import TOOLS
 
@@ -33,15 +35,15 @@ def build(service: Service) -> MCPServer:
 
 
 def _cleared(run: Callable[..., Awaitable[BaseModel]], service: Service) -> Callable[..., Awaitable[BaseModel]]:
-    """``run`` with its result's strings and its errors' messages redacted. ``functools.wraps``
-    keeps its signature, which the SDK reads for the input schema."""
+    """``run`` with its result's strings redacted and its failures as tool errors (errors.py),
+    redacted too. ``functools.wraps`` keeps its signature, which the SDK reads for the input schema."""
 
     @functools.wraps(run)
     async def cleared(*args: Any, **kwargs: Any) -> BaseModel:
         try:
             result = await run(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - every failure becomes the tool's error, worded without keys
-            raise ToolError(service.redactor.text(str(exc) or type(exc).__name__)) from None
+            raise ToolError(service.redactor.text(error_text(exc))) from None
         return type(result).model_validate(service.redactor.value(result.model_dump()))
 
     return cleared

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import anyio
 
-from totem_engine.config import load_config
+from totem_engine.api.secrets import user_config
 from totem_mcp_server.app import build
 from totem_mcp_server.redaction import Redactor
 from totem_mcp_server.service import Service
@@ -44,15 +44,15 @@ async def serve(*, root: Path, config_file: Path | None, http: str | None) -> in
     # Before the SDK's own logging set-up (which only fills an empty root logger): warnings and
     # refusals on stderr, no per-request lines.
     logging.basicConfig(level=logging.WARNING, format="totem mcp serve: %(message)s", stream=sys.stderr)
-    loaded = load_config(None, config_file=config_file)
+    config = user_config(config_file)
     token = None
     if address is not None:
-        configured = loaded.config.mcp_serve_token
+        configured = config.mcp_serve_token
         token = configured.get_secret_value() if configured is not None else secrets.token_urlsafe(32)
         if configured is None:
             say(f"token {token}")  # printed this once; send it as Authorization: Bearer <token>
     redactor = Redactor(token)
-    redactor.learn(loaded.config)
+    redactor.learn(config)
     async with Service(root=root, config_file=config_file, redactor=redactor) as service:
         server = build(service)
         async with anyio.create_task_group() as group:

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from totem_engine.config import Config
-from totem_engine.keys import KeyStoreError, api_key_for
-from totem_engine.providers.http import redact, url_credentials
+from totem_engine.api.secrets import (
+    Config,
+    KeyStoreError,
+    api_key_for,
+    redact,
+    url_credentials,
+)
 
 
 class Redactor:

@@ -24,7 +24,10 @@ from tests.cli.conftest import Totem
 from tests.support.model_server import ModelServer
 
 API_KEY = "sk-secret-test-key"  # the test config's provider key (tests/cli/conftest.py)
-EIGHT = {"list_projects", "list_sessions", "read_session", "start_session", "send_prompt", "abort_turn", "session_diff", "undo_turn"}
+TOOLS = {
+    "list_projects", "list_sessions", "read_session", "start_session", "send_prompt", "retry_turn", "abort_turn",
+    "session_diff", "undo_turn", "redo_turn", "rewind", "fork_session",
+}
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.mcp_server.conftest import EIGHT, result
+from tests.mcp_server.conftest import TOOLS, result
 from tests.support.model_server import text_reply
 
 INITIALIZE = {
@@ -21,7 +21,7 @@ async def test_over_http_with_the_printed_token_a_prompt_gets_the_models_answer(
     with served.http() as server:
         assert server.token and server.url.startswith("http://127.0.0.1:") and server.url.endswith("/mcp")
         async with served.http_client(server.url, server.token) as client:
-            assert {tool.name for tool in (await client.list_tools()).tools} == EIGHT
+            assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS
             session_id = result(await client.call_tool("start_session", {}))["session_id"]
             answer = result(await client.call_tool("send_prompt", {"session_id": session_id, "prompt": "say hello"}))
         server.stop()
@@ -56,7 +56,7 @@ async def test_a_token_from_the_config_is_required_and_never_printed(served):
     with served.http(config=config) as server:
         assert server.token is None
         async with served.http_client(server.url, token) as client:
-            assert len((await client.list_tools()).tools) == 8
+            assert len((await client.list_tools()).tools) == len(TOOLS)
         async with httpx.AsyncClient() as http:
             refused = await http.post(server.url, json=INITIALIZE, headers={**HEADERS, "Authorization": "Bearer something-else"})
         server.stop()

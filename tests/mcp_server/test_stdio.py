@@ -1,20 +1,23 @@
-"""``totem mcp serve`` over stdio, with the ``mcp`` package's client: the eight tools and nothing
+"""``totem mcp serve`` over stdio, with the ``mcp`` package's client: its tools and nothing
 of the agent's own; a prompt answered by the scripted model, its change in the diff, undo taking
-it back; an ask with nobody to ask ending the turn; no key in any result."""
+it back; an ask with nobody to ask ending the turn; a request its client cancels aborting its
+turn; no key in any result."""
 
 from __future__ import annotations
 
-from tests.mcp_server.conftest import API_KEY, EIGHT, error_text, result
+import anyio
+
+from tests.mcp_server.conftest import API_KEY, TOOLS, error_text, result
 from tests.support.model_server import text_reply, tool_reply
 
 AGENT_TOOLS = {"read", "write", "edit", "patch", "glob", "grep", "bash", "job", "terminal", "run_script", "fetch", "task", "todo", "ask", "skill"}
 
 
-async def test_the_eight_tools_each_with_a_schema_and_a_description_and_none_of_the_agents(served):
+async def test_the_tools_each_with_a_schema_and_a_description_and_none_of_the_agents(served):
     async with served.stdio() as client:
         listed = (await client.list_tools()).tools
     names = {tool.name for tool in listed}
-    assert names == EIGHT
+    assert names == TOOLS
     assert not names & AGENT_TOOLS
     for tool in listed:
         assert tool.input_schema["type"] == "object" and tool.output_schema["type"] == "object"
@@ -101,3 +104,31 @@ async def test_a_session_of_another_project_is_read_but_a_missing_folder_is_an_e
     assert "is not a directory" in absent
     assert started["mode"] == "plan" and started["project"] == str(other.resolve())
     assert [s["session_id"] for s in listed["sessions"]] == [started["session_id"]]
+
+
+async def test_a_request_its_client_cancels_aborts_the_turn_which_still_ends_cleanly(served):
+    held = text_reply("partial answer that never ends", pieces=2)
+    held.events = held.events[:3]
+    held.hold = 60
+    served.server.enqueue(held)
+    async with served.stdio() as client:
+        session_id = result(await client.call_tool("start_session", {}))["session_id"]
+        with anyio.CancelScope() as request:
+
+            async def cancel_when_running() -> None:
+                while not served.server.requests:
+                    await anyio.sleep(0.05)
+                await anyio.sleep(1.0)  # the two deltas the model sends before it holds the stream
+                request.cancel()
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(cancel_when_running)
+                await client.call_tool("send_prompt", {"session_id": session_id, "prompt": "tell me"})
+        assert request.cancelled_caught
+        with anyio.fail_after(20):
+            while result(await client.call_tool("list_sessions", {}))["sessions"][0]["running"]:
+                await anyio.sleep(0.05)
+        messages = result(await client.call_tool("read_session", {"session_id": session_id}))["messages"]
+    parts = [p for m in messages for p in m["parts"]]
+    assert [p["data"]["text"] for p in parts if p["type"] == "text"] == ["tell me", "partial answer that never ends"]
+    assert [p["data"]["stopReason"] for p in parts if p["type"] == "notice"][-1] == "aborted"

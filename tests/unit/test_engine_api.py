@@ -108,3 +108,41 @@ async def test_errors_carry_their_kind(project, tmp_path, server):
         with pytest.raises(EngineError) as caught:
             await engine.undo(session_id)
         assert caught.value.kind == "invalid"  # another project's session
+
+
+async def test_a_prompt_to_an_untitled_session_titles_it_and_runs_the_turn(project, server):
+    root, config = project
+    async with open_project(root, holder="test", config_file=config, start_local=False) as engine:
+        session = await engine.new_session()
+        assert session.title == ""
+        server.enqueue(text_reply("hello"))
+        result = await (await engine.prompt("say hello", RecordingFrontEnd(), session_id=session.id)).result()
+        assert result.stop_reason == "finished" and result.text == "hello"
+        assert (await engine.session(session.id)).title == "say hello"
+
+
+async def test_history_says_who_runs_a_session_and_rewind_turns_can_leave_the_files(project, server):
+    root, config = project
+    async with open_project(root, holder="test", config_file=config, start_local=False) as engine:
+        session_id = await _edit_turn(engine, server, None, "two\n")
+        assert await engine.history.leases() == {} and await engine.history.lease(session_id) is None
+        assert await engine.history.request_abort(session_id) is None
+        assert [(root_, count) for root_, count, _ in await engine.history.projects()] == [(str(root.resolve()), 1)]
+        slow = text_reply("slow")
+        slow.hold = 5.0
+        server.enqueue(slow)
+        running = await engine.prompt("again", RecordingFrontEnd(), session_id=session_id)
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(running.result)
+                while await engine.history.lease(session_id) is None:
+                    await anyio.sleep(0.02)
+                lease = await engine.history.request_abort(session_id)
+                assert lease is not None and lease.holder == "test"
+                assert list(await engine.history.leases()) == [session_id]
+        assert (await running.result()).stop_reason == "aborted"  # the abort asked through the store
+
+        reply = await engine.rewind_turns(session_id, 2, files=False)
+        assert reply.text.startswith("Rewound 2 turns") and reply.files == []
+        assert (root / "b.txt").read_text() == "two\n"  # the files left as they are
+        assert await engine.history.messages(session_id) == []

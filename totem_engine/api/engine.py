@@ -191,7 +191,7 @@ class Engine:
             if session is None:
                 session = await self._runtime.new_session(model=chosen, mode=mode or self.default_mode(), text=text)
             elif not session.title and text.strip():
-                session = await self._runtime.store.update_session(session.id, title=session_title(text))
+                await self._runtime.store.update_session(session.id, title=session_title(text))
             body = with_attachments(prepared.text, list(attachments)) if attachments else prepared.text
             turn = self._runtime.turn(
                 body, frontend, session=session, model=chosen, mode=mode or session.mode, max_steps=max_steps,
@@ -264,8 +264,9 @@ class Engine:
         with self._claimed(session_id, "rewind waits until its turn ends"):
             return await self._runtime.rewind(session_id, message_id, files=files, overwrite=overwrite, dry_run=dry_run)
 
-    async def rewind_turns(self, session_id: str, turns: int = 1) -> Reply:
-        """``/rewind [N]``: back before the last ``turns`` requests, conversation and files."""
+    async def rewind_turns(self, session_id: str, turns: int = 1, *, files: bool = True) -> Reply:
+        """``/rewind [N]``: back before the last ``turns`` requests, conversation and (unless not
+        ``files``) files."""
         if turns < 1:
             raise NothingToDo("/rewind takes a number of turns, 1 or more")
         tree = Tree(*await self._runtime.store.tree(session_id))
@@ -273,7 +274,7 @@ class Engine:
         if not requests:
             raise NothingToDo(f"session {session_id} has no request to rewind")
         target = requests[-min(turns, len(requests))]
-        done = await self.rewind(session_id, target.id, files=True)
+        done = await self.rewind(session_id, target.id, files=files)
         return replies.rewound(min(turns, len(requests)), len(done.messages), done.files)
 
     async def switch_variant(self, session_id: str, message_id: str, index: int) -> tuple[str, int]:

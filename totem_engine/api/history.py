@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Self
 
 from totem_engine.branches import Tree
-from totem_engine.store import Session, Store, StoredMessage, StoredPart
+from totem_engine.leases import in_force, lease_in_force, request_abort
+from totem_engine.store import Lease, Session, Store, StoredMessage, StoredPart
 
 __all__ = ["Conversation", "History", "Session", "StoredMessage", "StoredPart"]
 
@@ -75,3 +76,26 @@ class History:
         """The project's newest session, None when it has none."""
         sessions = await self.sessions(cwd)
         return sessions[0] if sessions else None
+
+    # --- who runs a session now (leases.py), for a door that lists or stops turns of any process
+    # (the MCP server's list_projects, list_sessions and abort_turn) ---------------------------
+
+    async def projects(self) -> list[tuple[str, int, float]]:
+        """Every project root with sessions: ``(root, how many, when its newest last changed)``,
+        most recently used first."""
+        return await self.store.projects()
+
+    async def leases(self) -> dict[str, Lease]:
+        """The sessions a turn (or an undo, a rewind) runs in now, in this process or another, by
+        id: the lease in force of each, naming its ``holder`` and ``pid``."""
+        return {lease.session_id: lease for lease in await self.store.leases() if in_force(lease)}
+
+    async def lease(self, session_id: str) -> Lease | None:
+        """The lease in force on the session (something runs in it, here or elsewhere), or None."""
+        return await lease_in_force(self.store, session_id)
+
+    async def request_abort(self, session_id: str) -> Lease | None:
+        """Ask the process running the session's turn to abort it, through the store: its next
+        heartbeat reads the flag (this process's own turns: ``Engine.abort``). The lease it was
+        asked through (released once that turn has ended), or None when nothing runs."""
+        return await request_abort(self.store, session_id)

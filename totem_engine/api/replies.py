@@ -45,3 +45,12 @@ def rewound(turns: int, messages: int, files: list["FileOutcome"]) -> Reply:
 
 def forked(session_id: str, new_id: str) -> Reply:
     return Reply("fork", f"Forked session {session_id} into {new_id}; continue there to leave this one as it is.", forked=new_id)
+
+
+def rewound_to(message_id: str, messages: int, files: list["FileOutcome"]) -> Reply:
+    """A rewind to a message named by its id (``Engine.rewind``), not counted in turns."""
+    head = (
+        f"Rewound to before {message_id} ({messages} message{'s' if messages != 1 else ''} set aside;"
+        " they stay in the session's history)."
+    )
+    return Reply("rewind", "\n".join([head, *file_lines(files)]), files=files)

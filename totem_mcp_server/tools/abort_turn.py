@@ -1,8 +1,9 @@
 """``abort_turn``: stop the turn running in a session, here or in another process.
 
-A turn this server runs is aborted at once; one another process runs (``totem run``,
-``totem lsp``) is asked through the store, and its next heartbeat reads the flag
-(totem_engine/leases.py). The tool waits until the turn has ended, ``WAIT`` seconds at most.
+A turn this server runs is aborted at once (``Engines.abort``); one another process runs
+(``totem run``, ``totem lsp``) is asked through the store (``History.request_abort``), and its
+next heartbeat reads the flag. The tool waits until the turn has let go of the session's lease,
+``WAIT`` seconds at most.
 """
 
 from typing import Annotated
@@ -11,7 +12,6 @@ import anyio
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from totem_engine.leases import lease_in_force, request_abort
 from totem_mcp_server.service import Service
 
 NAME = "abort_turn"
@@ -31,15 +31,14 @@ def tool(service: Service):
     async def abort_turn(
         session_id: Annotated[str, Field(description="The session whose running turn to stop.")],
     ) -> Aborted:
-        await service.store.get_session(session_id)  # SessionNotFound
-        own = service.turns.get(session_id)
-        lease = await lease_in_force(service.store, session_id)
-        if own is not None:
-            own.abort()
-        elif lease is not None:
-            lease = await request_abort(service.store, session_id)
+        history = service.engines.history
+        await history.session(session_id)  # SessionNotFound
+        lease = await history.lease(session_id)
+        here = service.engines.abort(session_id)
+        if not here and lease is not None:
+            lease = await history.request_abort(session_id)
         if lease is None:
-            return Aborted(session_id=session_id, running=own is not None, holder=None, pid=None, stopped=True)
+            return Aborted(session_id=session_id, running=here, holder=None, pid=None, stopped=True)
         with anyio.move_on_after(WAIT):
             while await _still_held(service, session_id, lease.token):
                 await anyio.sleep(0.1)
@@ -50,5 +49,5 @@ def tool(service: Service):
 
 
 async def _still_held(service: Service, session_id: str, token: str) -> bool:
-    held = await lease_in_force(service.store, session_id)
+    held = await service.engines.history.lease(session_id)
     return held is not None and held.token == token

@@ -5,7 +5,6 @@ from pathlib import Path
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel
 
-from totem_engine.leases import in_force
 from totem_mcp_server.service import Service
 
 NAME = "list_projects"
@@ -26,15 +25,15 @@ class Projects(BaseModel):
 
 def tool(service: Service):
     async def list_projects() -> Projects:
+        history = service.engines.history
         running: dict[str, int] = {}
-        for lease in await service.store.leases():
-            if in_force(lease):
-                cwd = (await service.store.get_session(lease.session_id)).cwd
-                running[cwd] = running.get(cwd, 0) + 1
+        for session_id in await history.leases():
+            cwd = (await history.session(session_id)).cwd
+            running[cwd] = running.get(cwd, 0) + 1
         return Projects(
             projects=[
                 Project(root=cwd, sessions=count, running=running.get(cwd, 0), updated_at=updated, exists=Path(cwd).is_dir())
-                for cwd, count, updated in await service.store.projects()
+                for cwd, count, updated in await history.projects()
             ]
         )
 

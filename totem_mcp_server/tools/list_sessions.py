@@ -5,7 +5,6 @@ from typing import Annotated
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from totem_engine.leases import in_force
 from totem_mcp_server.service import Service
 
 NAME = "list_sessions"
@@ -40,8 +39,8 @@ def tool(service: Service):
         limit: Annotated[int, Field(description="At most this many sessions, the newest.", ge=1, le=1000)] = 50,
     ) -> Sessions:
         root = service.project(project)
-        leases = {lease.session_id: lease for lease in await service.store.leases() if in_force(lease)}
-        listed = (await service.store.list_sessions(cwd=str(root)))[:limit]
+        leases = await service.engines.history.leases()
+        listed = (await service.engines.history.sessions(root))[:limit]
         return Sessions(
             project=str(root),
             sessions=[

@@ -12,7 +12,7 @@ ANNOTATIONS = ToolAnnotations(title="Read a session", read_only_hint=True, open_
 
 
 class Export(BaseModel):
-    """``Store.export``: the session's row and every message of every branch with its parts
+    """``History.export``: the session's row and every message of every branch with its parts
     (camelCase keys; each message says whether it is on the conversation's path, ``active``)."""
 
     session: dict[str, Any]
@@ -27,7 +27,7 @@ def tool(service: Service):
             int, Field(description="Only the newest this many messages (0: all of them).", ge=0)
         ] = 0,
     ) -> Export:
-        export = await service.store.export(session_id)
+        export = await service.engines.history.export(session_id)
         messages = export["messages"]
         kept = messages[-last:] if last else messages
         return Export(session=export["session"], messages=kept, omitted=len(messages) - len(kept))

@@ -33,10 +33,10 @@ def tool(service: Service):
             str | None, Field(description="Only this turn's changes (trn_..., from send_prompt); default: the whole session's.")
         ] = None,
     ) -> Diff:
-        session, runtime = await service.session(session_id)
-        diffs = await runtime.diff(session.id, turn_id=turn_id)
+        engine, session = await service.session(session_id)
+        diffs = await engine.diff(session.id, turn_id=turn_id)
         return Diff(
-            session_id=session.id, project=str(runtime.root),
+            session_id=session.id, project=str(engine.root),
             files=[
                 ChangedFile(path=d.path, change=d.change, binary=d.binary, changed_since=d.changed_since, missing=d.missing)
                 for d in diffs

@@ -33,12 +33,10 @@ def tool(service: Service):
             Field(description="build (changes allowed by the rules) or plan (nothing changed); default: the config's."),
         ] = None,
     ) -> Started:
-        runtime = await service.runtime(service.project(project))
-        chosen = runtime.resolve_model(model)
-        session = await runtime.new_session(model=chosen, mode=mode or runtime.config.mode, text=title or "")
+        engine = await service.engine(project)
+        session = await engine.new_session(model=model, mode=mode, title=title or "")
         return Started(
-            session_id=session.id, project=str(runtime.root), model=session.model, mode=session.mode,
-            title=session.title or "",
+            session_id=session.id, project=str(engine.root), model=session.model, mode=session.mode, title=session.title or ""
         )
 
     return start_session
