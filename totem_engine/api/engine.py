@@ -37,7 +37,7 @@ from totem_engine.snapshots import FileOutcome
 from totem_engine.store import Session, SessionElsewhere, Store
 from totem_engine.tools.command_runner import CommandRunner
 from totem_engine.tools.workspace import Workspace
-from totem_engine.trust import AskTrust
+from totem_engine.trust import AskTrust, trust
 
 MODES = {
     "build": "Reads, edits and runs commands, asking first where the rules say so.",
@@ -379,6 +379,13 @@ class Engine:
                 raise NothingToDo(f"/rewind takes a number of turns, not {arguments!r}") from None
             reply = await self.rewind_turns(session.id, count)
         return Running(session.id, reply=reply, turns=None)
+
+    # --- for a door that asks about trust itself (ACP: at a session's first prompt) -----------
+
+    async def trust_project(self) -> None:
+        """This project trusted and remembered (``trusted.json``, as ``totem trust`` does); its
+        whole config applies in the engines opened from now on, not in this one."""
+        await trust(self.root)
 
 
 def _check_mode(mode: str) -> None:

@@ -75,3 +75,11 @@ class History:
         """The project's newest session, None when it has none."""
         sessions = await self.sessions(cwd)
         return sessions[0] if sessions else None
+
+    # --- for the ACP door's replay ------------------------------------------------------------
+
+    async def todos(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's task list as the ``todo`` tool left it (``content``, ``status`` each)."""
+        from totem_engine.session_state import SessionState  # not at the top: History stays light
+
+        return SessionState.from_meta((await self.store.get_session(session_id)).meta).todos
