@@ -108,3 +108,14 @@ async def test_errors_carry_their_kind(project, tmp_path, server):
         with pytest.raises(EngineError) as caught:
             await engine.undo(session_id)
         assert caught.value.kind == "invalid"  # another project's session
+
+
+async def test_an_empty_session_is_titled_by_its_first_prompt_and_set_mode_answers_the_session(project, server):
+    root, config = project
+    async with open_project(root, holder="test", config_file=config, start_local=False) as engine:
+        empty = await engine.new_session()
+        assert empty.title == ""
+        assert await _edit_turn(engine, server, empty.id, "one\n") == empty.id
+        assert (await engine.session(empty.id)).title == "write one"
+        assert (await engine.set_mode(empty.id, "plan")).mode == "plan"
+        assert (await engine.set_model(empty.id, "sim/other")).model == "sim/other"
