@@ -1,15 +1,15 @@
 """The ACP agent's methods, thin: each checks its session and delegates (docs/acp.md).
 
 The SDK's connection calls these by name (``acp.interfaces.Agent``), each request in a task of
-its own, so ``session/cancel`` reaches a prompt that is still running. Engine errors become
-JSON-RPC errors with their own message (``engine_errors``), never a crash.
+its own, so ``session/cancel`` reaches a prompt that is still running. Engine refusals become
+JSON-RPC errors with their own message (errors.py, one table), never a crash.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -34,16 +34,15 @@ from acp.schema import (
     SetSessionModeResponse,
 )
 
+from totem_acp.errors import engine_errors
 from totem_acp.mcp_servers import Declared, client_specs
 from totem_acp.prompt import Block
 from totem_acp.replay import replayed
 from totem_acp.session import AcpSession, project_root
+from totem_acp.terminal import ClientTerminals
 from totem_acp.trust_question import ask_trust
 from totem_acp.workspace import ClientWorkspace
-from totem_engine.config_error import ConfigError
-from totem_engine.local.errors import LocalServerError
-from totem_engine.opening import open_runtime as open_project
-from totem_engine.store import SessionElsewhere, SessionNotFound, Store
+from totem_engine.api.engines import Engines
 
 log = logging.getLogger(__name__)
 CLOSE_WAIT = 10.0  # seconds the aborted turns get to end when the process stops
@@ -53,9 +52,10 @@ class TotemAgent:
     def __init__(self) -> None:
         self.client: Any = None
         self.capabilities = ClientCapabilities()
-        self.store: Store | None = None
+        # One store for the process; each session opens an engine of its own over it (_open).
+        self.engines = Engines(holder="totem acp", abort_wait=CLOSE_WAIT)
         self.sessions: dict[str, AcpSession] = {}
-        self._stacks: dict[str, contextlib.AsyncExitStack] = {}
+        self._stacks: dict[str, contextlib.AsyncExitStack] = {}  # session id -> its engine, open
         # Sent once the answer naming the session has gone out (``after_answer``): the client
         # cannot place an update for a session it has not heard of yet.
         self._greetings: dict[str, Callable[[], Awaitable[None]]] = {}
@@ -91,7 +91,7 @@ class TotemAgent:
         root = project_root(cwd)
         with engine_errors():
             session = await self._open(root, mcp_servers, None)
-        modes, options = await session.modes(), await session.config_options()
+            modes, options = await session.modes(), await session.config_options()
 
         async def greet() -> None:
             await session.frontend.send(session.commands_update())
@@ -103,22 +103,28 @@ class TotemAgent:
         self, cwd: str, session_id: str, mcp_servers: list[Declared] | None = None,
         additional_directories: list[str] | None = None, **_: Any,
     ) -> LoadSessionResponse:
+        """The stored session replayed. One already open on this connection is checked as a fresh
+        process checks it: a ``cwd`` other than its project is refused (``SessionElsewhere``)."""
         root = project_root(cwd)
         with engine_errors():
-            session = self.sessions.get(session_id) or await self._open(root, mcp_servers, session_id)
-            stored = await session.runtime.store.get_session(session_id)
-            messages = await session.runtime.store.messages(session_id)
-        for update in replayed(stored, messages, root):
+            session = self.sessions.get(session_id)
+            if session is None:
+                session = await self._open(root, mcp_servers, session_id)
+            else:
+                await session.engine.session(session_id, root=root)
+            history = session.engine.history
+            updates = replayed(await history.messages(session_id), await history.todos(session_id), root)
+        for update in updates:
             await session.frontend.send(update)
         await session.frontend.send(session.commands_update())
-        return LoadSessionResponse(modes=await session.modes(), config_options=await session.config_options())
+        with engine_errors():
+            return LoadSessionResponse(modes=await session.modes(), config_options=await session.config_options())
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:
         """The stored sessions (of ``cwd`` when given), newest first."""
         import datetime
 
-        store = await self._store()
-        listed = await store.list_sessions(cwd=str(project_root(cwd)) if cwd else None)
+        listed = await self.engines.history.sessions(project_root(cwd) if cwd else None)
         return ListSessionsResponse(sessions=[
             SessionInfo(
                 session_id=s.id, cwd=s.cwd, title=s.title or None,
@@ -128,25 +134,27 @@ class TotemAgent:
         ])
 
     async def set_session_mode(self, session_id: str, mode_id: str, **_: Any) -> SetSessionModeResponse:
-        await self._session(session_id).set_mode(mode_id)
+        with engine_errors():
+            await self._session(session_id).set_mode(mode_id)
         return SetSessionModeResponse()
 
     async def set_config_option(self, config_id: str, session_id: str, value: str | bool, **_: Any) -> SetSessionConfigOptionResponse:
         session = self._session(session_id)
-        if config_id == "mode" and isinstance(value, str):
-            await session.set_mode(value)
-        elif config_id == "model" and isinstance(value, str):
-            with engine_errors():
+        with engine_errors():
+            if config_id == "mode" and isinstance(value, str):
+                await session.set_mode(value)
+            elif config_id == "model" and isinstance(value, str):
                 await session.set_model(value)
-        else:
-            raise RequestError.invalid_params({"message": f"there is no option {config_id!r} taking {value!r}: model or mode"})
-        return SetSessionConfigOptionResponse(config_options=await session.config_options())
+            else:
+                raise RequestError.invalid_params({"message": f"there is no option {config_id!r} taking {value!r}: model or mode"})
+            return SetSessionConfigOptionResponse(config_options=await session.config_options())
 
     async def prompt(self, session_id: str, prompt: list[Block], **_: Any) -> PromptResponse:
         session = self._session(session_id)
-        if session.runtime.trust_notice and not session.runtime.trusted and session.root not in self._trust_asked:
+        engine = session.engine
+        if engine.trust_notice and not engine.trusted and session.root not in self._trust_asked:
             self._trust_asked.add(session.root)
-            trusted = await ask_trust(session.frontend, session.root, session.runtime.trust_notice)
+            trusted = await ask_trust(session.frontend, engine, engine.trust_notice)
             if trusted is None:  # not an answer: the client is cancelling the prompt
                 self._trust_asked.discard(session.root)
                 return PromptResponse(stop_reason="cancelled")
@@ -182,37 +190,32 @@ class TotemAgent:
         with anyio.CancelScope(shield=True):
             for session_id in list(self._stacks):
                 await self._stacks.pop(session_id).aclose()
-            if self.store is not None:
-                await self.store.close()
+            await self.engines.aclose()
 
-    async def _store(self) -> Store:
-        if self.store is None:
-            self.store = Store()
-        return self.store
-
-    async def _open(self, root: Any, mcp_servers: list[Declared] | None, session_id: str | None) -> AcpSession:
-        """The session's engine: a new store session, or ``session_id`` (of this project)."""
+    async def _open(self, root: Path, mcp_servers: list[Declared] | None, session_id: str | None) -> AcpSession:
+        """The session with an engine of its own: a new stored session, or ``session_id`` (of
+        this project: ``SessionElsewhere`` otherwise, ``SessionNotFound`` when there is none)."""
         specs, left_out = client_specs(mcp_servers)
         fs = self.capabilities.fs
         workspace = ClientWorkspace(self.client, reads=bool(fs and fs.read_text_file), writes=bool(fs and fs.write_text_file))
-        store = await self._store()
+        terminals = ClientTerminals(self.client) if self.capabilities.terminal else None
         stack = contextlib.AsyncExitStack()
         try:
-            try:
-                runtime = await stack.enter_async_context(open_project(root, store=store, workspace=workspace))
-            except LocalServerError as exc:
-                raise ConfigError(str(exc)) from None
-            runtime.mcp.join(specs)
-            if session_id is None:
-                stored = await runtime.new_session(model=runtime.resolve_model(None), mode=runtime.config.mode, text="")
-            else:
-                stored = await runtime.project_session(session_id)
+            engine = await stack.enter_async_context(
+                self.engines.private(root, workspace=workspace, command_runner=terminals, mcp_servers=specs)
+            )
+            if terminals is not None and not engine.config.acp_client_terminal:
+                # The runner is given at opening and the config is read there: opened again without it.
+                terminals = None
+                await stack.aclose()
+                engine = await stack.enter_async_context(self.engines.private(root, workspace=workspace, mcp_servers=specs))
+            stored = await engine.new_session() if session_id is None else await engine.session(session_id)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await stack.aclose()
             raise
-        workspace.session_id = stored.id
-        session = AcpSession(runtime, stored.id, self.client, workspace, terminal=bool(self.capabilities.terminal))
+        forms = bool(self.capabilities.elicitation and self.capabilities.elicitation.form is not None)
+        session = AcpSession(engine, stored.id, self.client, workspace=workspace, terminals=terminals, forms=forms)
         session.notices += left_out
         self.sessions[stored.id] = session
         self._declared[stored.id] = mcp_servers
@@ -230,17 +233,6 @@ class TotemAgent:
         if session is None:
             raise RequestError.invalid_params({"message": f"no open session {session_id!r}: session/new or session/load it first"})
         return session
-
-
-@contextlib.contextmanager
-def engine_errors() -> Iterator[None]:
-    """Engine errors as JSON-RPC errors carrying their own message."""
-    try:
-        yield
-    except ConfigError as exc:
-        raise RequestError(-32603, str(exc), {"errorClass": "ConfigError"}) from None
-    except (SessionNotFound, SessionElsewhere) as exc:
-        raise RequestError(-32602, str(exc)) from None
 
 
 def _version() -> str:

@@ -1,5 +1,6 @@
 """One ACP session's front end: the engine's events as ``session/update`` notifications, its
-permission questions as ``session/request_permission`` requests (docs/acp.md "Updates").
+permission questions as ``session/request_permission`` requests, the ``ask`` tool's questions
+as question.py puts them (docs/acp.md "Updates").
 
 - ``textDelta`` → ``agent_message_chunk``; ``reasoningDelta`` → ``agent_thought_chunk``.
 - ``toolStart`` → ``tool_call`` (pending); an allowing ``permission`` → ``in_progress``;
@@ -33,6 +34,7 @@ from acp.schema import (
 )
 
 from totem_acp import permission, tool_calls
+from totem_acp.question import by_form, by_permission
 from totem_engine.api import events as ev
 from totem_engine.api.frontend import PermissionReply, PermissionRequest, QuestionRequest
 
@@ -45,18 +47,25 @@ ABORT_WAIT = 5.0
 class AcpFrontEnd:
     """``client``: the SDK's connection to the client; ``abort``: aborts the session's running
     turn (a ``cancelled`` permission answer is part of that abort); ``timeout``: seconds a
-    permission request may stay unanswered (config ``permission_timeout``), then a reject."""
+    permission request or a question may stay unanswered (config ``permission_timeout``), then a
+    reject (no answer). ``forms``: the client takes form elicitation (the ``ask`` tool's
+    question goes there, question.py); ``terminals``: call id -> the client's terminal its
+    command ran in (terminal.py's ``shown``)."""
 
-    def __init__(self, client: Any, session_id: str, root: Path, *, abort: Callable[[], None], timeout: float):
+    def __init__(
+        self, client: Any, session_id: str, root: Path, *, abort: Callable[[], None], timeout: float,
+        forms: bool = False, terminals: dict[str, str] | None = None,
+    ):
         self.client = client
         self.session_id = session_id
         self.root = root
         self.abort = abort
         self.timeout = timeout
+        self.forms = forms
         self.finish: str | None = None  # the last stepEnd's finish
         self.failure: ev.Error | None = None  # the turn's error event, for the prompt's error answer
         self._diffs: dict[str, list[FileEditToolCallContent]] = {}  # callId -> the diff it was asked with
-        self.terminals: dict[str, str] = {}  # callId -> the client's terminal its command ran in (terminal.py)
+        self.terminals = terminals if terminals is not None else {}
 
     async def send(self, update: Any) -> None:
         """One ``session/update``; a client gone (the pipe closed) must not end the turn."""
@@ -127,5 +136,7 @@ class AcpFrontEnd:
             return PermissionReply("reject_once", reason="the client answered the permission request with an error")
 
     async def question(self, request: QuestionRequest) -> str | None:
-        """ACP has no question to put to the user (elicitation is not yet stable): nobody answers."""
-        return None
+        """The ``ask`` tool's question: a form where the client takes one, else a permission request."""
+        if self.forms:
+            return await by_form(self.client, request, self.timeout)
+        return await by_permission(self.client, request, self.timeout)

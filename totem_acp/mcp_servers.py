@@ -15,7 +15,7 @@ from pathlib import Path
 
 from acp.schema import AcpMcpServer, HttpMcpServer, McpServerStdio, SseMcpServer
 
-from totem_engine.mcp.specs import ServerSpec
+from totem_engine.api.mcp_specs import ServerSpec
 
 Declared = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
 DECLARED_BY = Path("session/new")  # ServerSpec.path: where a client's server was declared

@@ -1,7 +1,8 @@
 """A ``session/prompt``'s content blocks as the user's message.
 
 After https://agentclientprotocol.com/protocol/content: text blocks are what the user typed
-(a slash command among them is expanded by the caller); a resource link to a file of the project
+(a slash command among them is expanded by the engine); the other blocks are attachments, put
+before the text the model gets (``Engine.prompt``): a resource link to a file of the project
 is a ``<context file="…"/>`` line, as the language server marks the document a chat is about
 (totem_lsp/chat.py), one elsewhere a line naming its URI; an embedded text resource is its text
 in a ``<context>`` block; an image is attached to the message as the language server's
@@ -28,46 +29,55 @@ from acp.schema import (
     TextResourceContents,
 )
 
-from totem_engine.images import AttachmentError, Image, caption, image_from_base64
+from totem_engine.api.attachments import Attachment, WordedContext
+from totem_engine.api.images import AttachmentError, Image, caption, image_from_base64
 
 Block = TextContentBlock | ImageContentBlock | AudioContentBlock | ResourceContentBlock | EmbeddedResourceContentBlock
 
 
 @dataclass(frozen=True)
 class UserMessage:
-    """``typed``: the text blocks, what the user typed; ``context``: what came with it, each a
-    paragraph, put before the text the model gets; ``images``: the images attached to it."""
+    """``typed``: the text blocks, what the user typed; ``attachments``: what came with it, each
+    a paragraph put before the text the model gets; ``images``: the images attached to it."""
 
     typed: str
-    context: list[str]
+    attachments: list[Attachment]
     images: tuple[Image, ...] = ()
+
+    @property
+    def context(self) -> list[str]:
+        """The attachments as the model reads them."""
+        return [a.render() for a in self.attachments]
 
     def text(self, typed_as_sent: str) -> str:
         """The message the model gets: the context, then ``typed_as_sent`` (the typed text, or
         the expansion of the slash command it was)."""
-        return "\n\n".join([*self.context, typed_as_sent]) if self.context else typed_as_sent
+        return "\n\n".join([*self.context, typed_as_sent]) if self.attachments else typed_as_sent
 
 
 def user_message(blocks: list[Block], root: Path) -> UserMessage:
     typed: list[str] = []
-    context: list[str] = []
+    attached: list[Attachment] = []
     images: list[Image] = []
     for block in blocks:
         if isinstance(block, TextContentBlock):
             typed.append(block.text)
         elif isinstance(block, ResourceContentBlock):
             rel = _in_project(block.uri, root)
-            context.append(f'<context file="{rel}"/>' if rel else f"[resource: {block.uri}" + (f" ({block.name})" if block.name else "") + "]")
+            named = f" ({block.name})" if block.name else ""
+            attached.append(Attachment("file", rel) if rel else WordedContext("context", block.uri, f"[resource: {block.uri}{named}]"))
         elif isinstance(block, EmbeddedResourceContentBlock):
-            context.append(_embedded(block.resource, root))
+            attached.append(_embedded(block.resource, root))
         elif isinstance(block, ImageContentBlock):
             try:
                 images.append(image_from_base64(block.data, _image_name(block.uri, len(images))))
             except AttachmentError:
-                context.append(caption("attached image", block.mime_type, _decoded(block.data)))
+                name = block.uri or "attached image"
+                attached.append(WordedContext("context", name, caption("attached image", block.mime_type, _decoded(block.data))))
         elif isinstance(block, AudioContentBlock):
-            context.append(f"[audio: {block.mime_type}, {max(1, round(len(_decoded(block.data)) / 1024))} KB]")
-    return UserMessage(typed="".join(typed).strip(), context=context, images=tuple(images))
+            size = max(1, round(len(_decoded(block.data)) / 1024))
+            attached.append(WordedContext("context", "audio", f"[audio: {block.mime_type}, {size} KB]"))
+    return UserMessage(typed="".join(typed).strip(), attachments=attached, images=tuple(images))
 
 
 def _image_name(uri: str | None, index: int) -> str:
@@ -76,13 +86,15 @@ def _image_name(uri: str | None, index: int) -> str:
     return name or f"image {index + 1}"
 
 
-def _embedded(resource: TextResourceContents | BlobResourceContents, root: Path) -> str:
+def _embedded(resource: TextResourceContents | BlobResourceContents, root: Path) -> Attachment:
     rel = _in_project(resource.uri, root)
-    name = f'file="{rel}"' if rel else f'uri="{resource.uri}"'
     if isinstance(resource, TextResourceContents):
-        return f"<context {name}>\n{resource.text.rstrip(chr(10))}\n</context>"
+        text = resource.text.rstrip("\n")
+        if rel:
+            return Attachment("file", rel, text)
+        return WordedContext("context", resource.uri, f'<context uri="{resource.uri}">\n{text}\n</context>')
     size = max(1, round(len(_decoded(resource.blob)) / 1024))
-    return f"[resource: {rel or resource.uri}, {resource.mime_type or 'binary'}, {size} KB]"
+    return WordedContext("context", rel or resource.uri, f"[resource: {rel or resource.uri}, {resource.mime_type or 'binary'}, {size} KB]")
 
 
 def _in_project(uri: str, root: Path) -> str | None:

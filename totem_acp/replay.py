@@ -26,16 +26,15 @@ from acp.schema import (
 )
 
 from totem_acp import tool_calls
-from totem_engine.session_state import SessionState
-from totem_engine.store import Session, StoredMessage
+from totem_engine.api.history import StoredMessage
 
 
-def replayed(session: Session, messages: list[StoredMessage], root: Path) -> list[Any]:
+def replayed(messages: list[StoredMessage], todos: list[dict[str, Any]], root: Path) -> list[Any]:
+    """The updates for the conversation (``History.messages``) and the task list (``History.todos``)."""
     updates: list[Any] = []
     for message in messages:
         for part in message.parts:
             updates.extend(_part(message.role, part.type, part.data, part.status, root))
-    todos = SessionState.from_meta(session.meta).todos
     if todos:
         entries = [PlanEntry(content=str(t.get("content", "")), priority="medium", status=t.get("status", "pending")) for t in todos]
         updates.append(AgentPlanUpdate(session_update="plan", entries=entries))

@@ -1,14 +1,15 @@
-"""One ACP session: its own engine (a ``Runtime`` of its ``cwd``), its front end, its turn.
+"""One ACP session: its own engine, its front end, its running prompt.
 
-Each session opens the project of its ``cwd`` for itself (``opening.open_project``, the one
-store of the process shared), so the client's ``mcpServers`` of that session are its servers
-alone, and closing the session (or the process) stops them and its jobs. The session id is the
-store's: ``session/load`` finds it again, ``totem sessions show`` shows it.
+Each session has an engine of its own (``Engines.private``, the process's one store shared), so
+the client's file system, terminal and ``mcpServers`` of that session are its alone, and closing
+the session (or the process) stops its servers and jobs. The session id is the store's:
+``session/load`` finds it again, ``totem sessions show`` shows it. Everything the session does is
+an ``Engine`` call: a prompt (``Engine.prompt``, which also does the built-in actions ``/undo``,
+``/redo``, ``/rewind``, ``/retry``, ``/fork``, ``/compact``), the mode, the model, the commands.
 """
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -33,52 +34,50 @@ from totem_acp.prompt import Block, user_message
 from totem_acp.terminal import ClientTerminals
 from totem_acp.workspace import ClientWorkspace
 from totem_engine.api import events as ev
-from totem_engine.commands import ACTIONS
-from totem_engine.config_error import ConfigError
-from totem_engine.providers.errors import ProviderError
-from totem_engine.runtime import Runtime, session_title
-from totem_engine.turn.loop import Turn
-from totem_engine.turn.terms import TurnResult
+from totem_engine.api.engine import MODES, Engine
+from totem_engine.api.running import Result, Running
 
-MODES = {
-    "build": "Reads, edits and runs commands, asking first where the rules say so.",
-    "plan": "Reads and answers; nothing in the project is changed.",
-}
-MODEL_LIST_WAIT = 5.0  # seconds a provider's model list may take before session/new answers without it
+MODEL_LIST_WAIT = 5.0  # seconds the providers' model lists may take before session/new answers without them
+# What a built-in action takes after its name (the others take nothing); a command file takes arguments.
+ACTION_INPUTS = {"rewind": "turns to go back"}
+COMMAND_INPUT = "arguments"
 
 
 class AcpSession:
-    def __init__(self, runtime: Runtime, session_id: str, client: Any, workspace: ClientWorkspace, *, terminal: bool = False):
-        """``terminal``: the client offers ``terminal/*``; with config ``acp_client_terminal``
-        bash runs there (terminal.py)."""
-        self.runtime = runtime
+    """``engine``: the session's own; ``workspace`` and ``terminals`` (None: commands run in
+    Totem) were given to it before the session existed, and are bound to it here; ``forms``:
+    the client takes form elicitation (the ``ask`` tool's questions)."""
+
+    def __init__(
+        self, engine: Engine, session_id: str, client: Any, *, workspace: ClientWorkspace,
+        terminals: ClientTerminals | None, forms: bool,
+    ):
+        self.engine = engine
         self.id = session_id
-        self.root = runtime.root
-        self.workspace = workspace
+        self.root = engine.root
         self.frontend = AcpFrontEnd(
-            client, session_id, runtime.root, abort=self.cancel, timeout=runtime.config.permission_timeout,
+            client, session_id, engine.root, abort=self.cancel, timeout=engine.config.permission_timeout, forms=forms,
+            terminals=terminals.shown if terminals is not None else None,
         )
-        if terminal and runtime.config.acp_client_terminal:
-            terminals = ClientTerminals(client, session_id, self.frontend.send)
-            self.frontend.terminals = terminals.shown
-            runtime.agent.command_runner = terminals
-        self.turn: Turn | None = None
-        self._busy = False
+        workspace.bind(session_id)
+        if terminals is not None:
+            terminals.bind(session_id, self.frontend.send)
+        self.running: Running | None = None
         self._cancelled = False  # session/cancel came while the prompt was being prepared
         self._models: list[str] = []
         # Said at the first prompt: what the config or an untrusted project's restriction said.
-        self.notices = [*runtime.config.notes, *([runtime.trust_notice] if runtime.trust_notice else [])]
+        self.notices = list(engine.notices)
 
     # --- what the client is told about the session ---------------------------------------
 
     async def modes(self) -> SessionModeState:
-        stored = await self.runtime.store.get_session(self.id)
+        stored = await self.engine.session(self.id)
         available = [SessionMode(id=mode, name=mode.capitalize(), description=what) for mode, what in MODES.items()]
         return SessionModeState(current_mode_id=stored.mode, available_modes=available)
 
     async def config_options(self) -> list[SessionConfigOptionSelect]:
         """The model (category ``model``) and the mode (category ``mode``) as select options."""
-        stored = await self.runtime.store.get_session(self.id)
+        stored = await self.engine.session(self.id)
         if not self._models:
             self._models = await self._listed_models()
         models = list(dict.fromkeys([stored.model, *self._models]))
@@ -95,97 +94,71 @@ class AcpSession:
 
     async def _listed_models(self) -> list[str]:
         """What the configured providers serve; a provider that cannot say adds nothing."""
-        found: list[str] = []
-        for name in self.runtime.config.providers:
-            with anyio.move_on_after(MODEL_LIST_WAIT), contextlib.suppress(ProviderError, ConfigError):
-                found += [f"{name}/{m.id}" for m in await self.runtime.provider(name).models()]
-        return found
+        served: dict[str, Any] = {}
+        with anyio.move_on_after(MODEL_LIST_WAIT):
+            served = await self.engine.models()
+        return [f"{name}/{m.id}" for name, models in served.items() if isinstance(models, list) for m in models]
 
     def commands_update(self) -> AvailableCommandsUpdate:
-        """The slash commands (the project's, the user's, the built-in ones) and the actions."""
-        found = self.runtime.commands()
-        listed = [(c.name, c.description) for _, c in sorted(found.items())]
-        listed += [(name, what) for name, what in sorted(ACTIONS.items()) if name not in found]
-        hint = AvailableCommandInput(root=UnstructuredCommandInput(hint="arguments"))
-        return AvailableCommandsUpdate(
-            session_update="available_commands_update",
-            available_commands=[AvailableCommand(name=n, description=d, input=hint) for n, d in listed],
-        )
+        """The slash commands (the project's, the user's, the built-in ones) and the built-in
+        actions (``Engine.commands``), each with what it takes after its name."""
+        listed = []
+        for command in self.engine.commands():
+            action = command.source == "built-in" and not command.path
+            hint = ACTION_INPUTS.get(command.name) if action else COMMAND_INPUT
+            shown = AvailableCommandInput(root=UnstructuredCommandInput(hint=hint)) if hint else None
+            listed.append(AvailableCommand(name=command.name, description=command.description, input=shown))
+        return AvailableCommandsUpdate(session_update="available_commands_update", available_commands=listed)
 
     # --- what the client changes --------------------------------------------------------
 
     async def set_mode(self, mode: str) -> None:
         """The mode of the next turn (a running one keeps its own); said as ``current_mode_update``."""
-        if mode not in MODES:
-            raise RequestError.invalid_params({"message": f"there is no mode {mode!r}: build or plan"})
-        await self.runtime.store.update_session(self.id, mode=mode)
+        await self.engine.set_mode(self.id, mode)
         await self.frontend.send(CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode))
 
     async def set_model(self, model: str) -> None:
         """The model of the next turn, as ``provider/model`` (ConfigError when not configured)."""
-        await self.runtime.store.update_session(self.id, model=self.runtime.resolve_model(model))
+        await self.engine.set_model(self.id, model)
 
-    # --- turns --------------------------------------------------------------------------
+    # --- prompts ------------------------------------------------------------------------
 
     async def prompt(self, blocks: list[Block]) -> PromptResponse:
-        """One prompt turn; raises ``RequestError`` for a turn that ended in an error."""
-        if self._busy:
-            raise RequestError.invalid_request({"message": f"session {self.id} is busy: a prompt is still running"})
-        self._busy, self._cancelled = True, False
-        try:
-            return await self._prompt(blocks)
-        finally:
-            self._busy, self.turn = False, None
-
-    async def _prompt(self, blocks: list[Block]) -> PromptResponse:
-        runtime = self.runtime
+        """One prompt: a turn, or a built-in action whose reply is said as an agent message.
+        Raises ``RequestError`` for a turn that ended in an error, ``EngineError`` for a refusal."""
+        self._cancelled = False
+        self.frontend.finish, self.frontend.failure = None, None
         while self.notices:
             await self.frontend.say(f"{self.notices.pop(0)}\n\n")
         message = user_message(blocks, self.root)
-        prepared = runtime.prepare(message.typed)  # a slash command expanded (commands.py)
-        if prepared.action is not None:
-            await self.frontend.say(await self._act(prepared.action))
-            return PromptResponse(stop_reason="end_turn")
-        stored = await runtime.store.get_session(self.id)
-        if not stored.title and message.typed:
-            await runtime.store.update_session(self.id, title=session_title(message.typed))
-        model = runtime.resolve_model(prepared.model or stored.model)
-        self.turn = runtime.turn(
-            message.text(prepared.text), self.frontend, session=stored, model=model, mode=stored.mode,
-            typed=message.typed if prepared.command else None, as_agent=prepared.agent, images=message.images,
+        running = await self.engine.prompt(
+            message.typed, self.frontend, session_id=self.id, attachments=message.attachments, images=message.images,
         )
-        if self._cancelled:
-            self.turn.abort()
-        self.frontend.finish, self.frontend.failure = None, None
-        return self._response(await self.turn.run())
-
-    def _response(self, result: TurnResult) -> PromptResponse:
+        self.running = running
+        try:
+            if self._cancelled:
+                running.abort()
+            result = await running.result()
+        finally:
+            self.running = None
+        if result.reply is not None:
+            await self.frontend.say(result.text)
+            return PromptResponse(stop_reason="end_turn")
         return PromptResponse(stop_reason=stop_reason(result, self.frontend.finish, self.frontend.failure))
 
     def cancel(self) -> None:
         """``session/cancel``: the running turn aborted (its processes killed, its open calls
         closed); a prompt still being prepared is aborted as soon as its turn exists."""
         self._cancelled = True
-        if self.turn is not None:
-            self.turn.abort()
+        if self.running is not None:
+            self.running.abort()
 
     @property
     def busy(self) -> bool:
-        return self._busy
-
-    async def _act(self, action: str) -> str:
-        """``/undo`` or ``/compact`` on this session, as the language server does them."""
-        if action == "undo":
-            outcomes = await self.runtime.undo(self.id)
-            lines = [f"{o.action} {o.path}" + (f" ({o.reason})" if o.reason else "") for o in outcomes]
-            return "\n".join(lines) if lines else "Nothing to undo."
-        checkpoint = await self.runtime.compact(self.id)
-        if checkpoint is None:
-            return "Nothing new to compact."
-        return f"Compacted: {checkpoint.messages} message(s) summarised; the next turn starts from the summary."
+        return self.engine.busy(self.id)
 
 
-def stop_reason(result: TurnResult, finish: str | None, failure: ev.Error | None) -> StopReason:
+def stop_reason(result: Result, finish: str | None, failure: ev.Error | None) -> StopReason:
     """The prompt's stop reason for how the turn ended (docs/acp.md "Stop reasons"); a turn that
     ended in an error raises ``RequestError`` with its message (and its class and hint)."""
     if result.stop_reason == "error":

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,8 @@ import anyio
 from acp import RequestError
 from acp.schema import TerminalToolCallContent, ToolCallProgress
 
-from totem_engine.tools.bash import HeadTail
-from totem_engine.tools.command_runner import Outcome
-from totem_engine.vocab.tools import ToolError
+from totem_engine.api.workspace import CommandOutcome as Outcome
+from totem_engine.api.workspace import HeadTail, ToolError
 
 log = logging.getLogger(__name__)
 BYTES_PER_CHAR = 4  # the client's limit is in bytes, Totem's cap in characters (UTF-8: at most 4 bytes each)
@@ -36,15 +36,20 @@ CREATE_WAIT = 30.0  # seconds terminal/create may take: shielded from an abort, 
 
 
 class ClientTerminals:
-    """Runs commands in the terminals of ``client`` (the SDK's connection) for ``session_id``.
-    ``shown``: call id -> terminal id, for the call's closing update (frontend.py);
-    ``send``: sends one ``session/update``."""
+    """Runs commands in the terminals of ``client`` (the SDK's connection). Built before the
+    engine it is given to, so before the session exists: ``bind`` names the session once it
+    does. ``shown``: call id -> terminal id, for the call's closing update (frontend.py)."""
 
-    def __init__(self, client: Any, session_id: str, send: Any):
+    def __init__(self, client: Any):
         self.client = client
+        self.session_id = ""
+        self.send: Callable[[Any], Awaitable[None]] | None = None
+        self.shown: dict[str, str] = {}
+
+    def bind(self, session_id: str, send: Callable[[Any], Awaitable[None]]) -> None:
+        """The session the commands run for, and how to send one of its ``session/update``s."""
         self.session_id = session_id
         self.send = send
-        self.shown: dict[str, str] = {}
 
     async def run(self, argv: list[str], *, cwd: Path, timeout: float, limit: int, call_id: str) -> Outcome:
         ids = {"session_id": self.session_id}
@@ -60,6 +65,7 @@ class ClientTerminals:
             raise ToolError(f"The editor's terminal did not start the command: {exc}") from None
         ids["terminal_id"] = created.terminal_id
         self.shown[call_id] = created.terminal_id
+        assert self.send is not None, "bind() comes before the session's first turn"
         await self.send(ToolCallProgress(
             session_update="tool_call_update", tool_call_id=call_id,
             content=[TerminalToolCallContent(type="terminal", terminal_id=created.terminal_id)],

@@ -24,7 +24,7 @@ from acp.schema import (
     ToolCallStart,
 )
 
-from totem_engine.tools.base import ProposedFile
+from totem_engine.api.workspace import ProposedFile
 
 Kind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 Status = Literal["pending", "in_progress", "completed", "failed"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-from pathlib import Path
 
 import anyio
 from acp import RequestError
@@ -27,18 +26,19 @@ from acp.schema import (
 
 from totem_acp.frontend import AcpFrontEnd
 from totem_acp.tool_calls import text_content
-from totem_engine.trust import trust
+from totem_engine.api.engine import Engine
 
 log = logging.getLogger(__name__)
 TRUST, RESTRICTED = "trust", "restricted"  # the option ids
 
 
-async def ask_trust(frontend: AcpFrontEnd, root: Path, notice: str) -> bool | None:
-    """Asks whether to trust ``root``; ``notice`` says what its config lost untrusted.
+async def ask_trust(frontend: AcpFrontEnd, engine: Engine, notice: str) -> bool | None:
+    """Asks whether to trust the project of ``engine``; ``notice`` says what its config lost untrusted.
 
-    True: trusted and remembered (``trusted.json``); False: it stays restricted (also when no
+    True: trusted and remembered (``trusted.json``, ``Engine.trust_project``); False: it stays restricted (also when no
     answer comes within the permission timeout or the client answers with an error); None: the
     client answered ``cancelled`` (it is cancelling the prompt)."""
+    root = engine.root
     call_id = f"trust-project-{secrets.token_hex(4)}"
     title = f"Trust the project {root}?"
     await frontend.send(ToolCallStart(
@@ -61,7 +61,7 @@ async def ask_trust(frontend: AcpFrontEnd, root: Path, notice: str) -> bool | No
         outcome = response.outcome
         answer = outcome.option_id == TRUST if isinstance(outcome, AllowedOutcome) else None
     if answer:
-        await trust(root)
+        await engine.trust_project()
     said = {True: "Trusted: its whole config applies.", False: "Kept restricted.", None: "Not answered: the prompt was cancelled."}
     await frontend.send(ToolCallProgress(
         session_update="tool_call_update", tool_call_id=call_id, status="completed" if answer else "failed",

@@ -22,15 +22,14 @@ from typing import Any
 
 from acp import RequestError
 
-from totem_engine.vocab.tools import ToolError
-from totem_engine.workspace.files import DiskWorkspace, FileStat
+from totem_engine.api.workspace import DiskWorkspace, FileStat, ToolError
 
 log = logging.getLogger(__name__)
 
 
 class ClientWorkspace:
     """``client``: the SDK's connection to the client; ``reads``/``writes``: what it offers.
-    ``session_id`` is set once the session exists (the runtime is opened before it)."""
+    Built before the engine it is given to, so before the session exists: ``bind`` names it."""
 
     def __init__(self, client: Any, *, reads: bool, writes: bool):
         self.client = client
@@ -39,6 +38,10 @@ class ClientWorkspace:
         self.session_id = ""
         self.disk = DiskWorkspace()
         self._written: dict[Path, int] = {}  # through the client: path -> size in bytes
+
+    def bind(self, session_id: str) -> None:
+        """The session the client's file system is asked for."""
+        self.session_id = session_id
 
     async def read_bytes(self, path: Path) -> bytes:
         if not self.reads:

@@ -19,6 +19,8 @@ from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
     DeniedOutcome,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
     FileSystemCapabilities,
     Implementation,
     ReadTextFileResponse,
@@ -102,8 +104,12 @@ class Acp:
     stderr: Path
     home: Path
 
-    async def initialize(self, *, fs: bool = False, terminal: bool = False):
-        capabilities = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal)
+    async def initialize(self, *, fs: bool = False, terminal: bool = False, forms: bool = False):
+        """``forms``: the client takes form elicitation (``elicitation/create``, unstable)."""
+        capabilities = ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal,
+            elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()) if forms else None,
+        )
         return await self.conn.initialize(
             protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities,
             client_info=Implementation(name="pytest", version="1"),
@@ -146,6 +152,7 @@ async def running_acp(tmp_path: Path, model: ModelServer, client: Client | None 
     with stderr.open("wb") as err:
         async with spawn_agent_process(
             client, AGENT[0], *AGENT[1:], env=env, cwd=ROOT, transport_kwargs={"stderr": err.fileno(), "shutdown_timeout": 15.0},
+            use_unstable_protocol=True,  # the client side answers elicitation/create
         ) as (conn, process):
             yield Acp(conn=conn, process=process, client=client, project=project, model=model, stderr=stderr, home=home)
 

@@ -1,13 +1,15 @@
-"""``session/load`` replays a stored session; the client's file system and MCP servers are used."""
+"""``session/load`` replays a stored session (and refuses one of another project, open here or\nnot); the client's file system and MCP servers are used; engine refusals as JSON-RPC errors."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
 
+import pytest
+from acp import RequestError
 from acp.schema import EnvVariable, McpServerStdio
 
-from tests.acp.conftest import ROOT, Client, running_acp
+from tests.acp.conftest import ROOT, Client, eventually, running_acp
 from tests.support.model_server import text_reply, tool_reply
 from tests.support.processes import none_left
 
@@ -121,3 +123,61 @@ async def test_a_loaded_session_shows_what_its_mcp_server_said_as_it_came_live(t
         assert any(t.startswith("MCP server shouter stopped") for t in thoughts)
         said = second.client.message_text()
         assert "Ready." in said and "MCP server gone did not start" in said and "MCP server shouter" not in said
+
+
+async def test_loading_a_session_open_here_checks_its_cwd_as_a_fresh_process_does(tmp_path, model):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    async with running_acp(tmp_path, model) as acp:
+        (acp.project / "notes.txt").write_text("buy milk\n")
+        await acp.initialize()
+        session_id = await acp.new_session()
+        model.enqueue(text_reply("Hello."))
+        await acp.conn.prompt(session_id=session_id, prompt=[{"type": "text", "text": "hi"}])
+
+        before = len(acp.client.updates)
+        await acp.conn.load_session(cwd=str(acp.project), session_id=session_id, mcp_servers=[])
+        replayed = [u for u in acp.client.updates[before:] if u.session_update == "user_message_chunk"]
+        assert [u.content.text for u in replayed] == ["hi"]
+
+        with pytest.raises(RequestError) as here:
+            await acp.conn.load_session(cwd=str(elsewhere), session_id=session_id, mcp_servers=[])
+        # Refused, the session keeps its own project as its root.
+        model.enqueue(tool_reply([("read", {"path": "notes.txt"})]), text_reply("Milk."))
+        response = await acp.conn.prompt(session_id=session_id, prompt=[{"type": "text", "text": "read the notes"}])
+        assert response.stop_reason == "end_turn"
+        assert "buy milk" in model.requests[-1]["messages"][-1]["content"]
+
+    async with running_acp(tmp_path, model) as fresh:
+        await fresh.initialize()
+        with pytest.raises(RequestError) as there:
+            await fresh.conn.load_session(cwd=str(elsewhere), session_id=session_id, mcp_servers=[])
+
+    assert here.value.code == there.value.code == -32602
+    assert str(here.value) == str(there.value)
+    assert f"belongs to the project {(tmp_path / 'project').resolve()}, not {elsewhere.resolve()}" in str(here.value)
+    assert here.value.data == there.value.data == {"errorClass": "SessionElsewhere"}
+
+
+async def test_engine_refusals_keep_their_message_and_map_by_kind(acp):
+    await acp.initialize()
+    with pytest.raises(RequestError) as missing:  # not_found
+        await acp.conn.load_session(cwd=str(acp.project), session_id="no-such-session", mcp_servers=[])
+    assert missing.value.code == -32002 and str(missing.value) == "no session 'no-such-session'"
+
+    session_id = await acp.new_session()
+    with pytest.raises(RequestError) as unconfigured:  # config
+        await acp.conn.set_config_option(config_id="model", session_id=session_id, value="nowhere/model")
+    assert unconfigured.value.code == -32603 and unconfigured.value.data == {"errorClass": "ConfigError"}
+    assert "nowhere" in str(unconfigured.value)
+
+    slow = text_reply("Thinking", pieces=2)
+    slow.events, slow.hold = slow.events[:3], 60
+    acp.model.enqueue(slow)
+    first = asyncio.ensure_future(acp.conn.prompt(session_id=session_id, prompt=[{"type": "text", "text": "think"}]))
+    await eventually(lambda: "Thinking" in acp.client.message_text())
+    with pytest.raises(RequestError) as busy:  # busy
+        await acp.conn.prompt(session_id=session_id, prompt=[{"type": "text", "text": "and this?"}])
+    assert busy.value.code == -32600 and f"session {session_id} is busy" in str(busy.value)
+    await acp.conn.cancel(session_id=session_id)
+    assert (await asyncio.wait_for(first, 30)).stop_reason == "cancelled"

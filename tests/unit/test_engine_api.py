@@ -146,3 +146,14 @@ async def test_history_says_who_runs_a_session_and_rewind_turns_can_leave_the_fi
         assert reply.text.startswith("Rewound 2 turns") and reply.files == []
         assert (root / "b.txt").read_text() == "two\n"  # the files left as they are
         assert await engine.history.messages(session_id) == []
+
+
+async def test_an_empty_session_is_titled_by_its_first_prompt_and_set_mode_answers_the_session(project, server):
+    root, config = project
+    async with open_project(root, holder="test", config_file=config, start_local=False) as engine:
+        empty = await engine.new_session()
+        assert empty.title == ""
+        assert await _edit_turn(engine, server, empty.id, "one\n") == empty.id
+        assert (await engine.session(empty.id)).title == "write one"
+        assert (await engine.set_mode(empty.id, "plan")).mode == "plan"
+        assert (await engine.set_model(empty.id, "sim/other")).model == "sim/other"

@@ -38,7 +38,7 @@ from totem_engine.snapshots import FileOutcome
 from totem_engine.store import Session, SessionElsewhere, Store
 from totem_engine.tools.command_runner import CommandRunner
 from totem_engine.workspace.files import Workspace
-from totem_engine.trust import AskTrust
+from totem_engine.trust import AskTrust, trust
 
 MODES = {
     "build": "Reads, edits and runs commands, asking first where the rules say so.",
@@ -192,6 +192,7 @@ class Engine:
                 session = await self._runtime.new_session(model=chosen, mode=mode or self.default_mode(), text=text)
             elif not session.title and text.strip():
                 await self._runtime.store.update_session(session.id, title=session_title(text))
+                session = await self._runtime.store.get_session(session.id)
             body = with_attachments(prepared.text, list(attachments)) if attachments else prepared.text
             turn = self._runtime.turn(
                 body, frontend, session=session, model=chosen, mode=mode or session.mode, max_steps=max_steps,
@@ -300,13 +301,15 @@ class Engine:
         """The session's mode from its next turn on (a running turn keeps its own)."""
         _check_mode(mode)
         await self._runtime.project_session(session_id)
-        return await self._runtime.store.update_session(session_id, mode=mode)
+        await self._runtime.store.update_session(session_id, mode=mode)
+        return await self._runtime.store.get_session(session_id)
 
     async def set_model(self, session_id: str, model: str) -> Session:
         """The session's model from its next turn on, as ``provider/model`` (ConfigError when the
         provider is not configured)."""
         await self._runtime.project_session(session_id)
-        return await self._runtime.store.update_session(session_id, model=self._runtime.resolve_model(model))
+        await self._runtime.store.update_session(session_id, model=self._runtime.resolve_model(model))
+        return await self._runtime.store.get_session(session_id)
 
     # --- what the project offers ------------------------------------------------------------
 
@@ -381,6 +384,13 @@ class Engine:
                 raise NothingToDo(f"/rewind takes a number of turns, not {arguments!r}") from None
             reply = await self.rewind_turns(session.id, count)
         return Running(session.id, reply=reply, turns=None)
+
+    # --- for a door that asks about trust itself (ACP: at a session's first prompt) -----------
+
+    async def trust_project(self) -> None:
+        """This project trusted and remembered (``trusted.json``, as ``totem trust`` does); its
+        whole config applies in the engines opened from now on, not in this one."""
+        await trust(self.root)
 
 
 def _check_mode(mode: str) -> None:

@@ -99,3 +99,11 @@ class History:
         heartbeat reads the flag (this process's own turns: ``Engine.abort``). The lease it was
         asked through (released once that turn has ended), or None when nothing runs."""
         return await request_abort(self.store, session_id)
+
+    # --- for the ACP door's replay ------------------------------------------------------------
+
+    async def todos(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's task list as the ``todo`` tool left it (``content``, ``status`` each)."""
+        from totem_engine.session_state import SessionState  # not at the top: History stays light
+
+        return SessionState.from_meta((await self.store.get_session(session_id)).meta).todos
