@@ -190,7 +190,7 @@ class Engine:
             if session is None:
                 session = await self._runtime.new_session(model=chosen, mode=mode or self.default_mode(), text=text)
             elif not session.title and text.strip():
-                session = await self._runtime.store.update_session(session.id, title=session_title(text))
+                await self._runtime.store.update_session(session.id, title=session_title(text))
             body = with_attachments(prepared.text, list(attachments)) if attachments else prepared.text
             turn = self._runtime.turn(
                 body, frontend, session=session, model=chosen, mode=mode or session.mode, max_steps=max_steps,
@@ -298,13 +298,15 @@ class Engine:
         """The session's mode from its next turn on (a running turn keeps its own)."""
         _check_mode(mode)
         await self._runtime.project_session(session_id)
-        return await self._runtime.store.update_session(session_id, mode=mode)
+        await self._runtime.store.update_session(session_id, mode=mode)
+        return await self._runtime.store.get_session(session_id)
 
     async def set_model(self, session_id: str, model: str) -> Session:
         """The session's model from its next turn on, as ``provider/model`` (ConfigError when the
         provider is not configured)."""
         await self._runtime.project_session(session_id)
-        return await self._runtime.store.update_session(session_id, model=self._runtime.resolve_model(model))
+        await self._runtime.store.update_session(session_id, model=self._runtime.resolve_model(model))
+        return await self._runtime.store.get_session(session_id)
 
     # --- what the project offers ------------------------------------------------------------
 
@@ -379,6 +381,18 @@ class Engine:
                 raise NothingToDo(f"/rewind takes a number of turns, not {arguments!r}") from None
             reply = await self.rewind_turns(session.id, count)
         return Running(session.id, reply=reply, turns=None)
+
+    # --- for the language server (totem lsp) ------------------------------------------------
+
+    def editor_checkers(self) -> list[Any]:
+        """The checks an editor shows as diagnostics (``api.checks.run_checks`` runs them): the
+        built-in rules the project as it is now calls for, and its own commands (``external``)."""
+        return self._runtime.editor_checkers()
+
+    def action_of(self, text: str) -> str | None:
+        """The built-in action ``text`` names (``undo`` for ``/undo``), None for a prompt: a chat
+        with no session yet refuses an action rather than act on another session."""
+        return self._runtime.prepare(text).action
 
 
 def _check_mode(mode: str) -> None:
