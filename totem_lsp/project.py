@@ -39,10 +39,6 @@ class Projects:
             ask_trust=self._ask_trust, workspace=self.workspace, on_open=self._opened,
         )
 
-    @property
-    def settings(self) -> dict[str, Any]:
-        return self.engines.editor_settings or {}
-
     def roots(self) -> list[Path]:
         roots = [path for f in self.server.workspace.folders.values() if (path := path_of(f.uri))]
         if not roots and self.server.workspace.root_path:
