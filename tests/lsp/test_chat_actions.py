@@ -116,7 +116,7 @@ async def test_retry_typed_in_the_chat_takes_up_the_failed_turn_and_answers_with
     done = await call(editor, "totem/chat", {"text": "/retry", "sessionId": failed["sessionId"]})
 
     assert done == {"sessionId": failed["sessionId"], "stopReason": "finished", "text": "It says alpha."}
-    assert [e["kind"] for e in editor.events][0] == "turnStart" and editor.of("turnEnd")  # a turn, streamed
+    assert editor.events[0]["kind"] == "turnStart" and editor.of("turnEnd")  # a turn, streamed
     assert "alpha" in str(editor.model.requests[-1]["messages"][-1]["content"])  # the read it did is kept
     assert await shown(editor, failed["sessionId"]) == ["what does a.txt say?", "", "It says alpha."]
     with pytest.raises(JsonRpcException, match="did not fail"):
