@@ -1,5 +1,5 @@
 """A chat message's attachments resolved against the editor: its ``context``, and the mentions in
-its text (totem_engine/attachments.py), buffer first and confined to the project.
+its text (totem_engine/api/attachments.py), buffer first and confined to the project.
 
 ``@path`` and ``@path#L10-20`` name a project file (an open buffer's text, unsaved changes
 included, else the disk); ``#buffer``, ``#selection`` and ``#diagnostics`` name the document the
@@ -14,17 +14,20 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from totem_engine.attachments import (
+from totem_engine.api.attachments import (
     Attachment,
     AttachmentKind,
     Mention,
     excerpt,
     find_mentions,
 )
-from totem_engine.checks.base import Finding
-from totem_engine.tools.read import looks_binary
-from totem_engine.vocab.tools import ToolError
-from totem_engine.workspace.paths import relative, resolve_in_project
+from totem_engine.api.checks import Finding
+from totem_engine.api.workspace import (
+    ToolError,
+    looks_binary,
+    relative,
+    resolve_in_project,
+)
 from totem_lsp.messages import ChatContext, ChatParams, EditorDiagnostic, Range
 from totem_lsp.uris import path_of
 

@@ -12,11 +12,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from totem_engine.attachments import EDITOR_MENTIONS
-from totem_engine.commands import ACTIONS
-from totem_engine.mentions import project_files
-from totem_engine.runtime import Runtime
-from totem_engine.workspace.paths import relative
+from totem_engine.api.attachments import EDITOR_MENTIONS, project_files
+from totem_engine.api.engine import Engine
+from totem_engine.api.workspace import relative
 from totem_lsp.uris import path_of
 
 MAX_ITEMS = 50
@@ -43,7 +41,7 @@ def utf16_length(text: str) -> int:
     return sum(2 if ord(char) > 0xFFFF else 1 for char in text)
 
 
-async def complete(text: str, position: int, runtime: Runtime, open_paths: list[Path]) -> dict[str, Any]:
+async def complete(text: str, position: int, engine: Engine, open_paths: list[Path]) -> dict[str, Any]:
     """``{start, end, items}``: the items for the word before ``position``; ``start``..``end`` (UTF-16
     offsets) is the text an item's ``insertText`` replaces."""
     end = utf16_index(text, position)
@@ -53,14 +51,14 @@ async def complete(text: str, position: int, runtime: Runtime, open_paths: list[
     word = text[start:end]
     items: list[dict[str, Any]] = []
     if word.startswith("@") and "#" not in word:
-        items = await _files(word[1:], runtime.root, open_paths)
+        items = await _files(word[1:], engine.root, open_paths)
     elif word.startswith("#"):
         items = [
             {"label": f"#{name}", "kind": "buffer", "insertText": f"#{name}", "detail": _EDITOR_DETAIL[name]}
             for name in EDITOR_MENTIONS if name.startswith(word[1:].lower())
         ]
     elif word.startswith("/") and not text[:start].strip():
-        items = _commands(word[1:], runtime)
+        items = _commands(word[1:], engine)
     return {"start": utf16_length(text[:start]), "end": utf16_length(text[:end]), "items": items[:MAX_ITEMS]}
 
 
@@ -86,13 +84,10 @@ async def _files(query: str, root: Path, open_paths: list[Path]) -> list[dict[st
     ]
 
 
-def _commands(query: str, runtime: Runtime) -> list[dict[str, Any]]:
-    found = runtime.commands()
-    named = {name: command.description for name, command in found.items()}
-    named.update({name: what for name, what in ACTIONS.items() if name not in found})
+def _commands(query: str, engine: Engine) -> list[dict[str, Any]]:
     return [
-        {"label": f"/{name}", "kind": "command", "insertText": f"/{name} ", "detail": what}
-        for name, what in sorted(named.items()) if name.startswith(query)
+        {"label": f"/{c.name}", "kind": "command", "insertText": f"/{c.name} ", "detail": c.description}
+        for c in engine.commands() if c.name.startswith(query)
     ]
 
 

@@ -1,15 +1,15 @@
 """The conversation's own methods: ``totem/session`` (its messages, branches marked),
-``totem/rewind``, ``totem/variant`` and ``totem/fork`` (docs/protocol.md). Turns that answer
-again (retry, regenerate) are chat.py's.
+``totem/rewind``, ``totem/variant`` and ``totem/fork`` (docs/protocol.md), each the engine's
+(``History.conversation``, ``Engine.rewind``, ``switch_variant``, ``fork``) in the protocol's
+shape. Turns that answer again (retry, regenerate) are chat.py's.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from totem_engine.branches import Tree
-from totem_engine.store import Store, StoredMessage
+from totem_engine.api.engine import Engine
+from totem_engine.api.history import Conversation, History, StoredMessage
 from totem_lsp.messages import (
     FileOutcome,
     ForkParams,
@@ -17,26 +17,24 @@ from totem_lsp.messages import (
     SessionParams,
     VariantParams,
 )
-from totem_lsp.project import Projects
 
 
-async def session_payload(store: Store, params: SessionParams) -> dict[str, Any]:
+async def session_payload(history: History, params: SessionParams) -> dict[str, Any]:
     """``totem/session``: the conversation as it stands (or, with ``all``, every message of every
     branch), each message with its id, turn, and the variant it is of its request."""
-    session = await store.get_session(params.session_id)
-    messages, head = await store.tree(params.session_id)
-    tree = Tree(messages, head)
-    shown = messages if params.all else await store.messages(params.session_id, include_discarded=True)
+    conversation = await history.conversation(params.session_id, every=params.all)
+    session = conversation.session
     return {
         "sessionId": session.id,
         "title": session.title or "",
         "model": session.model,
         "mode": session.mode,
-        "messages": [_message(m, tree, every=params.all) for m in shown],
+        "messages": [_message(m, conversation, every=params.all) for m in conversation.shown],
     }
 
 
-def _message(message: StoredMessage, tree: Tree, *, every: bool) -> dict[str, Any]:
+def _message(message: StoredMessage, conversation: Conversation, *, every: bool) -> dict[str, Any]:
+    tree = conversation.tree
     out: dict[str, Any] = {
         "id": message.id,
         "turnId": message.turn_id,
@@ -53,12 +51,10 @@ def _message(message: StoredMessage, tree: Tree, *, every: bool) -> dict[str, An
     return out
 
 
-async def rewind(projects: Projects, params: RewindParams) -> dict[str, Any]:
+async def rewind(engine: Engine, params: RewindParams) -> dict[str, Any]:
     """``totem/rewind``: the conversation back to before the message, and with ``files`` the files."""
-    session = await projects.store.get_session(params.session_id)
-    runtime = await projects.runtime(Path(session.cwd))
     confirmed = set(params.overwrite)
-    done = await runtime.rewind(
+    done = await engine.rewind(
         params.session_id, params.message_id, files=params.files,
         overwrite=lambda path: params.force or path in confirmed, dry_run=params.dry_run,
     )
@@ -68,17 +64,13 @@ async def rewind(projects: Projects, params: RewindParams) -> dict[str, Any]:
     }
 
 
-async def variant(projects: Projects, params: VariantParams) -> dict[str, Any]:
+async def variant(engine: Engine, params: VariantParams) -> dict[str, Any]:
     """``totem/variant``: the conversation follows another answer of a request."""
-    session = await projects.store.get_session(params.session_id)
-    runtime = await projects.runtime(Path(session.cwd))
-    request, count = await runtime.switch_variant(params.session_id, params.message_id, params.index)
+    request, count = await engine.switch_variant(params.session_id, params.message_id, params.index)
     return {"request": request, "index": params.index, "count": count}
 
 
-async def fork(projects: Projects, params: ForkParams) -> dict[str, Any]:
+async def fork(engine: Engine, params: ForkParams) -> dict[str, Any]:
     """``totem/fork``: a new session from a message (default: the conversation as it stands)."""
-    session = await projects.store.get_session(params.session_id)
-    runtime = await projects.runtime(Path(session.cwd))
-    forked = await runtime.fork(params.session_id, params.message_id)
-    return {"sessionId": forked.id}
+    reply = await engine.fork(params.session_id, params.message_id)
+    return {"sessionId": reply.forked}

@@ -15,9 +15,8 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from totem_engine.checks.base import CheckResult, Finding, Fix
-from totem_engine.checks.registry import run_checks
-from totem_engine.workspace.paths import relative
+from totem_engine.api.checks import CheckResult, Finding, Fix, run_checks
+from totem_engine.api.workspace import relative
 from totem_lsp.project import Projects
 from totem_lsp.uris import path_of, uri_of
 
@@ -93,12 +92,12 @@ class Diagnostics:
             rel = relative(root, path)
         except ValueError:
             return
-        runtime = await self.projects.runtime(root)
+        engine = await self.projects.engines.engine(root)
         try:
             text = (await self.projects.workspace.read_bytes(path)).decode("utf-8", errors="replace")
         except OSError:
             return
-        checkers = runtime.editor_checkers()
+        checkers = engine.editor_checkers()
         builtin = await run_checks([c for c in checkers if not c.external], root, rel, text)
         self._builtin[uri] = builtin.findings
         if external:

@@ -19,8 +19,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
-from totem_engine.vocab.tools import ToolError
-from totem_engine.workspace.files import DiskWorkspace, FileStat
+from totem_engine.api.workspace import DiskWorkspace, FileStat, ToolError
 from totem_lsp.messages import ApplyEditAnswer, plain
 from totem_lsp.text_edits import text_edits
 from totem_lsp.uris import path_of, uri_of

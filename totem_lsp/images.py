@@ -13,15 +13,16 @@ import asyncio
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from totem_engine.images import (
+from totem_engine.api.images import (
     MAX_IMAGE_BYTES,
     MIME_TYPES,
     AttachmentError,
+    Image,
     image_from_base64,
     image_from_bytes,
     image_from_data_uri,
+    size_text,
 )
-from totem_engine.vocab.messages import Image, size_text
 from totem_lsp.messages import ChatAttachment
 from totem_lsp.uris import path_of
 

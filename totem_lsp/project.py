@@ -1,44 +1,43 @@
 """The engine for each workspace root the editor opened, configured from the editor's settings.
 
-Config layers for the language server: the user file, the project file (restricted until the
-project is trusted), the editor's settings (``initializationOptions.config`` and
-``workspace/didChangeConfiguration``), in that order. A change of settings rebuilds the runtime
-of each root before its next turn; one session store serves them all.
+One ``Engines`` (totem_engine/api/engines.py) serves every root over one session store. Config
+layers for the language server: the user file, the project file (restricted until the project
+is trusted), the editor's settings (``initializationOptions.config`` and
+``workspace/didChangeConfiguration``), in that order. A change of settings opens a new engine of
+each root at its next use; a turn running in the old one keeps it. Which root a document or a
+session belongs to is the editor's business, so it is answered here.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 from pathlib import Path
 from typing import Any
 
+from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from totem_engine.config import ConfigError
-from totem_engine.local.errors import LocalServerError
-from totem_engine.opening import open_runtime as open_project
-from totem_engine.runtime import Runtime
-from totem_engine.store import Store
+from totem_engine.api.engine import Engine
+from totem_engine.api.engines import Engines
+from totem_engine.api.history import Session
+from totem_engine.config_error import ConfigError
 from totem_lsp.edits import EditorWorkspace
 from totem_lsp.permission import Asker
 from totem_lsp.uris import path_of
+
+PERMISSION_TIMEOUT = 600.0  # the config's default, while the config is invalid (its opening then fails anyway)
 
 
 class Projects:
     def __init__(self, server: LanguageServer, *, settings: dict[str, Any] | None, model: str | None):
         self.server = server
-        self.settings = _without_nulls(settings or {})
-        self.model = model  # the editor's choice, over the config's
-        self.mode: str | None = None  # totem/setMode without a session: new sessions' mode, over the config's
-        self.store = Store()
         self.workspace = EditorWorkspace(server)
-        self._runtimes: dict[Path, Runtime] = {}
-        # Every runtime opened, closed with the server: one replaced by new settings stays open,
-        # as a turn may still be using it.
-        self._opened = contextlib.AsyncExitStack()
-        self.opened: list[Runtime] = []  # the same runtimes, for what outlives a rebuild (jobs)
-        self.notices: list[str] = []
+        # The editor's model (initializationOptions.model) over the config's; no model configured
+        # at all: the one `totem local setup` installed, started while the server runs.
+        self.engines = Engines(
+            holder="totem lsp", editor_settings=_without_nulls(settings or {}), model=model,
+            ask_trust=self._ask_trust, workspace=self.workspace, on_open=self._opened,
+        )
 
     def roots(self) -> list[Path]:
         roots = [path for f in self.server.workspace.folders.values() if (path := path_of(f.uri))]
@@ -56,48 +55,45 @@ class Projects:
                 return max(holding, key=lambda r: len(r.parts))
         return roots[0]
 
-    async def runtime(self, root: Path) -> Runtime:
-        runtime = self._runtimes.get(root)
-        if runtime is None:
-            # No model configured: the one `totem local setup` installed, while the server runs.
-            opening = open_project(
-                root, editor_settings=self.settings, ask_trust=self.asker.trust, model=self.model,
-                store=self.store, workspace=self.workspace, holder="totem lsp",
-            )
-            try:
-                runtime = await self._opened.enter_async_context(opening)
-            except LocalServerError as exc:
-                raise ConfigError(str(exc)) from None
-            if runtime.trust_notice:
-                self.notices.append(runtime.trust_notice)
-            self._runtimes[root] = runtime
-            self.opened.append(runtime)
-        return runtime
+    async def engine(self, uri: str | None = None) -> Engine:
+        """The engine of the folder holding ``uri`` (else the first folder's)."""
+        return await self.engines.engine(self.root_for(uri))
 
-    @property
-    def asker(self) -> Asker:
-        """For questions asked before a runtime exists (trust): the editor's timeout or the default."""
-        from totem_engine.config import Config
+    async def of_session(self, session_id: str) -> tuple[Engine, Session]:
+        """The engine of the session's own project, whatever document the request came from."""
+        return await self.engines.of_session(session_id)
 
-        timeout = self.settings.get("permission_timeout", Config().permission_timeout)
-        return Asker(self.server, float(timeout))
+    def asker_for(self, engine: Engine) -> Asker:
+        return Asker(self.server, engine.config.permission_timeout)
 
-    def asker_for(self, runtime: Runtime) -> Asker:
-        return Asker(self.server, runtime.config.permission_timeout)
+    def message_limit(self) -> int | None:
+        """``lsp_max_message_bytes`` of the user's file and the editor's settings (a project's
+        file has no say over the editor's connection); None while they are invalid."""
+        try:
+            return self.engines.door_config().lsp_max_message_bytes
+        except ConfigError:
+            return None
 
-    def default_model(self, runtime: Runtime) -> str:
-        return runtime.resolve_model(self.model)
-
-    async def reconfigure(self, settings: dict[str, Any] | None, model: str | None = None) -> None:
-        """New editor settings: runtimes are rebuilt before their next use (running turns keep theirs)."""
-        self.settings = _without_nulls(settings or {})
-        if model is not None:
-            self.model = model
-        self._runtimes = {}
+    def reconfigure(self, settings: dict[str, Any] | None, model: str | None = None) -> None:
+        """New editor settings: each root's engine opened again at its next use."""
+        self.engines.reconfigure(_without_nulls(settings or {}), model)
 
     async def aclose(self) -> None:
-        await self._opened.aclose()
-        await self.store.close()
+        """Every running turn aborted and waited for, then the engines and the store closed."""
+        await self.engines.aclose()
+
+    async def _ask_trust(self, root: Path, reasons: list[str]) -> bool:
+        """Asked before the project's engine exists: the timeout is the user's and the editor's."""
+        try:
+            timeout = self.engines.door_config().permission_timeout
+        except ConfigError:
+            timeout = PERMISSION_TIMEOUT
+        return await Asker(self.server, timeout).trust(root, reasons)
+
+    def _opened(self, engine: Engine) -> None:
+        """What an untrusted project's own config lost, shown once, as the engine opens."""
+        if engine.trust_notice:
+            self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=engine.trust_notice))
 
 
 def _without_nulls(settings: dict[str, Any]) -> dict[str, Any]:

@@ -46,6 +46,7 @@ CMD_REDO = "totem.server.redo"
 SESSION_BUSY = -32001
 BAD_TOKEN = -32002
 CONFIG_ERROR = -32003
+UNAVAILABLE = -32004
 
 
 def plain(value):

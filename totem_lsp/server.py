@@ -152,13 +152,9 @@ class TotemServer(LanguageServer):
         """``lsp_max_message_bytes`` from the user's file and the editor's settings (a project's
         file has no say over the editor's connection). An invalid config keeps the limit in
         force; its error comes with the first request that needs the engine."""
-        from totem_engine.config import ConfigError, load_config
-
-        try:
-            loaded = load_config(None, editor_settings=self.service().projects.settings)
-        except ConfigError:
-            return
-        self.max_message_bytes = loaded.config.lsp_max_message_bytes
+        limit = self.service().message_limit()
+        if limit is not None:
+            self.max_message_bytes = limit
 
     def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
         """pygls' start_io with Totem's reader (framing.py); the exit code is kept in ``exit_code``."""
@@ -265,7 +261,7 @@ def create_server(token: str | None = None) -> TotemServer:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: TotemServer, params: types.DidChangeConfigurationParams) -> None:
-        await ls.service().reconfigure(params.settings)
+        ls.service().reconfigure(params.settings)
         ls.read_message_limit()
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)

@@ -16,7 +16,7 @@ from difflib import SequenceMatcher
 
 from lsprotocol import types
 
-from totem_engine.checks.positions import utf16_units
+from totem_engine.api.checks import utf16_units
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 

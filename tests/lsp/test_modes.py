@@ -57,3 +57,11 @@ async def test_a_mode_that_is_not_plan_or_build_and_an_unknown_session_are_inval
         await call(editor, "totem/setMode", {"mode": "yolo"})
     with pytest.raises(JsonRpcException, match="ses_nope"):
         await call(editor, "totem/setMode", {"sessionId": "ses_nope", "mode": "plan"})
+
+
+async def test_a_new_session_keeps_the_mode_its_first_chat_carries(editor):
+    planned = await write_turn(editor, None, mode="plan")
+    assert planned["summary"] == "denied (plan mode)"
+    assert (await call(editor, "totem/session", {"sessionId": planned["sessionId"]}))["mode"] == "plan"
+    again = await write_turn(editor, planned["sessionId"])
+    assert again["summary"] == "denied (plan mode)"

@@ -392,6 +392,18 @@ class Engine:
         whole config applies in the engines opened from now on, not in this one."""
         await trust(self.root)
 
+    # --- for the language server (totem lsp) ------------------------------------------------
+
+    def editor_checkers(self) -> list[Any]:
+        """The checks an editor shows as diagnostics (``api.checks.run_checks`` runs them): the
+        built-in rules the project as it is now calls for, and its own commands (``external``)."""
+        return self._runtime.editor_checkers()
+
+    def action_of(self, text: str) -> str | None:
+        """The built-in action ``text`` names (``undo`` for ``/undo``), None for a prompt: a chat
+        with no session yet refuses an action rather than act on another session."""
+        return self._runtime.prepare(text).action
+
 
 def _check_mode(mode: str) -> None:
     if mode not in MODES:

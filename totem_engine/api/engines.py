@@ -22,6 +22,7 @@ import anyio
 from totem_engine.api.engine import Engine, open_project
 from totem_engine.api.history import History
 from totem_engine.api.running import Turns
+from totem_engine.config import Config, load_config
 from totem_engine.jobs import JobNotFound
 from totem_engine.mcp.specs import ServerSpec
 from totem_engine.store import Session, Store
@@ -144,6 +145,14 @@ class Engines:
             except JobNotFound:
                 continue
         raise JobNotFound(f"there is no job {job_id!r} in session {session_id}")
+
+    # --- for the language server (totem lsp) ------------------------------------------------
+
+    def door_config(self) -> Config:
+        """The config of no project: the user's file and the door's layers (``config_file``,
+        ``editor_settings``), for the door's own keys before any project is open (the size of a
+        message it reads, how long it waits for an answer). ``ConfigError`` when invalid."""
+        return load_config(None, config_file=self.config_file, editor_settings=self.editor_settings).config
 
     def _open(self, root: Path, **injections: Any) -> contextlib.AbstractAsyncContextManager[Engine]:
         return open_project(
