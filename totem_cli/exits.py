@@ -20,7 +20,7 @@ BY_STOP_REASON = {"finished": 0, "error": EXIT_ERROR, "step_limit": 3, "guard": 
 BY_KIND = {"config": EXIT_USAGE, "not_found": EXIT_USAGE, "invalid": EXIT_USAGE, "busy": EXIT_USAGE, "unavailable": EXIT_ERROR}
 
 
-def refused(error: "EngineError") -> int:
+def refused(error: EngineError) -> int:
     """Say what the engine refused, as ``totem: <message>`` on stderr; its exit code."""
     print(f"totem: {error}", file=sys.stderr)
     return BY_KIND.get(error.kind, EXIT_ERROR)

@@ -116,7 +116,13 @@ def _stop(args: argparse.Namespace, config, root: Path) -> int:
 
 
 def _status(args: argparse.Namespace, config, root: Path) -> int:
-    from totem_engine.api.local import LocalPaths, installed, last_speed, live_leases, status
+    from totem_engine.api.local import (
+        LocalPaths,
+        installed,
+        last_speed,
+        live_leases,
+        status,
+    )
 
     paths = LocalPaths(root)
     install = installed(root)

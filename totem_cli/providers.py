@@ -81,7 +81,12 @@ def templates_command() -> int:
 
 
 def add_command(args: argparse.Namespace) -> int:
-    from totem_engine.api.setup import TEMPLATES, ProviderConfig, find_template, user_config_path
+    from totem_engine.api.setup import (
+        TEMPLATES,
+        ProviderConfig,
+        find_template,
+        user_config_path,
+    )
     from totem_engine.api.workspace import write_atomically
     from totem_engine.config_error import ConfigError
 

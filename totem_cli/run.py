@@ -67,7 +67,11 @@ async def regenerate_command(args: argparse.Namespace) -> int:
 def attached_images(files: list[Path]) -> tuple:
     """``--attach FILE`` as images (totem_engine/images.py), read before the project is opened;
     ConfigError (exit 2) for a file that cannot be read or is not an image the wires take."""
-    from totem_engine.api.images import MAX_IMAGE_BYTES, AttachmentError, image_from_bytes
+    from totem_engine.api.images import (
+        MAX_IMAGE_BYTES,
+        AttachmentError,
+        image_from_bytes,
+    )
 
     images = []
     for file in files:

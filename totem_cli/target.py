@@ -36,7 +36,7 @@ async def project_of(args: argparse.Namespace, session_id: str | None) -> Path:
     return project_root(args)
 
 
-async def session_or_newest(engine: "Engine", session_id: str | None) -> str:
+async def session_or_newest(engine: Engine, session_id: str | None) -> str:
     """``session_id``, or the project's newest session (NothingToDo, exit 2, when it has none)."""
     if session_id is not None:
         check_session_id(session_id)
@@ -57,7 +57,7 @@ def check_session_id(session_id: str | None) -> None:
 
 
 @contextlib.asynccontextmanager
-async def session_engine(args: argparse.Namespace, holder: str, **options) -> AsyncIterator[tuple["Engine", str]]:
+async def session_engine(args: argparse.Namespace, holder: str, **options) -> AsyncIterator[tuple[Engine, str]]:
     """The engine of the project ``--session`` (or the newest session) belongs to, opened for
     the block with ``--config`` and ``options`` (``open_project``'s), and the session's id. The
     project's notices go to stderr."""
@@ -69,6 +69,6 @@ async def session_engine(args: argparse.Namespace, holder: str, **options) -> As
         yield engine, await session_or_newest(engine, args.session)
 
 
-def say_notices(engine: "Engine") -> None:
+def say_notices(engine: Engine) -> None:
     for note in engine.notices:
         print(f"! {note}", file=sys.stderr)

@@ -46,12 +46,12 @@ def test_rewind_puts_the_files_and_the_conversation_back(totem):
     assert (totem.project / "a.txt").read_text() == "one\n"
     export = totem.export(session_id)
     assert conversation(export) == [("user", "write one"), ("assistant", "Wrote one.")]
-    assert [texts(m) for m in export["messages"] if m["rewound"]][0] == ["write two"]  # kept in the history
+    assert next(texts(m) for m in export["messages"] if m["rewound"]) == ["write two"]  # kept in the history
 
     # the conversation only, by --session from another folder: its own project
     chat = subprocess.run(
         totem.command("rewind", "--session", session_id, "--config", str(totem.config), "--chat-only"),
-        cwd=totem.home, capture_output=True, text=True, env=totem.env, timeout=60,
+        cwd=totem.home, capture_output=True, text=True, env=totem.env, timeout=60, check=False,
     )
     assert chat.returncode == 0, chat.stderr
     assert "the files are left as they are" in chat.stdout

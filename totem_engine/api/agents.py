@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from totem_engine.agents import AgentDefinition, Agents, discover_agents, folder, remove_agent, render_agent, save_agent
+from totem_engine.agents import (
+    AgentDefinition,
+    Agents,
+    discover_agents,
+    folder,
+    remove_agent,
+    render_agent,
+    save_agent,
+)
 from totem_engine.config import ConfigError, load_config
 from totem_engine.trust import is_trusted
 

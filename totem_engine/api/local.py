@@ -6,7 +6,14 @@ from totem_engine.local import PROVIDER_NAME
 from totem_engine.local.benchmark import BenchmarkError, benchmark, last_speed
 from totem_engine.local.build import Setup
 from totem_engine.local.errors import LocalServerError
-from totem_engine.local.model import LocalPaths, SetupError, disk_use, human_size, installed, local_dir_from
+from totem_engine.local.model import (
+    LocalPaths,
+    SetupError,
+    disk_use,
+    human_size,
+    installed,
+    local_dir_from,
+)
 from totem_engine.local.server import adopt, live_leases, start, status, stop
 from totem_engine.providers.local import find_local_servers
 

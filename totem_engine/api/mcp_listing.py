@@ -40,14 +40,14 @@ class _ListHost:
 
     session_id = "mcp-list"
 
-    def __init__(self, frontend: "FrontEnd"):
+    def __init__(self, frontend: FrontEnd):
         self.frontend = frontend
 
     async def emit(self, event: object) -> None:
         return None
 
 
-async def list_servers(runtime: "Runtime", frontend: "FrontEnd", say: "Say") -> McpListing:
+async def list_servers(runtime: Runtime, frontend: FrontEnd, say: Say) -> McpListing:
     """Start the project's servers as a turn would (the built-in Forge in a Total.js project)."""
     servers = runtime.mcp
     totaljs = is_totaljs_project(runtime.root, runtime.config.totaljs)  # which declares the built-in Forge
