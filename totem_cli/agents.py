@@ -1,6 +1,6 @@
 """``totem agents list|show NAME|new NAME [--project]|edit NAME|remove NAME``: the agent files.
 
-The agents are the project's as ``task`` would see them (agents.discover_agents: four sources,
+The agents are the project's as ``task`` would see them (api/agents.py ``project_agents``: four sources,
 the last wins; an untrusted project's own files restricted). ``new`` writes an agent for this
 project into the user's per-project store (``--project``: into ``.totem/agents``); ``edit`` opens
 the winning file in ``$VISUAL`` or ``$EDITOR`` (a built-in agent is first copied into the user's
@@ -36,19 +36,11 @@ def add_subcommands(sub: argparse._SubParsersAction, command: str | None) -> Non
     new.add_argument("--description", default=None, help="what it is for (default: a line to edit)")
 
 
-def run(args: argparse.Namespace) -> int:
-    import anyio
-
-    from totem_engine.agents import discover_agents
-    from totem_engine.config import ConfigError, load_config
-    from totem_engine.trust import is_trusted
+async def run(args: argparse.Namespace) -> int:
+    from totem_engine.api.agents import project_agents
 
     root = (args.cwd or Path.cwd()).resolve()
-    try:
-        max_steps = load_config(root).config.max_steps
-    except ConfigError:
-        max_steps = 50  # the default: a broken config must not hide the agents
-    agents = discover_agents(root, trusted=anyio.run(is_trusted, root), max_steps=max_steps)
+    agents = await project_agents(root)
     for notice in agents.notices:
         print(f"! {notice}", file=sys.stderr)
     if args.action == "list":
@@ -62,14 +54,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"totem: there is no agent named {args.name!r} (totem agents list)", file=sys.stderr)
         return EXIT_USAGE
     if args.action == "show":
-        from totem_engine.agents import render_agent
+        from totem_engine.api.agents import render_agent
 
         print(f"# {definition.source}: {definition.path}")
         print(render_agent(definition), end="")
         return 0
     if args.action == "edit":
         return _edit(root, definition)
-    from totem_engine.agents import remove_agent
+    from totem_engine.api.agents import remove_agent
 
     try:
         path = remove_agent(root, args.name, agents)
@@ -81,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _new(root: Path, args: argparse.Namespace, agents) -> int:
-    from totem_engine.agents import AgentDefinition, folder, save_agent
+    from totem_engine.api.agents import AgentDefinition, folder, save_agent
 
     source = "project" if args.project else "user-project"
     target = folder(source, root) / f"{args.name}.md"
@@ -107,7 +99,7 @@ def _edit(root: Path, definition) -> int:
     import subprocess
     from dataclasses import replace
 
-    from totem_engine.agents import save_agent
+    from totem_engine.api.agents import save_agent
 
     # The editor is checked before a built-in is copied: a copy replaces the built-in for good.
     editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "")

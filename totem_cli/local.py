@@ -30,8 +30,8 @@ def add_subcommands(sub: argparse._SubParsersAction, command: str | None) -> Non
 
 
 def run(args: argparse.Namespace) -> int:
-    from totem_engine.config import load_config
-    from totem_engine.local.model import local_dir_from
+    from totem_engine.api.local import local_dir_from
+    from totem_engine.api.setup import load_config
 
     config = load_config(None, config_file=args.config).config
     root = local_dir_from(config)
@@ -39,9 +39,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _setup(args: argparse.Namespace, config, root: Path) -> int:
-    from totem_engine.local.benchmark import BenchmarkError, benchmark
-    from totem_engine.local.build import Setup
-    from totem_engine.local.model import SetupError
+    from totem_engine.api.local import BenchmarkError, Setup, SetupError, benchmark
 
     print(f"totem local setup: into {root}", file=sys.stderr)
     try:
@@ -73,7 +71,7 @@ def _setup(args: argparse.Namespace, config, root: Path) -> int:
 def _disk_line(root: Path, install) -> str:
     """``1.1 GB (model 1.1 GB, server 9 MB)``: what ``local_dir`` holds, and a model of the
     user's (``--gguf``) kept elsewhere."""
-    from totem_engine.local.model import LocalPaths, disk_use, human_size
+    from totem_engine.api.local import LocalPaths, disk_use, human_size
 
     paths = LocalPaths(root)
     model = install.model if install is not None else None
@@ -92,12 +90,7 @@ def _disk_line(root: Path, install) -> str:
 
 
 def _start(args: argparse.Namespace, config, root: Path) -> int:
-    from totem_engine.local.model import installed
-    from totem_engine.local.server import (
-        LocalServerError,
-        _write_state,
-        start,
-    )
+    from totem_engine.api.local import LocalServerError, adopt, installed, start
 
     install = installed(root)
     if install is None:
@@ -109,27 +102,27 @@ def _start(args: argparse.Namespace, config, root: Path) -> int:
         print(f"totem local start: {exc}", file=sys.stderr)
         return 1
     if not started and state.owner is not None:
-        # Started on demand by a run: from now on it is the user's, kept until `totem local stop`.
-        import dataclasses
-
-        state = dataclasses.replace(state, owner=None)
-        _write_state(root, state)
+        state = adopt(root, state)  # started on demand by a run: the user's from now on
     verb = "started" if started else "already running"
     print(f"{verb}: local/{state.model_id} at {state.base_url} (pid {state.pid}, context {state.ctx})")
     return 0
 
 
 def _stop(args: argparse.Namespace, config, root: Path) -> int:
-    from totem_engine.local.server import stop
+    from totem_engine.api.local import stop
 
     print("stopped" if stop(root) else "not running")
     return 0
 
 
 def _status(args: argparse.Namespace, config, root: Path) -> int:
-    from totem_engine.local.benchmark import last_speed
-    from totem_engine.local.model import LocalPaths, installed
-    from totem_engine.local.server import live_leases, status
+    from totem_engine.api.local import (
+        LocalPaths,
+        installed,
+        last_speed,
+        live_leases,
+        status,
+    )
 
     paths = LocalPaths(root)
     install = installed(root)

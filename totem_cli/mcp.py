@@ -43,20 +43,8 @@ def add_subcommands(sub: argparse._SubParsersAction, command: str | None) -> Non
     )
 
 
-class _ListHost:
-    """Where the starts are asked: the terminal; their pseudo calls are not shown, the list is."""
-
-    session_id = "mcp-list"
-
-    def __init__(self, frontend):
-        self.frontend = frontend
-
-    async def emit(self, event) -> None:
-        return None
-
-
 async def run(args: argparse.Namespace) -> int:
-    from totem_cli.main import project_root
+    from totem_cli.target import project_root
 
     if args.action == "serve":
         from totem_mcp_server.main import serve
@@ -66,39 +54,32 @@ async def run(args: argparse.Namespace) -> int:
 
 
 async def _list(args: argparse.Namespace) -> int:
-    from totem_cli.main import project_root
+    from totem_cli.target import project_root, say_notices
     from totem_cli.terminal import TerminalFrontEnd
-    from totem_engine.checks.totaljs import is_totaljs_project
-    from totem_engine.api.events import NoticeLevel
-    from totem_engine.opening import open_runtime as open_project
-    from totem_engine.permissions import Policy
+    from totem_engine.api.engine import open_project
 
     interactive = sys.stdin.isatty()
     frontend = TerminalFrontEnd(json_mode=False, assume_yes=args.yes, interactive=interactive)
+
+    async def say(level: str, message: str, *, call_id: str | None = None) -> None:
+        if level != "info":
+            print(f"! {message}", file=sys.stderr)
+
     async with open_project(
-        project_root(args), config_file=args.config, ask_trust=frontend.ask_trust if interactive else None, start_local=False
-    ) as runtime:
-        if runtime.trust_notice:
-            print(f"! {runtime.trust_notice}", file=sys.stderr)
-        servers = runtime.mcp
-
-        async def say(level: NoticeLevel, message: str, *, call_id: str | None = None) -> None:
-            if level != "info":
-                print(f"! {message}", file=sys.stderr)
-
-        totaljs = is_totaljs_project(runtime.root, runtime.config.totaljs)  # which declares the built-in Forge
-        await servers.prepare(_ListHost(frontend), Policy(rules=list(runtime.agent.rules)), say, totaljs=totaljs)
-        tools = servers.tools(set(runtime.agent.tools))
-        if not servers.specs:
+        project_root(args), holder="totem mcp list", config_file=args.config,
+        ask_trust=frontend.ask_trust if interactive else None, start_local=False,
+    ) as engine:
+        say_notices(engine)
+        listing = await engine.mcp_servers(frontend, say)
+        if not listing.servers:
             print("No MCP server is declared (docs/config.md \"MCP servers\": .totem/mcp.json, or mcp.json beside config.toml).",
                   file=sys.stderr)
-        for name, spec in servers.specs.items():
-            print(f"{name}\t{servers.status.get(name, 'not started')}\t{spec.target}\t{spec.path}")
-            for tool_name, tool in sorted(tools.items()):
-                if getattr(tool, "connection", None) is not None and tool.connection.spec.name == name:
-                    print(f"  {tool_name}\t{_first_line(tool.description)}")
-        if "mcp_prompts" in tools:
-            print(f"  mcp_prompts\tthe prompts of {', '.join(sorted(tools['mcp_prompts'].connections))}")
+        for server in listing.servers:
+            print(f"{server.name}\t{server.status}\t{server.target}\t{server.path}")
+            for name, description in server.tools:
+                print(f"  {name}\t{_first_line(description)}")
+        if listing.prompts_of:
+            print(f"  mcp_prompts\tthe prompts of {', '.join(listing.prompts_of)}")
     return 0
 
 

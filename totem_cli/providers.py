@@ -1,4 +1,4 @@
-"""``totem providers add|templates``, ``totem auth set|remove`` and the local part of ``totem models``.
+"""``totem providers add|templates``, ``totem auth set|remove``: the providers of the user config and their keys.
 
 ``providers add TEMPLATE NAME`` appends a ``[providers.NAME]`` table to the user config file as
 text, so comments and the layout of the rest of the file stay as they were; it refuses a NAME the
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def templates_command() -> int:
-    from totem_engine.providers.templates import TEMPLATES
+    from totem_engine.api.setup import TEMPLATES
 
     for t in TEMPLATES:
         if t.base_url:
@@ -81,9 +81,14 @@ def templates_command() -> int:
 
 
 def add_command(args: argparse.Namespace) -> int:
-    from totem_engine.config import ConfigError, ProviderConfig, user_config_path
-    from totem_engine.providers.templates import TEMPLATES, find_template
-    from totem_engine.workspace.files import write_atomically
+    from totem_engine.api.setup import (
+        TEMPLATES,
+        ProviderConfig,
+        find_template,
+        user_config_path,
+    )
+    from totem_engine.api.workspace import write_atomically
+    from totem_engine.config_error import ConfigError
 
     template = find_template(args.template)
     if template is None:
@@ -181,7 +186,7 @@ def auth_set_command(args: argparse.Namespace) -> int:
 
 
 def auth_remove_command(args: argparse.Namespace) -> int:
-    from totem_engine.keys import remove_key
+    from totem_engine.api.setup import remove_key
 
     if not remove_key(args.provider):
         return _fail(f"no key stored for {args.provider}")
@@ -190,14 +195,15 @@ def auth_remove_command(args: argparse.Namespace) -> int:
 
 
 def _store(provider: str, key: str) -> None:
-    from totem_engine.keys import store_key
+    from totem_engine.api.setup import store_key
 
     where = store_key(provider, key)
     print(f"stored the key of {provider} in {where}")
 
 
 def _warn_if_config_key_wins(provider: str) -> None:
-    from totem_engine.config import ConfigError, load_config
+    from totem_engine.api.setup import load_config
+    from totem_engine.config_error import ConfigError
 
     try:
         settings = load_config(None).config.providers.get(provider)
@@ -205,94 +211,6 @@ def _warn_if_config_key_wins(provider: str) -> None:
         return
     if settings is not None and settings.api_key_value():
         print(f"note: [providers.{provider}] sets api_key in your config; that one is used", file=sys.stderr)
-
-
-# ---------------------------------------------------------------------------------------------
-# totem models: the local servers
-# ---------------------------------------------------------------------------------------------
-
-
-def local_port(value: str) -> tuple[str, int]:
-    """``--local-port TEMPLATE=PORT`` as an argparse type."""
-    from totem_engine.providers.templates import find_template
-
-    name, sep, port = value.partition("=")
-    template = find_template(name)
-    if not sep or template is None or template.probe is None or not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(
-            f'"{value}": expected TEMPLATE=PORT with TEMPLATE one of ollama, lmstudio, llamacpp, vllm, litellm'
-        )
-    return template.name, int(port)
-
-
-def add_local_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--no-local", action="store_true", help="do not look for model servers on this computer")
-    parser.add_argument(
-        "--local-port",
-        type=local_port,
-        action="append",
-        default=[],
-        metavar="TEMPLATE=PORT",
-        help="look for TEMPLATE's server on PORT instead of its usual port (repeatable)",
-    )
-
-
-async def local_servers(args: argparse.Namespace, providers: dict) -> list:
-    """The servers of this computer that answered and are not configured already."""
-    if getattr(args, "no_local", False):
-        return []
-    from totem_engine.providers.local import find_local_servers
-
-    found = await find_local_servers(dict(getattr(args, "local_port", []) or []))
-    return [server for server in found if not _configured(server, providers)]
-
-
-def installed_local_line(config) -> str | None:
-    """Totem's own local model when it is set up and not replaced by a ``[providers.local]``:
-    ``local/<id>\t<ctx>\t<where it runs>``, the form of the configured models' lines."""
-    from totem_engine.local import PROVIDER_NAME
-    from totem_engine.local.model import installed, local_dir_from
-    from totem_engine.local.server import status
-
-    if PROVIDER_NAME in config.providers:
-        return None
-    root = local_dir_from(config)
-    install = installed(root)
-    if install is None:
-        return None
-    now = status(root)
-    where = f"running at {now.state.address}" if now.healthy and now.state else "starts on demand"
-    default = " (the default: no model configured)" if config.model is None else ""
-    return f"{PROVIDER_NAME}/{install.model_id}\t{config.local_ctx}\t{where}{default}"
-
-
-def print_local(servers: list) -> None:
-    if not servers:
-        return
-    print("local:")
-    for server in servers:
-        what = " ".join(server.models) if server.status == "ok" else "needs a key"
-        print(f"  {server.template}\t{server.address}\t{what or '(no models)'}")
-    print("  add one with: totem providers add TEMPLATE NAME [--base-url URL]")
-
-
-_LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
-_KIND_DEFAULT_PORT = {"ollama": 11434, "litellm": 4000}
-
-
-def _configured(server, providers: dict) -> bool:
-    """True when a configured provider already points at ``server`` (same loopback port)."""
-    from urllib.parse import urlsplit
-
-    port = urlsplit(server.address).port
-    for settings in providers.values():
-        if settings.base_url:
-            parts = urlsplit(settings.base_url)
-            if parts.hostname in _LOOPBACK_HOSTS and parts.port == port:
-                return True
-        elif _KIND_DEFAULT_PORT.get(settings.kind) == port:
-            return True
-    return False
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,73 +1,73 @@
-"""``totem run``: one turn of the agent in the terminal, Ctrl-C aborting it cleanly."""
+"""``totem run``, ``totem retry``, ``totem regenerate``: a turn of the agent in the terminal,
+streamed as it runs, Ctrl-C (or SIGTERM, SIGHUP) aborting it cleanly.
+
+``totem run PROMPT`` hands what was typed to the engine (``Engine.prompt``): a slash command, a
+built-in action (``/undo``, ``/compact``, ``/rewind`` ...: its reply printed, exit 1 when a file
+could not be put back) or a turn. ``retry`` takes up a session's failed last turn,
+``regenerate`` answers a request again (a new variant). Exit codes: exits.py.
+"""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import signal
 import sys
 from pathlib import Path
 
 import anyio
 
-from totem_cli.main import EXIT_CODES, EXIT_USAGE, project_root
+from totem_cli.exits import BY_STOP_REASON, EXIT_ERROR
+from totem_cli.target import check_session_id, project_root, say_notices, session_engine
 from totem_cli.terminal import TerminalFrontEnd
-from totem_engine.config import MIN_MAX_STEPS, ConfigError
-from totem_engine.local.errors import LocalServerError
-from totem_engine.opening import open_runtime as open_project
+from totem_engine.api.engine import open_project
+from totem_engine.api.running import Result, Running
+from totem_engine.api.setup import MIN_MAX_STEPS
+from totem_engine.config_error import ConfigError
 
 
 async def run_command(args: argparse.Namespace) -> int:
     root = project_root(args)
+    prompt = " ".join(args.prompt).strip()
+    if not prompt:
+        raise ConfigError("the prompt is empty: say what to do")
+    check_session_id(args.session)
     images = await anyio.to_thread.run_sync(attached_images, args.attach)
-    interactive = sys.stdin.isatty()
-    frontend = TerminalFrontEnd(
-        json_mode=args.json, assume_yes=args.yes, interactive=interactive, hold_text=not sys.stdout.isatty()
-    )
-    async with contextlib.AsyncExitStack() as stack:
-        try:
-            # With no model configured, the model `totem local setup` installed, started for this run.
-            runtime = await stack.enter_async_context(
-                open_project(
-                    root, config_file=args.config, ask_trust=frontend.ask_trust if interactive else None, model=args.model,
-                    holder="totem run",
-                )
-            )
-        except LocalServerError as exc:
-            print(f"totem: {exc}", file=sys.stderr)
-            return 1
-        for note in [*runtime.config.notes, *([runtime.trust_notice] if runtime.trust_notice else [])]:
-            print(f"! {note}", file=sys.stderr)
-        prompt = " ".join(args.prompt).strip()
-        if not prompt:
-            raise ConfigError("the prompt is empty: say what to do")
-        if args.session is not None and not args.session.strip():
-            raise ConfigError("--session needs a session id (totem sessions list shows them)")
+    frontend = _frontend(args)
+    # With no model configured, the model `totem local setup` installed, started for this run.
+    async with open_project(
+        root, holder="totem run", config_file=args.config, ask_trust=_ask_trust(frontend), model=args.model, mode=args.mode,
+    ) as engine:
+        say_notices(engine)
         if args.max_steps is not None and 0 < args.max_steps < MIN_MAX_STEPS:
             print(f"! --max-steps {args.max_steps} was raised to {MIN_MAX_STEPS}, the smallest cap that leaves room to read, edit and check", file=sys.stderr)
-        await runtime.snapshots.prune()
-        prepared = runtime.prepare(prompt)  # a slash command expanded (commands.py)
-        if prepared.action == "undo":
-            return await _undo(runtime, args.session)
-        if prepared.action == "compact":
-            return await _compact(runtime, args.session)
-        model = runtime.resolve_model(args.model or prepared.model)
-        mode = args.mode or runtime.config.mode
-        session = await runtime.open_session(args.session, model=model, mode=mode, text=prompt)
-        turn = runtime.turn(
-            prepared.text, frontend, session=session, model=model, mode=mode, max_steps=args.max_steps,
-            typed=prompt if prepared.command else None, as_agent=prepared.agent, images=images,
+        running = await engine.prompt(
+            prompt, frontend, session_id=args.session, model=args.model, mode=args.mode, max_steps=args.max_steps, images=images,
         )
-        result = await _run_until_interrupted(turn)
-        if not args.json:
-            print(f"session {result.session_id}", file=sys.stderr)
-        return EXIT_CODES[result.stop_reason]
+        return await _finish(running, args)
+
+
+async def retry_command(args: argparse.Namespace) -> int:
+    """``totem retry``: the session's failed last turn taken up from its last completed step."""
+    frontend = _frontend(args)
+    async with session_engine(args, "totem retry", ask_trust=_ask_trust(frontend), model=args.model, mode=args.mode) as (engine, session_id):
+        return await _finish(await engine.retry(session_id, frontend, model=args.model, mode=args.mode), args)
+
+
+async def regenerate_command(args: argparse.Namespace) -> int:
+    """``totem regenerate``: a new answer to the last request (``--message``: to the request that
+    message is, or answers); the earlier answer stays in the session, a variant."""
+    frontend = _frontend(args)
+    async with session_engine(
+        args, "totem regenerate", ask_trust=_ask_trust(frontend), model=args.model, mode=args.mode,
+    ) as (engine, session_id):
+        message_id = args.message or await engine.request_id(session_id)
+        return await _finish(await engine.regenerate(session_id, message_id, frontend, model=args.model, mode=args.mode), args)
 
 
 def attached_images(files: list[Path]) -> tuple:
     """``--attach FILE`` as images (totem_engine/images.py), read before the project is opened;
     ConfigError (exit 2) for a file that cannot be read or is not an image the wires take."""
-    from totem_engine.images import (
+    from totem_engine.api.images import (
         MAX_IMAGE_BYTES,
         AttachmentError,
         image_from_bytes,
@@ -86,52 +86,35 @@ def attached_images(files: list[Path]) -> tuple:
     return tuple(images)
 
 
-async def _latest(runtime, session_id: str | None) -> str | None:
-    """``--session``, or the project's newest session; None (said) when it has none."""
-    if session_id is not None:
-        return session_id
-    sessions = await runtime.store.list_sessions(cwd=str(runtime.root))
-    if not sessions:
-        print("totem: no session in this project", file=sys.stderr)
-        return None
-    return sessions[0].id
+def _frontend(args: argparse.Namespace) -> TerminalFrontEnd:
+    return TerminalFrontEnd(
+        json_mode=args.json, assume_yes=args.yes, interactive=sys.stdin.isatty(), hold_text=not sys.stdout.isatty()
+    )
 
 
-async def _undo(runtime, session_id: str | None) -> int:
-    """``/undo``: the files of the session's last changing turn put back (``totem undo``)."""
-    session_id = await _latest(runtime, session_id)
-    if session_id is None:
-        return EXIT_USAGE
-    outcomes = await runtime.undo(session_id)
-    if not outcomes:
-        print("nothing to undo")
-    for outcome in outcomes:
-        print(f"{outcome.action}\t{outcome.path}" + (f"\t{outcome.reason}" if outcome.reason else ""))
-    return 1 if any(o.action in ("conflict", "unrestorable") for o in outcomes) else 0
+def _ask_trust(frontend: TerminalFrontEnd):
+    """Asked on the terminal; without one the project stays restricted (its notice says so)."""
+    return frontend.ask_trust if frontend.interactive else None
 
 
-async def _compact(runtime, session_id: str | None) -> int:
-    """``/compact``: the session so far summarised into a checkpoint that later turns start from."""
-    session_id = await _latest(runtime, session_id)
-    if session_id is None:
-        return EXIT_USAGE
-    checkpoint = await runtime.compact(session_id)
-    if checkpoint is None:
-        print("nothing new to compact")
-    else:
-        count = f"{checkpoint.messages} message{'s' if checkpoint.messages != 1 else ''}"
-        print(f"compacted {count} of session {session_id} into a checkpoint:")
-        print(checkpoint.text)
-    return 0
+async def _finish(running: Running, args: argparse.Namespace) -> int:
+    """The turn run to its end (or the action's reply printed); the exit code of how it ended."""
+    result = await _until_interrupted(running)
+    if result.reply is not None:
+        print(result.text)
+        return 0 if result.reply.ok else EXIT_ERROR
+    if not args.json:
+        print(f"session {result.session_id}", file=sys.stderr)
+    return BY_STOP_REASON[result.stop_reason]
 
 
-async def _run_until_interrupted(turn):
-    """The turn's result, a signal aborting it; what the turn raises (``SessionInUse``: another
+async def _until_interrupted(running: Running) -> Result:
+    """The result, a signal aborting the turn; what the turn raises (``SessionInUse``: another
     process runs the session) is raised as it is, not inside an ExceptionGroup."""
     try:
         async with anyio.create_task_group() as group:
-            group.start_soon(_abort_on_interrupt, turn, group.cancel_scope)
-            result = await turn.run()
+            group.start_soon(_abort_on_signal, running)
+            result = await running.result()
             group.cancel_scope.cancel()
         return result
     except BaseExceptionGroup as caught:
@@ -140,8 +123,8 @@ async def _run_until_interrupted(turn):
         raise
 
 
-async def _abort_on_interrupt(turn, scope: anyio.CancelScope) -> None:
+async def _abort_on_signal(running: Running) -> None:
     # SIGHUP: the terminal closed. Left to its default, it would end the process with its jobs alive.
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         async for _ in signals:
-            turn.abort()
+            running.abort()

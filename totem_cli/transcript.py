@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from totem_engine.images import IMAGE_PART, image_of
-from totem_engine.store import Session, StoredMessage
+from totem_engine.api.history import Session, StoredMessage
+from totem_engine.api.images import IMAGE_PART, image_of
 
 
 def render_session(session: Session, messages: list[StoredMessage]) -> str:

@@ -135,6 +135,7 @@ def test_setup_fails_when_the_built_server_does_not_run(tmp_path, capsys, monkey
 
 
 def test_setup_says_when_the_speed_could_not_be_measured(tmp_path, capsys, monkeypatch):
+    from totem_engine.api import local as local_api
     from totem_engine.local import benchmark
     from totem_engine.local.build import Setup
 
@@ -147,7 +148,7 @@ def test_setup_says_when_the_speed_could_not_be_measured(tmp_path, capsys, monke
     def unanswered(*args, **kwargs):
         raise benchmark.BenchmarkError("the server did not answer the benchmark: timed out")
 
-    monkeypatch.setattr(benchmark, "benchmark", unanswered)
+    monkeypatch.setattr(local_api, "benchmark", unanswered)  # the name totem_cli.local calls
     assert main(["local", "--config", str(config), "setup"]) == 0  # the server runs: set up all the same
     out = capsys.readouterr().out
     assert "  speed   not measured: the server did not answer the benchmark: timed out" in out

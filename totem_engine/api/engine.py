@@ -20,6 +20,7 @@ from totem_engine.api import replies
 from totem_engine.api.errors import NothingToDo
 from totem_engine.api.frontend import FrontEnd
 from totem_engine.api.history import History
+from totem_engine.api.mcp_listing import McpListing, list_servers
 from totem_engine.api.running import Reply, Running, Turns
 from totem_engine.agents import AgentDefinition, remove_agent, save_agent
 from totem_engine.attachments import Attachment, with_attachments
@@ -27,6 +28,7 @@ from totem_engine.branches import Tree
 from totem_engine.commands import ACTIONS, Command
 from totem_engine.config import Config
 from totem_engine.config_error import ConfigError
+from totem_engine.mcp.servers import Say
 from totem_engine.mcp.specs import ServerSpec
 from totem_engine.opening import open_runtime
 from totem_engine.providers.base import ModelInfo
@@ -403,6 +405,24 @@ class Engine:
         """The built-in action ``text`` names (``undo`` for ``/undo``), None for a prompt: a chat
         with no session yet refuses an action rather than act on another session."""
         return self._runtime.prepare(text).action
+
+    # --- for the command line (totem rewind, totem regenerate, totem mcp list) ---------------
+
+    async def request_id(self, session_id: str, back: int = 1) -> str:
+        """The id of the request ``back`` requests before the conversation's end (1: the last
+        one; the first when it has fewer); ``NothingToDo`` when it has none."""
+        if back < 1:
+            raise NothingToDo("a number of turns is 1 or more")
+        await self._runtime.project_session(session_id)
+        requests = Tree(*await self._runtime.store.tree(session_id)).requests()
+        if not requests:
+            raise NothingToDo(f"session {session_id} has no request yet")
+        return requests[-min(back, len(requests))].id
+
+    async def mcp_servers(self, frontend: FrontEnd, say: Say) -> McpListing:
+        """The project's MCP servers started as a turn starts them (each start asked through
+        ``frontend``, ``say`` told what went wrong), with their tools; they stop with the engine."""
+        return await list_servers(self._runtime, frontend, say)
 
 
 def _check_mode(mode: str) -> None:

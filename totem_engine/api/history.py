@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
+from totem_engine.api.errors import NothingToDo
 from totem_engine.branches import Tree
 from totem_engine.leases import in_force, lease_in_force, request_abort
 from totem_engine.store import Lease, Session, Store, StoredMessage, StoredPart
@@ -107,3 +108,15 @@ class History:
         from totem_engine.session_state import SessionState  # not at the top: History stays light
 
         return SessionState.from_meta((await self.store.get_session(session_id)).meta).todos
+
+    # --- for the command line (totem sessions fork) -----------------------------------------
+
+    async def fork(self, session_id: str, message_id: str | None = None) -> Session:
+        """A new session holding a copy of this one up to ``message_id`` (default: its last
+        message, set-aside ones included); ``NothingToDo`` when it has no message."""
+        if message_id is None:
+            messages = await self.store.messages(session_id, include_discarded=True)
+            if not messages:
+                raise NothingToDo(f"session {session_id} has no messages to fork")
+            message_id = messages[-1].id
+        return await self.store.fork(session_id, message_id)

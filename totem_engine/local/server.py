@@ -23,7 +23,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import httpx
@@ -81,6 +81,12 @@ def _write_state(root: Path, state: ServerState) -> None:
     tmp.write_text(json.dumps({**asdict(state), "base_url": state.base_url}, indent=2), encoding="utf-8")
     tmp.replace(path)
 
+
+def adopt(root: Path, state: ServerState) -> ServerState:
+    """A server a run started on demand made the user's: kept until ``totem local stop``."""
+    state = replace(state, owner=None)
+    _write_state(root, state)
+    return state
 
 def pid_alive(pid: int) -> bool:
     if pid <= 0:
