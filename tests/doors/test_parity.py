@@ -27,7 +27,7 @@ from tests.support.model_server import ModelServer, Reply, text_reply, tool_repl
 from totem_engine.api.history import History
 from totem_engine.store import Store
 
-ALLOW = '[permission]\nwrite = "allow"\n'
+ALLOW = '[permission]\nedit = "allow"\n'  # write's permission; the MCP server's test config has it already
 WAIT = 60.0
 
 
@@ -109,7 +109,7 @@ class CliDoor:
         self.last = ""
 
     async def send(self, text: str) -> str:
-        args = ["run", "--cwd", str(self.totem.project), "--config", str(self.config), "--yes"]
+        args = ["run", "--cwd", str(self.totem.project), "--config", str(self.config)]
         if self.session_id:
             args += ["--session", self.session_id]
         done = await asyncio.to_thread(self.totem.run, *args, text)
@@ -193,7 +193,9 @@ async def through_cli(tmp_path: Path) -> Record:
 async def through_lsp(tmp_path: Path) -> Record:
     with ModelServer() as model:
         script(model)
-        editor = await start_editor(tmp_path, model, totem={"permission": True, "question": True, "events": True}, extra_config=ALLOW)
+        editor = await start_editor(tmp_path, model, totem={"permission": True, "question": True, "events": True}, extra_config=ALLOW,
+            apply_edit=False,  # the files on disk, as the other doors write them (edits.py writes a closed file itself)
+        )
         try:
             return await drive(LspDoor(editor), editor.project, tmp_path / "home" / "data")
         finally:
@@ -215,7 +217,7 @@ async def through_mcp(tmp_path: Path) -> Record:
         (tmp_path / "project").mkdir()
         (tmp_path / "home").mkdir()
         served = Served(project=tmp_path / "project", home=tmp_path / "home", server=model)
-        async with served.stdio(served.serve_config(ALLOW)) as session:
+        async with served.stdio(served.serve_config()) as session:
             return await drive(McpDoor(session, served.project), served.project, served.home / "data")
 
 
@@ -223,7 +225,10 @@ DOORS = {"cli": through_cli, "lsp": through_lsp, "acp": through_acp, "mcp": thro
 
 
 async def test_every_session_action_does_the_same_at_every_door(tmp_path: Path):
-    records = {name: await run(tmp_path / name) for name, run in DOORS.items()}
+    records = {}
+    for name, run in DOORS.items():
+        (tmp_path / name).mkdir()
+        records[name] = await run(tmp_path / name)
     cli = records["cli"]
     # What the session did, read at one door: each step's files and the actions' replies.
     assert [(text, on_disk) for text, on_disk, _ in cli.steps] == [
@@ -261,7 +266,7 @@ async def test_the_mcp_servers_action_tools_agree_with_the_typed_actions(tmp_pat
         (tmp_path / "project").mkdir()
         (tmp_path / "home").mkdir()
         served = Served(project=tmp_path / "project", home=tmp_path / "home", server=model)
-        async with served.stdio(served.serve_config(ALLOW)) as session:
+        async with served.stdio(served.serve_config()) as session:
             door = McpDoor(session, served.project)
             await door.send("make 1")
             await door.send("make 2")
