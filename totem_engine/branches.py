@@ -71,8 +71,9 @@ class Tree:
         return self._by_id.get(message.parent_id) if message.parent_id else None
 
     def requests(self) -> list[StoredMessage]:
-        """The user's requests on the conversation's path, oldest first: where each turn starts."""
-        return [m for m in self.path() if self.starts_turn(m)]
+        """The user's requests on the conversation's path, oldest first (an answer given again,
+        a regenerated variant or a retry, starts a turn of its own but is no request)."""
+        return [m for m in self.path() if m.role == "user" and self.starts_turn(m)]
 
     def starts_turn(self, message: StoredMessage) -> bool:
         """Whether ``message`` is the first of its turn on its branch: a request, or the first

@@ -26,11 +26,13 @@ from totem_engine.skills import split_front_matter
 Source = Literal["built-in", "user", "project"]
 # The actions a user types as slash commands, each with what it does (ACP's
 # ``available_commands_update``, LSP ``totem/commands``, completion); ``Engine.prompt`` does them
-# (api/engine.py). ``/retry`` starts a turn; the others answer at once (api/replies.py).
+# (api/engine.py). ``/retry`` and ``/regenerate`` start a turn; the others answer at once (api/replies.py).
 ACTIONS = {
     "compact": "Summarise the conversation so far into a checkpoint; later turns start from it.",
+    "diff": "Show what this session changed in the project, as a unified diff.",
     "fork": "Copy this session as it stands into a new session, to try another way there.",
     "redo": "Put back the change the last /undo took away.",
+    "regenerate": "Answer the last request again; the earlier answer stays, a variant.",
     "retry": "Take up the last turn, which failed, from its last completed step.",
     "rewind": "Go back before the last request (/rewind N: the last N), the conversation and its file changes.",
     "undo": "Put back the files the last turn changed.",

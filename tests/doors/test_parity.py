@@ -3,8 +3,8 @@
 loopback model: every session action of the engine API does the same thing at each door, the
 same files on disk, the same messages stored, the same words for the same built-in reply.
 
-The session: two turns that each write a file, then ``/undo``, ``/redo``, ``/rewind``,
-``/compact``, a turn the model server fails (400), ``/retry``, ``/fork``; at the MCP server the
+The session: two turns that each write a file, then ``/diff``, ``/undo``, ``/redo``, ``/rewind``,
+``/compact``, a turn the model server fails (400), ``/retry``, ``/regenerate``, ``/fork``; at the MCP server the
 actions that have tools of their own (``undo_turn``, ``redo_turn``, ``rewind``, ``retry_turn``,
 ``fork_session``) are called as tools as well, and must agree with the typed action.
 """
@@ -40,6 +40,7 @@ def script(model: ModelServer) -> None:
     model.enqueue(text_reply("The user had b.txt written."))  # /compact's summary
     model.enqueue(Reply(status=400, body=json.dumps({"error": {"message": "scripted failure"}})))
     model.enqueue(text_reply("recovered"))  # /retry
+    model.enqueue(text_reply("recovered again"))  # /regenerate
 
 
 class Door(Protocol):
@@ -70,7 +71,7 @@ class Record:
 
 async def drive(door: Door, project: Path, data: Path) -> Record:
     record = Record()
-    for text in ("make b", "make c", "/undo", "/redo", "/rewind", "/compact", "fail", "/retry", "/fork"):
+    for text in ("make b", "make c", "/diff", "/undo", "/redo", "/rewind", "/compact", "fail", "/retry", "/regenerate", "/fork"):
         shown = await door.send(text)
         if text == "fail":
             shown = ""  # each door words a failed turn in its own way (an error, an exit code)
@@ -234,12 +235,14 @@ async def test_every_session_action_does_the_same_at_every_door(tmp_path: Path):
     assert [(text, on_disk) for text, on_disk, _ in cli.steps] == [
         ("make b", {"b.txt": "two\n"}),
         ("make c", {"b.txt": "two\n", "c.txt": "three\n"}),
+        ("/diff", {"b.txt": "two\n", "c.txt": "three\n"}),
         ("/undo", {"b.txt": "two\n"}),
         ("/redo", {"b.txt": "two\n", "c.txt": "three\n"}),
         ("/rewind", {"b.txt": "two\n"}),
         ("/compact", {"b.txt": "two\n"}),
         ("fail", {"b.txt": "two\n"}),
         ("/retry", {"b.txt": "two\n"}),
+        ("/regenerate", {"b.txt": "two\n"}),
         ("/fork", {"b.txt": "two\n"}),
     ]
     replies = {text: shown for text, _, shown in cli.steps}
@@ -248,6 +251,8 @@ async def test_every_session_action_does_the_same_at_every_door(tmp_path: Path):
     assert replies["/rewind"].startswith("Rewound 1 turn (") and replies["/rewind"].endswith("deleted c.txt")
     assert replies["/compact"].startswith("Compacted: ")
     assert replies["/retry"] == "recovered"
+    assert replies["/regenerate"] == "recovered again"
+    assert "+++ b/b.txt" in replies["/diff"] and "+three" in replies["/diff"]
     assert replies["/fork"].startswith("Forked session ses_* into ses_*")
     assert cli.conversation and cli.conversation == cli.forked[: len(cli.conversation)]
     for name, record in records.items():

@@ -157,3 +157,24 @@ async def test_an_empty_session_is_titled_by_its_first_prompt_and_set_mode_answe
         assert (await engine.session(empty.id)).title == "write one"
         assert (await engine.set_mode(empty.id, "plan")).mode == "plan"
         assert (await engine.set_model(empty.id, "sim/other")).model == "sim/other"
+
+
+async def test_diff_and_regenerate_typed_as_actions(project, server):
+    root, config = project
+    async with open_project(root, holder="test", config_file=config, start_local=False) as engine:
+        session_id = await _edit_turn(engine, server, None, "two\n")
+        shown = await (await engine.prompt("/diff", RecordingFrontEnd(), session_id=session_id)).result()
+        assert shown.reply is not None and shown.reply.action == "diff"
+        assert "+++ b/b.txt" in shown.text and "+two" in shown.text
+        server.enqueue(text_reply("another answer"))
+        again = await (await engine.prompt("/regenerate", RecordingFrontEnd(), session_id=session_id)).result()
+        assert again.reply is None and again.text == "another answer"
+        conversation = await engine.history.conversation(session_id)
+        request = conversation.tree.requests()[-1]
+        assert len(conversation.tree.variants(request)) == 2
+    other = root.parent / "other"
+    other.mkdir()
+    async with open_project(other, holder="test", config_file=config, start_local=False) as engine:
+        session = await engine.new_session()
+        empty = await (await engine.prompt("/diff", RecordingFrontEnd(), session_id=session.id)).result()
+        assert empty.text == "This session changed no file."

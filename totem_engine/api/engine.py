@@ -37,7 +37,7 @@ from totem_engine.providers.errors import ProviderError
 from totem_engine.runtime import Rewound, Runtime, session_title
 from totem_engine.session_diff import FileDiff
 from totem_engine.snapshots import FileOutcome
-from totem_engine.store import Session, SessionElsewhere, Store
+from totem_engine.store import Session, SessionElsewhere, Store, StoredMessage
 from totem_engine.tools.command_runner import CommandRunner
 from totem_engine.workspace.files import Workspace
 from totem_engine.trust import AskTrust, trust
@@ -272,13 +272,21 @@ class Engine:
         ``files``) files."""
         if turns < 1:
             raise NothingToDo("/rewind takes a number of turns, 1 or more")
-        tree = Tree(*await self._runtime.store.tree(session_id))
-        requests = tree.requests()
+        requests = await self._requests(session_id)
         if not requests:
             raise NothingToDo(f"session {session_id} has no request to rewind")
-        target = requests[-min(turns, len(requests))]
-        done = await self.rewind(session_id, target.id, files=files)
+        done = await self.rewind(session_id, requests[-min(turns, len(requests))].id, files=files)
         return replies.rewound(min(turns, len(requests)), len(done.messages), done.files)
+
+    async def request_id(self, session_id: str, back: int = 1) -> str:
+        """The id of the request ``back`` requests before the conversation's end (1: the last
+        one; the first when it has fewer); ``NothingToDo`` when it has none."""
+        if back < 1:
+            raise NothingToDo("a number of turns is 1 or more")
+        requests = await self._requests(session_id)
+        if not requests:
+            raise NothingToDo(f"session {session_id} has no request yet")
+        return requests[-min(back, len(requests))].id
 
     async def switch_variant(self, session_id: str, message_id: str, index: int) -> tuple[str, int]:
         """The conversation follows answer ``index`` of the request ``message_id`` is or answers;
@@ -351,6 +359,11 @@ class Engine:
 
     # --- inside -----------------------------------------------------------------------------
 
+    async def _requests(self, session_id: str) -> list[StoredMessage]:
+        """The user's requests on the conversation's path, oldest first (a session of this project)."""
+        await self._runtime.project_session(session_id)
+        return Tree(*await self._runtime.store.tree(session_id)).requests()
+
     @contextlib.contextmanager
     def _claimed(self, session_id: str, what: str = "a turn is still running"):
         free = self._turns.claim(session_id, what)
@@ -363,7 +376,8 @@ class Engine:
         self, action: str, arguments: str, session: Session | None, frontend: FrontEnd, free: Callable[[], None],
         *, model: str | None, mode: str | None,
     ) -> Running:
-        """A built-in action on ``session`` (None: the project's newest), done now; ``/retry`` a turn."""
+        """A built-in action on ``session`` (None: the project's newest), done now; ``/retry`` and
+        ``/regenerate`` a turn."""
         free()
         if session is None:
             session = await self.history.newest(self.root)
@@ -371,6 +385,9 @@ class Engine:
                 raise NothingToDo(f"/{action} works on a session, and this project has none yet")
         if action == "retry":
             return await self.retry(session.id, frontend, model=model, mode=mode)
+        if action == "regenerate":
+            request = await self.request_id(session.id)
+            return await self.regenerate(session.id, request, frontend, model=model, mode=mode)
         if action == "undo":
             reply = await self.undo(session.id)
         elif action == "redo":
@@ -379,6 +396,8 @@ class Engine:
             reply = await self.compact(session.id)
         elif action == "fork":
             reply = await self.fork(session.id)
+        elif action == "diff":
+            reply = replies.diffed(await self.diff(session.id))
         else:
             try:
                 count = int(arguments) if arguments else 1
@@ -406,18 +425,7 @@ class Engine:
         with no session yet refuses an action rather than act on another session."""
         return self._runtime.prepare(text).action
 
-    # --- for the command line (totem rewind, totem regenerate, totem mcp list) ---------------
-
-    async def request_id(self, session_id: str, back: int = 1) -> str:
-        """The id of the request ``back`` requests before the conversation's end (1: the last
-        one; the first when it has fewer); ``NothingToDo`` when it has none."""
-        if back < 1:
-            raise NothingToDo("a number of turns is 1 or more")
-        await self._runtime.project_session(session_id)
-        requests = Tree(*await self._runtime.store.tree(session_id)).requests()
-        if not requests:
-            raise NothingToDo(f"session {session_id} has no request yet")
-        return requests[-min(back, len(requests))].id
+    # --- for the command line (totem mcp list) -----------------------------------------------
 
     async def mcp_servers(self, frontend: FrontEnd, say: Say) -> McpListing:
         """The project's MCP servers started as a turn starts them (each start asked through

@@ -1,5 +1,5 @@
 """The built-in actions' replies, worded once: what ``/undo``, ``/redo``, ``/compact``,
-``/rewind`` and ``/fork`` (``commands.ACTIONS``) say at every door: the chat of either editor,
+``/rewind``, ``/fork`` and ``/diff`` (``commands.ACTIONS``) say at every door: the chat of either editor,
 ``totem run``, an ACP client's thread, an MCP tool's result."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from totem_engine.api.running import Reply
 
 if TYPE_CHECKING:
     from totem_engine.compaction.checkpoints import Checkpoint
+    from totem_engine.session_diff import FileDiff
     from totem_engine.snapshots import FileOutcome
 
 
@@ -54,3 +55,17 @@ def rewound_to(message_id: str, messages: int, files: list["FileOutcome"]) -> Re
         " they stay in the session's history)."
     )
     return Reply("rewind", "\n".join([head, *file_lines(files)]), files=files)
+
+
+def diffed(diffs: list["FileDiff"]) -> Reply:
+    """The session's net change, one unified diff per file (a binary or pruned file named)."""
+    if not diffs:
+        return Reply("diff", "This session changed no file.")
+    blocks = []
+    for d in diffs:
+        note = " (binary)" if d.binary else " (its earlier state was pruned)" if d.missing else ""
+        since = " (changed since by someone else)" if d.changed_since else ""
+        blocks.append(d.diff.rstrip("\n") if d.diff else f"{d.change} {d.path}{note}")
+        if since:
+            blocks[-1] += f"\n{d.path}{since}"
+    return Reply("diff", "\n".join(blocks))
