@@ -409,6 +409,11 @@ class BashTool(Tool):
     surface = "minimal"
     Input = BashInput
 
+    def may_change(self, action: Action) -> bool:
+        """A command that is not one of the read-only ones (``command_permission``), or one run
+        outside the sandbox, may change the project."""
+        return bool(action.changes)
+
     def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:
         """"ran `pytest -q`: exit 1; last output: AssertionError", "ran `ls`: exit 0", "…: timed out"."""
         command = short(args.get("command", "?"), 80)

@@ -82,9 +82,9 @@ class SmallModelPolicy:
         self.files: set[str] | None = None  # the project's at the turn's start; None: too many to list
         self.attempt = _Attempt(1)
 
-    def _changes_files(self, name: str) -> bool:
+    def _edits_files(self, name: str) -> bool:
         tool = self.turn.tools.get(name)
-        return tool is not None and tool.changes_files
+        return tool is not None and tool.edits_files
 
     @property
     def writes_blocks(self) -> bool:
@@ -201,7 +201,7 @@ class SmallModelPolicy:
             return False
         if round_.changed:
             self.attempt.failure = await self._findings_left(round_)  # an earlier failure is the old files'
-        if not (self.writes_blocks and round_.ok and all(self._changes_files(call.name) for call in calls)):
+        if not (self.writes_blocks and round_.ok and all(self._edits_files(call.name) for call in calls)):
             return False
         if round_.changed:
             return self.attempt.failure is None and await self._tests_pass()
