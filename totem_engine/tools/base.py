@@ -259,6 +259,9 @@ class Action(ABC):
     runs_commands: bool = False
     # Other permissions whose rules it must also pass (a command outside the sandbox: "bash").
     requires: tuple[str, ...] = ()
+    # A command that may change the project and runs without the sandbox: nothing keeps it out of
+    # the protected folders (.totem, .git), so it asks whatever the rules and answers say.
+    unconfined: bool = False
 
     @abstractmethod
     async def apply(self, ctx: ToolContext) -> ToolResult: ...

@@ -171,15 +171,16 @@ def _is_subcommand(word: str) -> bool:
     return bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9_:-]*", word))
 
 
-async def escapes(ctx: ToolContext, wanted: bool | None) -> bool:
-    """Whether a command runs outside the sandbox: the model asked (``outside_sandbox``) and the
-    session has a sandbox to leave."""
-    if not wanted or ctx.commands is None:
+async def sandboxed(ctx: ToolContext) -> bool | None:
+    """Whether the session's commands run in the sandbox (which keeps the protected folders
+    read-only, sandbox/bwrap.py); None when it is required and does not work here: then no
+    command runs at all."""
+    if ctx.commands is None:
         return False
     try:
         return await ctx.commands.sandboxed(ctx.session_id)
     except SandboxRequired:
-        return False  # no sandbox works here: the command itself is refused
+        return None
 
 
 def outside_sandbox(permission: dict[str, Any]) -> dict[str, Any]:
@@ -191,10 +192,15 @@ def outside_sandbox(permission: dict[str, Any]) -> dict[str, Any]:
 async def asked_as(ctx: ToolContext, command: str, outside: bool | None) -> tuple[dict[str, Any], bool]:
     """How an ``Action`` running ``command`` (bash, a job's or a terminal's ``start``) is asked
     (``command_permission``, or ``outside_sandbox`` of it when it leaves the sandbox), and whether
-    it leaves it (``outside``: the model's ``outside_sandbox``; ``escapes``)."""
+    it leaves it (``outside``: the model's ``outside_sandbox``, when there is a sandbox to leave).
+    A command that may change the project and runs without the sandbox is ``unconfined``: it
+    could write the protected folders, so it is asked whatever the rules say (permissions.py)."""
     permission = command_permission(command, ctx.root)
-    escape = await escapes(ctx, outside)
-    return (outside_sandbox(permission) if escape else permission), escape
+    boxed = await sandboxed(ctx)
+    escape = bool(outside) and boxed is True
+    if escape:
+        permission = outside_sandbox(permission)
+    return {**permission, "unconfined": permission["changes"] and (escape or boxed is False)}, escape
 
 
 def command_permission(command: str, root: Path) -> dict[str, Any]:

@@ -351,7 +351,9 @@ class ToolCalls:
         tool = self.turn.tools.get(record.call.name)
         changes = tool.may_change(action) if tool is not None else True
         decided = [
-            self.policy.decide(permission, action.patterns, changes=changes, safe=action.safe_patterns)
+            self.policy.decide(
+                permission, action.patterns, changes=changes, safe=action.safe_patterns, unconfined=action.unconfined,
+            )
             for permission in (action.permission, *action.requires)
         ]
         return strictest(decided)

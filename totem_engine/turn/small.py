@@ -32,7 +32,7 @@ from totem_engine.checks.copied_tests import without_copied_tests
 from totem_engine.checks.imports import fixed_imports
 from totem_engine.checks.python import PythonChecker
 from totem_engine.context import output_reserve
-from totem_engine.mentions import PROJECT_FILES_LIMIT, mentions, project_files
+from totem_engine.mentions import PROJECT_FILES_LIMIT, mentions, project_files, unasked_reads
 from totem_engine.prompt_files import prompt
 from totem_engine.providers.capabilities import CapabilityRecord, detect_prose_edit
 from totem_engine.store import new_id
@@ -141,6 +141,7 @@ class SmallModelPolicy:
             read=turn.agent.workspace.read_bytes,
             files=files,
             first_turn=len(await turn.agent.store.messages(turn.session_id)) == 1,
+            readable=unasked_reads(turn.calls.policy, root),
             others_budget=window // 2,
         )
         if found is None:
