@@ -12,7 +12,8 @@ like, how long it may be and what the session remembers of it is here.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
 from totem_engine.vocab.accounts import cut_lines
@@ -90,6 +91,15 @@ class Attachment:
         if self.mention is not None:
             out["mention"] = self.mention
         return out
+
+
+def withheld_secrets(attachments: list[Attachment], readable: Callable[[str], bool]) -> list[Attachment]:
+    """``attachments`` with the content of each file the ``read`` tool would ask about first (a
+    secret file; ``readable``: mentions.py ``unasked_reads``) left out: named, not shown."""
+    return [
+        replace(a, body=None, lines=None, seen=None) if a.body is not None and a.kind != "diagnostics" and not readable(a.path) else a
+        for a in attachments
+    ]
 
 
 def with_attachments(text: str, attachments: list[Attachment]) -> str:

@@ -5,7 +5,9 @@ changing it, so the turn's first request carries what it needs: the content of e
 user's message names ("fix calc.py", "in src/app.py"), as aider's chat files and Claude Code's
 @-mentions do. A name counts when it is a project file's relative path, or the base name of
 exactly one project file. The files go in within ``budget`` characters, in the order they are
-named; the rest are listed as too large to show, to be read with a tool.
+named; the rest are listed as too large to show, to be read with a tool. A file the ``read``
+tool would ask about first (a secret file: ``.env``, ``*.key``; ``Policy.reads_unasked``) is
+never shown, only named, whoever named it (the user, or a project's command).
 
 On a session's first turn, in a small project (``SMALL_PROJECT`` files at most), other files
 follow within ``others_budget``: those of the named files' kinds, so the module a named file
@@ -25,8 +27,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from totem_engine.permissions import Policy
 from totem_engine.textcalls import file_block
 from totem_engine.tools.read import looks_binary
+from totem_engine.vocab.tools import ToolError
+from totem_engine.workspace.paths import relative, resolve_in_project
 from totem_engine.workspace.walk import walk_files
 
 LISTED_FILES = 60  # the file list stops here, saying how many more there are
@@ -45,6 +50,22 @@ class Mentions:
     text: str
     shown: list[tuple[str, bytes]] = field(default_factory=list)
     named: list[str] = field(default_factory=list)
+
+
+def unasked_reads(policy: Policy, root: Path) -> Callable[[str], bool]:
+    """``readable(rel)`` for ``mentions``: whether the project file ``rel`` may be read without
+    asking, as the ``read`` tool decides it (``Policy.reads_unasked``), by the name it was given
+    and the one it resolves to (a link named notes.txt to .env is the secret file). A path that
+    leaves the project, or cannot be resolved, may not."""
+
+    def readable(rel: str) -> bool:
+        try:
+            real = relative(root, resolve_in_project(root, rel))
+        except (ToolError, OSError, ValueError):
+            return False
+        return policy.reads_unasked(rel, real)
+
+    return readable
 
 
 def project_files(root: Path, limit: int = PROJECT_FILES_LIMIT) -> list[str]:
@@ -82,12 +103,15 @@ async def mentions(
     read: Callable[[Path], Awaitable[bytes]],
     files: list[str],
     first_turn: bool,
+    readable: Callable[[str], bool],
     others_budget: int = 0,
 ) -> Mentions | None:
     """The block for a message: the files it names within ``budget`` characters; on the
     ``first_turn``, before them the file list, and after them, in a small project, the other
     files of their kinds or the ``relevant`` ones, within ``others_budget``. None when there is
-    nothing to add. ``read`` reads a file as the editor sees it (unsaved buffers included)."""
+    nothing to add. ``read`` reads a file as the editor sees it (unsaved buffers included);
+    ``readable(rel)``: whether it may be read without asking (a secret file may not), else it is
+    not read at all."""
     read = _read_once(read)  # the relevant files are read to score them, then to show them
     lines = []
     result = Mentions("", named=named_files(text, files))
@@ -96,6 +120,9 @@ async def mentions(
         if len(files) > LISTED_FILES:
             lines[0] += f", and {len(files) - LISTED_FILES} more"
     for rel in result.named:
+        if not readable(rel):
+            lines.append(f"{rel} is not shown here: the read tool asks the user before reading it.")
+            continue
         shown = await _show(root, rel, read, budget)
         if shown is None:
             lines.append(f"{rel} is too large to show here; read it with the read tool.")
@@ -104,11 +131,12 @@ async def mentions(
         lines.append(shown[0])
         result.shown.append((rel, shown[1]))
     if first_turn and len(files) <= SMALL_PROJECT:
+        unasked = [rel for rel in files if rel not in result.named and readable(rel)]
         if result.named:
             kinds = {_kind(rel) for rel in result.named}
-            others = [rel for rel in files if rel not in result.named and _kind(rel) in kinds]
+            others = [rel for rel in unasked if _kind(rel) in kinds]
         else:
-            others = await relevant(root, text, files, read)
+            others = await relevant(root, text, unasked, read)
         for rel in others:
             shown = await _show(root, rel, read, others_budget)
             if shown is not None:

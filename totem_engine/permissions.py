@@ -115,35 +115,48 @@ class Policy:
     session: list[RuleRef] = field(default_factory=list)
     plan_mode: bool = False
 
+    def reads_unasked(self, *names: str) -> bool:
+        """Whether a file known by ``names`` (project-relative: as it was named, and as it
+        resolves) may be read without asking: the ``read`` tool's own rule, a secret file asks
+        unless a rule or an answer allows it. What sends a file's content to a model without a
+        ``read`` call (the files a small model's request names, an attachment, mentions.py and
+        turn/request.py) shows it only when this says yes; the read tool asks through ``decide``."""
+        return self.decide("read", list(names), changes=False).action == "allow"
+
     def remember(self, permission: str, pattern: str, action: Action) -> RuleRef:
         rule = RuleRef(source="session", permission=permission, pattern=pattern, action=action)
         self.session.append(rule)
         return rule
 
     def decide(
-        self, permission: str, patterns: Iterable[str], *, changes: bool, safe: frozenset[str] | None = None
+        self, permission: str, patterns: Iterable[str], *, changes: bool, safe: frozenset[str] | None = None,
+        unconfined: bool = False,
     ) -> Decision:
-        """``changes``: the call may change the project (a file tool's write, a command that is not
-        one of the built-in read-only ones); plan mode denies those. ``safe`` (commands only): the
-        patterns that need no asking, so ``cd src && npm test`` asks about ``npm test`` alone and
-        ``cat .env`` (read-only, but a secret) asks."""
+        """``changes``: the call may change the project (its tool says so, ``Tool.may_change``);
+        plan mode denies those. ``safe`` (commands only): the patterns that need no asking, so
+        ``cd src && npm test`` asks about ``npm test`` alone and ``cat .env`` (read-only, but a
+        secret) asks. ``unconfined`` (commands only): it runs without the sandbox, so each part
+        that may change could write the protected folders: it asks as an edit of them does, and
+        no allow rule or "always" answer reaches it (source ``protected``)."""
         if self.plan_mode and changes:
             return Decision("deny", RuleRef(source="mode", permission=permission, pattern="*", action="deny"))
         values = list(patterns) or ["*"]
-        decisions = [
-            self._decide_one(permission, v, changes=(v not in safe) if safe is not None else changes) for v in values
-        ]
+        decisions = []
+        for value in values:
+            part_changes = (value not in safe) if safe is not None else changes
+            decisions.append(self._decide_one(permission, value, changes=part_changes, unconfined=unconfined and part_changes))
         return max(decisions, key=lambda d: _RANK[d.action])
 
-    def _decide_one(self, permission: str, value: str, *, changes: bool) -> Decision:
+    def _decide_one(self, permission: str, value: str, *, changes: bool, unconfined: bool = False) -> Decision:
         configured = [r for r in self.rules if r.permission in (permission, "*") and matches(r.pattern, value)]
         denies = [r for r in configured if r.action == "deny"]
         if denies:
             return Decision("deny", denies[0])
-        protected = permission == "edit" and is_protected(value)
+        protected = unconfined or (permission == "edit" and is_protected(value))
         answered = [
             r for r in self.session
-            if r.permission == permission and matches(r.pattern, value) and (not protected or is_protected(r.pattern))
+            if r.permission == permission and matches(r.pattern, value)
+            and (not protected or (not unconfined and is_protected(r.pattern)))
         ]
         if answered:
             strongest = max(answered, key=lambda r: _RANK[r.action])

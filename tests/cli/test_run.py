@@ -171,6 +171,68 @@ def test_plan_mode_denies_changes_by_rule(totem):
     assert "plan mode" in totem.server.requests[0]["messages"][0]["content"]
 
 
+def _edit_in_plan_mode(totem, *extra: str):
+    """The model reads a.txt and edits it, in plan mode; what ``totem run`` made of it."""
+    totem.server.enqueue(tool_reply([("read", {"path": "a.txt"})]))
+    totem.server.enqueue(tool_reply([("edit", {"path": "a.txt", "old_string": "one", "new_string": "two"})]))
+    totem.server.enqueue(text_reply("the plan: change one to two"))
+    return totem.agent("change one to two", extra=("--mode", "plan", *extra))
+
+
+def test_plan_mode_refuses_an_edit_with_yes(totem):
+    (totem.project / "a.txt").write_text("one\n")
+    result = _edit_in_plan_mode(totem, "--yes")
+    assert result.code == 0, result.stderr
+    assert (totem.project / "a.txt").read_text() == "one\n"
+    (edit,) = [e for e in result.of("toolEnd") if e["tool"] == "edit"]
+    assert edit["status"] == "denied" and "Plan mode" in edit["output"]
+    assert result.of("permission")[-1]["rule"]["source"] == "mode"
+
+
+def test_plan_mode_refuses_an_edit_an_allow_rule_allows(totem):
+    (totem.project / "a.txt").write_text("one\n")
+    totem.config.write_text(totem.config.read_text() + '[permission]\nedit = "allow"\n')
+    result = _edit_in_plan_mode(totem, "--yes")
+    assert result.code == 0, result.stderr
+    assert (totem.project / "a.txt").read_text() == "one\n"
+    assert [e["status"] for e in result.of("toolEnd") if e["tool"] == "edit"] == ["denied"]
+
+
+def test_plan_mode_refuses_an_edit_the_user_allowed_always_in_the_session(totem):
+    """An "always" answer given in build mode (on a terminal) does not reach the same session's plan mode."""
+    import os
+    import pty
+
+    (totem.project / "a.txt").write_text("one\n")
+    totem.server.enqueue(tool_reply([("read", {"path": "a.txt"})]))
+    totem.server.enqueue(tool_reply([("edit", {"path": "a.txt", "old_string": "one", "new_string": "two"})]))
+    totem.server.enqueue(text_reply("changed"))
+    controller, terminal = pty.openpty()
+    os.write(controller, b"a\n")  # "always", typed ahead
+    proc = subprocess.Popen(
+        totem.command("run", "--cwd", str(totem.project), "--config", str(totem.config), "--json", "change one to two"),
+        stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=totem.env,
+    )
+    os.close(terminal)
+    try:
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        os.close(controller)
+    assert proc.returncode == 0, stderr
+    assert (totem.project / "a.txt").read_text() == "two\n"
+    session = json.loads(stdout.splitlines()[0])["sessionId"]
+    assert [e["rule"]["source"] for e in map(json.loads, stdout.splitlines()) if e["kind"] == "permission"][-1] == "session"
+
+    totem.server.enqueue(tool_reply([("read", {"path": "a.txt"})]))
+    totem.server.enqueue(tool_reply([("edit", {"path": "a.txt", "old_string": "two", "new_string": "three"})]))
+    totem.server.enqueue(text_reply("the plan: change two to three"))
+    result = totem.agent("change two to three", extra=("--mode", "plan", "--session", session))
+    assert result.code == 0, result.stderr
+    assert (totem.project / "a.txt").read_text() == "two\n"
+    assert [e["status"] for e in result.of("toolEnd") if e["tool"] == "edit"] == ["denied"]
+    assert result.of("permission")[-1]["rule"]["source"] == "mode"
+
+
 def test_path_outside_the_project_is_a_hard_deny_even_with_yes(totem):
     totem.server.enqueue(tool_reply([("write", {"path": "../escape.txt", "content": "x"})]))
     totem.server.enqueue(text_reply("understood"))

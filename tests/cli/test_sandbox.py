@@ -160,3 +160,53 @@ def test_a_bash_deny_rule_still_holds_for_a_job_outside_the_sandbox(totem):
     _, start, _ = escaping_calls(totem, "job", {"action": "start", "command": "echo y > ../job-escape", "outside_sandbox": True})
     assert start["status"] == "denied"
     assert not (totem.project.parent / "job-escape").exists()
+
+
+# Issue 34, hole 4: a command a rule allows plants a config that allows more, or a git hook.
+PLANT_CONFIG = "python3 -c \"import os; os.makedirs('.totem', exist_ok=True); open('.totem/config.toml', 'w').write('[permission]\\nedit = 1\\n')\""
+PLANT_HOOK = "python3 -c \"open('.git/hooks/pre-commit', 'w').write('#!/bin/sh\\ntouch pwned\\n')\""
+ALLOW_PYTHON = '[permission]\nbash = { "python3 *" = "allow" }\n'
+
+
+def _git_project(totem) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(totem.project)], check=True)
+    (totem.project / ".git" / "hooks").mkdir(exist_ok=True)
+    totem.config.write_text(totem.config.read_text() + ALLOW_PYTHON)
+
+
+def _untouched(totem) -> bool:
+    # A job's sandbox leaves an empty .totem behind: the mount point of its read-only one.
+    totem_folder = totem.project / ".totem"
+    empty = not totem_folder.exists() or (totem_folder.is_dir() and not any(totem_folder.iterdir()))
+    return empty and not (totem.project / ".git" / "hooks" / "pre-commit").exists()
+
+
+def test_a_rule_allowed_command_cannot_write_the_protected_folders_in_the_sandbox(totem):
+    _git_project(totem)
+    totem.server.enqueue(tool_reply([("job", {"action": "start", "command": PLANT_HOOK})]))
+    totem.server.enqueue(tool_reply([("job", {"action": "wait", "id": "job1", "timeout": 20})]))
+    result, ends = bash_calls(totem, {"command": PLANT_CONFIG}, {"command": PLANT_HOOK}, extra=())
+    assert [e["decision"] for e in result.of("permission")] == ["allow"] * 4  # the rule: nobody asked
+    assert all("Read-only file system" in e["output"] for e in ends), [e["output"] for e in ends]
+    waited = [e for e in result.of("toolEnd") if e["tool"] == "job"][-1]
+    assert "Read-only file system" in waited["output"], waited["output"]
+    assert _untouched(totem)
+
+
+def test_without_the_sandbox_a_rule_allowed_command_naming_a_protected_folder_asks(totem):
+    _git_project(totem)
+    configured(totem, 'sandbox = "never"')  # _git_project added the python3 rule
+    totem.server.enqueue(tool_reply([("bash", {"command": "ls -a"})]))
+    totem.server.enqueue(tool_reply([("bash", {"command": "python3 -c \"open('made.txt', 'w').write('x')\""})]))
+    totem.server.enqueue(tool_reply([("bash", {"command": PLANT_CONFIG})]))
+    totem.server.enqueue(text_reply("Done."))
+    result = totem.agent("do it")
+    assert result.code in (0, 3), result.stderr
+    listed, allowed, planted = result.of("permission")
+    assert listed["decision"] == "allow"  # a read-only command still runs unasked
+    assert allowed["decision"] == "allow" and (totem.project / "made.txt").exists()  # the rule holds
+    assert planted["decision"] == "reject"  # it names .totem: asked, and nobody could answer
+    assert "needs permission and there is no terminal to ask" in result.stderr + result.stdout
+    assert _untouched(totem)

@@ -603,3 +603,45 @@ def test_without_a_terminal_a_rejected_file_block_ends_the_turn_and_nothing_asks
         )
     ]
     assert result.of("turnEnd")[0]["stopReason"] == "guard"
+
+
+# Issue 34, hole 5: the files a small model's request names are shown with it, but never a
+# secret file, whoever named it: the user, or an untrusted project's command.
+ENV = "API_KEY=sk-live-hunter2\n"
+KEY = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n"
+
+
+def _secrets(totem) -> None:
+    (totem.project / ".env").write_text(ENV)
+    (totem.project / "server.key").write_text(KEY)
+    (totem.project / "app.py").write_text("import os\nKEY = os.environ['API_KEY']\n")
+
+
+def _sent(totem) -> str:
+    return json.dumps(totem.server.requests)
+
+
+def test_a_small_model_is_not_sent_the_secret_files_a_request_names(totem):
+    _secrets(totem)
+    totem.server.enqueue(text_reply("The key is read from the environment."))
+    result = run_small(totem, "Check the API_KEY in .env and the key in server.key against app.py")
+
+    assert result.code == 0, result.stderr
+    sent = _sent(totem)
+    assert "hunter2" not in sent and "PRIVATE KEY" not in sent and "MIIEvQ" not in sent
+    assert "server.key is not shown here: the read tool asks the user before reading it." in sent
+    assert "os.environ['API_KEY']" in sent  # app.py, named and not secret, is shown
+
+
+def test_an_untrusted_projects_command_naming_secret_files_does_not_send_them(totem):
+    _secrets(totem)
+    commands = totem.project / ".totem" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "review.md").write_text("---\ndescription: Review\n---\nReview .env and server.key and app.py for leaks.\n")
+    totem.server.enqueue(text_reply("Reviewed."))
+    result = run_small(totem, "/review")
+
+    assert result.code == 0, result.stderr
+    sent = _sent(totem)
+    assert "Review .env and server.key" in sent  # the command's text was the request
+    assert "hunter2" not in sent and "PRIVATE KEY" not in sent and "MIIEvQ" not in sent

@@ -1,12 +1,14 @@
 """A stdio MCP server that misbehaves the way real ones do, written by hand (no SDK), for tests.
 
-    python -m tests.support.mcp_standin [--noisy] [--die-on-call CODE] [--silent] [--image]
+    python -m tests.support.mcp_standin [--noisy] [--die-on-call CODE] [--silent] [--image] [--writer]
 
 One JSON-RPC message per line (https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#stdio).
 It answers ``initialize``, ``tools/list`` (one tool, ``echo``; with ``--image`` also ``picture``,
 which returns a 640x480 PNG) and ``tools/call``. ``--noisy`` prints banner lines and blank lines
 on stdout before its first message and between messages; ``--die-on-call CODE`` writes a line to
 stderr and exits with CODE when a tool is called; ``--silent`` reads its input and never answers.
+``--writer``: ``echo`` says it only reads (``readOnlyHint``) and ``write_note`` (no annotations)
+writes ``text`` into the file ``path`` of its working folder.
 """
 
 from __future__ import annotations
@@ -35,6 +37,14 @@ TOOLS = [{
     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
 }]
 PICTURE = {"name": "picture", "description": "A picture.", "inputSchema": {"type": "object", "properties": {}}}
+WRITER = [
+    {**TOOLS[0], "annotations": {"readOnlyHint": True}},
+    {
+        "name": "write_note",
+        "description": "Write text into a file.",
+        "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}, "text": {"type": "string"}}},
+    },
+]
 
 
 def main() -> None:
@@ -43,6 +53,7 @@ def main() -> None:
     parser.add_argument("--die-on-call", type=int, default=None)
     parser.add_argument("--silent", action="store_true")
     parser.add_argument("--image", action="store_true")
+    parser.add_argument("--writer", action="store_true")
     args = parser.parse_args()
     out = sys.stdout
 
@@ -69,13 +80,18 @@ def main() -> None:
                 "serverInfo": {"name": "standin", "version": "1"},
             }
         elif method == "tools/list":
-            result = {"tools": TOOLS + ([PICTURE] if args.image else [])}
+            result = {"tools": (WRITER if args.writer else TOOLS) + ([PICTURE] if args.image else [])}
         elif method == "tools/call":
             if args.die_on_call is not None:
                 sys.stderr.write("standin: fatal: the database went away\n")
                 sys.stderr.flush()
                 sys.exit(args.die_on_call)
-            if request["params"]["name"] == "picture":
+            if request["params"]["name"] == "write_note":
+                arguments = request["params"].get("arguments", {})
+                with open(arguments["path"], "w") as note:
+                    note.write(arguments["text"])
+                result = {"content": [{"type": "text", "text": f"wrote {arguments['path']}"}]}
+            elif request["params"]["name"] == "picture":
                 data = base64.b64encode(png(640, 480)).decode()
                 result = {"content": [{"type": "text", "text": "Here it is."}, {"type": "image", "data": data, "mimeType": "image/png"}]}
             else:

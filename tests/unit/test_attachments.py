@@ -47,3 +47,19 @@ def test_utf16_offsets_count_astral_characters_twice():
     text = "\U0001F600ab"
     assert utf16_length(text) == 4
     assert [utf16_index(text, n) for n in range(6)] == [0, 0, 1, 2, 3, 3]
+
+
+def test_a_secret_files_attachment_is_named_not_shown_unless_reading_it_needs_no_asking(tmp_path):
+    from totem_engine.attachments import Attachment, withheld_secrets
+    from totem_engine.mentions import unasked_reads
+    from totem_engine.permissions import Policy, RuleRef
+
+    (tmp_path / ".env").write_text("API_KEY=hunter2\n")
+    (tmp_path / "app.py").write_text("x = 1\n")
+    attached = [Attachment("file", ".env", body="API_KEY=hunter2", seen=b"API_KEY=hunter2\n", mention="@.env"),
+                Attachment("file", "app.py", body="x = 1", seen=b"x = 1\n")]
+    kept = withheld_secrets(attached, unasked_reads(Policy(), tmp_path))
+    assert [a.render() for a in kept] == ['<context file=".env"/>', '<context file="app.py">\nx = 1\n</context>']
+    assert kept[0].seen is None and kept[0].mention == "@.env"
+    allowed = Policy(rules=[RuleRef(source="config", permission="read", pattern=".env", action="allow")])
+    assert withheld_secrets(attached, unasked_reads(allowed, tmp_path)) == attached

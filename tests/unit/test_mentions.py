@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import anyio
 
-from totem_engine.mentions import LISTED_FILES, mentions, named_files, project_files
+from totem_engine.mentions import LISTED_FILES, mentions, named_files, project_files, unasked_reads
+from totem_engine.permissions import Policy, RuleRef
 
 FILES = ["README.md", "src/app.py", "src/util.py", "tests/test_app.py", "lib/util.py"]
 
@@ -21,11 +22,33 @@ async def read(path):
     return await anyio.Path(path).read_bytes()
 
 
+def ANY(rel: str) -> bool:
+    return True
+
+
+async def test_a_secret_file_is_named_never_shown_unless_a_rule_allows_reading_it(tmp_path):
+    (tmp_path / ".env").write_text("API_KEY=hunter2\n")
+    (tmp_path / "server.key").write_text("-----BEGIN PRIVATE KEY-----\n")
+    (tmp_path / "notes.txt").symlink_to(tmp_path / "server.key")  # the secret under another name
+    (tmp_path / "app.py").write_text("print('app')\n")
+    files = [".env", "app.py", "notes.txt", "server.key"]
+    asked = "check .env, server.key and notes.txt against app.py"
+    found = await mentions(tmp_path, asked, budget=10_000, read=read, files=files, first_turn=True,
+                           readable=unasked_reads(Policy(), tmp_path), others_budget=10_000)
+    assert found is not None and [rel for rel, _ in found.shown] == ["app.py"]
+    assert "hunter2" not in found.text and "PRIVATE KEY" not in found.text
+    assert "server.key is not shown here: the read tool asks" in found.text
+    allowed = Policy(rules=[RuleRef(source="config", permission="read", pattern="server.key", action="allow")])
+    found = await mentions(tmp_path, "check server.key", budget=10_000, read=read, files=files, first_turn=False,
+                           readable=unasked_reads(allowed, tmp_path))
+    assert found is not None and "PRIVATE KEY" in found.text
+
+
 async def test_named_files_are_shown_within_the_budget_and_the_rest_are_pointed_at(tmp_path):
     (tmp_path / "small.py").write_text("x = 1\n")
     (tmp_path / "big.py").write_text("y = 2\n" * 100)
     files = project_files(tmp_path)
-    found = await mentions(tmp_path, "compare small.py with big.py", budget=200, read=read, files=files, first_turn=True)
+    found = await mentions(tmp_path, "compare small.py with big.py", budget=200, read=read, files=files, first_turn=True, readable=ANY)
 
     assert found is not None
     assert found.text.startswith("Files in the project (2): big.py, small.py\n\n")
@@ -36,10 +59,10 @@ async def test_named_files_are_shown_within_the_budget_and_the_rest_are_pointed_
 
 async def test_the_file_list_is_for_a_first_message_and_is_cut_when_long(tmp_path):
     files = [f"f{i:03}.py" for i in range(LISTED_FILES + 5)]
-    found = await mentions(tmp_path, "hello", budget=100, read=read, files=files, first_turn=True)
+    found = await mentions(tmp_path, "hello", budget=100, read=read, files=files, first_turn=True, readable=ANY)
     assert found is not None and found.text.startswith("Files in the project (65): f000.py, f001.py")
     assert found.text.endswith(", and 5 more")
-    assert await mentions(tmp_path, "hello", budget=100, read=read, files=files, first_turn=False) is None
+    assert await mentions(tmp_path, "hello", budget=100, read=read, files=files, first_turn=False, readable=ANY) is None
 
 
 async def test_a_message_naming_no_file_is_shown_the_files_that_share_its_rarer_words(tmp_path):
@@ -56,7 +79,7 @@ async def test_a_message_naming_no_file_is_shown_the_files_that_share_its_rarer_
         reads.append(path.name)
         return await read(path)
 
-    found = await mentions(tmp_path, question, budget=1000, read=counted, files=files, first_turn=True, others_budget=1000)
+    found = await mentions(tmp_path, question, budget=1000, read=counted, files=files, first_turn=True, readable=ANY, others_budget=1000)
 
     assert sorted(reads) == sorted(files)  # each read once: to score it, and pricing.py to show it
     # pricing.py has "bulk", "discount" and "units"; orders.py only "bulk" and "units", under half
@@ -65,6 +88,6 @@ async def test_a_message_naming_no_file_is_shown_the_files_that_share_its_rarer_
     assert [rel for rel, _ in found.shown] == ["pricing.py"]
     assert "pricing.py\n```\n" in found.text and "BULK_MIN_UNITS = 144" in found.text
     # Not on later turns, and not when nothing matches.
-    assert await mentions(tmp_path, question, budget=1000, read=read, files=files, first_turn=False, others_budget=1000) is None
-    quiet = await mentions(tmp_path, "hello", budget=1000, read=read, files=files, first_turn=True, others_budget=1000)
+    assert await mentions(tmp_path, question, budget=1000, read=read, files=files, first_turn=False, readable=ANY, others_budget=1000) is None
+    quiet = await mentions(tmp_path, "hello", budget=1000, read=read, files=files, first_turn=True, readable=ANY, others_budget=1000)
     assert quiet is not None and quiet.shown == []

@@ -1,6 +1,7 @@
 """A sandboxed command's overlay taken into the project (sandbox/overlay.py), with real
 bubblewrap: a folder deleted and made again (opaque), a file turned into a folder, a symbolic
-link, a file over the size cap, and ``.git/`` applied but not recorded."""
+link, a file over the size cap; the protected folders (``.git``, ``.totem``) read-only, a nested
+one not taken in."""
 
 from __future__ import annotations
 
@@ -37,16 +38,35 @@ def test_a_folder_made_again_keeps_only_what_the_command_put_in_it(tmp_path):
     ]
 
 
-def test_links_big_files_and_git_land_but_only_what_undo_can_keep_is_kept(tmp_path):
-    (tmp_path / ".git").mkdir()
-    outcome, taken = sandboxed(tmp_path, "ln -s target link && head -c 500 /dev/zero > big && echo ref > .git/HEAD && echo s > small", cap=100)
+def test_links_and_big_files_land_but_only_what_undo_can_keep_is_kept(tmp_path):
+    outcome, taken = sandboxed(tmp_path, "ln -s target link && head -c 500 /dev/zero > big && echo s > small", cap=100)
     assert outcome.exit_code == 0, outcome.output
     assert (tmp_path / "link").is_symlink() and (tmp_path / "big").stat().st_size == 500
-    assert (tmp_path / ".git" / "HEAD").read_text() == "ref\n"
     by_path = {c.path: c for c in taken}
     assert sorted(by_path) == ["big", "link", "small"]
     assert "over the 100-byte limit" in by_path["big"].unrestorable and "symbolic link" in by_path["link"].unrestorable
     assert by_path["small"].after == b"s\n" and by_path["small"].unrestorable is None
+
+
+def test_the_protected_folders_are_read_only_and_a_nested_one_is_not_taken_in(tmp_path):
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (tmp_path / "sub").mkdir()
+    attempts = [
+        "echo ref > .git/HEAD", "echo x > .git/hooks/pre-commit", "mv .git moved", "rm -rf .git",
+        "mkdir -p .totem && echo x > .totem/config.toml", "mkdir -p sub/.git/hooks && echo x > sub/.git/hooks/pre-commit",
+        "mkdir -p sub/.TOTEM && echo x > sub/.TOTEM/config.toml", "echo kept > kept.txt",
+    ]
+    outcome, taken = sandboxed(tmp_path, " ; ".join(attempts))
+    assert outcome.output.count("Read-only file system") + outcome.output.count("Device or resource busy") >= 4, outcome.output
+    assert (tmp_path / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
+    assert sorted(p.name for p in (tmp_path / ".git").iterdir()) == ["HEAD", "hooks"] and not any((tmp_path / ".git" / "hooks").iterdir())
+    assert not (tmp_path / "moved").exists() and not (tmp_path / ".totem").exists()
+    assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == []
+    assert (tmp_path / "kept.txt").read_text() == "kept\n"
+    by_path = {c.path: c for c in taken}
+    assert by_path["kept.txt"].after == b"kept\n"
+    assert "protected folder" in by_path["sub/.git"].unrestorable and "protected folder" in by_path["sub/.TOTEM"].unrestorable
 
 
 def test_tools_under_tmp_stay_visible_under_the_private_tmp(tmp_path, monkeypatch):

@@ -23,7 +23,9 @@ from totem_engine.api.history import History
 from totem_engine.api.mcp_listing import McpListing, list_servers
 from totem_engine.api.running import Reply, Running, Turns
 from totem_engine.agents import AgentDefinition, remove_agent, save_agent
-from totem_engine.attachments import Attachment, with_attachments
+from totem_engine.attachments import Attachment, with_attachments, withheld_secrets
+from totem_engine.mentions import unasked_reads
+from totem_engine.permissions import Policy
 from totem_engine.branches import Tree
 from totem_engine.commands import ACTIONS, Command
 from totem_engine.config import Config
@@ -195,7 +197,10 @@ class Engine:
             elif not session.title and text.strip():
                 await self._runtime.store.update_session(session.id, title=session_title(text))
                 session = await self._runtime.store.get_session(session.id)
-            body = with_attachments(prepared.text, list(attachments)) if attachments else prepared.text
+            attachments = withheld_secrets(
+                list(attachments), unasked_reads(Policy(rules=self._runtime.agent.rules), self._runtime.root),
+            )
+            body = with_attachments(prepared.text, attachments) if attachments else prepared.text
             turn = self._runtime.turn(
                 body, frontend, session=session, model=chosen, mode=mode or session.mode, max_steps=max_steps,
                 typed=text if body != text else None, as_agent=prepared.agent, attached=list(attachments), images=images,

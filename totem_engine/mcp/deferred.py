@@ -77,6 +77,13 @@ class DeferredTool(Tool):
     def description(self) -> str:
         return "" if self.named_only else one_line(self.tool.description)
 
+    @property
+    def can_change(self) -> bool:
+        return self.tool.can_change
+
+    def may_change(self, action: Action) -> bool:
+        return self.tool.may_change(action)
+
     def parameters(self) -> dict[str, Any]:
         return dict(OPEN_SCHEMA)
 

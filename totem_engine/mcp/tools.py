@@ -61,6 +61,13 @@ class McpTool(Tool):
         self.call_timeout = call_timeout
 
     @property
+    def can_change(self) -> bool:
+        """Unless its server says it only reads (the tool's ``readOnlyHint`` annotation, MCP
+        2025-03-26 "Tool annotations"), it may change anything its server can reach."""
+        annotations = getattr(self.tool, "annotations", None)
+        return getattr(annotations, "read_only_hint", None) is not True
+
+    @property
     def description(self) -> str:
         own = (self.tool.description or "").strip()
         return own or f"The tool {self.tool.name} of the MCP server {self.connection.spec.name}."
@@ -120,6 +127,7 @@ class PromptsTool(Tool):
 
     name = "mcp_prompts"
     Input = PromptsInput
+    can_change = False  # a prompt is a template the server fills in (MCP "Prompts")
 
     def __init__(self, connections: dict[str, ServerConnection], *, call_timeout: float):
         self.connections = connections

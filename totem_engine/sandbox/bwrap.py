@@ -9,7 +9,10 @@ The profile (``sandbox_argv``): the whole file system read-only (``--ro-bind / /
 ``/dev`` and ``/proc``, the session's private folder on ``/tmp``, Totem's own data and config
 folders hidden (keys, sessions), the folders the user named writable (tool caches), and the
 project either through an overlay (writes go to an upper folder Totem takes in afterwards) or
-bound writable (jobs and terminals, which run while the project changes under them).
+bound writable (jobs and terminals, which run while the project changes under them). Over the
+project, its protected folders (``permissions.PROTECTED``: ``.totem``, ``.git``) are bound
+read-only, as they are to the file tools without a question: a command cannot plant a config
+that allows more or a git hook (``_protected``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+
+from totem_engine.permissions import PROTECTED
 
 __all__ = ["Mounts", "find_bwrap", "make_removable", "probe", "sandbox_argv", "script_argv"]
 
@@ -96,13 +101,15 @@ class Mounts:
     """What one sandboxed command sees. ``root``: the project; ``overlay``: its (upper, work)
     folders, None to bind it writable; ``tmp``: the session's private /tmp; ``hidden``: folders
     replaced by an empty one (Totem's own data and config); ``writable``: folders bound writable
-    (the user's tool caches)."""
+    (the user's tool caches); ``empty``: an empty folder, bound read-only where the project has no
+    ``.totem`` yet."""
 
     root: Path
     tmp: Path
     overlay: tuple[Path, Path] | None = None
     hidden: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()
+    empty: Path | None = None
 
 
 def sandbox_argv(bwrap: Path, mounts: Mounts, argv: list[str], *, share_net: bool) -> list[str]:
@@ -124,7 +131,31 @@ def sandbox_argv(bwrap: Path, mounts: Mounts, argv: list[str], *, share_net: boo
     else:
         upper, work = mounts.overlay
         args += ["--overlay-src", str(mounts.root), "--overlay", str(upper), str(work), str(mounts.root)]
+    args += _protected(mounts.root, mounts.empty)
     return [*args, "--setenv", "TMPDIR", "/tmp", "--chdir", str(mounts.root), "--", *argv]
+
+
+def _protected(root: Path, empty: Path | None) -> list[str]:
+    """The project's protected folders (its ``.totem``, its ``.git`` folder or file, any case)
+    bound read-only over the project's mount. A mount point cannot be renamed or removed, so the
+    command can neither write in them nor move them aside to make new ones. Without a ``.totem``,
+    ``empty`` is bound there read-only (its mount point is an empty folder left in the project,
+    or in the overlay, which take_in does not take). Nested repositories and a missing ``.git``
+    are not covered here: an overlay's take-in refuses them (overlay.py), a bound project's
+    command could make them (docs/config.md ``sandbox``)."""
+    try:
+        names = [entry.name for entry in os.scandir(root) if entry.name.casefold() in PROTECTED]
+    except OSError:
+        names = []
+    args: list[str] = []
+    base = root.resolve()
+    for name in names:
+        target = (root / name).resolve()
+        if base in target.parents:  # a link out of the project: read-only already
+            args += ["--ro-bind", str(target), str(target)]
+    if empty is not None and not any(name.casefold() == ".totem" for name in names):
+        args += ["--ro-bind", str(empty), str(root / ".totem")]
+    return args
 
 
 def script_argv(bwrap: Path, argv: list[str], *, scratch: Path, project: Path, hidden: tuple[Path, ...]) -> list[str]:

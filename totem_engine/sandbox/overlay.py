@@ -8,9 +8,11 @@ kernel's overlayfs documentation (Documentation/filesystems/overlayfs.rst). ``ta
 upper folder once and makes the project match it, reading each file's old bytes first, and
 returns the changes for the turn's change set (command_changes.py ``FileChange``).
 
-What lands in ``.git/`` is applied but not recorded for undo (a ``git commit`` is undone by git,
-not by putting back its objects); a file over ``max_file_bytes`` or a symbolic link is applied
-and recorded as not restorable.
+What lands in a protected folder (``permissions.PROTECTED``: a ``.totem`` or a ``.git``, at any
+depth) is not taken in: those change only when the user is asked (the project's own are bound
+read-only in the sandbox, bwrap.py; a nested one, or one the command made, is dropped here), and
+the result says so. A file over ``max_file_bytes`` or a symbolic link is applied and recorded as
+not restorable.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import stat
 from pathlib import Path
 
 from totem_engine.file_changes import FileChange
+from totem_engine.permissions import is_protected
 from totem_engine.workspace.files import write_atomically
 
 __all__ = ["is_opaque", "is_whiteout", "not_utf8", "take_in"]
@@ -32,7 +35,7 @@ def take_in(upper: Path, root: Path, *, max_file_bytes: int) -> list[FileChange]
     """Make ``root`` hold what the overlay's ``upper`` folder says; the changes, by path. Blocking."""
     changes: list[FileChange] = []
     _folder(upper, root, "", changes, max_file_bytes)
-    return sorted((_named(c) for c in changes if not _in_git(c.path)), key=lambda c: c.path)
+    return sorted((_named(c) for c in changes), key=lambda c: c.path)
 
 
 def _named(change: FileChange) -> FileChange:
@@ -56,6 +59,11 @@ def _folder(upper: Path, root: Path, rel: str, changes: list[FileChange], cap: i
         listed = sorted(entries, key=lambda e: e.name)
     for entry in listed:
         path = f"{rel}/{entry.name}" if rel else entry.name
+        if is_protected(path):
+            if not _empty_folder(entry):  # an empty one is the mount point of bwrap's read-only .totem
+                changes.append(FileChange(path, unrestorable="not taken into the project: a protected folder (.totem, .git)"
+                                          " changes only when you are asked; run it outside the sandbox for that"))
+            continue
         target = root / path
         st = entry.stat(follow_symlinks=False)
         if is_whiteout(entry.path, st):
@@ -159,5 +167,5 @@ def _is_file_like(path: Path) -> bool:
     return path.is_symlink() or (path.exists() and not path.is_dir())
 
 
-def _in_git(path: str) -> bool:
-    return path == ".git" or path.startswith(".git/")
+def _empty_folder(entry: os.DirEntry) -> bool:
+    return entry.is_dir(follow_symlinks=False) and not os.listdir(entry.path)

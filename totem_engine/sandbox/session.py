@@ -48,6 +48,8 @@ class SandboxSession:
         self.folder = folder  # the session's own (scratch.make), removed by aclose
         self.tmp = self.folder / "tmp"
         self.tmp.mkdir()
+        self.empty = self.folder / "empty"  # bound read-only where the project has no .totem
+        self.empty.mkdir()
         self._holder: Process | None = None
         self._holder_pid: int | None = None  # the holder's process inside its namespaces
         self._overlays = 0
@@ -82,7 +84,9 @@ class SandboxSession:
     def wrap(self, argv: list[str], *, overlay: tuple[Path, Path] | None) -> list[str]:
         """``argv`` as the session's sandbox runs it: the project overlaid (``overlay``: its upper
         and work folders) or bound writable (None)."""
-        mounts = Mounts(root=self.root, tmp=self.tmp, overlay=overlay, hidden=self.hidden, writable=self.writable)
+        mounts = Mounts(
+            root=self.root, tmp=self.tmp, overlay=overlay, hidden=self.hidden, writable=self.writable, empty=self.empty,
+        )
         inner = sandbox_argv(self.bwrap, mounts, argv, share_net=True)
         if self._holder_pid is None:
             return inner

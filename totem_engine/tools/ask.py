@@ -38,6 +38,7 @@ class AskAction(Action):
 class AskTool(Tool):
     name = "ask"
     kept_on_compaction = True
+    can_change = False  # a question to the user
     Input = AskInput
 
     async def prepare(self, args: AskInput, ctx: ToolContext) -> Action:

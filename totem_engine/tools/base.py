@@ -259,6 +259,9 @@ class Action(ABC):
     runs_commands: bool = False
     # Other permissions whose rules it must also pass (a command outside the sandbox: "bash").
     requires: tuple[str, ...] = ()
+    # A command that may change the project and runs without the sandbox: nothing keeps it out of
+    # the protected folders (.totem, .git), so it asks whatever the rules and answers say.
+    unconfined: bool = False
 
     @abstractmethod
     async def apply(self, ctx: ToolContext) -> ToolResult: ...
@@ -270,8 +273,9 @@ class Tool(ABC):
     What the turn and compaction need to know of a tool is declared here, on the tool, so adding
     a tool never means editing them: ``read_only`` (calls of a step that are all read-only run
     together), ``concurrent`` (its calls run together with each other and read-only ones),
-    ``changes_files`` (it writes project files: plan mode denies it, the failed-edit
-    guard counts it), ``kept_on_compaction`` (its results are never replaced by an account),
+    ``can_change`` and ``may_change`` (whether its calls, and this call, may change the project:
+    plan mode refuses those), ``edits_files`` (editing project files is its job: the failed-edit
+    guard counts it, a small model's file blocks are its calls), ``kept_on_compaction`` (its results are never replaced by an account),
     ``surface`` (the smallest tool set it belongs to: ``minimal`` for windows under 8K tokens,
     ``core`` for a small model, ``full``), ``account`` (one line saying what a call did) and
     ``cut`` (a result cut to fit the window).
@@ -280,10 +284,24 @@ class Tool(ABC):
     name: ClassVar[str]
     Input: ClassVar[type[ToolInput]]
     read_only: ClassVar[bool] = False
-    changes_files: ClassVar[bool] = False
+    edits_files: ClassVar[bool] = False
     kept_on_compaction: ClassVar[bool] = False
     surface: ClassVar[Literal["minimal", "core", "full"]] = "full"
     concurrent: ClassVar[bool] = False  # its calls of a step run together (task), like read-only ones
+
+    @property
+    def can_change(self) -> bool:
+        """Whether any call of it may change the project (a file, or what a command, a script, an
+        agent or an outside server does). A tool that does not say is taken to change: only the
+        read-only ones, and those that declare ``can_change = False`` (their effect stays in the
+        session: the todo list, a question), do not. An MCP tool says it per instance."""
+        return not self.read_only
+
+    def may_change(self, action: Action) -> bool:
+        """Whether this call (``action``, as ``prepare`` made it) may change the project: plan mode
+        refuses it, and a command's default permission reads it. ``can_change`` unless the tool
+        can tell its calls apart (a read-only command, a script that staged nothing)."""
+        return self.can_change
 
     @property
     def description(self) -> str:

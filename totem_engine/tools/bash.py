@@ -21,6 +21,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 from pydantic import Field
 
+from totem_engine.permissions import is_protected
 from totem_engine.command_changes import CommandScope, SandboxRequired
 from totem_engine.tools.command_runner import Outcome
 from totem_engine.workspace.files import unsaved_note
@@ -171,15 +172,21 @@ def _is_subcommand(word: str) -> bool:
     return bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9_:-]*", word))
 
 
-async def escapes(ctx: ToolContext, wanted: bool | None) -> bool:
-    """Whether a command runs outside the sandbox: the model asked (``outside_sandbox``) and the
-    session has a sandbox to leave."""
-    if not wanted or ctx.commands is None:
+async def sandboxed(ctx: ToolContext) -> bool | None:
+    """Whether the session's commands run in the sandbox (which keeps the protected folders
+    read-only, sandbox/bwrap.py); None when it is required and does not work here: then no
+    command runs at all."""
+    if ctx.commands is None:
         return False
     try:
         return await ctx.commands.sandboxed(ctx.session_id)
     except SandboxRequired:
-        return False  # no sandbox works here: the command itself is refused
+        return None
+
+
+# What separates the paths of a command line, for names_protected: blanks, quotes, redirections,
+# operators, an assignment's = and a brace's ,.
+_WORD_BREAKS = re.compile(r"[\s'\"=<>|;&(){},`]+")
 
 
 def outside_sandbox(permission: dict[str, Any]) -> dict[str, Any]:
@@ -191,10 +198,24 @@ def outside_sandbox(permission: dict[str, Any]) -> dict[str, Any]:
 async def asked_as(ctx: ToolContext, command: str, outside: bool | None) -> tuple[dict[str, Any], bool]:
     """How an ``Action`` running ``command`` (bash, a job's or a terminal's ``start``) is asked
     (``command_permission``, or ``outside_sandbox`` of it when it leaves the sandbox), and whether
-    it leaves it (``outside``: the model's ``outside_sandbox``; ``escapes``)."""
+    it leaves it (``outside``: the model's ``outside_sandbox``, when there is a sandbox to leave).
+    A command that may change the project, runs without the sandbox and names a protected
+    folder (``.totem``, ``.git``) is ``unconfined``: it is asked whatever the rules say
+    (permissions.py). Without the sandbox that is the only protection: a program that makes the
+    path itself is not seen (docs/config.md ``sandbox``)."""
     permission = command_permission(command, ctx.root)
-    escape = await escapes(ctx, outside)
-    return (outside_sandbox(permission) if escape else permission), escape
+    boxed = await sandboxed(ctx)
+    escape = bool(outside) and boxed is True
+    if escape:
+        permission = outside_sandbox(permission)
+    unconfined = permission["changes"] and (escape or boxed is False) and names_protected(command)
+    return {**permission, "unconfined": unconfined}, escape
+
+
+def names_protected(command: str) -> bool:
+    """Whether a word of ``command`` is a path in or at a protected folder (``.git/hooks/x``,
+    ``./.totem``, ``>.git/config``); ``git commit`` and ``.gitignore`` are not."""
+    return any(is_protected(word) for word in _WORD_BREAKS.split(command) if word)
 
 
 def command_permission(command: str, root: Path) -> dict[str, Any]:
@@ -408,6 +429,11 @@ class BashTool(Tool):
     name = "bash"
     surface = "minimal"
     Input = BashInput
+
+    def may_change(self, action: Action) -> bool:
+        """A command that is not one of the read-only ones (``command_permission``), or one run
+        outside the sandbox, may change the project."""
+        return bool(action.changes)
 
     def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:
         """"ran `pytest -q`: exit 1; last output: AssertionError", "ran `ls`: exit 0", "…: timed out"."""

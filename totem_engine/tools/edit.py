@@ -97,7 +97,7 @@ async def ensure_unchanged(ctx: ToolContext, target: Path, rel: str, before: byt
 class EditTool(Tool):
     name = "edit"
     surface = "minimal"
-    changes_files = True
+    edits_files = True
     Input = EditInput
 
     def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:

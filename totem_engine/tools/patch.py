@@ -105,7 +105,7 @@ async def _restore(ctx: ToolContext, done: list[FileChange]) -> None:
 
 class PatchTool(Tool):
     name = "patch"
-    changes_files = True
+    edits_files = True
     Input = PatchInput
 
     def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:

@@ -71,6 +71,14 @@ class ProcessTool(Tool):
 
     example: ClassVar[str]
 
+    def may_change(self, action: Action) -> bool:
+        """``start`` as ``bash`` (its command); keys sent to a program may make it do anything;
+        reading, waiting for, stopping and listing the session's processes change nothing."""
+        verb = action.action if isinstance(action, ProcessCall) else "start"
+        if verb == "start":
+            return bool(action.changes)
+        return verb == "send"
+
     async def prepare(self, args: ProcessArgs, ctx: ToolContext) -> Action:
         if args.action == "start":
             if not args.command or not args.command.strip():

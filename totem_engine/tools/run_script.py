@@ -38,8 +38,15 @@ class RunScriptInput(ToolInput):
 
 class RunScriptTool(Tool):
     name = "run_script"
-    changes_files = True
+    edits_files = True
     Input = RunScriptInput
+
+    def may_change(self, action: Action) -> bool:
+        """Its change set (what the script staged) changes the project; of the actions the script
+        asks about as it runs, a command does as ``bash`` says (not read-only), a read does not."""
+        if action.runs_commands:
+            return bool(action.changes)
+        return bool(action.files)
 
     def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:
         """"run_script: Changes: edited a.py", "run_script failed: …"."""

@@ -10,6 +10,7 @@ provider error) is its result, marked as an error, not the conversation's end.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -72,16 +73,24 @@ class TaskAction(Action):
 
 class TaskTool(Tool):
     """Built for one turn: ``delegate`` runs an agent, ``agents`` are the project's now, and
-    ``limit`` (config ``max_agents``) is how many run at once."""
+    ``limit`` (config ``max_agents``) is how many run at once. ``tools``: the turn's, of which an
+    agent gets those its definition names (all but ``task`` when it names none)."""
 
     name = "task"
     concurrent = True
     Input = TaskInput
 
-    def __init__(self, delegate: Delegate, agents: Agents, *, limit: int):
+    def __init__(self, delegate: Delegate, agents: Agents, *, limit: int, tools: Mapping[str, Tool]):
         self.delegate = delegate
         self.agents = agents
         self.slots = anyio.CapacityLimiter(limit)
+        self.tools = tools
+
+    def may_change(self, action: Action) -> bool:
+        """A task changes the project when one of its agent's tools can."""
+        if not isinstance(action, TaskAction) or action.definition is None:
+            return True
+        return any(tool.can_change for tool in agent_tools(self.tools, action.definition).values())
 
     @property
     def description(self) -> str:
@@ -104,3 +113,12 @@ class TaskTool(Tool):
             definition=definition,
             prompt=args.prompt,
         )
+
+
+def agent_tools(tools: Mapping[str, Tool], definition: AgentDefinition) -> dict[str, Tool]:
+    """The tools an agent runs with: those of ``tools`` its definition names (every one when it
+    names none), never ``task``."""
+    return {
+        name: tool for name, tool in tools.items()
+        if name != "task" and (definition.tools is None or name in definition.tools)
+    }

@@ -48,6 +48,7 @@ class TodoAction(Action):
 class TodoTool(Tool):
     name = "todo"
     surface = "core"
+    can_change = False  # the session's list, not the project
     Input = TodoInput
 
     def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:

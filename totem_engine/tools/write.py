@@ -47,7 +47,7 @@ class WriteAction(Action):
 class WriteTool(Tool):
     name = "write"
     surface = "minimal"
-    changes_files = True
+    edits_files = True
     Input = WriteInput
 
     def account(self, args: dict[str, Any], output: str, *, summary: str = "", is_error: bool = False) -> str:

@@ -161,7 +161,7 @@ class ToolCalls:
             output_budget=output_budget(self.turn.record),
             question=question,
             publish=self._publish,
-            decide=lambda action: self._decide(action).action,
+            decide=lambda action: self._decide(record, action).action,
             permit=permit,
             commit=commit,
             test_command=self.agent.config.test_command,
@@ -193,7 +193,7 @@ class ToolCalls:
         else:
             reasons.append(self.guards.record_permission(True))
             reasons.append(self.guards.record_call(call_key(record.call.name, arguments, result.output), changed_files=bool(result.changed)))
-            if self._is(record.call.name, "changes_files"):
+            if self._is(record.call.name, "edits_files"):
                 reasons.append(self.guards.record_edit(status == "ok"))
         stop.extend(r for r in reasons if r and not stop)
 
@@ -227,7 +227,7 @@ class ToolCalls:
             await self._start(record, _plain_title(record))
             return _error(str(exc)), "error", record.input
         await self._start(record, action.title)
-        decision = self._decide(action)
+        decision = self._decide(record, action)
         allowed, rule, reply = await self._permit(record, action, decision)
         await self._say_permission(record, allowed, decision, rule)
         await self.writes.update_part(record.part_id, data=self._part_data(record, action.title, rule=rule))
@@ -343,12 +343,17 @@ class ToolCalls:
             return None
         return await run_checks(self.turn.checkers, self.agent.root, rel, text)
 
-    def _decide(self, action: Action) -> Decision:
+    def _decide(self, record: _Call, action: Action) -> Decision:
         """The rules of the action's permission, and of those it also needs (``requires``: a
         command run outside the sandbox is asked as ``sandbox-escape`` and still meets the ``bash``
-        rules): the strictest decides."""
+        rules): the strictest decides. Whether it may change the project (plan mode refuses it) is
+        what the call's tool says of it (``Tool.may_change``), never the action alone."""
+        tool = self.turn.tools.get(record.call.name)
+        changes = tool.may_change(action) if tool is not None else True
         decided = [
-            self.policy.decide(permission, action.patterns, changes=action.changes, safe=action.safe_patterns)
+            self.policy.decide(
+                permission, action.patterns, changes=changes, safe=action.safe_patterns, unconfined=action.unconfined,
+            )
             for permission in (action.permission, *action.requires)
         ]
         return strictest(decided)
@@ -359,7 +364,7 @@ class ToolCalls:
 
     async def _permit_and_say(self, record: _Call, action: Action) -> bool:
         """A call's own action asked about within it (run_script's commands): rules, then the user."""
-        decision = self._decide(action)
+        decision = self._decide(record, action)
         allowed, rule, reply = await self._permit(record, action, decision)
         await self._say_permission(record, allowed, decision, rule)
         if allowed and reply is not None:

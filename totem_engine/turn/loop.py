@@ -207,7 +207,9 @@ class Turn:
             self.tools["skill"] = SkillTool(self.skills)
         if self.agent.delegates:
             agents = await anyio.to_thread.run_sync(self.agent.agents)
-            self.tools["task"] = TaskTool(SubAgents(self, start=Turn), agents, limit=self.agent.config.max_agents)
+            self.tools["task"] = TaskTool(
+                SubAgents(self, start=Turn), agents, limit=self.agent.config.max_agents, tools=self.agent.tools,
+            )
 
     async def _finish(self, stop: ev.StopReason, reason: str | None, failure: ev.Error | None = None) -> TurnResult:
         """``failure``: the turn's ``error`` event, stored with its class and hint so a reopened

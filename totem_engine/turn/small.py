@@ -32,7 +32,7 @@ from totem_engine.checks.copied_tests import without_copied_tests
 from totem_engine.checks.imports import fixed_imports
 from totem_engine.checks.python import PythonChecker
 from totem_engine.context import output_reserve
-from totem_engine.mentions import PROJECT_FILES_LIMIT, mentions, project_files
+from totem_engine.mentions import PROJECT_FILES_LIMIT, mentions, project_files, unasked_reads
 from totem_engine.prompt_files import prompt
 from totem_engine.providers.capabilities import CapabilityRecord, detect_prose_edit
 from totem_engine.store import new_id
@@ -82,9 +82,9 @@ class SmallModelPolicy:
         self.files: set[str] | None = None  # the project's at the turn's start; None: too many to list
         self.attempt = _Attempt(1)
 
-    def _changes_files(self, name: str) -> bool:
+    def _edits_files(self, name: str) -> bool:
         tool = self.turn.tools.get(name)
-        return tool is not None and tool.changes_files
+        return tool is not None and tool.edits_files
 
     @property
     def writes_blocks(self) -> bool:
@@ -141,6 +141,7 @@ class SmallModelPolicy:
             read=turn.agent.workspace.read_bytes,
             files=files,
             first_turn=len(await turn.agent.store.messages(turn.session_id)) == 1,
+            readable=unasked_reads(turn.calls.policy, root),
             others_budget=window // 2,
         )
         if found is None:
@@ -201,7 +202,7 @@ class SmallModelPolicy:
             return False
         if round_.changed:
             self.attempt.failure = await self._findings_left(round_)  # an earlier failure is the old files'
-        if not (self.writes_blocks and round_.ok and all(self._changes_files(call.name) for call in calls)):
+        if not (self.writes_blocks and round_.ok and all(self._edits_files(call.name) for call in calls)):
             return False
         if round_.changed:
             return self.attempt.failure is None and await self._tests_pass()

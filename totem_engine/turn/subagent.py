@@ -25,7 +25,7 @@ from totem_engine.config import Config
 from totem_engine.api.frontend import FrontEnd, PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.store import Store
 from totem_engine.tools.base import Tool
-from totem_engine.tools.task import Delegated
+from totem_engine.tools.task import Delegated, agent_tools
 
 
 class _Project(Protocol):
@@ -74,10 +74,7 @@ class SubAgents:
         parent = self.parent
         project = parent.agent
         model, notes = self.model_for(definition)
-        tools = {
-            name: tool for name, tool in project.tools.items()
-            if name != "task" and (definition.tools is None or name in definition.tools)
-        }
+        tools = agent_tools(project.tools, definition)
         frontend = NestedFrontEnd(parent.frontend, call_id=call_id, agent=definition.name)
         options = replace(
             parent.options,
