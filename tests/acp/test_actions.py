@@ -38,10 +38,10 @@ async def test_the_built_in_actions_are_listed_with_what_they_take(acp):
     await started(acp)
     await eventually(lambda: acp.client.of("available_commands_update"))
     listed = {c.name: c for c in acp.client.of("available_commands_update")[0].available_commands}
-    for action in ("undo", "redo", "rewind", "retry", "fork", "compact"):
+    for action in ("undo", "redo", "rewind", "retry", "regenerate", "fork", "compact", "diff"):
         assert listed[action].description, action
     assert listed["rewind"].input.root.hint == "turns to go back"
-    assert all(listed[a].input is None for a in ("undo", "redo", "retry", "fork", "compact"))
+    assert all(listed[a].input is None for a in ("undo", "redo", "retry", "regenerate", "fork", "compact", "diff"))
     assert listed["init"].input.root.hint == "arguments"  # a command file takes arguments
 
 

@@ -132,7 +132,7 @@ async def test_an_action_without_a_session_is_refused_and_the_actions_are_listed
     assert (editor.project / "a.txt").exists()  # the newest session was not acted on
 
     listed = {c["name"]: c for c in await call(editor, "totem/commands", {})}
-    for name in ("compact", "fork", "redo", "retry", "rewind", "undo"):
+    for name in ("compact", "diff", "fork", "redo", "regenerate", "retry", "rewind", "undo"):
         assert (listed[name]["source"], listed[name]["file"]) == ("built-in", None)
 
 
