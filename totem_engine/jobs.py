@@ -25,6 +25,7 @@ import anyio
 
 from totem_engine.api import events as ev
 from totem_engine.command_changes import CommandChanges
+from totem_engine.command_env import command_environ
 from totem_engine.processes import (
     Ending,
     ProcessNotFound,
@@ -102,13 +103,16 @@ class Jobs(SessionProcesses[Job]):
 
     async def start(
         self, session_id: str, command: str, *, limit: int, emit: Emit, may_change: bool = True, escape: bool = False,
+        unasked: bool = False, env_pass: tuple[str, ...] = (),
     ) -> Job:
         """``command`` started as a job of the session (``may_change``: not a read-only command;
-        ``escape``: outside the sandbox, as the user allowed)."""
+        ``escape``: outside the sandbox, as the user allowed; ``unasked``: the user did not allow
+        it, so it sees no secret file and no credential variable but those of ``env_pass``)."""
         self._admit(session_id, MAX_RUNNING, "are running already")
         self.listen(session_id, emit)
-        scope = await self._scope(session_id, command, may_change=may_change, escape=escape)
-        process = await spawn(command, self.root, scope.argv if scope else as_is)
+        scope = await self._scope(session_id, command, may_change=may_change, escape=escape, unasked=unasked)
+        env = command_environ(unasked=unasked, passed=env_pass)
+        process = await spawn(command, self.root, scope.argv if scope else as_is, env)
         job = self._add(
             Job(id=self._next_id(session_id), session_id=session_id, command=command, process=process, limit=limit, scope=scope)
         )

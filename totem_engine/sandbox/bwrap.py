@@ -9,7 +9,9 @@ The profile (``sandbox_argv``): the whole file system read-only (``--ro-bind / /
 ``/dev`` and ``/proc``, the session's private folder on ``/tmp``, Totem's own data and config
 folders hidden (keys, sessions), the folders the user named writable (tool caches), and the
 project either through an overlay (writes go to an upper folder Totem takes in afterwards) or
-bound writable (jobs and terminals, which run while the project changes under them).
+bound writable (jobs and terminals, which run while the project changes under them), and, for a
+command the user did not allow (secret_files.py), each secret file of the project replaced by an
+empty one. Every profile runs under the seccomp filter (seccomp.py: no unix socket can be made).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+
+from totem_engine.sandbox import seccomp
 
 __all__ = ["Mounts", "find_bwrap", "make_removable", "probe", "sandbox_argv", "script_argv"]
 
@@ -96,13 +100,17 @@ class Mounts:
     """What one sandboxed command sees. ``root``: the project; ``overlay``: its (upper, work)
     folders, None to bind it writable; ``tmp``: the session's private /tmp; ``hidden``: folders
     replaced by an empty one (Totem's own data and config); ``writable``: folders bound writable
-    (the user's tool caches)."""
+    (the user's tool caches); ``masked``: files of the project replaced by ``empty`` (an empty
+    file of Totem's), read-only; ``seccomp``: the filter's file (seccomp.py), None for none."""
 
     root: Path
     tmp: Path
     overlay: tuple[Path, Path] | None = None
     hidden: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()
+    masked: tuple[Path, ...] = ()
+    empty: Path | None = None
+    seccomp: Path | None = None
 
 
 def sandbox_argv(bwrap: Path, mounts: Mounts, argv: list[str], *, share_net: bool) -> list[str]:
@@ -124,22 +132,29 @@ def sandbox_argv(bwrap: Path, mounts: Mounts, argv: list[str], *, share_net: boo
     else:
         upper, work = mounts.overlay
         args += ["--overlay-src", str(mounts.root), "--overlay", str(upper), str(work), str(mounts.root)]
-    return [*args, "--setenv", "TMPDIR", "/tmp", "--chdir", str(mounts.root), "--", *argv]
+    if mounts.empty is not None:
+        for path in mounts.masked:
+            args += ["--ro-bind", str(mounts.empty), str(path)]
+    args += ["--setenv", "TMPDIR", "/tmp", "--chdir", str(mounts.root), "--"]
+    return [*seccomp.loaded(args, mounts.seccomp), *argv]
 
 
-def script_argv(bwrap: Path, argv: list[str], *, scratch: Path, project: Path, hidden: tuple[Path, ...]) -> list[str]:
+def script_argv(
+    bwrap: Path, argv: list[str], *, scratch: Path, project: Path, hidden: tuple[Path, ...], filter_file: Path | None,
+) -> list[str]:
     """The stricter profile of a code-mode script's own process (codemode/runner.py): the whole
     file system read-only, the project too (the script changes it only through the API, served
     from Totem's process over its pipes), a fresh ``/tmp`` and only its ``scratch`` folder
     writable, Totem's ``hidden`` folders hidden, a network namespace of its own with nothing in it,
     and a process namespace of its own: nothing it starts outlives it, and it can signal no other
-    process."""
+    process. ``filter_file``: the seccomp filter (seccomp.py), None for none."""
     # --as-pid-1: the script is its namespace's first process, with no reaper of bwrap's beside it,
     # which would outlive the script as a zombie until the machine's init reaps it.
     args = [str(bwrap), "--unshare-user", "--unshare-net", "--unshare-pid", "--as-pid-1", "--die-with-parent",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     args += _shown_again((project,)) + _hidden(hidden, project)
-    return [*args, "--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--", *argv]
+    args += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--"]
+    return [*seccomp.loaded(args, filter_file), *argv]
 
 
 def _shown_again(paths: tuple[Path, ...]) -> list[str]:
