@@ -111,13 +111,17 @@ def _reads_only(part: SimpleCommand) -> bool:
     return not any(arg.startswith(option) for arg in args for option in forbidden)
 
 
-def _needs_no_asking(parts: list[SimpleCommand], command: str, root: Path, secrets_hidden: bool) -> frozenset[str]:
+def _needs_no_asking(
+    parts: list[SimpleCommand], command: str, root: Path, secrets_hidden: bool, env_pass: tuple[str, ...],
+) -> frozenset[str]:
     """The parts that are read-only and proven to touch only paths inside the project
     (shell_confinement); a substitution anywhere runs a command, so then none."""
     if any(marker in command for marker in _SUBSTITUTIONS):
         return frozenset()
     read_only = {index for index, part in enumerate(parts) if _reads_only(part)}
-    return confined_commands(parts, command, root, os.environ, read_only, secrets_hidden=secrets_hidden)
+    return confined_commands(
+        parts, command, root, os.environ, read_only, secrets_hidden=secrets_hidden, passed=frozenset(env_pass),
+    )
 
 
 def _command_name(words: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
@@ -199,16 +203,21 @@ async def asked_as(ctx: ToolContext, command: str, outside: bool | None) -> tupl
     (``command_permission``, or ``outside_sandbox`` of it when it leaves the sandbox), and whether
     it leaves it (``outside``: the model's ``outside_sandbox``; ``escapes``)."""
     escape = await escapes(ctx, outside)
-    permission = command_permission(command, ctx.root, secrets_hidden=not escape and await sandboxed(ctx))
+    permission = command_permission(
+        command, ctx.root, secrets_hidden=not escape and await sandboxed(ctx), env_pass=ctx.command_env_pass,
+    )
     return (outside_sandbox(permission) if escape else permission), escape
 
 
-def command_permission(command: str, root: Path, *, secrets_hidden: bool = False) -> dict[str, Any]:
+def command_permission(
+    command: str, root: Path, *, secrets_hidden: bool = False, env_pass: tuple[str, ...] = (),
+) -> dict[str, Any]:
     """What an ``Action`` running ``command`` is asked about: the ``bash`` rules, matched against
     each simple command of it; what "always" stores; whether it may change the project; the parts
     that need no asking (``secrets_hidden``: it runs in the sandbox, which shows a command run
-    unasked no secret file, so a folder may be searched). The ``job`` tool's ``start`` is asked
-    the same way. A ToolError when the command is empty."""
+    unasked no secret file, so a folder may be searched; ``env_pass``: the credential variables a
+    command run unasked keeps, config ``command_env_pass``). The ``job`` tool's ``start`` is
+    asked the same way. A ToolError when the command is empty."""
     parts = parse(command)
     if not parts:
         raise ToolError("The command is empty: give a shell command to run.")
@@ -217,7 +226,7 @@ def command_permission(command: str, root: Path, *, secrets_hidden: bool = False
         "patterns": command_patterns(parts),
         "always_pattern": always_pattern(parts),
         "changes": not is_read_only(command),
-        "safe_patterns": _needs_no_asking(parts, command, root, secrets_hidden),
+        "safe_patterns": _needs_no_asking(parts, command, root, secrets_hidden, env_pass),
     }
 
 

@@ -87,14 +87,18 @@ class Unproven(Exception):
 
 def confined_commands(
     parts: list[SimpleCommand], command: str, root: Path, env: Mapping[str, str], read_only: set[int], *,
-    secrets_hidden: bool = False,
+    secrets_hidden: bool = False, passed: frozenset[str] = frozenset(),
 ) -> frozenset[str]:
     """The texts of the parts (by index in ``read_only``) proven to touch only project paths.
 
     ``parts`` in the order they run (shell_words.parse); ``env``: the environment the command
     runs with; ``read_only``: indexes of the parts that are read-only commands;
-    ``secrets_hidden``: it runs in the sandbox, which shows it no secret file.
+    ``secrets_hidden``: it runs in the sandbox, which shows it no secret file; ``passed``: the
+    credential variables (command_env.py) a command run unasked keeps, whose value may be proven.
     """
+    # A credential variable (command_env.py) is not in the environment of a command run unasked:
+    # a word naming it is not proven (printing it would hand the key to the model).
+    env = {name: value for name, value in env.items() if name in passed or not is_credential(name, value)}
     if _FUNCTION_DEFINITION.search(command):  # a function can stand in for any command name
         return frozenset()
     real_root = root.resolve()
@@ -204,7 +208,7 @@ def _expand(word: str, env: Mapping[str, str]) -> list[str]:
 
 
 def _variable(name: str, env: Mapping[str, str]) -> str:
-    if name in _SHELL_VARIABLES or name not in env or is_credential(name, env[name]):
+    if name in _SHELL_VARIABLES or name not in env:
         raise Unproven(name)
     return env[name]
 
