@@ -117,14 +117,17 @@ def test_a_job_reaches_no_host_unix_socket(totem, host_sockets):
     assert_none_reached(host_sockets, waited["output"])
 
 
-def test_a_script_reaches_no_host_unix_socket(totem, host_sockets):
-    script = f"ADDRESSES = {host_sockets.addresses!r}\n" + PROBE
+def test_a_script_and_its_commands_reach_no_host_unix_socket(totem, host_sockets):
+    # The script's own process tries, then a command it runs (totem.run).
+    script = (f"ADDRESSES = {host_sockets.addresses!r}\n" + PROBE
+              + f"import totem\nprint(totem.run({probe_file(totem, host_sockets)!r})['output'])\n")
     totem.server.enqueue(tool_reply([("run_script", {"script": script})]))
     totem.server.enqueue(text_reply("Done."))
     result = totem.agent("probe", extra=("--yes",))
     assert result.code == 0, result.stderr
     [end] = [e for e in result.of("toolEnd") if e["tool"] == "run_script"]
-    assert_none_reached(host_sockets, end["output"])
+    assert sum(host_sockets.accepted.values()) == 0, (host_sockets.accepted, end["output"])
+    assert end["output"].count("refused") == 2 * len(host_sockets.addresses), end["output"]
 
 
 def test_a_command_may_still_use_a_socket_pair_and_loopback(totem):
