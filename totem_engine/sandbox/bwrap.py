@@ -116,8 +116,17 @@ class Mounts:
 def sandbox_argv(bwrap: Path, mounts: Mounts, argv: list[str], *, share_net: bool) -> list[str]:
     """bwrap's command line running ``argv`` in the project (its working folder) with ``mounts``.
     ``share_net``: keep the network namespace it starts in (the session's, or the host's when the
-    network is allowed); otherwise it gets one of its own with only loopback."""
-    args = [str(bwrap), "--unshare-user", *([] if share_net else ["--unshare-net"]), "--die-with-parent",
+    network is allowed); otherwise it gets one of its own with only loopback.
+
+    Each command has a process namespace of its own whose first process is its shell
+    (``--as-pid-1``), so nothing it starts outlives the shell, whatever left its process group
+    (``setsid``, a double fork): the kernel kills every process of a namespace when its first one
+    ends, and ``--die-with-parent`` ends the shell when bwrap's outer process is killed (a job
+    stopped, Totem gone). bwrap's own reaper as the first process would not do: it waits for
+    every process of the namespace, and its parent-death signal is lost when it drops its
+    privileges. A server meant to run on is a job's command itself, not a background child of it."""
+    args = [str(bwrap), "--unshare-user", *([] if share_net else ["--unshare-net"]), "--unshare-pid", "--as-pid-1",
+            "--die-with-parent",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(mounts.tmp), "/tmp"]
     # What lives under /tmp would vanish under the private /tmp: the project, a writable folder,
     # and the tools a command runs (a folder on PATH, this Python's installation: a CI checkout

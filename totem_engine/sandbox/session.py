@@ -1,21 +1,20 @@
-"""One session's sandbox: its private /tmp, its process and network namespaces, its commands' overlays.
+"""One session's sandbox: its private /tmp, its network namespace, its commands' overlays.
 
 Every command, job and terminal of a session runs in the same network namespace, so a dev server
 a job started on loopback answers a later ``bash`` (and nothing outside reaches it, nor does it
-reach out), and in the same process namespace, so nothing any of them starts outlives the
-session: a child that left its process group (``setsid``, a double fork) is still in the
-namespace, and the kernel kills every process of it when its first process ends. bwrap cannot
-join a namespace another bwrap made, so the session keeps them alive: a holder process
-(``bwrap --unshare-user --unshare-pid --unshare-net ... sleep``, bwrap itself its namespace's
-first process, which reaps what is orphaned there) whose namespaces each command enters with
-``nsenter --user --pid --net`` before its own bwrap starts; the holder's user namespace is
-needed to be allowed into the others. With the network allowed (``sandbox_network``) the holder
-keeps the host's network and commands enter its process namespace only. ``aclose`` kills the
-holder, and with it every process of the session's commands.
+reach out). bwrap cannot join a namespace another bwrap made, so the session keeps one alive: a
+holder process (``bwrap --unshare-user --unshare-net ... sleep``) whose namespaces each command
+enters with ``nsenter --user --net`` before its own bwrap starts; the holder's user namespace is
+needed to be allowed into its network namespace. With the network allowed (``sandbox_network``)
+there is no holder: commands keep the host's network. Each command has a process namespace of its
+own (bwrap.py ``sandbox_argv``), not the session's: bwrap reads ``/proc/PID`` of the child it
+starts, and a process namespace entered from outside would number it differently from the
+host's ``/proc`` every command sees.
 
 The session's folder (a temporary one) holds ``tmp`` (bound on /tmp in every command of the
 session), the seccomp filter (seccomp.py), the empty file a masked secret shows (secret_files.py)
-and one ``upper``/``work`` pair per overlaid command. ``aclose`` removes it.
+and one ``upper``/``work`` pair per overlaid command. ``aclose`` kills the holder and removes the
+folder.
 """
 
 from __future__ import annotations
@@ -62,15 +61,14 @@ class SandboxSession:
         self._overlays = 0
 
     async def start(self) -> None:
-        """Start the namespace holder."""
-        if self._holder is not None:
+        """Start the namespace holder (none when the network is allowed)."""
+        if self.network or self._holder is not None:
             return
         read, write = os.pipe()
         try:
             with anyio.CancelScope(shield=True):  # a started holder must be known, to be killed
                 self._holder = await anyio.open_process(
-                    [str(self.bwrap), "--unshare-user", "--unshare-pid", *([] if self.network else ["--unshare-net"]),
-                     "--die-with-parent", "--ro-bind", "/", "/",
+                    [str(self.bwrap), "--unshare-user", "--unshare-net", "--die-with-parent", "--ro-bind", "/", "/",
                      "--info-fd", str(write), "--", "sleep", "2147483647"],
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                     start_new_session=True, pass_fds=(write,),
@@ -92,14 +90,13 @@ class SandboxSession:
     def wrap(self, argv: list[str], *, overlay: tuple[Path, Path] | None, masked: tuple[Path, ...] = ()) -> list[str]:
         """``argv`` as the session's sandbox runs it: the project overlaid (``overlay``: its upper
         and work folders) or bound writable (None); ``masked``: files shown empty."""
-        assert self._holder_pid is not None, "start() first"
         mounts = Mounts(root=self.root, tmp=self.tmp, overlay=overlay, hidden=self.hidden, writable=self.writable,
                         masked=masked, empty=self.empty, seccomp=self.filter)
         inner = sandbox_argv(self.bwrap, mounts, argv, share_net=True)
+        if self._holder_pid is None:
+            return inner
         pid = self._holder_pid
-        net = [] if self.network else [f"--net=/proc/{pid}/ns/net"]
-        return ["nsenter", f"--user=/proc/{pid}/ns/user", f"--pid=/proc/{pid}/ns/pid", *net, "--preserve-credentials",
-                "--", *inner]
+        return ["nsenter", f"--user=/proc/{pid}/ns/user", f"--net=/proc/{pid}/ns/net", "--preserve-credentials", "--", *inner]
 
     def new_overlay(self) -> tuple[Path, Path]:
         """A fresh (upper, work) pair for one command."""
@@ -115,8 +112,7 @@ class SandboxSession:
         shutil.rmtree(upper.parent, ignore_errors=True)
 
     async def aclose(self) -> None:
-        """The holder killed (its namespaces go with it, and every process in them), the
-        session's folder removed."""
+        """The holder killed (its namespace goes with it), the session's folder removed."""
         with anyio.CancelScope(shield=True):
             if self._holder is not None:
                 with contextlib.suppress(ProcessLookupError):
