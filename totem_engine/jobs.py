@@ -7,7 +7,8 @@ full pipe and memory stays bounded; another waits for the shell to exit and says
 event). Jobs live as processes.py keeps them: by session, outliving the step and the turn that
 started them, killed when their session's turn is aborted (unless ``jobs_survive_abort``) and
 when the runtime closes. Killing a job kills its whole group, also what it left running after its
-shell exited, so no process is left behind.
+shell exited, so no process is left behind; in the sandbox what it started ends with its shell,
+even a child that left the group (sandbox/bwrap.py ``sandbox_argv``).
 
 The tasks are asyncio tasks, not an anyio task group: a job outlives the turn's cancel scope,
 and the language server opens and closes a runtime from different tasks.
