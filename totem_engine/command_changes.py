@@ -22,7 +22,9 @@ writable (an overlay would hide from a long-running server the edits made after 
 its changes found by the git capture as without the sandbox; so is a ``bash`` command while a
 job or a terminal of its session runs (an overlay does not show what others write under it).
 A code-mode script's command runs in an overlay too, read back into the script's stage instead
-of the project (``script_box``, codemode/overlaid.py).
+of the project (``script_box``, codemode/overlaid.py). A sandboxed command the user did not
+allow (``unasked``: only the read-only default let it run) sees every secret file of the project
+empty (``masks``, sandbox/secret_files.py).
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ import anyio
 from totem_engine import scratch
 from totem_engine.file_changes import FileChange
 from totem_engine.sandbox.bwrap import find_bwrap, probe, script_argv
+from totem_engine.sandbox import seccomp
 from totem_engine.sandbox.overlay import take_in
+from totem_engine.sandbox.secret_files import SecretFiles
 from totem_engine.sandbox.session import SandboxSession
 from totem_engine.worktree_capture import GitCapture, GitError, TreeChange
 
@@ -76,28 +80,33 @@ class SandboxSettings:
 
 
 class Boxed(CommandScope):
-    """A scope whose commands run in the session's sandbox with the project bound writable."""
+    """A scope whose commands run in the session's sandbox with the project bound writable,
+    ``masked`` files shown empty."""
 
     box: SandboxSession | None = None
+    masked: tuple[Path, ...] = ()
 
     def argv(self, argv: list[str]) -> list[str]:
-        return argv if self.box is None else self.box.wrap(argv, overlay=None)
+        return argv if self.box is None else self.box.wrap(argv, overlay=None, masked=self.masked)
 
 
 class OverlayScope(CommandScope):
     """One command in the session's sandbox with the project overlaid; its close takes what it
-    wrote into the project (sandbox/overlay.py)."""
+    wrote into the project (sandbox/overlay.py); ``masked`` files shown empty."""
 
-    def __init__(self, box: SandboxSession, root: Path, *, max_file_bytes: int, command: str):
+    def __init__(
+        self, box: SandboxSession, root: Path, *, max_file_bytes: int, command: str, masked: tuple[Path, ...] = (),
+    ):
         self.box = box
         self.root = root
         self.max_file_bytes = max_file_bytes
         self.command = command
+        self.masked = masked
         self.upper, self.work = box.new_overlay()
         self._closed = False
 
     def argv(self, argv: list[str]) -> list[str]:
-        return self.box.wrap(argv, overlay=(self.upper, self.work))
+        return self.box.wrap(argv, overlay=(self.upper, self.work), masked=self.masked)
 
     async def take_in(self) -> list[FileChange]:
         return await anyio.to_thread.run_sync(lambda: take_in(self.upper, self.root, max_file_bytes=self.max_file_bytes))
@@ -208,6 +217,8 @@ class CommandChanges:
         self._unavailable: str | None = None  # why the sandbox does not work here, once probed
         self._probed = False
         self._notices: dict[str, str] = {}  # session -> what it has not been told yet
+        self._secrets = SecretFiles(root.resolve())
+        self._secrets_lock = anyio.Lock()
         self._told: set[str] = set()
         # Whether a job or a terminal of the session is running (the runtime sets it): then a
         # command sees the project as they do, bound writable, not through an overlay, which would
@@ -241,16 +252,25 @@ class CommandChanges:
 
     async def scope(
         self, session_id: str, *, command: str, may_change: bool, long_lived: bool = False, escape: bool = False,
+        unasked: bool = False,
     ) -> CommandScope:
         """A scope for ``command`` of ``session_id`` (``may_change``: it is not a read-only
         command; ``long_lived``: a job or a terminal, read while it runs; ``escape``: run outside
-        the sandbox, as the user allowed), its before-state captured."""
+        the sandbox, as the user allowed; ``unasked``: the user did not allow it, so in the
+        sandbox it sees no secret file), its before-state captured."""
         box = None if escape else await self._box(session_id)
+        masked = await self.masks() if box is not None and unasked else ()
         if box is not None and not long_lived and not self.busy(session_id):
-            return OverlayScope(box, self.root, max_file_bytes=self.max_file_bytes, command=command)
+            return OverlayScope(box, self.root, max_file_bytes=self.max_file_bytes, command=command, masked=masked)
         scope = await self._captured(command, may_change)
         scope.box = box
+        scope.masked = masked
         return scope
+
+    async def masks(self) -> tuple[Path, ...]:
+        """The project's secret files as they are now (sandbox/secret_files.py)."""
+        async with self._secrets_lock:
+            return tuple(await anyio.to_thread.run_sync(self._secrets.refresh))
 
     async def script_box(self, session_id: str) -> SandboxSession | None:
         """The session's sandbox for a code-mode script's command, which runs in an overlay of
@@ -266,7 +286,12 @@ class CommandChanges:
             return None
         bwrap = find_bwrap()
         assert bwrap is not None  # the probe found it
-        return lambda argv, scratch: script_argv(bwrap, argv, scratch=scratch, project=self.root, hidden=self.sandbox.hidden)
+
+        def profile(argv: list[str], scratch: Path) -> list[str]:
+            filter_file = seccomp.written(scratch / ".seccomp.bpf")  # read by bwrap before the script starts
+            return script_argv(bwrap, argv, scratch=scratch, project=self.root, hidden=self.sandbox.hidden, filter_file=filter_file)
+
+        return profile
 
     async def _captured(self, command: str, may_change: bool) -> Boxed:
         capture = await self._git()

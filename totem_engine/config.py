@@ -186,6 +186,8 @@ class Config(_Strict):
     sandbox_network: Annotated[bool, Untrusted("tighten", order=(True, False))] = False
     # Folders a sandboxed command may write besides the project (tool caches: "~/.npm", "~/.cache/pip").
     sandbox_writable: Annotated[list[str], DROPPED] = Field(default_factory=list)
+    # Credential-looking variables a command run unasked keeps all the same (command_env.py).
+    command_env_pass: Annotated[list[str], DROPPED] = Field(default_factory=list)
     # Code mode as a turn's shape (turn/scripts.py): "auto" by the model's record and evidence.
     code_mode: Annotated[Literal["auto", "always", "never"], KEPT] = "auto"
     # run_script's scripts may import the project's own modules (and so read the project).

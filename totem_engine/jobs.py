@@ -7,7 +7,8 @@ full pipe and memory stays bounded; another waits for the shell to exit and says
 event). Jobs live as processes.py keeps them: by session, outliving the step and the turn that
 started them, killed when their session's turn is aborted (unless ``jobs_survive_abort``) and
 when the runtime closes. Killing a job kills its whole group, also what it left running after its
-shell exited, so no process is left behind.
+shell exited, so no process is left behind; in the sandbox what it started ends with its shell,
+even a child that left the group (sandbox/bwrap.py ``sandbox_argv``).
 
 The tasks are asyncio tasks, not an anyio task group: a job outlives the turn's cancel scope,
 and the language server opens and closes a runtime from different tasks.
@@ -25,6 +26,7 @@ import anyio
 
 from totem_engine.api import events as ev
 from totem_engine.command_changes import CommandChanges
+from totem_engine.command_env import command_environ
 from totem_engine.processes import (
     Ending,
     ProcessNotFound,
@@ -102,13 +104,16 @@ class Jobs(SessionProcesses[Job]):
 
     async def start(
         self, session_id: str, command: str, *, limit: int, emit: Emit, may_change: bool = True, escape: bool = False,
+        unasked: bool = False, env_pass: tuple[str, ...] = (),
     ) -> Job:
         """``command`` started as a job of the session (``may_change``: not a read-only command;
-        ``escape``: outside the sandbox, as the user allowed)."""
+        ``escape``: outside the sandbox, as the user allowed; ``unasked``: the user did not allow
+        it, so it sees no secret file and no credential variable but those of ``env_pass``)."""
         self._admit(session_id, MAX_RUNNING, "are running already")
         self.listen(session_id, emit)
-        scope = await self._scope(session_id, command, may_change=may_change, escape=escape)
-        process = await spawn(command, self.root, scope.argv if scope else as_is)
+        scope = await self._scope(session_id, command, may_change=may_change, escape=escape, unasked=unasked)
+        env = command_environ(unasked=unasked, passed=env_pass)
+        process = await spawn(command, self.root, scope.argv if scope else as_is, env)
         job = self._add(
             Job(id=self._next_id(session_id), session_id=session_id, command=command, process=process, limit=limit, scope=scope)
         )

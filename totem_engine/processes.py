@@ -120,11 +120,15 @@ class SessionProcesses(ABC, Generic[P]):
         if sum(found.running for found in self.of(session_id)) >= most:
             raise self.Refused(f"{most} {self.noun}s {full}: stop one first ({self.noun} list shows them).")
 
-    async def _scope(self, session_id: str, command: str, *, may_change: bool, escape: bool) -> CommandScope | None:
+    async def _scope(
+        self, session_id: str, command: str, *, may_change: bool, escape: bool, unasked: bool,
+    ) -> CommandScope | None:
         """Where ``command`` runs and what it changes is kept (command_changes.py); None without ``commands``."""
         if self.commands is None:
             return None
-        return await self.commands.scope(session_id, command=command, may_change=may_change, long_lived=True, escape=escape)
+        return await self.commands.scope(
+            session_id, command=command, may_change=may_change, long_lived=True, escape=escape, unasked=unasked,
+        )
 
     def _next_id(self, session_id: str) -> str:
         """The id of the session's next one: ``prefix`` and its number in the session."""

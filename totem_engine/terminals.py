@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from totem_engine.command_env import command_environ
 from totem_engine.processes import (
     Ending,
     ProcessNotFound,
@@ -151,9 +152,14 @@ class Terminals(SessionProcesses[Terminal]):
     NotFound = TerminalNotFound
     Refused = TerminalRefused
 
-    async def start(self, session_id: str, command: str, *, may_change: bool = True, escape: bool = False) -> Terminal:
+    async def start(
+        self, session_id: str, command: str, *, may_change: bool = True, escape: bool = False, unasked: bool = False,
+        env_pass: tuple[str, ...] = (),
+    ) -> Terminal:
         """``command`` started in a terminal of the session (``may_change``: not a read-only
-        command; ``escape``: outside the sandbox, as the user allowed)."""
+        command; ``escape``: outside the sandbox, as the user allowed; ``unasked``: the user did
+        not allow it, so it sees no secret file and no credential variable but those of
+        ``env_pass``)."""
         if sys.platform == "win32":
             raise TerminalRefused("The terminal needs a pseudo-terminal (pty), which only macOS and Linux have.")
         self._admit(session_id, MAX_OPEN, "are open already")
@@ -163,12 +169,12 @@ class Terminals(SessionProcesses[Terminal]):
 
         import pyte
 
-        scope = await self._scope(session_id, command, may_change=may_change, escape=escape)
+        scope = await self._scope(session_id, command, may_change=may_change, escape=escape, unasked=unasked)
         argv = scope.argv([shell(), "-c", command]) if scope else [shell(), "-c", command]
         master, child = os.openpty()
         fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
         os.set_blocking(master, False)
-        env = {**os.environ, "TERM": "xterm", "COLUMNS": str(COLUMNS), "LINES": str(LINES)}
+        env = {**command_environ(unasked=unasked, passed=env_pass), "TERM": "xterm", "COLUMNS": str(COLUMNS), "LINES": str(LINES)}
         try:
             with anyio.CancelScope(shield=True):  # a cancel mid-spawn would leave a group nobody kills
                 process = await anyio.open_process(

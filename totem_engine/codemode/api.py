@@ -154,8 +154,10 @@ class ScriptApi:
         if box is None:
             result = await self.project.commit(action)
         else:
+            masked = await self.project.commands.masks() if action.unasked else ()
             scope = StageScope(
                 box, self.staged, self.project.root, max_file_bytes=self.project.commands.max_file_bytes, command=command,
+                masked=masked,
             )
             await scope.open()
             result = await action.run_in(self.project, scope)

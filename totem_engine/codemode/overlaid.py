@@ -38,8 +38,11 @@ class StageScope(OverlayScope):
     before it runs. ``left_out``: after ``close``, what the command made that the stage did not
     take (a symbolic link, a file over ``max_file_bytes``, ``.git``, what the project ignores)."""
 
-    def __init__(self, box: SandboxSession, stage: StagedWorkspace, root: Path, *, max_file_bytes: int, command: str):
-        super().__init__(box, root.resolve(), max_file_bytes=max_file_bytes, command=command)
+    def __init__(
+        self, box: SandboxSession, stage: StagedWorkspace, root: Path, *, max_file_bytes: int, command: str,
+        masked: tuple[Path, ...] = (),
+    ):
+        super().__init__(box, root.resolve(), max_file_bytes=max_file_bytes, command=command, masked=masked)
         self.stage = stage
         self.seeded: dict[str, bytes] = {}
         self.deletes: list[str] = []

@@ -9,10 +9,12 @@ The profile (``sandbox_argv``): the whole file system read-only (``--ro-bind / /
 ``/dev`` and ``/proc``, the session's private folder on ``/tmp``, Totem's own data and config
 folders hidden (keys, sessions), the folders the user named writable (tool caches), and the
 project either through an overlay (writes go to an upper folder Totem takes in afterwards) or
-bound writable (jobs and terminals, which run while the project changes under them). Over the
-project, its protected folders (``permissions.PROTECTED``: ``.totem``, ``.git``) are bound
-read-only, as they are to the file tools without a question: a command cannot plant a config
-that allows more or a git hook (``_protected``).
+bound writable (jobs and terminals, which run while the project changes under them), and, for a
+command the user did not allow (secret_files.py), each secret file of the project replaced by an
+empty one. Over the project, its protected folders (``permissions.PROTECTED``: ``.totem``,
+``.git``) are bound read-only, as they are to the file tools without a question: a command cannot
+plant a config that allows more or a git hook (``_protected``). Every profile runs under the
+seccomp filter (seccomp.py: no unix socket can be made).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pathlib import Path
 import anyio
 
 from totem_engine.permissions import PROTECTED
+from totem_engine.sandbox import seccomp
 
 __all__ = ["Mounts", "find_bwrap", "make_removable", "probe", "sandbox_argv", "script_argv"]
 
@@ -102,21 +105,34 @@ class Mounts:
     folders, None to bind it writable; ``tmp``: the session's private /tmp; ``hidden``: folders
     replaced by an empty one (Totem's own data and config); ``writable``: folders bound writable
     (the user's tool caches); ``empty``: an empty folder, bound read-only where the project has no
-    ``.totem`` yet."""
+    ``.totem`` yet; ``masked``: files of the project replaced by ``blank`` (an empty file of
+    Totem's), read-only; ``seccomp``: the filter's file (seccomp.py), None for none."""
 
     root: Path
     tmp: Path
     overlay: tuple[Path, Path] | None = None
     hidden: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()
+    masked: tuple[Path, ...] = ()
     empty: Path | None = None
+    blank: Path | None = None
+    seccomp: Path | None = None
 
 
 def sandbox_argv(bwrap: Path, mounts: Mounts, argv: list[str], *, share_net: bool) -> list[str]:
     """bwrap's command line running ``argv`` in the project (its working folder) with ``mounts``.
     ``share_net``: keep the network namespace it starts in (the session's, or the host's when the
-    network is allowed); otherwise it gets one of its own with only loopback."""
-    args = [str(bwrap), "--unshare-user", *([] if share_net else ["--unshare-net"]), "--die-with-parent",
+    network is allowed); otherwise it gets one of its own with only loopback.
+
+    Each command has a process namespace of its own whose first process is its shell
+    (``--as-pid-1``), so nothing it starts outlives the shell, whatever left its process group
+    (``setsid``, a double fork): the kernel kills every process of a namespace when its first one
+    ends, and ``--die-with-parent`` ends the shell when bwrap's outer process is killed (a job
+    stopped, Totem gone). bwrap's own reaper as the first process would not do: it waits for
+    every process of the namespace, and its parent-death signal is lost when it drops its
+    privileges. A server meant to run on is a job's command itself, not a background child of it."""
+    args = [str(bwrap), "--unshare-user", *([] if share_net else ["--unshare-net"]), "--unshare-pid", "--as-pid-1",
+            "--die-with-parent",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(mounts.tmp), "/tmp"]
     # What lives under /tmp would vanish under the private /tmp: the project, a writable folder,
     # and the tools a command runs (a folder on PATH, this Python's installation: a CI checkout
@@ -132,7 +148,11 @@ def sandbox_argv(bwrap: Path, mounts: Mounts, argv: list[str], *, share_net: boo
         upper, work = mounts.overlay
         args += ["--overlay-src", str(mounts.root), "--overlay", str(upper), str(work), str(mounts.root)]
     args += _protected(mounts.root, mounts.empty)
-    return [*args, "--setenv", "TMPDIR", "/tmp", "--chdir", str(mounts.root), "--", *argv]
+    if mounts.blank is not None:
+        for path in mounts.masked:
+            args += ["--ro-bind", str(mounts.blank), str(path)]
+    args += ["--setenv", "TMPDIR", "/tmp", "--chdir", str(mounts.root), "--"]
+    return [*seccomp.loaded(args, mounts.seccomp), *argv]
 
 
 def _protected(root: Path, empty: Path | None) -> list[str]:
@@ -158,19 +178,22 @@ def _protected(root: Path, empty: Path | None) -> list[str]:
     return args
 
 
-def script_argv(bwrap: Path, argv: list[str], *, scratch: Path, project: Path, hidden: tuple[Path, ...]) -> list[str]:
+def script_argv(
+    bwrap: Path, argv: list[str], *, scratch: Path, project: Path, hidden: tuple[Path, ...], filter_file: Path | None,
+) -> list[str]:
     """The stricter profile of a code-mode script's own process (codemode/runner.py): the whole
     file system read-only, the project too (the script changes it only through the API, served
     from Totem's process over its pipes), a fresh ``/tmp`` and only its ``scratch`` folder
     writable, Totem's ``hidden`` folders hidden, a network namespace of its own with nothing in it,
     and a process namespace of its own: nothing it starts outlives it, and it can signal no other
-    process."""
+    process. ``filter_file``: the seccomp filter (seccomp.py), None for none."""
     # --as-pid-1: the script is its namespace's first process, with no reaper of bwrap's beside it,
     # which would outlive the script as a zombie until the machine's init reaps it.
     args = [str(bwrap), "--unshare-user", "--unshare-net", "--unshare-pid", "--as-pid-1", "--die-with-parent",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     args += _shown_again((project,)) + _hidden(hidden, project)
-    return [*args, "--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--", *argv]
+    args += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--"]
+    return [*seccomp.loaded(args, filter_file), *argv]
 
 
 def _shown_again(paths: tuple[Path, ...]) -> list[str]:

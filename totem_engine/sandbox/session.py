@@ -6,11 +6,15 @@ reach out). bwrap cannot join a namespace another bwrap made, so the session kee
 holder process (``bwrap --unshare-user --unshare-net ... sleep``) whose namespaces each command
 enters with ``nsenter --user --net`` before its own bwrap starts; the holder's user namespace is
 needed to be allowed into its network namespace. With the network allowed (``sandbox_network``)
-there is no holder: commands keep the host's network.
+there is no holder: commands keep the host's network. Each command has a process namespace of its
+own (bwrap.py ``sandbox_argv``), not the session's: bwrap reads ``/proc/PID`` of the child it
+starts, and a process namespace entered from outside would number it differently from the
+host's ``/proc`` every command sees.
 
 The session's folder (a temporary one) holds ``tmp`` (bound on /tmp in every command of the
-session) and one ``upper``/``work`` pair per overlaid command. ``aclose`` kills the holder and
-removes the folder.
+session), the seccomp filter (seccomp.py), the empty file a masked secret shows (secret_files.py)
+and one ``upper``/``work`` pair per overlaid command. ``aclose`` kills the holder and removes the
+folder.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import Process
 
+from totem_engine.sandbox import seccomp
 from totem_engine.sandbox.bwrap import Mounts, make_removable, sandbox_argv
 
 __all__ = ["SandboxSession"]
@@ -48,8 +53,11 @@ class SandboxSession:
         self.folder = folder  # the session's own (scratch.make), removed by aclose
         self.tmp = self.folder / "tmp"
         self.tmp.mkdir()
+        self.filter = seccomp.written(self.folder / "seccomp.bpf")
         self.empty = self.folder / "empty"  # bound read-only where the project has no .totem
         self.empty.mkdir()
+        self.blank = self.folder / "blank"  # the empty file a masked secret shows
+        self.blank.touch(mode=0o444)
         self._holder: Process | None = None
         self._holder_pid: int | None = None  # the holder's process inside its namespaces
         self._overlays = 0
@@ -81,11 +89,12 @@ class SandboxSession:
             os.close(read)
         self._holder_pid = pid
 
-    def wrap(self, argv: list[str], *, overlay: tuple[Path, Path] | None) -> list[str]:
+    def wrap(self, argv: list[str], *, overlay: tuple[Path, Path] | None, masked: tuple[Path, ...] = ()) -> list[str]:
         """``argv`` as the session's sandbox runs it: the project overlaid (``overlay``: its upper
-        and work folders) or bound writable (None)."""
+        and work folders) or bound writable (None); ``masked``: files shown empty."""
         mounts = Mounts(
-            root=self.root, tmp=self.tmp, overlay=overlay, hidden=self.hidden, writable=self.writable, empty=self.empty,
+            root=self.root, tmp=self.tmp, overlay=overlay, hidden=self.hidden, writable=self.writable,
+            masked=masked, empty=self.empty, blank=self.blank, seccomp=self.filter,
         )
         inner = sandbox_argv(self.bwrap, mounts, argv, share_net=True)
         if self._holder_pid is None:

@@ -174,6 +174,8 @@ class ToolContext:
     they are, nothing kept); ``taken``: a command tool adds what its commands changed here, and
     the round records it for undo. ``runner``: where ``bash`` runs its command when not in
     Totem (a front end's, command_runner.py: an ACP client's terminal; None: in Totem).
+    ``command_env_pass``: the credential variables a command run unasked keeps (config
+    ``command_env_pass``, command_env.py).
     """
 
     root: Path
@@ -194,6 +196,7 @@ class ToolContext:
     commands: "CommandChanges | None" = None
     taken: "list[FileChange]" = field(default_factory=list)
     runner: "CommandRunner | None" = None
+    command_env_pass: tuple[str, ...] = ()
 
 
 @dataclass
@@ -262,6 +265,9 @@ class Action(ABC):
     # A command that may change the project and runs without the sandbox: nothing keeps it out of
     # the protected folders (.totem, .git), so it asks whatever the rules and answers say.
     unconfined: bool = False
+    # Set by the tool round: only the read-only default let it run, the user allowed nothing of
+    # it, so its commands see no secret file (in the sandbox) and no credential variable.
+    unasked: bool = False
 
     @abstractmethod
     async def apply(self, ctx: ToolContext) -> ToolResult: ...

@@ -23,6 +23,7 @@ from pydantic import Field
 
 from totem_engine.permissions import is_protected
 from totem_engine.command_changes import CommandScope, SandboxRequired
+from totem_engine.command_env import command_environ, left_out
 from totem_engine.tools.command_runner import Outcome
 from totem_engine.workspace.files import unsaved_note
 from totem_engine.tools.base import Action, Bounded, Tool, ToolContext, ToolInput, ToolResult
@@ -111,13 +112,17 @@ def _reads_only(part: SimpleCommand) -> bool:
     return not any(arg.startswith(option) for arg in args for option in forbidden)
 
 
-def _needs_no_asking(parts: list[SimpleCommand], command: str, root: Path) -> frozenset[str]:
+def _needs_no_asking(
+    parts: list[SimpleCommand], command: str, root: Path, secrets_hidden: bool, env_pass: tuple[str, ...],
+) -> frozenset[str]:
     """The parts that are read-only and proven to touch only paths inside the project
     (shell_confinement); a substitution anywhere runs a command, so then none."""
     if any(marker in command for marker in _SUBSTITUTIONS):
         return frozenset()
     read_only = {index for index, part in enumerate(parts) if _reads_only(part)}
-    return confined_commands(parts, command, root, os.environ, read_only)
+    return confined_commands(
+        parts, command, root, os.environ, read_only, secrets_hidden=secrets_hidden, passed=frozenset(env_pass),
+    )
 
 
 def _command_name(words: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
@@ -203,9 +208,9 @@ async def asked_as(ctx: ToolContext, command: str, outside: bool | None) -> tupl
     folder (``.totem``, ``.git``) is ``unconfined``: it is asked whatever the rules say
     (permissions.py). Without the sandbox that is the only protection: a program that makes the
     path itself is not seen (docs/config.md ``sandbox``)."""
-    permission = command_permission(command, ctx.root)
     boxed = await sandboxed(ctx)
     escape = bool(outside) and boxed is True
+    permission = command_permission(command, ctx.root, secrets_hidden=boxed is True and not escape, env_pass=ctx.command_env_pass)
     if escape:
         permission = outside_sandbox(permission)
     unconfined = permission["changes"] and (escape or boxed is False) and names_protected(command)
@@ -218,11 +223,15 @@ def names_protected(command: str) -> bool:
     return any(is_protected(word) for word in _WORD_BREAKS.split(command) if word)
 
 
-def command_permission(command: str, root: Path) -> dict[str, Any]:
+def command_permission(
+    command: str, root: Path, *, secrets_hidden: bool = False, env_pass: tuple[str, ...] = (),
+) -> dict[str, Any]:
     """What an ``Action`` running ``command`` is asked about: the ``bash`` rules, matched against
     each simple command of it; what "always" stores; whether it may change the project; the parts
-    that need no asking. The ``job`` tool's ``start`` is asked the same way. A ToolError when
-    the command is empty."""
+    that need no asking (``secrets_hidden``: it runs in the sandbox, which shows a command run
+    unasked no secret file, so a folder may be searched; ``env_pass``: the credential variables a
+    command run unasked keeps, config ``command_env_pass``). The ``job`` tool's ``start`` is
+    asked the same way. A ToolError when the command is empty."""
     parts = parse(command)
     if not parts:
         raise ToolError("The command is empty: give a shell command to run.")
@@ -231,7 +240,7 @@ def command_permission(command: str, root: Path) -> dict[str, Any]:
         "patterns": command_patterns(parts),
         "always_pattern": always_pattern(parts),
         "changes": not is_read_only(command),
-        "safe_patterns": _needs_no_asking(parts, command, root),
+        "safe_patterns": _needs_no_asking(parts, command, root, secrets_hidden, env_pass),
     }
 
 
@@ -286,24 +295,27 @@ def as_is(argv: list[str]) -> list[str]:
     return argv
 
 
-async def spawn(command: str, cwd: Path, wrap: Wrap = as_is) -> Process:
+async def spawn(command: str, cwd: Path, wrap: Wrap = as_is, env: dict[str, str] | None = None) -> Process:
     """``command`` started under the shell in ``cwd``, in a process group of its own (its pid is
     the group's id), no input, stdout and stderr merged into one pipe. ``wrap``: how the shell's
-    argv is launched (a command scope's ``argv``: the sandbox)."""
+    argv is launched (a command scope's ``argv``: the sandbox); ``env``: its environment
+    (command_env.py; None: Totem's)."""
     try:
         # Shielded: a cancel landing mid-spawn would leave a started group nobody kills.
         with anyio.CancelScope(shield=True):
             return await anyio.open_process(
                 wrap([shell(), "-c", command]), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, start_new_session=True,
+                stderr=subprocess.STDOUT, start_new_session=True, env=env,
             )
     except OSError as exc:
         raise ToolError(f"Could not start the shell: {exc}") from None
 
 
-async def run_command(command: str, cwd: Path, timeout: float, limit: int, wrap: Wrap = as_is) -> Outcome:
+async def run_command(
+    command: str, cwd: Path, timeout: float, limit: int, wrap: Wrap = as_is, env: dict[str, str] | None = None,
+) -> Outcome:
     """Run ``command`` and collect its merged output; on timeout or cancellation kill its whole group."""
-    process = await spawn(command, cwd, wrap)
+    process = await spawn(command, cwd, wrap, env)
     collected = HeadTail(limit)
     finished_reading = anyio.Event()
     timed_out = False
@@ -376,7 +388,9 @@ class BashAction(Action):
     async def apply(self, ctx: ToolContext) -> ToolResult:
         if ctx.commands is None:
             return await self.run_in(ctx, None)
-        scope = await ctx.commands.scope(ctx.session_id, command=self.command, may_change=self.changes, escape=self.escape)
+        scope = await ctx.commands.scope(
+            ctx.session_id, command=self.command, may_change=self.changes, escape=self.escape, unasked=self.unasked,
+        )
         return await self.run_in(ctx, scope)
 
     async def run_in(self, ctx: ToolContext, scope: CommandScope | None) -> ToolResult:
@@ -400,8 +414,11 @@ class BashAction(Action):
         """In Totem, or where the front end runs commands (an ACP client's terminal), the same
         argv either way, so the sandbox's wrapper goes along."""
         if ctx.runner is None:
-            return await run_command(self.command, ctx.root, self.timeout, limit, wrap)
-        argv = wrap([shell(), "-c", self.command])
+            env = command_environ(unasked=self.unasked, passed=ctx.command_env_pass)
+            return await run_command(self.command, ctx.root, self.timeout, limit, wrap, env)
+        # The client's terminal has its own environment: what Totem's would leave out, unset there.
+        unset = [word for name in left_out(unasked=self.unasked, passed=ctx.command_env_pass) for word in ("-u", name)]
+        argv = wrap(["env", *unset, shell(), "-c", self.command] if unset else [shell(), "-c", self.command])
         return await ctx.runner.run(argv, cwd=ctx.root, timeout=self.timeout, limit=limit, call_id=ctx.call_id)
 
 

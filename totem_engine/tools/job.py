@@ -44,7 +44,7 @@ class JobCall(ProcessCall):
         if self.action == "start":
             job = await jobs.start(
                 ctx.session_id, self.command, limit=min(ctx.output_budget, MAX_OUTPUT), emit=ctx.publish, may_change=self.changes,
-                escape=self.escape,
+                escape=self.escape, unasked=self.unasked, env_pass=ctx.command_env_pass,
             )
             return self._job_result(
                 f"Started {job.id}: `{job.command}` (process group {job.process.pid}). It keeps running after this"

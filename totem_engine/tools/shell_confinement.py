@@ -18,7 +18,12 @@ sees it:
   (``pushd``, ``export``, ``source``, an assignment, a function definition...) makes every later
   command unprovable;
 - options that follow symlinks while recursing (``grep -R``, ``find -L``, ``tree -l``, ``diff -r``...)
-  reach paths no argument names, so they are not proven either.
+  reach paths no argument names, so they are not proven either;
+- where the command does not run in the sandbox (which shows a command the user did not allow
+  every secret file empty, sandbox/secret_files.py), a command that reads the files of a folder
+  (``grep``, ``diff``) is not proven when an argument is a folder or ``grep`` may recurse (its
+  ``-r``, ``-R``, ``-d`` and the long options they abbreviate): the secret files in it are
+  named by no argument.
 
 Only the first words are matched by name; a quoted word counts as unquoted (the quotes are gone
 by now), which can only make the proof stricter.
@@ -32,6 +37,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from totem_engine.command_env import is_credential
 from totem_engine.permissions import is_secret
 from totem_engine.vocab.tools import ToolError
 from totem_engine.workspace.paths import relative, resolve_in_project
@@ -68,8 +74,9 @@ _VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_
 _GLOB_CHARS = re.compile(r"[*?\[]")
 _REDIRECTION = re.compile(r"[<>&]+")
 _FUNCTION_DEFINITION = re.compile(r"(?:^|[\s;&|(){}])(?:function\s+\S+|[^\s;&|()<>]+\s*\(\s*\))")
-# A variable whose value is likely a credential: printing it hands the key to the model.
-_SECRET_VARIABLE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+# Commands that read every file of a folder they are given (grep -r, diff DIR DIR).
+_READS_FOLDERS = frozenset({"grep", "egrep", "fgrep", "diff"})
+_GREP = frozenset({"grep", "egrep", "fgrep"})
 # Variables bash sets itself or that change while the line runs: their value is not the environment's.
 _SHELL_VARIABLES = frozenset({"PWD", "OLDPWD", "CDPATH", "IFS", "RANDOM", "SECONDS", "LINENO", "BASHPID", "_"})
 
@@ -79,13 +86,19 @@ class Unproven(Exception):
 
 
 def confined_commands(
-    parts: list[SimpleCommand], command: str, root: Path, env: Mapping[str, str], read_only: set[int]
+    parts: list[SimpleCommand], command: str, root: Path, env: Mapping[str, str], read_only: set[int], *,
+    secrets_hidden: bool = False, passed: frozenset[str] = frozenset(),
 ) -> frozenset[str]:
     """The texts of the parts (by index in ``read_only``) proven to touch only project paths.
 
     ``parts`` in the order they run (shell_words.parse); ``env``: the environment the command
-    runs with; ``read_only``: indexes of the parts that are read-only commands.
+    runs with; ``read_only``: indexes of the parts that are read-only commands;
+    ``secrets_hidden``: it runs in the sandbox, which shows it no secret file; ``passed``: the
+    credential variables (command_env.py) a command run unasked keeps, whose value may be proven.
     """
+    # A credential variable (command_env.py) is not in the environment of a command run unasked:
+    # a word naming it is not proven (printing it would hand the key to the model).
+    env = {name: value for name, value in env.items() if name in passed or not is_credential(name, value)}
     if _FUNCTION_DEFINITION.search(command):  # a function can stand in for any command name
         return frozenset()
     real_root = root.resolve()
@@ -98,7 +111,7 @@ def confined_commands(
         try:
             if index not in read_only:
                 raise Unproven(part.text)
-            entered = _check(part, real_root, cwds, env)
+            entered = _check(part, real_root, cwds, env, secrets_hidden)
         except Unproven:
             if part.words[0] == "cd":
                 cwds = None
@@ -120,18 +133,36 @@ def _may_change_shell(part: SimpleCommand) -> bool:
     return name in _SHELL_BUILTINS and name != "cd"
 
 
-def _check(part: SimpleCommand, root: Path, cwds: set[Path], env: Mapping[str, str]) -> set[Path] | None:
+def _check(
+    part: SimpleCommand, root: Path, cwds: set[Path], env: Mapping[str, str], secrets_hidden: bool,
+) -> set[Path] | None:
     """Raise Unproven unless every path of ``part`` is inside; for ``cd``, the folders it may enter."""
     name, args = part.words[0], part.words[1:]
     _check_link_following(name, args)
     if name == "cd":
         return _cd_targets(args, root, cwds, env)
+    folders_read = name in _READS_FOLDERS and not secrets_hidden
+    if folders_read and name in _GREP:
+        _check_recursion(args)
     for word in args:
         for value in _expand(word, env):
             for candidate in _candidates(value):
                 for cwd in cwds:
-                    _check_path(_tilde(candidate, env), root, cwd)
+                    _check_path(_tilde(candidate, env), root, cwd, folders=not folders_read)
     return None
+
+
+def _check_recursion(args: tuple[str, ...]) -> None:
+    """Unproven when grep may recurse: ``-r``, ``-R``, ``-d ACTION`` in any cluster, or a long
+    option that may abbreviate ``--recursive``, ``--dereference-recursive``, ``--directories``
+    (with no folder named, ``grep -r`` searches the current one)."""
+    for arg in args:
+        if arg == "--":
+            return
+        if arg.startswith("--") and arg[2:3] in ("r", "d"):
+            raise Unproven(arg)
+        if arg.startswith("-") and not arg.startswith("--") and any(letter in arg[1:] for letter in "rRd"):
+            raise Unproven(arg)
 
 
 def _check_link_following(name: str, args: tuple[str, ...]) -> None:
@@ -177,7 +208,7 @@ def _expand(word: str, env: Mapping[str, str]) -> list[str]:
 
 
 def _variable(name: str, env: Mapping[str, str]) -> str:
-    if name in _SHELL_VARIABLES or name not in env or _SECRET_VARIABLE.search(name):
+    if name in _SHELL_VARIABLES or name not in env:
         raise Unproven(name)
     return env[name]
 
@@ -208,9 +239,10 @@ def _candidates(value: str) -> list[str]:
     return [c for c in found if c and c != "-"]
 
 
-def _check_path(candidate: str, root: Path, cwd: Path) -> Path:
+def _check_path(candidate: str, root: Path, cwd: Path, *, folders: bool = True) -> Path:
     """The real path of ``candidate`` run from ``cwd``, or Unproven when it leaves the project,
-    is a secret file, or its glob matches anything outside."""
+    is a secret file, or its glob matches anything outside; with ``folders`` False, also when it
+    or a match is a folder (whose every file the command reads, secret ones too)."""
     paths = [candidate]
     if _GLOB_CHARS.search(candidate):
         try:
@@ -223,6 +255,6 @@ def _check_path(candidate: str, root: Path, cwd: Path) -> Path:
             real = resolve_in_project(root, str(cwd / path) if not path.startswith("/") else path)
         except ToolError:
             raise Unproven(path) from None
-        if is_secret(path) or is_secret(relative(root, real)):
+        if is_secret(path) or is_secret(relative(root, real)) or (not folders and real.is_dir()):
             raise Unproven(path)
     return real

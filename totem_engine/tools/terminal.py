@@ -54,7 +54,10 @@ class TerminalCall(ProcessCall):
             listed = terminals.of(ctx.session_id)
             return self._result(listing(listed, _state) or "No terminals in this session.", f"{len(listed)} terminals", {})
         if self.action == "start":
-            terminal = await terminals.start(ctx.session_id, self.command, may_change=self.changes, escape=self.escape)
+            terminal = await terminals.start(
+                ctx.session_id, self.command, may_change=self.changes, escape=self.escape, unasked=self.unasked,
+                env_pass=ctx.command_env_pass,
+            )
         else:
             terminal = terminals.get(ctx.session_id, self.process_id)
         if self.action == "stop":

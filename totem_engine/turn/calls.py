@@ -168,6 +168,7 @@ class ToolCalls:
             agent_mode=self.agent.config.agent_mode,
             commands=self.agent.command_changes,
             runner=self.agent.command_runner,
+            command_env_pass=tuple(self.agent.config.command_env_pass),
         )
         return ctx
 
@@ -234,6 +235,7 @@ class ToolCalls:
         if not allowed:
             record.end_turn = reply.end_turn if reply else None
             return _refusal(rule, reply), "denied", record.input
+        action.unasked = self._unasked(action, reply)
         if reply is not None:
             action = reviewed(action, reply.accepted)
         try:
@@ -358,6 +360,18 @@ class ToolCalls:
         ]
         return strictest(decided)
 
+    def _unasked(self, action: Action, reply: PermissionReply | None) -> bool:
+        """Whether an allowed command runs with nobody's leave but the read-only default's: no
+        question was answered and some part of it was allowed by that default alone (a rule
+        allowing ``npm test`` does not allow the ``grep -r`` beside it to read ``.env``)."""
+        if not action.runs_commands or reply is not None:
+            return False
+        return any(
+            self.policy.decide(action.permission, [pattern], changes=action.changes, safe=action.safe_patterns).rule.source
+            == "default"
+            for pattern in action.patterns
+        )
+
     async def _say_permission(self, record: _Call, allowed: bool, decision: Decision, rule: ev.RuleRef) -> None:
         decided = "allow" if allowed else ("deny" if decision.action == "deny" else "reject")
         await self.emit(ev.Permission(session_id=self.session_id, call_id=record.call.id, decision=decided, rule=rule))
@@ -367,6 +381,7 @@ class ToolCalls:
         decision = self._decide(record, action)
         allowed, rule, reply = await self._permit(record, action, decision)
         await self._say_permission(record, allowed, decision, rule)
+        action.unasked = self._unasked(action, reply)
         if allowed and reply is not None:
             record.reviewed[id(action)] = reviewed(action, reply.accepted)
         return allowed
