@@ -56,6 +56,11 @@ class CommandScope(ABC):
         """How to launch ``argv`` in this scope (the sandbox wraps it)."""
         return argv
 
+    @property
+    def sandboxed(self) -> bool:
+        """Whether ``argv`` runs its command in the session's sandbox."""
+        return False
+
     @abstractmethod
     async def take_in(self) -> list[FileChange]:
         """What changed since the scope opened or since the last take-in, now in the project."""
@@ -89,6 +94,10 @@ class Boxed(CommandScope):
     def argv(self, argv: list[str]) -> list[str]:
         return argv if self.box is None else self.box.wrap(argv, overlay=None, masked=self.masked)
 
+    @property
+    def sandboxed(self) -> bool:
+        return self.box is not None
+
 
 class OverlayScope(CommandScope):
     """One command in the session's sandbox with the project overlaid; its close takes what it
@@ -104,6 +113,8 @@ class OverlayScope(CommandScope):
         self.masked = masked
         self.upper, self.work = box.new_overlay()
         self._closed = False
+
+    sandboxed = True
 
     def argv(self, argv: list[str]) -> list[str]:
         return self.box.wrap(argv, overlay=(self.upper, self.work), masked=self.masked)

@@ -114,7 +114,8 @@ class TerminalClient(Client):
 
 @pytest_asyncio.fixture
 async def with_terminal(tmp_path, model):
-    async with running_acp(tmp_path, model, TerminalClient()) as running:
+    # Without the sandbox: a sandboxed command stays in Totem (the last test here).
+    async with running_acp(tmp_path, model, TerminalClient(), config='sandbox = "never"') as running:
         yield running
 
 
@@ -140,7 +141,7 @@ async def test_bash_runs_in_the_clients_terminal_shown_in_its_call_and_its_outpu
     [(asked, _)] = acp.client.permissions  # Totem asked before the terminal was created
     assert asked.content[0].content.text == "$ echo terminal-$((6*7))"
     [terminal] = acp.client.terminals.values()
-    assert terminal.argv[-2:] == ["-c", "echo terminal-$((6*7))"] and terminal.cwd == str(acp.project)
+    assert terminal.argv[1:] == ["-c", "echo terminal-$((6*7))"] and terminal.cwd == str(acp.project)  # as typed
     assert terminal.limit and terminal.limit > 0  # Totem's cap, in bytes
     assert [method for method, _ in acp.client.calls] == ["create", "output", "release"]
     shown = [u for u in acp.client.of("tool_call_update") if u.content and u.content[0].type == "terminal"]
@@ -218,7 +219,7 @@ async def test_with_the_key_off_bash_runs_in_totem_though_the_client_offers_term
 
 
 async def test_a_terminal_the_client_refuses_fails_the_call_and_is_not_run_in_totem(tmp_path, model):
-    async with running_acp(tmp_path, model, TerminalClient(refuse=True)) as acp:
+    async with running_acp(tmp_path, model, TerminalClient(refuse=True), config='sandbox = "never"') as acp:
         await acp.initialize(terminal=True)
         session_id = await acp.new_session()
         acp.model.enqueue(tool_reply([("bash", {"command": "touch made-by-totem"})]))
@@ -230,3 +231,18 @@ async def test_a_terminal_the_client_refuses_fails_the_call_and_is_not_run_in_to
         ended = acp.client.of("tool_call_update")[-1]
         assert ended.status == "failed" and "did not start the command" in ended.raw_output["output"]
         assert not (acp.project / "made-by-totem").exists()
+
+
+async def test_a_sandboxed_command_stays_in_totems_sandbox_and_never_reaches_the_clients_terminal(tmp_path, model):
+    async with running_acp(tmp_path, model, TerminalClient(), config='sandbox = "always"') as acp:
+        await acp.initialize(terminal=True)
+        session_id = await acp.new_session()
+        acp.model.enqueue(tool_reply([("bash", {"command": "echo boxed-$((6*7)) > made.txt; cat made.txt"})]))
+        acp.model.enqueue(text_reply("Done."))
+        acp.client.answers.append("allow_once")
+        response = await acp.conn.prompt(session_id=session_id, prompt=text("make it"))
+        assert response.stop_reason == "end_turn"
+        assert acp.client.terminals == {} and acp.client.calls == []  # no terminal/create at all
+        ended = acp.client.of("tool_call_update")[-1]
+        assert ended.status == "completed" and "boxed-42" in ended.raw_output["output"]
+        assert (acp.project / "made.txt").read_text() == "boxed-42\n"  # taken in from the overlay

@@ -404,16 +404,19 @@ class BashAction(Action):
             outcome = await self._run(ctx, limit)
         else:
             try:
-                outcome = await self._run(ctx, limit, scope.argv)
+                outcome = await self._run(ctx, limit, scope.argv, sandboxed=scope.sandboxed)
             finally:
                 with anyio.CancelScope(shield=True):  # what it did before an abort is kept too
                     ctx.taken.extend(await scope.close())
         return _result(outcome, self.timeout, [*self.notes, *([note] if note else [])])
 
-    async def _run(self, ctx: ToolContext, limit: int, wrap: Wrap = as_is) -> Outcome:
-        """In Totem, or where the front end runs commands (an ACP client's terminal), the same
-        argv either way, so the sandbox's wrapper goes along."""
-        if ctx.runner is None:
+    async def _run(self, ctx: ToolContext, limit: int, wrap: Wrap = as_is, *, sandboxed: bool = False) -> Outcome:
+        """In Totem, or where the front end runs commands (an ACP client's terminal). A sandboxed
+        command stays in Totem: the client's terminal cannot give the sandbox's guarantees (its
+        editor would run the wrapper in namespaces it cannot reach, and a client that starts
+        terminals from a worker thread would see ``--die-with-parent`` kill them), so it gets
+        only the commands that run outside the sandbox, as the user wrote them."""
+        if ctx.runner is None or sandboxed:
             env = command_environ(unasked=self.unasked, passed=ctx.command_env_pass)
             return await run_command(self.command, ctx.root, self.timeout, limit, wrap, env)
         # The client's terminal has its own environment: what Totem's would leave out, unset there.

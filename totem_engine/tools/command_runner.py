@@ -3,8 +3,10 @@
 A front end may offer a ``CommandRunner`` (``Agent.command_runner``): the ACP front end runs
 commands in the client's terminal (totem_acp/terminal.py), so the user sees them in the editor.
 Whoever runs it, the permission check, the timeout, the output cap and the abort stay Totem's:
-the runner gets the argv as the command's scope launches it (the sandbox's wrapper included),
-the timeout and the cap, and it must kill the command when its task is cancelled.
+the runner gets the command as the user would type it (``sh -c COMMAND``, a credential variable
+Totem would leave out unset with ``env -u``), the timeout and the cap, and it must kill the
+command when its task is cancelled. A command that runs in the sandbox never reaches a runner:
+it stays in Totem's sandbox (tools/bash.py ``_run``).
 """
 
 from __future__ import annotations
