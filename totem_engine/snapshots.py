@@ -1,5 +1,8 @@
 """Undo and redo of the files a turn changed: a content-addressed blob store and a change index.
 
+Why one module of this size (over 500 lines): undo, redo, rewind and a fresh attempt move files
+through the same index and blob store, with the same conflict rules; split, each would repeat them.
+
 Before a file tool changes files, the loop calls ``before_change``: each file's bytes as the
 Workspace shows them are stored as a blob (``<data dir>/blobs/<sha256[:2]>/<sha256>``, written
 atomically, identical content stored once), or its absence is noted. After the change,

@@ -1,5 +1,9 @@
 """The streaming HTTP core every HTTP provider shares (OpenAI-compatible, Anthropic, Gemini, Ollama).
 
+Why one module of this size (over 500 lines): every provider's request goes through these few
+functions, and the transport errors, the timeouts and the redaction must be translated in one
+place for all of them.
+
 Three pieces, and an endpoint helper:
 
 - ``open_stream(client, url, json_body=..., headers=..., limit=...)``: an async context manager

@@ -1,5 +1,9 @@
 """bash: run a shell command in the project root, and the commands that only read.
 
+Why one module of this size (over 500 lines): what a command may do unasked (the read-only
+commands, the paths a word names, the credential variables it sees) and how it runs are read
+together by every check that asks about a command; jobs and terminals reuse both halves.
+
 The command runs as ``/bin/bash -c`` (``/bin/sh`` where bash is missing) in a process group of
 its own, so a timeout or an abort can end it and everything it started. The call returns when the
 shell exits, even if a background child still holds the output pipe open.

@@ -1,5 +1,8 @@
 """The tool round: the calls of one step: validate, prepare, ask, snapshot, apply, check, report.
 
+Why one module of this size (over 500 lines): the order of those phases is the safety of a call
+(nothing applies before its permission and its snapshot), and it is read in one place.
+
 Each changing call is its own transaction, in the order the model sent them: what one call
 changed, the next call sees. A step whose calls are all read-only runs them concurrently.
 Every call is stored (part type ``tool``) before any runs, so an abort can mark the rest
