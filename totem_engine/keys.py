@@ -33,6 +33,7 @@ from typing import Any
 
 import platformdirs
 
+from totem_engine import json_in
 from totem_engine.config import ConfigError, ProviderConfig
 
 KEYRING_SERVICE = "totem"
@@ -164,7 +165,7 @@ def _read_file() -> dict[str, str]:
     except OSError as exc:
         raise KeyStoreError(f"{shown}: cannot read: {exc.strerror}") from None
     try:
-        data = json.loads(raw)
+        data = json_in.loads(raw)
     except ValueError:
         # Not the decoder's message: it can quote the text around the error, which is a key.
         raise KeyStoreError(f"{shown} is not valid JSON; fix it or remove it and run totem auth set again") from None

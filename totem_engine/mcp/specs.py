@@ -19,7 +19,6 @@ naming the file, as a broken ``config.toml`` is.
 from __future__ import annotations
 
 import ipaddress
-import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from urllib.parse import urlsplit
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from totem_engine import json_in
 from totem_engine.config_error import ConfigError
 
 # "builtin": declared by Totem itself (mcp/forge.py), replaced by a file's server of its name;
@@ -150,8 +150,8 @@ def read_specs(path: Path, source: Source) -> list[ServerSpec]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}", source=str(path)) from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = json_in.loads(text, what="the file")
+    except ValueError as exc:
         raise ConfigError(f"{path}: invalid JSON: {exc}", source=str(path)) from None
     try:
         parsed = _McpFile.model_validate(data)
