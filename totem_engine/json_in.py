@@ -72,3 +72,18 @@ def _with_surrogates(text: str | bytes | bytearray, what: str) -> Any:
         return json.loads(plain)
     except ValueError as exc:
         raise JsonRefused(f"{what} is not JSON: {exc}") from None
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether a value already decoded elsewhere (TOML, a door's settings) holds lists or dicts
+    nested deeper than ``limit`` levels; walked without recursion, so any depth can be asked."""
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        current, level = pending.pop()
+        children = current.values() if isinstance(current, dict) else current if isinstance(current, list) else None
+        if children is None:
+            continue
+        if level >= limit:
+            return True
+        pending.extend((child, level + 1) for child in children)
+    return False
