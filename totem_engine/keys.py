@@ -35,6 +35,7 @@ import platformdirs
 
 from totem_engine import json_in
 from totem_engine.config import ConfigError, ProviderConfig
+from totem_engine.redaction import know
 
 KEYRING_SERVICE = "totem"
 
@@ -55,10 +56,9 @@ def api_key_for(provider_name: str, settings: ProviderConfig) -> str | None:
     None when there is none anywhere. Raises KeyStoreError when keys.json exists but may not be
     used (see the module docstring).
     """
-    configured = settings.api_key_value()
-    if configured:
-        return configured
-    return stored_key(provider_name)
+    key = settings.api_key_value() or stored_key(provider_name)
+    know([key])  # kept out of every text that leaves the engine (redaction.py)
+    return key
 
 
 def stored_key(provider_name: str) -> str | None:

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from totem_engine import json_in
 from totem_engine.config_error import ConfigError
+from totem_engine.redaction import PUBLIC_HEADERS, know, url_secrets
 
 # "builtin": declared by Totem itself (mcp/forge.py), replaced by a file's server of its name;
 # "client": given by the front end (ACP session/new).
@@ -158,6 +159,8 @@ def read_specs(path: Path, source: Source) -> list[ServerSpec]:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"{path}: {problems}", source=str(path)) from None
+    for entry in parsed.servers.values():  # kept out of every text that leaves the engine
+        know([v for k, v in entry.headers.items() if k.lower() not in PUBLIC_HEADERS] + list(url_secrets(entry.url)))
     return [
         ServerSpec(
             name=name, source=source, path=path, command=entry.command, args=tuple(entry.args),
