@@ -160,7 +160,7 @@ def install_log_redaction() -> None:
 def _scrub_record(record: logging.LogRecord) -> None:
     try:
         message = record.getMessage()
-    except Exception:  # a malformed call: logging reports it at format time as it always did
+    except Exception:  # noqa: BLE001 - a malformed call: logging reports it at format time, as ever
         return
     clean = redacted(message)
     if clean != message:

@@ -12,7 +12,14 @@ from pydantic import SecretStr
 from totem_engine.api import events as ev
 from totem_engine.config import Config, ConfigError, ProviderConfig
 from totem_engine.providers.errors import AuthenticationError
-from totem_engine.redaction import RedactingFrontEnd, know, know_config, redacted, scrubbed, url_secrets
+from totem_engine.redaction import (
+    RedactingFrontEnd,
+    know,
+    know_config,
+    redacted,
+    scrubbed,
+    url_secrets,
+)
 from totem_engine.store import Store
 
 # Unique to this module: the known secrets are the process's, so no other test's text holds them.
