@@ -7,10 +7,10 @@ import json
 import tempfile
 from pathlib import Path
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.support import json_values, no_hang
+from tests.fuzz.support import CHEAP, examples, json_values, no_hang
 from totem_engine.config import Config, ConfigError, load_config
 
 KEYS = ["model", "small_model", "max_steps", "mode", "retry_max_wait", "forge", "kind", "base_url", "api_key",
@@ -32,6 +32,7 @@ tomls = st.one_of(st.lists(lines, max_size=12).map("\n".join), st.text(max_size=
 FOLDER = Path(tempfile.mkdtemp(prefix="totem-fuzz-config-"))
 
 
+@settings(max_examples=examples(CHEAP))
 @given(tomls)
 def test_any_toml_is_a_config_or_a_config_error(text):
     path = FOLDER / "fuzz.toml"

@@ -10,11 +10,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from tests.fuzz.support import json_values, no_hang
+from tests.fuzz.support import CHEAP, examples, json_values, no_hang
 from totem_acp.prompt import Block, UserMessage, user_message
 from totem_mcp_server.tools import TOOLS
 
@@ -38,6 +38,7 @@ blocks = st.one_of(
 )
 
 
+@settings(max_examples=examples(CHEAP))
 @given(st.lists(blocks, max_size=5))
 def test_any_prompt_blocks_are_a_message_or_a_validation_error(value):
     try:

@@ -4,10 +4,10 @@ exception."""
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.support import no_hang
+from tests.fuzz.support import CHEAP, examples, no_hang
 from totem_engine.agents import parse_agent, render_agent
 from totem_engine.commands import parse_command
 
@@ -27,6 +27,7 @@ files = st.one_of(
 )
 
 
+@settings(max_examples=examples(CHEAP))
 @given(files)
 def test_any_agent_file_is_a_definition_or_says_what_is_wrong(text):
     with no_hang():
@@ -42,6 +43,7 @@ def test_any_agent_file_is_a_definition_or_says_what_is_wrong(text):
     )
 
 
+@settings(max_examples=examples(CHEAP))
 @given(files)
 def test_any_command_file_is_a_command_or_says_what_is_wrong(text):
     with no_hang():

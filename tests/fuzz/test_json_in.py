@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.support import deep, json_values, no_hang
+from tests.fuzz.support import CHEAP, deep, examples, json_values, no_hang
 from totem_engine import json_in
 from totem_engine.json_in import JsonRefused
 
@@ -20,6 +20,7 @@ texts = st.one_of(
 )
 
 
+@settings(max_examples=examples(CHEAP))
 @given(texts)
 def test_any_text_is_a_value_or_refused_with_a_reason(text):
     with no_hang():

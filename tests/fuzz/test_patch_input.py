@@ -4,10 +4,10 @@ parse after it) under any text and under mutations of a good patch: the parsed f
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.support import no_hang
+from tests.fuzz.support import CHEAP, examples, no_hang
 from totem_engine.tools.base import ToolError
 from totem_engine.tools.patch import _blocks, _parse, _paths, recount
 
@@ -41,6 +41,7 @@ def mutated(draw: st.DrawFn) -> str:
 patches = st.one_of(st.text(max_size=200), st.lists(st.sampled_from(PIECES), max_size=15).map("".join), mutated())
 
 
+@settings(max_examples=examples(CHEAP))
 @given(patches)
 def test_any_patch_text_is_files_or_a_tool_error(text):
     with no_hang():
