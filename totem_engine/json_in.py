@@ -34,6 +34,7 @@ MAX_BYTES = 64 * 1024 * 1024
 """Bytes of one JSON text accepted by default: far over any answer or result a turn can use."""
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class JsonRefused(ValueError):
@@ -47,6 +48,8 @@ def loads(text: str | bytes | bytearray, *, what: str = "the JSON", max_bytes: i
     size = len(text.encode("utf-8", errors="surrogatepass") if isinstance(text, str) else text)
     if size > max_bytes:
         raise JsonRefused(f"{what} is {size} bytes, over the {max_bytes} bytes Totem reads")
+    if isinstance(text, str) and _LONE_SURROGATE.search(text):  # jiter takes no such str at all
+        return _with_surrogates(text, what)
     try:
         return from_json(text)
     except ValueError as exc:
@@ -59,11 +62,12 @@ def loads(text: str | bytes | bytearray, *, what: str = "the JSON", max_bytes: i
 
 
 def _with_surrogates(text: str | bytes | bytearray, what: str) -> Any:
-    """A text whose only fault for jiter is a lone surrogate escape: its nesting checked on the
-    same text with plain escapes, then parsed by ``json``, which keeps the surrogate."""
+    """A text whose only fault for jiter is a lone surrogate, escaped or as a character: its
+    nesting checked on the same text with plain escapes and characters, then parsed by ``json``,
+    which keeps the surrogate."""
     plain = text if isinstance(text, str) else bytes(text).decode("utf-8", errors="replace")
     try:
-        from_json(_SURROGATE_ESCAPE.sub(r"\\u0", plain))
+        from_json(_LONE_SURROGATE.sub("\ufffd", _SURROGATE_ESCAPE.sub(r"\\u0", plain)))
     except ValueError as exc:
         if "recursion limit" in str(exc):
             raise JsonRefused(f"{what} is nested deeper than {MAX_DEPTH} levels") from None

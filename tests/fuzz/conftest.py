@@ -10,7 +10,7 @@ shared and a slow example is not a bug, a stuck one is.
 Each property's inner test (hypothesis' ``.hypothesis.inner_test``, the hook it offers for
 wrapping) is wrapped to count the inputs it was called with (generated, replayed from the
 database and shrunk alike); the terminal summary prints the sum, the figure ``make fuzz`` is held
-to (at least 100,000 in the ``fuzz`` profile: 600 a property, ten times that for the cheap ones,
+to (at least 100,000 in the ``fuzz`` profile: 750 a property, ten times that for the cheap ones,
 ``support.examples``).
 """
 
@@ -34,7 +34,7 @@ settings.register_profile(
 )
 settings.register_profile(
     "fuzz",
-    max_examples=600,
+    max_examples=750,
     deadline=timedelta(seconds=5),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

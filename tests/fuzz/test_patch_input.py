@@ -4,7 +4,7 @@ parse after it) under any text and under mutations of a good patch: the parsed f
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz.support import CHEAP, examples, no_hang
@@ -43,6 +43,7 @@ patches = st.one_of(st.text(max_size=200), st.lists(st.sampled_from(PIECES), max
 
 @settings(max_examples=examples(CHEAP))
 @given(patches)
+@example("--- /dev/null\n+++ /dev/null\n@@ -0 +0 @@\n-")  # found by make fuzz: an assert in the tool
 def test_any_patch_text_is_files_or_a_tool_error(text):
     with no_hang():
         try:

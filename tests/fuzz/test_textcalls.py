@@ -4,7 +4,7 @@ what they give out is chunks of the neutral types."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz.support import CHEAP, aiter, check_answer, collect, examples
@@ -41,6 +41,7 @@ def answer(text: str, cuts: list[int], native: bool) -> list:
 
 @settings(max_examples=examples(CHEAP))
 @given(texts, st.lists(st.integers(min_value=0), max_size=8), st.booleans(), st.booleans())
+@example("```python\n\udcff", [], False, True)  # found by make fuzz: a TypeError from the JSON decoder
 def test_text_tool_calls_take_any_text(text, cuts, native, file_blocks):
     stats = TextCallStats()
     stream = text_tool_calls(
