@@ -26,11 +26,8 @@ import logging
 import threading
 import traceback
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
-
-if TYPE_CHECKING:
-    from totem_engine.config import Config
 
 REDACTED = "***"
 MIN_SECRET = 4
@@ -58,8 +55,9 @@ def know(secrets: Iterable[str | None]) -> None:
     install_log_redaction()
 
 
-def know_config(config: Config) -> None:
-    """The secrets a configuration holds, known from now on."""
+def know_config(config: Any) -> None:
+    """The secrets a configuration (a ``config.Config``, not imported: config imports the
+    errors, which import this) holds, known from now on."""
     found: list[str | None] = []
     for settings in config.providers.values():
         found.append(settings.api_key_value())
