@@ -30,8 +30,9 @@ from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 REDACTED = "***"
-MIN_SECRET = 4
-"""Characters a secret needs to be replaced: a real key is far longer, a shorter one is a dummy."""
+MIN_SECRET = 8
+"""Characters a secret needs to be replaced: a real key is far longer; a shorter value is a dummy
+or a word (a header value "wrong" would be cut out of "wrong or missing X-Token")."""
 
 # Header names that carry no credential (a version, a type): their values are not secrets.
 PUBLIC_HEADERS = frozenset({
