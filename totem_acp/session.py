@@ -35,7 +35,8 @@ from totem_acp.terminal import ClientTerminals
 from totem_acp.workspace import ClientWorkspace
 from totem_engine.api import events as ev
 from totem_engine.api.engine import MODES, Engine
-from totem_engine.api.running import Result, Running
+from totem_engine.api.errors import SessionBusy
+from totem_engine.api.running import Result
 
 MODEL_LIST_WAIT = 5.0  # seconds the providers' model lists may take before session/new answers without them
 # What a built-in action takes after its name (the others take nothing); a command file takes arguments.
@@ -62,7 +63,6 @@ class AcpSession:
         workspace.bind(session_id)
         if terminals is not None:
             terminals.bind(session_id, self.frontend.send)
-        self.running: Running | None = None
         self._cancelled = False  # session/cancel came while the prompt was being prepared
         self._models: list[str] = []
         # Said at the first prompt: what the config or an untrusted project's restriction said.
@@ -126,6 +126,8 @@ class AcpSession:
     async def prompt(self, blocks: list[Block]) -> PromptResponse:
         """One prompt: a turn, or a built-in action whose reply is said as an agent message.
         Raises ``RequestError`` for a turn that ended in an error, ``EngineError`` for a refusal."""
+        if self.busy:  # refused before the running prompt's state is touched
+            raise SessionBusy(self.id, "a prompt is still running")
         self._cancelled = False
         self.frontend.finish, self.frontend.failure = None, None
         while self.notices:
@@ -134,13 +136,9 @@ class AcpSession:
         running = await self.engine.prompt(
             message.typed, self.frontend, session_id=self.id, attachments=message.attachments, images=message.images,
         )
-        self.running = running
-        try:
-            if self._cancelled:
-                running.abort()
-            result = await running.result()
-        finally:
-            self.running = None
+        if self._cancelled:  # came before the prompt reached the engine
+            running.abort()
+        result = await running.result()
         if result.reply is not None:
             await self.frontend.say(result.text)
             return PromptResponse(stop_reason="end_turn")
@@ -150,8 +148,7 @@ class AcpSession:
         """``session/cancel``: the running turn aborted (its processes killed, its open calls
         closed); a prompt still being prepared is aborted as soon as its turn exists."""
         self._cancelled = True
-        if self.running is not None:
-            self.running.abort()
+        self.engine.abort(self.id)  # the turn, or the prompt being prepared (it starts aborted)
 
     @property
     def busy(self) -> bool:

@@ -39,6 +39,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from totem_engine import json_in
 from totem_engine.config_error import ConfigError
 
 Action = Literal["allow", "ask", "deny"]
@@ -336,6 +337,10 @@ def user_config_path() -> Path:
     return Path(platformdirs.user_config_dir("totem")) / "config.toml"
 
 
+MAX_CONFIG_DEPTH = 32
+"""Levels of tables and arrays a config layer may nest (its deepest key needs four)."""
+
+
 def project_config_path(project_root: Path) -> Path:
     return project_root / ".totem" / "config.toml"
 
@@ -389,6 +394,8 @@ def merge_layers(layers: Iterable[ConfigLayer]) -> Config:
 def _layer(source: str, kind: LayerKind, data: dict[str, Any]) -> ConfigLayer:
     # A layer may be partial: [providers.x] in the project file may set only base_url while
     # kind comes from the user file, so required keys are checked after the merge.
+    if json_in.nested_deeper_than(data, MAX_CONFIG_DEPTH):  # merging and validating recurse
+        raise ConfigError(f"{source}: nested deeper than {MAX_CONFIG_DEPTH} levels", source=source)
     try:
         Config.model_validate(data)
     except ValidationError as exc:
@@ -409,6 +416,8 @@ def _read_toml(path: Path) -> dict[str, Any] | None:
     except tomllib.TOMLDecodeError as exc:
         # The message carries "(at line L, column C)".
         raise ConfigError(f"{source}: invalid TOML: {exc}", source=source) from None
+    except RecursionError:  # tomllib has no nesting bound of its own
+        raise ConfigError(f"{source}: nested deeper than {MAX_CONFIG_DEPTH} levels", source=source) from None
     except UnicodeDecodeError:
         raise ConfigError(f"{source}: not valid UTF-8", source=source) from None
     except OSError as exc:

@@ -33,7 +33,9 @@ from typing import Any
 
 import platformdirs
 
+from totem_engine import json_in
 from totem_engine.config import ConfigError, ProviderConfig
+from totem_engine.redaction import know
 
 KEYRING_SERVICE = "totem"
 
@@ -54,10 +56,9 @@ def api_key_for(provider_name: str, settings: ProviderConfig) -> str | None:
     None when there is none anywhere. Raises KeyStoreError when keys.json exists but may not be
     used (see the module docstring).
     """
-    configured = settings.api_key_value()
-    if configured:
-        return configured
-    return stored_key(provider_name)
+    key = settings.api_key_value() or stored_key(provider_name)
+    know([key])  # kept out of every text that leaves the engine (redaction.py)
+    return key
 
 
 def stored_key(provider_name: str) -> str | None:
@@ -164,7 +165,7 @@ def _read_file() -> dict[str, str]:
     except OSError as exc:
         raise KeyStoreError(f"{shown}: cannot read: {exc.strerror}") from None
     try:
-        data = json.loads(raw)
+        data = json_in.loads(raw)
     except ValueError:
         # Not the decoder's message: it can quote the text around the error, which is a key.
         raise KeyStoreError(f"{shown} is not valid JSON; fix it or remove it and run totem auth set again") from None

@@ -30,6 +30,7 @@ from totem_engine.turn.agent import Agent
 from totem_engine.turn.loop import Turn
 from totem_engine.turn.terms import Again, TurnOptions
 from totem_engine.permissions import rules_from_config
+from totem_engine.redaction import know_config
 from totem_engine.providers.base import Provider
 from totem_engine.vocab.messages import Image
 from totem_engine.providers.capabilities import CapabilityCache, CapabilityRecord, record_for, with_evidence
@@ -102,6 +103,7 @@ class Runtime:
         self.root = root.resolve()
         self.holder = holder
         self.loaded = loaded
+        know_config(loaded.config)  # scrubbed from events, the store, logs and errors (redaction.py)
         self.trust_notice = trust_notice  # what an untrusted project's config lost (trust.apply_trust)
         self.trusted = trusted  # the user trusts the project: its agent files may widen (agents.py)
         self.store = store or Store()

@@ -21,7 +21,7 @@ from anyio.abc import TaskGroup
 
 from totem_engine.api.engine import Engine
 from totem_engine.api.engines import Engines
-from totem_engine.api.errors import EngineError
+from totem_engine.api.errors import EngineError, SessionBusy
 from totem_engine.api.history import Session
 from totem_engine.api.running import Result, Running
 from totem_mcp_server.redaction import Redactor
@@ -99,6 +99,8 @@ class Service:
             with anyio.CancelScope(shield=True):
                 await ended.wait()
             raise
+        if not outcome:  # the server is stopping: its task group cut the turn short
+            raise SessionBusy(running.session_id, "the server is stopping")
         if isinstance(outcome[0], Exception):
             raise outcome[0]
         return outcome[0]

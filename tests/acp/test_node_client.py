@@ -33,7 +33,8 @@ def test_the_npm_sdks_client_sees_the_same_agent(tmp_path):
     home = tmp_path / "home"
     marker = f"47.{random.randint(10**5, 10**6)}"
     with ModelServer() as model:
-        write_config(home, model)
+        # Without the sandbox: a sandboxed command stays in Totem, never in the editor's terminal.
+        write_config(home, model, 'sandbox = "never"')
         model.enqueue(tool_reply([("edit", {"path": "app.py", "old_string": "'hi'", "new_string": "'hello'"})], text="Changing it."))
         model.enqueue(tool_reply([("shouter__shout", {"text": "hello"})]))
         model.enqueue(text_reply("Said and shouted."))

@@ -85,8 +85,9 @@ async def test_plan_mode_set_by_the_client_refuses_changes_and_is_said(acp):
     await acp.conn.prompt(session_id=session_id, prompt=text("write new.txt"))
     assert acp.client.permissions == [] and not (acp.project / "new.txt").exists()
     assert acp.client.of("tool_call_update")[-1].raw_output["status"] == "denied"
-    with pytest.raises(RequestError):
+    with pytest.raises(RequestError) as refused:
         await acp.conn.set_session_mode(session_id=session_id, mode_id="yolo")
+    assert refused.value.code == -32602  # invalid params: the request names no mode
 
 
 async def test_the_model_is_chosen_through_the_sessions_config_option(acp):

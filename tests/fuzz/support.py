@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from tests.support import anthropic_server as anth
@@ -33,6 +35,18 @@ from totem_engine.vocab.chat import (
 
 HANG = 10.0
 """Seconds one example may take before it counts as a hang."""
+
+
+CHEAP = 10
+"""How many times the ``fuzz`` profile's count a cheap property gets (a few ms an input): the
+inputs go where they cost least, so ``make fuzz`` passes 100,000 in minutes."""
+
+
+def examples(weight: float) -> int:
+    """A property's ``max_examples``: ``weight`` times the ``fuzz`` profile's count under that
+    profile (``make fuzz``), the profile's own count otherwise (``make test`` stays quick)."""
+    base = settings.default.max_examples
+    return max(1, int(base * weight)) if os.environ.get("HYPOTHESIS_PROFILE") == "fuzz" else base
 
 
 class Hang(Exception):

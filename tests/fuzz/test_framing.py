@@ -8,10 +8,10 @@ import json
 from collections.abc import AsyncIterator
 
 import httpx
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.support import json_values, no_hang
+from tests.fuzz.support import CHEAP, examples, json_values, no_hang
 from totem_engine.providers import openai
 from totem_engine.providers.errors import MalformedStream, ProviderError
 from totem_engine.providers.framing import NDJSONDecoder
@@ -63,12 +63,14 @@ def test_any_sse_body_gives_provider_errors_only(body, at, content_type):
         pass
 
 
+@settings(max_examples=examples(CHEAP))
 @given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), min_size=1), max_size=12), cuts, st.sampled_from((b"\n", b"\r\n", b"\r")))
 def test_sse_data_comes_out_as_sent_however_it_is_cut(events, at, newline):
     body = b"".join(b"data: " + e.encode() + newline + newline for e in events)
     assert run(sse_data(response(body, at))) == events
 
 
+@settings(max_examples=examples(CHEAP))
 @given(st.binary(max_size=200), cuts)
 def test_ndjson_decoder_takes_any_bytes(body, at):
     decoder = NDJSONDecoder(max_line=64)

@@ -4,10 +4,10 @@ back with its count, in order, whatever the stats after the last record say."""
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.support import no_hang
+from tests.fuzz.support import CHEAP, examples, no_hang
 from totem_engine.tools.grep import _counted
 
 PATHS = st.binary(min_size=1, max_size=40).filter(lambda raw: b"\0" not in raw)
@@ -16,6 +16,7 @@ RECORDS = st.lists(st.tuples(PATHS, st.integers(min_value=1, max_value=10**9)), 
 STATS = st.binary(max_size=200).filter(lambda raw: b"\0" not in raw)
 
 
+@settings(max_examples=examples(CHEAP))
 @given(RECORDS, STATS)
 def test_every_record_comes_back_with_its_count(records, stats):
     output = b"".join(path + b"\0" + str(count).encode() + b"\n" for path, count in records) + stats

@@ -4,10 +4,10 @@ what they give out is chunks of the neutral types."""
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.support import aiter, check_answer, collect
+from tests.fuzz.support import CHEAP, aiter, check_answer, collect, examples
 from totem_engine.textcalls import TextCallStats, text_tool_calls, think_filter
 from totem_engine.vocab.chat import FinishChunk, ReasoningChunk, TextChunk, ToolCallChunk
 from totem_engine.vocab.tools import ToolCall
@@ -39,7 +39,9 @@ def answer(text: str, cuts: list[int], native: bool) -> list:
     return [*chunks, FinishChunk("stop", "m")]
 
 
+@settings(max_examples=examples(CHEAP))
 @given(texts, st.lists(st.integers(min_value=0), max_size=8), st.booleans(), st.booleans())
+@example("```python\n\udcff", [], False, True)  # found by make fuzz: a TypeError from the JSON decoder
 def test_text_tool_calls_take_any_text(text, cuts, native, file_blocks):
     stats = TextCallStats()
     stream = text_tool_calls(
@@ -49,6 +51,7 @@ def test_text_tool_calls_take_any_text(text, cuts, native, file_blocks):
     assert stats.emitted <= stats.parsed
 
 
+@settings(max_examples=examples(CHEAP))
 @given(st.text(alphabet=st.characters(blacklist_characters="<`{[\\\"")), st.lists(st.integers(min_value=0), max_size=8))
 def test_text_without_markup_comes_out_as_it_went_in(text, cuts):
     chunks = collect(text_tool_calls(aiter(answer(text, cuts, False)), TOOLS))
@@ -56,6 +59,7 @@ def test_text_without_markup_comes_out_as_it_went_in(text, cuts):
     assert not [c for c in chunks if isinstance(c, ToolCallChunk)]
 
 
+@settings(max_examples=examples(CHEAP))
 @given(texts, st.lists(st.integers(min_value=0), max_size=8))
 def test_think_filter_takes_any_text(text, cuts):
     chunks = collect(think_filter(aiter(answer(text, cuts, False))))

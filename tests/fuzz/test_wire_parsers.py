@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.support import SEEDS, aiter, check_answer, collect, json_objects, mutated, payload_texts
+from tests.fuzz.support import SEEDS, aiter, check_answer, collect, examples, json_objects, mutated, payload_texts
 from totem_engine.providers import anthropic, gemini, ollama, openai
 from totem_engine.providers.errors import ProviderError
 from totem_engine.providers.framing import NDJSONDecoder
@@ -59,6 +59,7 @@ def test_every_seed_stream_is_an_answer():
         check_answer(collect(ollama.parse_stream(aiter([json.loads(line) for line in stream]))))
 
 
+@settings(max_examples=examples(0.5))
 @given(st.sampled_from(sorted(SSE_PARSERS)), st.lists(payload_texts, max_size=8))
 def test_sse_parsers_take_arbitrary_payloads(vendor, payloads):
     run_sse(vendor, payloads)

@@ -22,7 +22,8 @@ and /api/errors:
 - ``GET /api/tags``: ``{"models": [...]}`` built from ``srv.models``.
 - ``POST /api/show``: records the body in ``srv.show_requests``; the model's
   ``{"capabilities", "model_info": {"general.architecture", "<arch>.context_length"}, ...}``,
-  or 404 ``{"error": "model '<name>' not found"}``.
+  or 404 ``{"error": "model '<name>' not found"}``. ``srv.show_body``, when set, is answered
+  instead, as it is (a hostile or broken server: ``"[" * 5000 + "]" * 5000``).
 
 Streams are ``application/x-ndjson``, chunked, ``Connection: close``. By default each line is one
 HTTP chunk; ``Reply.chunk_size`` re-cuts the body into chunks of that many bytes so lines (and
@@ -128,7 +129,9 @@ class _Handler(LoopbackHandler):
             with state._lock:
                 state.show_requests.append(body)
             model = state.models.get(name or "")
-            if model is None:
+            if state.show_body is not None:
+                self.send_bytes(200, {"Content-Type": self.json_content_type}, state.show_body.encode())
+            elif model is None:
                 self.send_json(404, {"error": f"model '{name}' not found"})
             else:
                 self.send_json(200, model.show())
@@ -195,6 +198,7 @@ class OllamaServer(LoopbackServer):
     def __init__(self) -> None:
         super().__init__()
         self.show_requests: list[dict] = []
+        self.show_body: str | None = None  # answered to every /api/show as it is, when set
         self.models: dict[str, SimModel] = {}
         self.add_model("test-model")
 

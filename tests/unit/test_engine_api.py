@@ -94,7 +94,7 @@ async def test_errors_carry_their_kind(project, tmp_path, server):
         for call, kind in [
             (engine.session("ses_nope"), "not_found"),
             (engine.session(session_id, root=other), "invalid"),
-            (engine.set_mode(session_id, "yolo"), "config"),
+            (engine.set_mode(session_id, "yolo"), "invalid"),
             (engine.prompt("/retry", RecordingFrontEnd(), session_id=session_id), "invalid"),
             (engine.prompt("/rewind x", RecordingFrontEnd(), session_id=session_id), "invalid"),
         ]:
@@ -178,3 +178,49 @@ async def test_diff_and_regenerate_typed_as_actions(project, server):
         session = await engine.new_session()
         empty = await (await engine.prompt("/diff", RecordingFrontEnd(), session_id=session.id)).result()
         assert empty.text == "This session changed no file."
+
+
+async def test_an_abort_while_a_prompt_is_prepared_ends_its_turn_at_once(project, server):
+    root, config = project
+    async with open_project(root, holder="test", config_file=config, start_local=False) as engine:
+        session_id = await _edit_turn(engine, server, None, "two\n")
+        server.enqueue(text_reply("never asked for"))
+        # The prompt's preparation held at its first await (reading the session), as a slow store would.
+        runtime = engine._runtime
+        read, go = runtime.project_session, anyio.Event()
+
+        async def held(session_id: str):
+            await go.wait()
+            return await read(session_id)
+
+        runtime.project_session = held
+        started: list = []
+        async with anyio.create_task_group() as group:
+            async def start() -> None:
+                started.append(await engine.prompt("again", RecordingFrontEnd(), session_id=session_id))
+
+            group.start_soon(start)
+            while not engine.busy(session_id):
+                await anyio.sleep(0.01)
+            assert engine.abort(session_id)  # the editor's stop, while the prompt is prepared
+            go.set()
+        result = await started[0].result()
+        assert result.stop_reason == "aborted"
+        assert len(server.requests) == 2  # the first turn's two; the aborted one asked nothing
+
+
+async def test_engines_keep_no_engine_opened_on_settings_replaced_meanwhile(project, server, tmp_path):
+    from totem_engine.api.engines import Engines
+
+    root, config = project
+    async with Engines(holder="test", config_file=config, editor_settings={"max_steps": 20}) as engines:
+        first = await engines.engine(root)
+        assert first.config.max_steps == 20
+        engines.reconfigure({"max_steps": 30})
+        second = await engines.engine(root)
+        assert second is not first and second.config.max_steps == 30
+        engines.set_defaults(mode="plan")
+        assert second.default_mode() == "plan"
+        with pytest.raises(EngineError):
+            engines.set_defaults(model="nope/nothing", mode="build")
+        assert second.default_mode() == "plan"  # all or none

@@ -12,16 +12,16 @@ one implementation each, so the four doors cannot drift. A door holds only ``Eng
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from totem_engine.api import replies
-from totem_engine.api.errors import NothingToDo
+from totem_engine.api.errors import EngineError, NothingToDo
 from totem_engine.api.frontend import FrontEnd
 from totem_engine.api.history import History
 from totem_engine.api.mcp_listing import McpListing, list_servers
-from totem_engine.api.running import Reply, Running, Turns
+from totem_engine.api.running import Claim, Reply, Running, Turns
 from totem_engine.agents import AgentDefinition, remove_agent, save_agent
 from totem_engine.attachments import Attachment, with_attachments, withheld_secrets
 from totem_engine.mentions import unasked_reads
@@ -135,6 +135,10 @@ class Engine:
     def default_mode(self) -> str:
         return self._mode or self.config.mode
 
+    def resolve_model(self, model: str) -> str:
+        """``model`` as ``provider/model``; ConfigError when no configured provider has it."""
+        return self._runtime.resolve_model(model)
+
     def set_default_model(self, model: str) -> str:
         """The door's choice of model for new sessions, checked (ConfigError); returns it resolved."""
         resolved = self._runtime.resolve_model(model)
@@ -182,16 +186,19 @@ class Engine:
         the text (the editor's selection, a mention's file); ``images``: images the user attached.
         The session is busy from here until the returned ``Running``'s ``result()`` returns.
         """
-        free = self._turns.claim(session_id) if session_id else (lambda: None)
+        claim = self._turns.claim(session_id) if session_id else None
         try:
             session = await self._runtime.project_session(session_id) if session_id else None
             prepared = self._runtime.prepare(text)
             if prepared.action is not None:
-                return await self._act(prepared.action, prepared.arguments, session, frontend, free, model=model, mode=mode)
+                return await self._act(prepared.action, prepared.arguments, session, frontend, claim, model=model, mode=mode)
             if not self._pruned:
                 self._pruned = True
                 await self._runtime.snapshots.prune()
             chosen = self._runtime.resolve_model(model or prepared.model or (session.model if session else self._model))
+            if prepared.agent is not None and self._runtime.agents().get(prepared.agent) is None:
+                # Before a session is made for a turn that cannot start.
+                raise ConfigError(f"there is no agent named {prepared.agent!r} (totem agents list)")
             if session is None:
                 session = await self._runtime.new_session(model=chosen, mode=mode or self.default_mode(), text=text)
             elif not session.title and text.strip():
@@ -205,27 +212,26 @@ class Engine:
                 body, frontend, session=session, model=chosen, mode=mode or session.mode, max_steps=max_steps,
                 typed=text if body != text else None, as_agent=prepared.agent, attached=list(attachments), images=images,
             )
-            free()
-            return Running(session.id, turn=turn, turns=self._turns)
-        except BaseException:
-            free()
-            raise
+            return Running(session.id, turn=turn, turns=self._turns, aborted=claim is not None and claim.aborted)
+        finally:
+            if claim is not None:
+                claim.free()
 
     async def retry(self, session_id: str, frontend: FrontEnd, *, model: str | None = None, mode: str | None = None) -> Running:
         """The session's last turn, which failed, taken up from its last completed step
         (``NothingToRetry`` when it did not fail, or failed too often)."""
-        with self._claimed(session_id):
+        with self._claimed(session_id) as claim:
             turn = await self._runtime.retry(session_id, frontend, model=model, mode=mode)
-        return Running(session_id, turn=turn, turns=self._turns)
+            return Running(session_id, turn=turn, turns=self._turns, aborted=claim.aborted)
 
     async def regenerate(
         self, session_id: str, message_id: str, frontend: FrontEnd, *, model: str | None = None, mode: str | None = None
     ) -> Running:
         """A new answer (variant) to the request ``message_id`` is, or answers; the earlier
         answers stay, variants to switch back to (``switch_variant``)."""
-        with self._claimed(session_id):
+        with self._claimed(session_id) as claim:
             turn = await self._runtime.regenerate(session_id, message_id, frontend, model=model, mode=mode)
-        return Running(session_id, turn=turn, turns=self._turns)
+            return Running(session_id, turn=turn, turns=self._turns, aborted=claim.aborted)
 
     # --- session actions ------------------------------------------------------------------
 
@@ -370,20 +376,22 @@ class Engine:
         return Tree(*await self._runtime.store.tree(session_id)).requests()
 
     @contextlib.contextmanager
-    def _claimed(self, session_id: str, what: str = "a turn is still running"):
-        free = self._turns.claim(session_id, what)
+    def _claimed(self, session_id: str, what: str = "a turn is still running") -> Iterator[Claim]:
+        claim = self._turns.claim(session_id, what)
         try:
-            yield
+            yield claim
         finally:
-            free()
+            claim.free()
 
     async def _act(
-        self, action: str, arguments: str, session: Session | None, frontend: FrontEnd, free: Callable[[], None],
+        self, action: str, arguments: str, session: Session | None, frontend: FrontEnd, claim: Claim | None,
         *, model: str | None, mode: str | None,
     ) -> Running:
         """A built-in action on ``session`` (None: the project's newest), done now; ``/retry`` and
-        ``/regenerate`` a turn."""
-        free()
+        ``/regenerate`` a turn. The prompt's claim is freed first: the action claims the session
+        itself."""
+        if claim is not None:
+            claim.free()
         if session is None:
             session = await self.history.newest(self.root)
             if session is None:
@@ -439,6 +447,7 @@ class Engine:
 
 
 def _check_mode(mode: str) -> None:
+    """A mode a request names (kind ``invalid``: the request is wrong, not the config)."""
     if mode not in MODES:
-        raise ConfigError(f"there is no mode {mode!r}: {' or '.join(MODES)}")
+        raise EngineError(f"there is no mode {mode!r}: {' or '.join(MODES)}")
 

@@ -63,7 +63,8 @@ class Engines:
         self.history = History(self.store)
         self.opened: list[Engine] = []
         self._by_root: dict[Path, Engine] = {}
-        self._opening = anyio.Lock()
+        self._opening: dict[Path, anyio.Lock] = {}  # one a root: a trust question holds up its project only
+        self._generation = 0  # moved on by new settings: an engine opened on the old ones is not kept
         self._stack = contextlib.AsyncExitStack()
 
     async def __aenter__(self) -> Self:
@@ -83,14 +84,15 @@ class Engines:
     async def engine(self, root: Path) -> Engine:
         """The engine of the project at ``root``, opened on first need and kept."""
         root = root.resolve()
-        async with self._opening:
-            engine = self._by_root.get(root)
-            if engine is None:
-                engine = await self._stack.enter_async_context(self._open(root))
-                self._by_root[root] = engine
-                self.opened.append(engine)
-                if self.on_open is not None:
-                    self.on_open(engine)
+        async with self._opening.setdefault(root, anyio.Lock()):
+            while (engine := self._by_root.get(root)) is None:
+                generation = self._generation
+                opened = await self._stack.enter_async_context(self._open(root))
+                self.opened.append(opened)  # closed at the end either way
+                if generation == self._generation:
+                    self._by_root[root] = opened
+                    if self.on_open is not None:
+                        self.on_open(opened)
         return engine
 
     async def of_session(self, session_id: str) -> tuple[Engine, Session]:
@@ -115,19 +117,25 @@ class Engines:
         if model is not None:
             self.model = model
         self._by_root = {}
+        self._generation += 1
 
     def set_defaults(self, *, model: str | None = None, mode: str | None = None) -> None:
-        """The door's choice for new sessions, in every engine (ConfigError for a model no
-        provider serves, checked by each opened engine)."""
-        for engine in self._by_root.values():
+        """The door's choice for new sessions, in every engine, all or none (ConfigError for a
+        model a project's providers do not serve; an engine still opening gets it at its opening)."""
+        engines = list(self._by_root.values())
+        for engine in engines:  # checked everywhere before anything changes
             if model is not None:
-                engine.set_default_model(model)
+                engine.resolve_model(model)
             if mode is not None:
                 engine.set_default_mode(mode)
+        for engine in engines:
+            if model is not None:
+                engine.set_default_model(model)
         if model is not None:
             self.model = model
         if mode is not None:
             self.mode = mode
+        self._generation += 1
 
     def abort(self, session_id: str) -> bool:
         """Abort the session's running turn in this process; False when none runs."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+from totem_engine.redaction import redacted
+
 Kind = Literal["config", "not_found", "invalid", "busy", "unavailable"]
 KINDS: tuple[Kind, ...] = ("config", "not_found", "invalid", "busy", "unavailable")
 
@@ -25,6 +27,10 @@ class EngineError(Exception):
     """
 
     kind: ClassVar[Kind] = "invalid"
+
+    def __str__(self) -> str:
+        # Every door shows a refusal through str(): the one place its text leaves the engine.
+        return redacted(super().__str__())
 
 
 class SessionBusy(EngineError):

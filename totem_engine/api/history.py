@@ -112,11 +112,10 @@ class History:
     # --- for the command line (totem sessions fork) -----------------------------------------
 
     async def fork(self, session_id: str, message_id: str | None = None) -> Session:
-        """A new session holding a copy of this one up to ``message_id`` (default: its last
-        message, set-aside ones included); ``NothingToDo`` when it has no message."""
+        """A new session holding a copy of this one up to ``message_id`` (default: the
+        conversation as it stands, as ``/fork`` copies it); ``NothingToDo`` when it has none."""
         if message_id is None:
-            messages = await self.store.messages(session_id, include_discarded=True)
-            if not messages:
+            message_id = (await self.store.get_session(session_id)).head
+            if message_id is None:
                 raise NothingToDo(f"session {session_id} has no messages to fork")
-            message_id = messages[-1].id
         return await self.store.fork(session_id, message_id)

@@ -10,7 +10,6 @@ at any time (before ``result()`` too: the turn then ends at once as aborted), an
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -71,6 +70,7 @@ class Turns:
 
     def __init__(self) -> None:
         self._running: dict[str, Running] = {}
+        self._closing = False
 
     def get(self, session_id: str) -> "Running | None":
         return self._running.get(session_id)
@@ -78,13 +78,16 @@ class Turns:
     def busy(self, session_id: str) -> bool:
         return session_id in self._running
 
-    def claim(self, session_id: str, what: str = "a turn is still running") -> Callable[[], None]:
-        """Reserve the session (``SessionBusy`` when it is taken); the returned function frees it."""
+    def claim(self, session_id: str, what: str = "a turn is still running") -> "Claim":
+        """Reserve the session while a turn is being prepared or an action runs (``SessionBusy``
+        when it is taken, or when this process is closing)."""
         if session_id in self._running:
             raise SessionBusy(session_id, what)
-        placeholder = Running(session_id, reply=Reply("", ""), turns=None)
-        self._running[session_id] = placeholder
-        return lambda: self._running.pop(session_id, None) if self._running.get(session_id) is placeholder else None
+        if self._closing:
+            raise SessionBusy(session_id, "Totem is stopping")
+        claim = Claim(session_id, self)
+        self._running[session_id] = claim
+        return claim
 
     def register(self, running: "Running") -> None:
         self._running[running.session_id] = running
@@ -97,18 +100,24 @@ class Turns:
         return list(self._running.values())
 
     async def abort_all(self, timeout: float) -> None:
-        """Every running turn aborted, and waited for up to ``timeout`` seconds."""
-        for running in self.all():
-            running.abort()
+        """Every running turn aborted, and waited for up to ``timeout`` seconds; from here on no
+        session can be claimed, and a turn that was being prepared is aborted as it starts."""
+        self._closing = True
         with anyio.move_on_after(timeout):
             while self._running:
+                for running in self.all():
+                    running.abort()
                 await anyio.sleep(0.02)
 
 
 class Running:
     """A turn under way (``turn``) or an action already done (``reply``)."""
 
-    def __init__(self, session_id: str, *, turn: "Turn | None" = None, reply: Reply | None = None, turns: Turns | None):
+    def __init__(
+        self, session_id: str, *, turn: "Turn | None" = None, reply: Reply | None = None, turns: Turns | None,
+        aborted: bool = False,
+    ):
+        """``aborted``: an abort came while the turn was being prepared (``Claim``): it ends at once."""
         self.session_id = session_id
         self._turn = turn
         self._reply = reply
@@ -116,6 +125,8 @@ class Running:
         self._result: Result | None = None
         if turns is not None and turn is not None:
             turns.register(self)
+        if aborted:
+            self.abort()
 
     @property
     def turn_id(self) -> str:
@@ -129,6 +140,7 @@ class Running:
         """Abort the turn: its processes killed, its open calls closed, the partial answer kept."""
         if self._turn is not None:
             self._turn.abort()
+
 
     async def result(self) -> Result:
         """The turn run to its end (or the action's reply). Raises what the turn raises before it
@@ -145,3 +157,19 @@ class Running:
             if self._turns is not None:
                 self._turns.release(self)
         return self._result
+
+
+class Claim(Running):
+    """A session reserved while its turn is prepared or an action runs: busy to every other
+    request, and an abort meanwhile is kept for the turn it becomes (``aborted``)."""
+
+    def __init__(self, session_id: str, turns: Turns):
+        super().__init__(session_id, reply=Reply("", ""), turns=None)
+        self._owner = turns
+        self.aborted = False
+
+    def abort(self) -> None:
+        self.aborted = True
+
+    def free(self) -> None:
+        self._owner.release(self)

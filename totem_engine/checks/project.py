@@ -26,7 +26,6 @@ Formats (every position goes through checks/positions.py):
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +34,7 @@ from urllib.parse import unquote, urlparse
 
 import anyio
 
+from totem_engine import json_in
 from totem_engine.checks.base import CheckResult, Finding, Fix, Position, Range, Severity
 from totem_engine.checks.positions import (
     from_line_column,
@@ -127,9 +127,9 @@ def _load_json(output: str) -> Any:
     if not stripped:
         return None
     try:
-        return json.loads(stripped)
-    except json.JSONDecodeError as exc:
-        raise OutputError(f"not JSON: {exc.msg} at position {exc.pos}") from None
+        return json_in.loads(stripped, what="the output")
+    except ValueError as exc:
+        raise OutputError(str(exc)) from None
 
 
 def _int(value: Any, default: int) -> int:

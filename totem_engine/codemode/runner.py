@@ -27,6 +27,7 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.text import TextReceiveStream
 
+from totem_engine import json_in
 from totem_engine.scratch import folder as scratch_folder
 from totem_engine.tools.bash import DRAIN_SECONDS, HeadTail, kill_group, read_into
 
@@ -99,7 +100,7 @@ async def _serve(process: Process, api: Api, served: list[int]) -> None:
             line, buffer = buffer.split("\n", 1)
             served[0] += 1
             try:
-                request = json.loads(line)
+                request = json_in.loads(line, what="the request")
                 method, params, request_id = request["method"], request.get("params") or {}, request.get("id")
             except (ValueError, KeyError, TypeError):
                 await _answer(process, None, error="The request was not a JSON object with a method.")

@@ -11,11 +11,11 @@ else kept in the server's order. A page is its text (results.py), or the ``conte
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from totem_engine import json_in
 from totem_engine.mcp.results import read_result
 
 LIST_KEYS = ("results", "items", "hits", "pages", "documents", "data", "result")
@@ -43,7 +43,7 @@ def read_hits(result: Any) -> list[Hit]:
     text = read_result(result, "Forge_search result").text
     if items is None:
         try:
-            items = _items(json.loads(text))
+            items = _items(json_in.loads(text, what="the Forge result"))
         except ValueError:
             items = None
     hits = [hit for hit in (_hit(item) for item in items or []) if hit is not None] if items else _linked(text)
@@ -116,6 +116,6 @@ def _linked(text: str) -> list[Hit]:
 
 def _json(text: str) -> Any:
     try:
-        return json.loads(text)
+        return json_in.loads(text, what="the Forge result")
     except ValueError:
         return None

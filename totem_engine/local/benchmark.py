@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 
+from totem_engine import json_in
 from totem_engine.prompt_files import prompt
 
 from .model import DEFAULT_CTX, InstalledModel, LocalPaths
@@ -81,7 +82,7 @@ def measure(address: str, model_id: str, *, timeout: float = TIMEOUT) -> Speed:
         with httpx.Client(timeout=timeout, trust_env=False) as client:
             response = client.post(f"{address}/completion", json=body)
             response.raise_for_status()
-            timings = response.json()["timings"]
+            timings = json_in.loads(response.content, what="the benchmark's answer")["timings"]
         return Speed(
             prompt_per_second=float(timings["prompt_per_second"]),
             generated_per_second=float(timings["predicted_per_second"]),

@@ -18,6 +18,7 @@ from typing import Literal
 
 import platformdirs
 
+from totem_engine import json_in
 from totem_engine.workspace.files import write_atomically
 
 Answer = Literal["allow", "deny"]
@@ -29,8 +30,8 @@ def answers_file() -> Path:
 
 def _read() -> dict:
     try:
-        data = json.loads(answers_file().read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        data = json_in.loads(answers_file().read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
         return {"projects": {}}
     return data if isinstance(data, dict) and isinstance(data.get("projects"), dict) else {"projects": {}}
 

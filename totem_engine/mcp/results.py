@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from totem_engine import json_in
 from totem_engine.images import AttachmentError, caption, image_from_base64
 from totem_engine.vocab.messages import Image
 
@@ -104,7 +105,7 @@ def _carried(structured: Any, texts: list[str]) -> bool:
     every string in it appears in them (a file's content wrapped as ``{"content": ...}``)."""
     for text in texts:
         try:
-            if json.loads(text) == structured:
+            if json_in.loads(text, what="a text block") == structured:
                 return True
         except ValueError:
             pass

@@ -19,7 +19,6 @@ naming the file, as a broken ``config.toml`` is.
 from __future__ import annotations
 
 import ipaddress
-import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,9 @@ from urllib.parse import urlsplit
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from totem_engine import json_in
 from totem_engine.config_error import ConfigError
+from totem_engine.redaction import PUBLIC_HEADERS, know, url_secrets
 
 # "builtin": declared by Totem itself (mcp/forge.py), replaced by a file's server of its name;
 # "client": given by the front end (ACP session/new).
@@ -150,14 +151,16 @@ def read_specs(path: Path, source: Source) -> list[ServerSpec]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}", source=str(path)) from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = json_in.loads(text, what="the file")
+    except ValueError as exc:
         raise ConfigError(f"{path}: invalid JSON: {exc}", source=str(path)) from None
     try:
         parsed = _McpFile.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"{path}: {problems}", source=str(path)) from None
+    for entry in parsed.servers.values():  # kept out of every text that leaves the engine
+        know([v for k, v in entry.headers.items() if k.lower() not in PUBLIC_HEADERS] + list(url_secrets(entry.url)))
     return [
         ServerSpec(
             name=name, source=source, path=path, command=entry.command, args=tuple(entry.args),

@@ -11,11 +11,15 @@ import email.utils
 import time
 from collections.abc import Mapping
 
+from totem_engine.redaction import redacted
+
 
 class ProviderError(Exception):
     transient = False
 
     def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None):
+        # Vendors echo keys back in their error text; the known secrets never leave in it.
+        message = redacted(message)
         super().__init__(message)
         self.message = message
         self.status = status

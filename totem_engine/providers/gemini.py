@@ -87,6 +87,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
+from totem_engine import json_in
 from totem_engine.vocab.chat import (
     ChatRequest,
     FinishChunk,
@@ -242,7 +243,7 @@ def refine_error(exc: ProviderError) -> ProviderError:
 def _inner_message(message: str) -> str:
     for _ in range(3):  # unwrap a few levels at most
         try:
-            data = json.loads(message)
+            data = json_in.loads(message, what="the error message")
         except (ValueError, TypeError):
             return message
         if isinstance(data, list) and len(data) == 1:

@@ -54,6 +54,7 @@ import httpx
 import httpx_sse
 import pydantic_core
 
+from totem_engine import json_in
 from .errors import (
     ConnectionFailed,
     ContextOverflowError,
@@ -127,7 +128,7 @@ def vendor_message(body: str) -> str:
     """
     text = body.strip()
     try:
-        data = json.loads(text)
+        data = json_in.loads(text, what="the error body")
     except ValueError:
         return text
     found = _message_in(data)
@@ -182,7 +183,7 @@ def retry_delay_in_body(body: str) -> float | None:
     ".../google.rpc.RetryInfo", "retryDelay": "37s"}]}}``), which Gemini sends instead of a
     Retry-After header; None when there is none."""
     try:
-        data = json.loads(body)
+        data = json_in.loads(body, what="the error body")
     except ValueError:
         return None
     if isinstance(data, list) and len(data) == 1:
@@ -441,7 +442,7 @@ async def aiter_sse_data(response: httpx.Response) -> AsyncIterator[str]:
 async def _not_an_event_stream(response: httpx.Response, content_type: str) -> ProviderError:
     body = await read_bounded(response)
     try:
-        data = json.loads(body)
+        data = json_in.loads(body, what="the answer")
     except ValueError:
         data = None
     secrets = sent_secrets(response.request)
@@ -470,7 +471,7 @@ async def get_json(
     except httpx.HTTPError as exc:
         raise translate_transport_error(exc, url, streaming=False, secrets=secrets) from None
     try:
-        return json.loads(body)
+        return json_in.loads(body, what="the answer")
     except ValueError:
         text = body[:200].decode("utf-8", errors="replace")
         raise MalformedStream(f"{redact(url, secrets)} did not answer JSON: {text!r}") from None

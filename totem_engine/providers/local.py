@@ -28,6 +28,7 @@ from typing import Any, Literal
 import anyio
 import httpx
 
+from totem_engine import json_in
 from .templates import ProviderTemplate, local_templates
 
 PROBE_TIMEOUT = 0.5
@@ -82,7 +83,7 @@ async def _probe(client: httpx.AsyncClient, template: ProviderTemplate, address:
     if response.status_code != 200:
         return None
     try:
-        models = _model_names(response.json(), native_ollama=template.probe.path == "/api/tags")
+        models = _model_names(json_in.loads(response.content, what="the model list"), native_ollama=template.probe.path == "/api/tags")
     except ValueError:
         return None
     if models is None:

@@ -52,6 +52,7 @@ from typing import Any
 
 import httpx
 
+from totem_engine import json_in
 from totem_engine.vocab.chat import (
     ChatRequest,
     FinishChunk,
@@ -195,7 +196,7 @@ class OllamaProvider:
         async with self._http.post(url, payload, streaming=False) as response:
             body = await response.aread()
         try:
-            return json.loads(body)
+            return json_in.loads(body, what=f"the answer of {url}")
         except ValueError:
             text = body[:200].decode("utf-8", errors="replace")
             raise MalformedStream(f"{url} did not answer JSON: {text!r}") from None

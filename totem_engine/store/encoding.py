@@ -9,6 +9,7 @@ import re
 import sqlite3
 from typing import Any
 
+from totem_engine.redaction import redacted, scrubbed
 from totem_engine.store.errors import SessionNotFound
 from totem_engine.store.rows import Lease, Session, StoredPart
 
@@ -23,8 +24,14 @@ def storable(text: str) -> str:
 
 
 def encoded(value: dict[str, Any]) -> str:
-    """``value`` as the JSON text a ``data`` or ``meta`` column holds."""
-    return storable(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    """``value`` as the JSON text a ``data`` or ``meta`` column holds, the known secrets scrubbed
+    from it (redaction.py): every write of the store goes through here or ``stored_title``."""
+    return storable(json.dumps(scrubbed(value), ensure_ascii=False, separators=(",", ":")))
+
+
+def stored_title(title: str) -> str:
+    """A session's title as the ``title`` column holds it, the known secrets scrubbed."""
+    return storable(redacted(title))
 
 
 def decoded(part_id: str, type: str, encoded: str) -> Any:

@@ -20,7 +20,7 @@ import platformdirs
 from totem_engine.sqlite_worker import SqliteWorker, Transaction
 from totem_engine.store.cache import SessionCache, path_ids
 from totem_engine.store.deferred import DeferredWrites
-from totem_engine.store.encoding import encoded, session_of, session_row, storable
+from totem_engine.store.encoding import encoded, session_of, session_row, stored_title
 from totem_engine.store.errors import MessageNotFound, SessionNotFound
 from totem_engine.store.leases import LeaseRows
 from totem_engine.store.messages import MessageRows, stored_messages
@@ -67,7 +67,7 @@ class Store(LeaseRows):
         self, conn: sqlite3.Connection, cwd: str, model: str, mode: str, title: str | None, session_id: str | None
     ) -> Session:
         now = time.time()
-        title = storable(title) if title is not None else None
+        title = stored_title(title) if title is not None else None
         session = Session(session_id or new_id("ses"), title, model, mode, cwd, None, None, {}, now, now)
         conn.execute(
             "INSERT INTO sessions (id, title, model, mode, cwd, meta, created_at, updated_at)"
@@ -111,7 +111,7 @@ class Store(LeaseRows):
                 "UPDATE sessions SET title = COALESCE(?, title), model = COALESCE(?, model),"
                 " mode = COALESCE(?, mode), meta = COALESCE(?, meta), updated_at = ?"
                 " WHERE id = ?",
-                (None if title is None else storable(title), model, mode,
+                (None if title is None else stored_title(title), model, mode,
                  None if meta is None else encoded(meta), time.time(), session_id),
             )
             if cursor.rowcount == 0:

@@ -17,11 +17,11 @@ Each parser gives ``(name, arguments)`` or None when the markup is not that form
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from totem_engine import json_in
 from totem_engine.vocab.tools import arguments_object
 
 TAG_OPEN, TAG_CLOSE = "<tool_call>", "</tool_call>"
@@ -55,7 +55,7 @@ def _parameter_value(raw: str, kind: str | None) -> Any:
     if kind is None and not stripped.startswith(("[", "{")):
         return raw
     try:
-        return json.loads(stripped)
+        return json_in.loads(stripped)
     except ValueError:
         return raw
 
@@ -78,7 +78,7 @@ def parse_function(markup: str, schemas: Mapping[str, Any]) -> tuple[str, dict] 
 
 def parse_hermes(content: str) -> tuple[str, dict] | None:
     try:
-        value = json.loads(content)
+        value = json_in.loads(content)
     except ValueError:
         return None
     return call_from_value(value)
@@ -161,7 +161,7 @@ def callable_names(known: frozenset[str]) -> frozenset[str]:
 
 def parse_fence_json(content: str, known: frozenset[str], schemas: Mapping[str, Any]) -> tuple[str, dict] | None:
     try:
-        value = json.loads(content)
+        value = json_in.loads(content)
     except ValueError:
         return None
     if not isinstance(value, dict) or set(value) != {"name", "arguments"} or not isinstance(value["name"], str):
@@ -208,7 +208,7 @@ def broken_call(content: str) -> bool:
     not parse was a call gone wrong: JSON that does not decode, or arguments that are not an
     object (``"arguments": ["ls"]``). Other shapes are taken for examples, not calls."""
     try:
-        value = json.loads(content)
+        value = json_in.loads(content)
     except ValueError:
         return True
     return isinstance(value, dict) and "arguments" in value and not isinstance(value["arguments"], dict)

@@ -217,6 +217,8 @@ def _parse(text: str) -> list[PatchedFile]:
     for patched in files:
         if patched.is_binary_file:
             raise ToolError(f"{patched.path}: binary patches are not supported.")
+        if patched.source_file == DEV_NULL and patched.target_file == DEV_NULL:
+            raise ToolError(f"A file's '---' and '+++' lines both name {DEV_NULL}: name the file on one of them. Expected:\n{EXPECTED_FORMAT}")
         if not len(patched):
             raise ToolError(f"{patched.path} has no hunk (no '@@' lines). Expected:\n{EXPECTED_FORMAT}")
         if any(not (hunk.source_length or hunk.target_length) for hunk in patched):
@@ -259,7 +261,7 @@ async def _prepare_file(
         raise ToolError(f"Renaming {source} to {target_path} is not supported by patch; "
                         "delete the old file and create the new one.")
     path = target_path or source
-    assert path is not None  # unidiff never gives /dev/null on both sides of a file
+    assert path is not None  # _parse refused /dev/null on both sides
     target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, path)
     rel = relative(ctx.root, target)
     if target_path is not None:  # deleting a stray .totem file is fine

@@ -27,6 +27,7 @@ from totem_engine.api.frontend import FrontEnd
 from totem_engine.leases import holding
 from totem_engine.mcp.deferred import fit_schemas
 from totem_engine.prompt import system_prompt
+from totem_engine.redaction import RedactingFrontEnd
 from totem_engine.prompt_files import prompt
 from totem_engine.providers.base import Provider
 from totem_engine.vocab.chat import ChatRequest
@@ -79,7 +80,8 @@ class Turn:
         self.text = text
         self.typed = typed  # a slash command as typed; ``text`` is what the model receives
         self.images = images  # stored with the request as image parts
-        self.frontend = frontend
+        # Every event leaves scrubbed of the known secrets (redaction.py), whoever emits it.
+        self.frontend: FrontEnd = RedactingFrontEnd(frontend)
         self.session_id = session_id
         self._session = session
         # The steps' own writes, queued without waiting for the disk: committed by the next

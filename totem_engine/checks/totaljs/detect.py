@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Literal
+from totem_engine import json_in
 
 Setting = Literal["auto", "always", "never"]
 
@@ -34,7 +34,7 @@ def is_totaljs_project(root: Path, setting: Setting = "auto") -> bool:
 
 def _depends_on_total5(package: Path) -> bool:
     try:
-        data = json.loads(package.read_text(encoding="utf-8"))
+        data = json_in.loads(package.read_text(encoding="utf-8"), what=str(package))
     except (OSError, UnicodeDecodeError, ValueError):
         return False
     if not isinstance(data, dict):

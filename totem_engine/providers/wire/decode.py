@@ -10,10 +10,10 @@ dropped (vendors add fields over time); missing keys stay missing.
   value. pydantic-core's parser limits nesting to 200 levels (a payload nested 5,000 deep is
   refused, never a ``RecursionError``). It refuses a lone UTF-16 surrogate escape
   (``"A\\udcffB"``), which the standard library keeps and the store replaces; those payloads are
-  parsed by ``json`` instead, once the same nesting bound has been checked (``loads``).
+  parsed by ``json_in.loads`` instead (totem_engine/json_in.py: the same nesting bound).
 - ``check(adapter, value, what)``: a value already parsed (an NDJSON line) -> the validated value.
-- ``loads(text)``: JSON text -> value with the same nesting limit and surrogate rule; raises
-  ``ValueError`` (never ``RecursionError``). For framings that parse before a wire is known.
+- ``loads(text)``: JSON text -> value through ``json_in.loads``, the engine's one bounded decoder;
+  raises ``ValueError`` (never ``RecursionError``). For framings that parse before a wire is known.
 
 Anything else raises ``MalformedStream`` naming the first wrong field and quoting the vendor's
 text cut to 200 characters.
@@ -21,13 +21,12 @@ text cut to 200 characters.
 
 from __future__ import annotations
 
-import json
-import re
 import reprlib
 from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
-from pydantic_core import from_json
+
+from totem_engine import json_in
 
 from ..errors import MalformedStream
 
@@ -57,15 +56,7 @@ def decode(adapter: TypeAdapter[T], data: str, what: str) -> T:
 
 def loads(text: str) -> Any:
     """``text`` as a JSON value (see the module docstring); ValueError when it is not JSON."""
-    try:
-        return from_json(text)
-    except ValueError as exc:
-        if "surrogate" not in str(exc):
-            raise
-    # The same text with every \uDxxx escape turned into a plain \u0xxx one has the same
-    # structure: parsed first, it bounds the nesting before json (which has no bound) parses it.
-    from_json(re.sub(r"\\u[dD]", r"\\u0", text))
-    return json.loads(text)
+    return json_in.loads(text, what="the payload")
 
 
 def check(adapter: TypeAdapter[T], value: Any, what: str, *, shown: str | None = None) -> T:
