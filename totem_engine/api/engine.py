@@ -160,11 +160,7 @@ class Engine:
 
     def abort(self, session_id: str) -> bool:
         """Abort the session's running turn; False when none runs here."""
-        running = self._turns.get(session_id)
-        if running is None:
-            return False
-        running.abort()
-        return True
+        return self._turns.abort(session_id)
 
     async def prompt(
         self,

@@ -139,11 +139,7 @@ class Engines:
 
     def abort(self, session_id: str) -> bool:
         """Abort the session's running turn in this process; False when none runs."""
-        running = self.turns.get(session_id)
-        if running is None:
-            return False
-        running.abort()
-        return True
+        return self.turns.abort(session_id)
 
     async def stop_job(self, session_id: str, job_id: str) -> Any:
         """A background job stopped, whichever engine started it (``JobNotFound``)."""

@@ -96,6 +96,14 @@ class Turns:
         if self._running.get(running.session_id) is running:
             del self._running[running.session_id]
 
+    def abort(self, session_id: str) -> bool:
+        """Abort the session's turn (or the prompt being prepared); False when none runs here."""
+        running = self._running.get(session_id)
+        if running is None:
+            return False
+        running.abort()
+        return True
+
     def all(self) -> list["Running"]:
         return list(self._running.values())
 
