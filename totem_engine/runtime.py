@@ -300,15 +300,6 @@ class Runtime:
         await self.store.move_head(session_id, tree.newest_in(variants[index]).id)
         return request.id, len(variants)
 
-    async def fork(self, session_id: str, message_id: str | None = None) -> Session:
-        """A new session of this project holding the conversation up to ``message_id`` (default:
-        as it stands), on whichever branch the message is (``Store.fork``)."""
-        session = await self.project_session(session_id)
-        at = message_id or session.head
-        if at is None:
-            raise NotInConversation("(none: the session has no message)")
-        return await self.store.fork(session_id, at)
-
     async def compact(self, session_id: str) -> Checkpoint | None:
         """``/compact``: the session so far summarised into a checkpoint now, by the model that
         writes its summaries (``small_model`` or the session's); None when nothing is new since the

@@ -59,7 +59,7 @@ def test_rewind_puts_the_files_and_the_conversation_back(totem):
     assert conversation(totem.export(session_id)) == []
 
     nothing = totem.run("rewind", *args)
-    assert nothing.code == 2 and f"totem: session {session_id} has no request yet" in nothing.stderr
+    assert nothing.code == 2 and f"totem: session {session_id} has no request in its conversation" in nothing.stderr
 
 
 def test_retry_takes_up_a_turn_that_failed_after_its_retries(totem):

@@ -178,6 +178,9 @@ async def test_diff_and_regenerate_typed_as_actions(project, server):
         session = await engine.new_session()
         empty = await (await engine.prompt("/diff", RecordingFrontEnd(), session_id=session.id)).result()
         assert empty.text == "This session changed no file."
+        with pytest.raises(EngineError) as caught:  # the same words as `totem sessions fork`
+            await engine.prompt("/fork", RecordingFrontEnd(), session_id=session.id)
+        assert str(caught.value) == f"session {session.id} has no messages to fork"
 
 
 async def test_an_abort_while_a_prompt_is_prepared_ends_its_turn_at_once(project, server):

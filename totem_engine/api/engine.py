@@ -292,7 +292,7 @@ class Engine:
             raise NothingToDo("a number of turns is 1 or more")
         requests = await self._requests(session_id)
         if not requests:
-            raise NothingToDo(f"session {session_id} has no request yet")
+            raise NothingToDo(f"session {session_id} has no request in its conversation")
         return requests[-min(back, len(requests))].id
 
     async def switch_variant(self, session_id: str, message_id: str, index: int) -> tuple[str, int]:
@@ -307,7 +307,8 @@ class Engine:
     async def fork(self, session_id: str, message_id: str | None = None) -> Reply:
         """A new session of this project holding the conversation up to ``message_id`` (default:
         as it stands); the reply names it (``forked``)."""
-        forked = await self._runtime.fork(session_id, message_id)
+        await self._runtime.project_session(session_id)
+        forked = await self.history.fork(session_id, message_id)  # one fork for every door and `totem sessions fork`
         return replies.forked(session_id, forked.id)
 
     async def diff(self, session_id: str, *, turn_id: str | None = None) -> list[FileDiff]:

@@ -26,7 +26,7 @@ def tool(service: Service):
     async def rewind(
         session_id: Annotated[str, Field(description="The session to rewind.")],
         turns: Annotated[
-            int | None, Field(description="Rewind before the last this many turns (default: 1).", ge=1)
+            int | None, Field(description="Rewind before the last this many turns, 1 or more (default: 1).")
         ] = None,
         message_id: Annotated[
             str | None,
@@ -38,7 +38,7 @@ def tool(service: Service):
     ) -> Rewound:
         engine, session = await service.session(session_id)
         if message_id is None:
-            reply = await engine.rewind_turns(session.id, turns or 1, files=files)
+            reply = await engine.rewind_turns(session.id, 1 if turns is None else turns, files=files)
         elif turns is not None:
             raise EngineError("rewind takes turns or message_id, not both")
         else:
