@@ -10,12 +10,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_every_package_of_the_tree_is_listed_in_pyproject():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    # Every folder holding Python, __init__.py or not: a folder without one (a namespace package,
+    # as codemode/ was) is left out of the wheel as surely as an unlisted one.
     found = {
-        ".".join(init.parent.relative_to(ROOT).parts)
-        for top in ("totem_engine", "totem_lsp", "totem_cli")
-        for init in (ROOT / top).rglob("__init__.py")
+        ".".join(module.parent.relative_to(ROOT).parts)
+        for top in ("totem_engine", "totem_lsp", "totem_cli", "totem_acp", "totem_mcp_server")
+        for module in (ROOT / top).rglob("*.py")
+        if "__pycache__" not in module.parts
     }
     assert found - listed == set()
+    assert all((ROOT / name.replace(".", "/") / "__init__.py").is_file() for name in found)
     assert "totem_prompts" in listed
 
 
