@@ -115,7 +115,7 @@ class Usage(BaseModel):
 
 class StepEnd(Event):
     """``finish``: the answer was cut at the output limit (``length``) or stopped by the
-    provider's content filter (``refusal``); None for any other end (providers/base.finish_kind)."""
+    provider's content filter (``refusal``); None for any other end (vocab/chat.finish_kind)."""
 
     kind: Literal["stepEnd"] = "stepEnd"
     step: int
