@@ -1,7 +1,7 @@
 """The MCP server: the tools (tools/) registered on the SDK's ``MCPServer``, each with its
 description from ``prompts/mcp_server/``, its failures worded by errors.py, and every result and
-error cleared of keys (redaction.py). Nothing else is offered: no resources, no prompts, none of
-the agent's own tools.
+error cleared of keys (the engine's redaction, api/secrets.py). Nothing else is offered: no
+resources, no prompts, none of the agent's own tools.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
 from totem_engine.api.prompts import prompt
+from totem_engine.api.secrets import redacted, scrubbed
 from totem_mcp_server.errors import error_text
 from totem_mcp_server.service import Service
 from totem_mcp_server.tools import TOOLS
@@ -43,8 +44,8 @@ def _cleared(run: Callable[..., Awaitable[BaseModel]], service: Service) -> Call
         try:
             result = await run(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - every failure becomes the tool's error, worded without keys
-            raise ToolError(service.redactor.text(error_text(exc))) from None
-        return type(result).model_validate(service.redactor.value(result.model_dump()))
+            raise ToolError(redacted(error_text(exc))) from None
+        return type(result).model_validate(scrubbed(result.model_dump()))
 
     return cleared
 

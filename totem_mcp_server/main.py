@@ -19,9 +19,8 @@ from pathlib import Path
 
 import anyio
 
-from totem_engine.api.secrets import user_config
+from totem_engine.api.secrets import know, learn, user_config
 from totem_mcp_server.app import build
-from totem_mcp_server.redaction import Redactor
 from totem_mcp_server.service import Service
 from totem_mcp_server.transports import loopback_address, serve_http, serve_stdio
 
@@ -51,9 +50,9 @@ async def serve(*, root: Path, config_file: Path | None, http: str | None) -> in
         token = configured.get_secret_value() if configured is not None else secrets.token_urlsafe(32)
         if configured is None:
             say(f"token {token}")  # printed this once; send it as Authorization: Bearer <token>
-    redactor = Redactor(token)
-    redactor.learn(config)
-    async with Service(root=root, config_file=config_file, redactor=redactor) as service:
+    know([token])  # no result carries it, nor a key of the configs the server loads (learn)
+    learn(config)
+    async with Service(root=root, config_file=config_file) as service:
         server = build(service)
         async with anyio.create_task_group() as group:
             if address is None:

@@ -3,7 +3,7 @@ the turns run in.
 
 A project's engine is opened the first time a tool needs it (``Engines``, holder
 ``totem mcp serve``: the user config, ``--config``, the project's own config as its trust allows;
-nobody asked about trust), and kept until the server stops; each one opened teaches the redactor
+nobody asked about trust), and kept until the server stops; each one opened teaches the engine's redaction
 its keys. A turn runs in the service's task group, not in the request that started it, so a
 request cancelled by its client aborts the turn cleanly and still waits for its end instead of
 cutting it off. At the end, every running turn is aborted and waited for, then the engines and
@@ -24,7 +24,7 @@ from totem_engine.api.engines import Engines
 from totem_engine.api.errors import EngineError, SessionBusy
 from totem_engine.api.history import Session
 from totem_engine.api.running import Result, Running
-from totem_mcp_server.redaction import Redactor
+from totem_engine.api.secrets import learn
 
 HOLDER = "totem mcp serve"  # as a session's lease names this front end to another process
 ABORT_WAIT = 10.0  # seconds the server's end waits for the turns it aborted
@@ -32,13 +32,13 @@ ABORT_WAIT = 10.0  # seconds the server's end waits for the turns it aborted
 
 class Service:
     """``root``: the project a tool means when it names none (``--cwd``); ``config_file``:
-    ``--config``, a layer of every project's config; ``redactor``: the keys no result may carry."""
+    ``--config``, a layer of every project's config. Each project opened teaches the engine's
+    redaction its keys (``api.secrets.learn``): no result carries one."""
 
-    def __init__(self, *, root: Path, config_file: Path | None, redactor: Redactor):
+    def __init__(self, *, root: Path, config_file: Path | None):
         self.root = root.resolve()
-        self.redactor = redactor
         self.engines = Engines(
-            holder=HOLDER, config_file=config_file, on_open=lambda engine: redactor.learn(engine.config), abort_wait=ABORT_WAIT
+            holder=HOLDER, config_file=config_file, on_open=lambda engine: learn(engine.config), abort_wait=ABORT_WAIT
         )
         self._stack = contextlib.AsyncExitStack()
         self._group: TaskGroup | None = None

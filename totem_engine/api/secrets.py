@@ -1,6 +1,6 @@
 """The keys a door keeps out of what it shows (the MCP server's results: a session can hold one
-the model read) and the user's config they are read from before any project is opened: the
-engine's own functions, named here for the doors."""
+the model read), and the user's config they are read from before any project is opened: the
+engine's one redaction (redaction.py), named here for the doors."""
 
 from __future__ import annotations
 
@@ -8,9 +8,21 @@ from pathlib import Path
 
 from totem_engine.config import Config, load_config
 from totem_engine.keys import KeyStoreError, api_key_for
-from totem_engine.providers.http import redact, url_credentials
+from totem_engine.redaction import know, know_config, redacted, scrubbed
 
-__all__ = ["Config", "KeyStoreError", "api_key_for", "redact", "url_credentials", "user_config"]
+__all__ = ["Config", "know", "learn", "redacted", "scrubbed", "user_config"]
+
+
+def learn(config: Config) -> None:
+    """Every secret ``config`` holds known from now on, the providers' stored keys (keyring,
+    ``keys.json``) fetched now rather than at their first request: a result may carry one before
+    this process has used the provider."""
+    know_config(config)
+    for name, settings in config.providers.items():
+        try:
+            api_key_for(name, settings)  # keys.py makes what it fetches known
+        except KeyStoreError:
+            pass  # an unusable keys.json: the provider cannot send it either
 
 
 def user_config(config_file: Path | None = None) -> Config:
