@@ -151,10 +151,6 @@ class Engine:
 
     # --- turns ----------------------------------------------------------------------------
 
-    def running(self, session_id: str) -> Running | None:
-        """The turn this process runs in the session now, if any."""
-        return self._turns.get(session_id)
-
     def busy(self, session_id: str) -> bool:
         return self._turns.busy(session_id)
 

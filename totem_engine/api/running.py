@@ -72,9 +72,6 @@ class Turns:
         self._running: dict[str, Running] = {}
         self._closing = False
 
-    def get(self, session_id: str) -> "Running | None":
-        return self._running.get(session_id)
-
     def busy(self, session_id: str) -> bool:
         return session_id in self._running
 
