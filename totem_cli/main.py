@@ -24,6 +24,7 @@ COMMANDS = {
     "sessions": ("totem_cli.sessions", "sessions_command"),
     "models": ("totem_cli.models", "models_command"),
     "agents": ("totem_cli.agents", "run"),
+    "hooks": ("totem_cli.hooks", "run"),
     "mcp": ("totem_cli.mcp", "run"),
     "trust": ("totem_cli.main", "trust_command"),
 }
@@ -88,6 +89,9 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
     from totem_cli.agents import add_subcommands as add_agents_subcommands
 
     add_agents_subcommands(sub, command)  # agents list|show|new|edit|remove
+    from totem_cli.hooks import add_subcommands as add_hooks_subcommands
+
+    add_hooks_subcommands(sub, command)  # hooks list
     from totem_cli.mcp import add_subcommands as add_mcp_subcommands
 
     add_mcp_subcommands(sub, command)  # mcp list|serve

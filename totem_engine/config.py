@@ -156,6 +156,31 @@ class CheckConfig(_Strict):
     files: str = "*"
 
 
+HookEvent = Literal[
+    "PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop", "SessionStart", "SessionEnd", "PreCompact",
+    "Notification",
+]
+
+
+def _check_matcher(matcher: str | None) -> str | None:
+    if matcher not in (None, "", "*"):  # "*": every one, as Claude Code writes it
+        try:
+            re.compile(matcher)
+        except re.error as exc:
+            raise PydanticCustomError("matcher", "not a regular expression: {problem}", {"problem": str(exc)}) from None
+    return matcher
+
+
+class HookConfig(_Strict):
+    """``[[hooks.<event>]]``: one command the user runs at a lifecycle point (totem_engine/hooks/).
+    ``matcher``: a regular expression, without case, on the tool's name (tool events) or the
+    event's subject (SessionStart's source, ...); unset, "" or "*": every one."""
+
+    matcher: Annotated[str | None, AfterValidator(_check_matcher)] = None
+    command: str = Field(min_length=1)
+    timeout: float = Field(default=60.0, gt=0, le=3600)
+
+
 class Config(_Strict):
     """The merged configuration. Every key has a default, so ``Config()`` is valid.
 
@@ -259,6 +284,10 @@ class Config(_Strict):
     # The bearer token `totem mcp serve --http` requires (unset: a new one, printed once at
     # start); a secret, so only the user's own config layers may set it.
     mcp_serve_token: Annotated[SecretStr | None, DROPPED] = None
+    # The user's commands at the turn's lifecycle points (docs/config.md "Hooks"): a project's are
+    # its code, so an untrusted project's are ignored. Gathered layer by layer (hooks/spec.py):
+    # the user's and the project's both run.
+    hooks: Annotated[dict[HookEvent, list[HookConfig]], DROPPED] = Field(default_factory=dict)
 
     _notes: list[str] = PrivateAttr(default_factory=list)
 
@@ -489,7 +518,12 @@ def _describe_error(error: ErrorDetails, data: Any) -> str:
         problem = template.format(**error.get("ctx", {})) if template else error["msg"]
         if not _SECRET_KEYS.intersection(path):
             problem += f", got {_show(error['input'])}"
-    return ": ".join([".".join(_toml_key(k) for k in path), problem] if path else [problem])
+    return ": ".join([_dotted(path), problem] if path else [problem])
+
+
+def _dotted(path: list[str | int]) -> str:
+    """``hooks.PreToolUse[0].matcher``: keys joined by dots, an array's index in brackets."""
+    return "".join(f"[{k}]" if isinstance(k, int) else ("." if i else "") + _toml_key(k) for i, k in enumerate(path))
 
 
 def closest_key(key: str, known: Iterable[str]) -> str | None:
@@ -527,23 +561,26 @@ def _slips(a: str, b: str) -> tuple[int, int]:
     return rows[-1][-1]
 
 
-def _key_path(error: ErrorDetails, data: Any) -> list[str]:
+def _key_path(error: ErrorDetails, data: Any) -> list[str | int]:
     """The TOML key path of an error: its loc without pydantic's own parts (union tags, "[key]").
 
     Those parts are found by walking ``data``: a real key is one the data has.
     """
-    path: list[str] = []
+    path: list[str | int] = []
     node = data
     for part in error["loc"]:
         if isinstance(node, dict) and part in node:
             path.append(str(part))
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            path.append(part)  # an array's index: [[hooks.Stop]]'s first table is 0
             node = node[part]
     if error["type"] == "missing":
         path.append(str(error["loc"][-1]))
     return path
 
 
-def _known_keys(path: list[str]) -> list[str]:
+def _known_keys(path: list[str | int]) -> list[str]:
     """The keys allowed in the table at ``path``, found by walking the models' annotations."""
     tp: Any = Config
     for part in path:
@@ -551,6 +588,8 @@ def _known_keys(path: list[str]) -> list[str]:
             tp = tp.model_fields[part].annotation
         elif get_origin(tp) is dict:
             tp = get_args(tp)[1]
+        elif get_origin(tp) is list and isinstance(part, int):
+            tp = get_args(tp)[0]
         else:
             return []
     return list(tp.model_fields) if isinstance(tp, type) and issubclass(tp, BaseModel) else []

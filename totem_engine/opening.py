@@ -63,9 +63,8 @@ async def open_runtime(
     files = await anyio.to_thread.run_sync(
         lambda: [*project_files(root, "agents"), *project_files(root, "commands"), *_mcp_file(root)]
     )
-    loaded, notice = await apply_trust(
-        root, load_config(root, config_file=config_file, editor_settings=editor_settings), ask_trust, files=files
-    )
+    read = load_config(root, config_file=config_file, editor_settings=editor_settings)
+    loaded, notice = await apply_trust(root, read, ask_trust, files=files)
     trusted = await is_trusted(root)
     lease: LocalLease | None = None
     if start_local and (model is None or model.startswith("local/")):
@@ -76,7 +75,7 @@ async def open_runtime(
     try:
         runtime = Runtime(
             root, loaded, store=store, workspace=workspace, trust_notice=notice, trusted=trusted, holder=holder,
-            command_runner=command_runner,
+            command_runner=command_runner, read_layers=read.layers,
         )
         runtime.mcp.join(mcp_servers or [])
         try:

@@ -168,3 +168,18 @@ class Policy:
             strongest = max(configured, key=lambda r: _RANK[r.action])
             return Decision(strongest.action, strongest)
         return default_decision(permission, value, changes=changes)
+
+
+def with_hook(decision: Decision, said: Action | None, *, permission: str) -> Decision:
+    """The rules' ``decision`` on a call, with what a PreToolUse hook ``said`` of it (None:
+    nothing). A hook's deny denies and its ask asks; its allow spares the user a question only
+    where the built-in defaults would ask, as a configured allow rule would: it never lifts a
+    deny, a configured ``ask``, the protected folders, plan mode or the project boundary."""
+    if said is None or decision.action == "deny":
+        return decision
+    rule = RuleRef(source="hook", permission=permission, pattern="PreToolUse", action=said)
+    if said == "deny" or (said == "ask" and decision.action == "allow"):
+        return Decision(said, rule)
+    if said == "allow" and decision.action == "ask" and decision.rule.source == "default":
+        return Decision("allow", rule)
+    return decision

@@ -17,7 +17,8 @@ from totem_engine.commands import prepare as prepare_prompt
 from totem_engine.compaction.checkpoints import Checkpoint
 from totem_engine.compaction.now import checkpoint_now
 from totem_engine.checks.totaljs import is_totaljs_project
-from totem_engine.config import Config, ConfigError, LoadedConfig, user_config_path
+from totem_engine.config import Config, ConfigError, ConfigLayer, LoadedConfig, user_config_path
+from totem_engine.hooks import Hooks, hooks_from_layers, listed_hooks
 from totem_engine.api.frontend import FrontEnd
 from totem_engine.command_changes import CommandChanges, SandboxSettings
 from totem_engine.jobs import Jobs
@@ -97,9 +98,12 @@ class Runtime:
         trusted: bool = False,
         holder: str = "totem",
         command_runner: CommandRunner | None = None,
+        read_layers: list[ConfigLayer] | None = None,
     ):
         """``holder``: the front end, as a session's lease names it to another process that
-        wants the session ("totem run", "totem lsp", "totem mcp serve"; leases.py)."""
+        wants the session ("totem run", "totem lsp", "totem mcp serve"; leases.py).
+        ``read_layers``: the config layers as read, before trust restricted the project's (the
+        hooks it lost are listed as ignored); None: ``loaded``'s."""
         self.root = root.resolve()
         self.holder = holder
         self.loaded = loaded
@@ -139,6 +143,10 @@ class Runtime:
             trusted=trusted,
             rules=[r for layer in loaded.layers for r in rules_from_config(layer.data.get("permission", {}), layer.kind)],
             lease_holder=holder,
+            hooks=Hooks(
+                hooks_from_layers(loaded.layers), root=self.root, passed=loaded.config.command_env_pass,
+                listed=listed_hooks(read_layers or loaded.layers, loaded.layers, trusted=trusted),
+            ),
         )
         self.agent.command_runner = command_runner  # an ACP client's terminal (tools/command_runner.py)
         swept = temp_journal.sweep(self.root)
@@ -310,6 +318,7 @@ class Runtime:
         provider_name, model_id = session.model.split("/", 1)
         provider = self.provider(provider_name)
         record = await self.capabilities.record(provider_name, model_id)
+        await self.agent.hooks.run("PreCompact", {"session_id": session_id, "trigger": "manual", "custom_instructions": ""}, names=("manual",))
         return await checkpoint_now(
             await self.store.messages(session_id),
             tools=self.agent.tools,
@@ -419,7 +428,9 @@ class Runtime:
 
     async def close_providers(self) -> None:
         """Close what this runtime owns alone (its MCP servers, jobs and terminals, stopped first;
-        providers, caches, snapshot index), not a shared store."""
+        providers, caches, snapshot index), not a shared store. The sessions started here end
+        first (their SessionEnd hooks)."""
+        await self._end_sessions()
         await self.mcp.aclose()
         await self.jobs.aclose()
         await self.terminals.aclose()
@@ -428,6 +439,12 @@ class Runtime:
             await provider.aclose()
         await self.capabilities.cache.aclose()
         await self.snapshots.close()
+
+    async def _end_sessions(self) -> None:
+        hooks = self.agent.hooks
+        for session_id in sorted(hooks.started):
+            await hooks.run("SessionEnd", {"session_id": session_id, "reason": "other"}, names=("other",))
+        hooks.started.clear()
 
     async def aclose(self) -> None:
         await self.close_providers()

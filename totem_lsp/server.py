@@ -323,6 +323,10 @@ def create_server(token: str | None = None) -> TotemServer:
     async def agents(ls: TotemServer, params: Any) -> list[dict[str, Any]]:
         return await ls.service().agents(params)
 
+    @server.feature(protocol.HOOKS)
+    async def hooks(ls: TotemServer, params: Any) -> list[dict[str, Any]]:
+        return await ls.service().hooks(params)
+
     @server.feature(protocol.AGENT_SAVE)
     async def agent_save(ls: TotemServer, params: Any) -> dict[str, str]:
         return await ls.service().agent_save(params)

@@ -201,6 +201,13 @@ class Service:
             engine = await self.projects.engine(parse(ProjectRef, params).uri)
             return [d.to_wire() for d in engine.agents()]
 
+    async def hooks(self, params: Any) -> list[dict[str, Any]]:
+        """``totem/hooks``: the hooks the config files declare, in the order they run, each with
+        its source and whether it runs."""
+        with engine_errors():
+            engine = await self.projects.engine(parse(ProjectRef, params).uri)
+            return [listed.to_wire() for listed in engine.hooks()]
+
     async def agent_save(self, params: Any) -> dict[str, str]:
         request = parse(AgentSaveParams, params)
         definition = AgentDefinition(

@@ -20,6 +20,7 @@ from totem_engine.api import replies
 from totem_engine.api.errors import EngineError, NothingToDo
 from totem_engine.api.frontend import FrontEnd
 from totem_engine.api.history import History
+from totem_engine.api.hooks import Listed
 from totem_engine.api.mcp_listing import McpListing, list_servers
 from totem_engine.api.running import Claim, Reply, Running, Turns
 from totem_engine.agents import AgentDefinition, remove_agent, save_agent
@@ -337,6 +338,11 @@ class Engine:
     def agents(self) -> list[AgentDefinition]:
         """The agents ``task`` can run, by name (an untrusted project's restricted)."""
         return [d for _, d in sorted(self._runtime.agents().definitions.items())]
+
+    def hooks(self) -> list[Listed]:
+        """Every hook the config files declare (hooks/), in the order they run, each with its
+        source file and, when it does not run, why (``ignored``: an untrusted project's)."""
+        return list(self._runtime.agent.hooks.listed)
 
     def save_agent(self, definition: AgentDefinition) -> Path:
         """Write an agent's file in its scope; ValueError for a bad name or scope."""

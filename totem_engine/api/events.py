@@ -91,6 +91,7 @@ class RuleRef(BaseModel):
     # default | user | project | editor | file (config layers) | session (an "always" answer)
     # | answer (a one-time answer) | mode (plan mode) | boundary (outside the project)
     # | protected (.totem/ and .git/ always ask) | stored (an MCP server start's kept answer)
+    # | hook (a PreToolUse hook's decision; pattern "PreToolUse")
     source: str
     permission: str
     pattern: str

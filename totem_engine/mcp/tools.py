@@ -56,6 +56,7 @@ class McpTool(Tool):
 
     def __init__(self, name: str, connection: ServerConnection, tool: Any, *, call_timeout: float):
         self.name = name  # type: ignore[misc]  # per instance: each server tool has its own
+        self.hook_name = f"mcp__{name}"  # type: ignore[misc]  # Claude Code's mcp__<server>__<tool>
         self.connection = connection
         self.tool = tool
         self.call_timeout = call_timeout

@@ -284,7 +284,7 @@ class Tool(ABC):
     guard counts it, a small model's file blocks are its calls), ``kept_on_compaction`` (its results are never replaced by an account),
     ``surface`` (the smallest tool set it belongs to: ``minimal`` for windows under 8K tokens,
     ``core`` for a small model, ``full``), ``account`` (one line saying what a call did) and
-    ``cut`` (a result cut to fit the window).
+    ``cut`` (a result cut to fit the window), ``hook_name`` (its name to a hook, hooks/).
     """
 
     name: ClassVar[str]
@@ -294,6 +294,9 @@ class Tool(ABC):
     kept_on_compaction: ClassVar[bool] = False
     surface: ClassVar[Literal["minimal", "core", "full"]] = "full"
     concurrent: ClassVar[bool] = False  # its calls of a step run together (task), like read-only ones
+    # The name Claude Code's hooks know its counterpart by ("Bash"), sent to a hook as
+    # ``tool_name`` so the scripts people have work unchanged; None: the tool's own name.
+    hook_name: ClassVar[str | None] = None
 
     @property
     def can_change(self) -> bool:

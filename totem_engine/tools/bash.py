@@ -451,6 +451,7 @@ _EXIT = re.compile(r"^\[exit code (-?\d+)\]$", re.MULTILINE)  # the line ``_resu
 
 class BashTool(Tool):
     name = "bash"
+    hook_name = "Bash"
     surface = "minimal"
     Input = BashInput
 

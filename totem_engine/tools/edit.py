@@ -96,6 +96,7 @@ async def ensure_unchanged(ctx: ToolContext, target: Path, rel: str, before: byt
 
 class EditTool(Tool):
     name = "edit"
+    hook_name = "Edit"
     surface = "minimal"
     edits_files = True
     Input = EditInput

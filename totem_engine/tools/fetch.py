@@ -172,6 +172,7 @@ class FetchAction(Action):
 
 class FetchTool(Tool):
     name = "fetch"
+    hook_name = "WebFetch"
     read_only = True
     Input = FetchInput
 

@@ -172,6 +172,7 @@ class GlobAction(Action):
 
 class GlobTool(Tool):
     name = "glob"
+    hook_name = "Glob"
     surface = "minimal"
     read_only = True
     Input = GlobInput

@@ -458,6 +458,7 @@ _HIT = re.compile(r"^[^\n:]+:\d+: ", re.MULTILINE)
 
 class GrepTool(Tool):
     name = "grep"
+    hook_name = "Grep"
     surface = "minimal"
     read_only = True
     Input = GrepInput

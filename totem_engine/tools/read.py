@@ -197,6 +197,7 @@ def _kind(data: bytes) -> str:
 
 class ReadTool(Tool):
     name = "read"
+    hook_name = "Read"
     surface = "minimal"
     read_only = True
     Input = ReadInput

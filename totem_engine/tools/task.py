@@ -77,6 +77,7 @@ class TaskTool(Tool):
     agent gets those its definition names (all but ``task`` when it names none)."""
 
     name = "task"
+    hook_name = "Task"
     concurrent = True
     Input = TaskInput
 

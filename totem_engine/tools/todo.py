@@ -47,6 +47,7 @@ class TodoAction(Action):
 
 class TodoTool(Tool):
     name = "todo"
+    hook_name = "TodoWrite"
     surface = "core"
     can_change = False  # the session's list, not the project
     Input = TodoInput

@@ -46,6 +46,7 @@ class WriteAction(Action):
 
 class WriteTool(Tool):
     name = "write"
+    hook_name = "Write"
     surface = "minimal"
     edits_files = True
     Input = WriteInput

@@ -15,6 +15,7 @@ from totem_engine.checks.base import Checker
 from totem_engine.checks.registry import checkers_from_config
 from totem_engine.command_changes import CommandChanges
 from totem_engine.config import Config
+from totem_engine.hooks import Hooks
 from totem_engine.jobs import Jobs
 from totem_engine.mcp.servers import McpServers
 from totem_engine.providers.base import Provider
@@ -55,6 +56,8 @@ class Agent:
         commands: CommandChanges | None = None,
         mcp: McpServers | None = None,
         lease_holder: str | None = None,
+        hooks: Hooks | None = None,
+        subagent: bool = False,
     ):
         self.root = root.resolve()
         self.store = store
@@ -77,6 +80,8 @@ class Agent:
         # The front end its turns take their session's lease as ("totem run" ..., leases.py);
         # None: no lease (a sub-agent's thread lives in a store of its own).
         self.lease_holder = lease_holder
+        self.hooks = hooks if hooks is not None else Hooks([], root=self.root)  # the user's (hooks/)
+        self.subagent = subagent  # a task call's agent: its turn runs the tool hooks and SubagentStop only
         self.notices: list[str] = []  # for the user, said at the start of the next turn
         self._said: set[str] = set()  # the agent files' notices already said
 
@@ -92,17 +97,18 @@ class Agent:
 
     def nested(
         self, *, store: Store, tools: dict[str, Tool], rules: list[ev.RuleRef], mcp: McpServers | None = None,
-        lease_holder: str | None = None,
+        lease_holder: str | None = None, subagent: bool = False,
     ) -> "Agent":
         """The project as a sub-agent works in it: its own ``store`` (its thread), ``tools`` and
         ``rules``; the same files, snapshots, providers and config; no task tool, and no MCP
         server's tools unless ``mcp`` is given (a sub-agent gets none, seed 000), no lease
-        unless ``lease_holder`` is given (a turn run as an agent takes its session's)."""
+        unless ``lease_holder`` is given (a turn run as an agent takes its session's). The same
+        hooks; ``subagent``: it answers a task call."""
         nested = Agent(
             root=self.root, store=store, provider_for=self.provider_for, tools=tools, workspace=self.workspace,
             snapshots=self.snapshots, capabilities=self.capabilities, config=self.config, rules=rules,
             trusted=self.trusted, delegates=False, jobs=self.jobs, terminals=self.terminals, commands=self.command_changes, mcp=mcp,
-            lease_holder=lease_holder,
+            lease_holder=lease_holder, hooks=self.hooks, subagent=subagent,
         )
         nested.command_runner = self.command_runner  # a sub-agent's commands show where the session's do
         return nested

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -28,11 +29,11 @@ from totem_engine.checks.registry import run_checks
 from totem_engine.file_changes import FileChange, describe
 from totem_engine.api.frontend import PermissionReply, PermissionRequest, QuestionRequest
 from totem_engine.command_changes import SandboxRequired
-from totem_engine.permissions import Decision, Policy, strictest
+from totem_engine.permissions import Decision, Policy, strictest, with_hook
 from totem_engine.vocab.messages import Image
 from totem_engine.vocab.tools import ToolCall, arguments_object
 from totem_engine.providers.capabilities import output_budget
-from totem_engine.tools.base import Action, NothingToDo, ToolContext, ToolResult, parse_arguments
+from totem_engine.tools.base import Action, NothingToDo, Tool, ToolContext, ToolResult, parse_arguments
 from totem_engine.vocab.tools import ToolError
 from totem_engine.workspace.paths import BoundaryError
 from totem_engine.tools.freshness import mark_seen
@@ -54,6 +55,8 @@ class _Call:
     input: dict = field(default_factory=dict)
     outcome: CallOutcome | None = None  # set when it ended
     end_turn: str | None = None  # a rejection that ends the turn (PermissionReply.end_turn)
+    hook_reason: str = ""  # why a PreToolUse hook denied or asked about it
+    stop: str | None = None  # a hook's ``continue: false``: the turn ends after this call
     # A run_script call's own actions, asked about within it: id(action) -> the action as the
     # user reviewed it (review.py), applied in its place when the call commits it.
     reviewed: dict[int, Action] = field(default_factory=dict)
@@ -145,7 +148,9 @@ class ToolCalls:
         async def question(text: str, options: list[str]) -> str | None:
             request = QuestionRequest(session_id=self.session_id, call_id=call.id, question=text, options=options)
             await self.writes.flush()  # an answer may take minutes: the session as it stands is stored first
-            return await self.turn.frontend.question(request)
+            return await self.turn.hooks.while_asking(
+                f"Totem asks: {text}", "elicitation_dialog", lambda: self.turn.frontend.question(request)
+            )
 
         async def permit(action: Action) -> bool:
             return await self._permit_and_say(record, action)
@@ -191,6 +196,7 @@ class ToolCalls:
         running.results.append((record.call.name, arguments, result.output, bool(result.changed)))
         stop = running.stop
         reasons = []
+        reasons.append(record.stop)
         if status == "denied":
             reasons.append(record.end_turn)
             reasons.append(self.guards.record_permission(False))
@@ -231,30 +237,43 @@ class ToolCalls:
             await self._start(record, _plain_title(record))
             return _error(str(exc)), "error", record.input
         await self._start(record, action.title)
-        decision = self._decide(record, action)
+        decision = await self._with_hooks(record, tool, action, self._decide(record, action))
         allowed, rule, reply = await self._permit(record, action, decision)
         await self._say_permission(record, allowed, decision, rule)
         await self.writes.update_part(record.part_id, data=self._part_data(record, action.title, rule=rule))
         if not allowed:
             record.end_turn = reply.end_turn if reply else None
-            return _refusal(rule, reply), "denied", record.input
+            return _refusal(rule, reply, record.hook_reason), "denied", record.input
         action.unasked = self._unasked(action, reply)
         if reply is not None:
             action = reviewed(action, reply.accepted)
+
+        async def after(result: ToolResult) -> None:
+            await self._after_hooks(record, tool, action, ctx, result)
+
         try:
-            result = await self._apply(action, ctx, flagged)
+            result = await self._apply(action, ctx, flagged, after=after)
         except ToolError as exc:
             return _error(str(exc)), "error", record.input
         except OSError as exc:
             return _error(f"{exc.strerror or exc} ({exc.filename or ''})"), "error", record.input
         return result, ("error" if result.is_error else "ok"), record.input
 
-    async def _apply(self, action: Action, ctx: ToolContext, flagged: list[str]) -> ToolResult:
-        """Apply an allowed action; a change to files is snapshotted first, so undo can restore it."""
+    async def _apply(
+        self, action: Action, ctx: ToolContext, flagged: list[str], *, after: Callable[[ToolResult], Awaitable[None]] | None = None,
+    ) -> ToolResult:
+        """Apply an allowed action; a change to files is snapshotted first, so undo can restore it.
+        ``after(result)`` (the PostToolUse hooks) runs before the checks and, for a change to
+        files, before the snapshot after it: what a hook's formatter rewrites is the call's too."""
+        after = after or _nothing_after
         if action.runs_commands:
-            return await self._with_findings(await self._run_commands(action, ctx), flagged)
+            result = await self._run_commands(action, ctx)
+            await after(result)
+            return await self._with_findings(result, flagged)
         if not action.files:
-            return await action.apply(ctx)
+            result = await action.apply(ctx)
+            await after(result)
+            return result
         snapshots, where = self.agent.snapshots, dict(session_id=self.session_id, turn_id=self.turn.turn_id, root=self.agent.root)
         paths = [self.agent.root / f.path for f in action.files]
         try:
@@ -266,6 +285,7 @@ class ToolCalls:
             if not result.is_error:
                 await self._format(action, ctx, result)
                 await self.turn.policy.mend(action, ctx, result)
+                await after(result)
         finally:
             with anyio.CancelScope(shield=True):  # what apply did must be recorded, even on abort
                 await snapshots.after_change(self.agent.workspace, paths=paths, **where)
@@ -312,6 +332,32 @@ class ToolCalls:
             line = formatted.for_model(rel)
             if line:
                 result.output += f"\n({line})"
+
+    async def _with_hooks(self, record: _Call, tool: Tool, action: Action, decision: Decision) -> Decision:
+        """The rules' decision with the PreToolUse hooks' (permissions.with_hook): they run
+        after the rules, before the user is asked; a call the rules deny runs none."""
+        if decision.action == "deny":
+            return decision
+        verdict = await self.turn.hooks.before_tool(tool, record.call.id, record.input)
+        record.stop = verdict.stop
+        hooked = with_hook(decision, verdict.permission, permission=action.permission)
+        if hooked is not decision:
+            record.hook_reason = verdict.reason
+        return hooked
+
+    async def _after_hooks(self, record: _Call, tool: Tool, action: Action, ctx: ToolContext, result: ToolResult) -> None:
+        """The PostToolUse hooks of a call that succeeded: what they say joins the result the
+        model reads, and a file they rewrote (a formatter) is what the agent has now seen."""
+        if result.is_error:
+            return
+        verdict = await self.turn.hooks.after_tool(tool, record.call.id, record.input, result)
+        record.stop = record.stop or verdict.stop
+        said = "\n".join(t for t in (verdict.reason, verdict.context) if t)
+        if said:
+            result.output += f"\n\n[PostToolUse hook]\n{said}"
+        for rel in [f.path for f in action.files if f.new_text is not None] if verdict.outcomes else ():
+            with contextlib.suppress(OSError, ToolError):
+                mark_seen(ctx, rel, await self.agent.workspace.read_bytes(self.agent.root / rel))
 
     async def _with_findings(self, result: ToolResult, flagged: list[str]) -> ToolResult:
         """The checks' findings on each changed file, added to the result so the model fixes them."""
@@ -409,7 +455,9 @@ class ToolCalls:
             proposed=list(action.files),
         )
         await self.writes.flush()  # an answer may take minutes: the session as it stands is stored first
-        reply = await self.turn.frontend.permission(request)
+        reply = await self.turn.hooks.while_asking(
+            f"Totem needs your permission: {action.title}", "permission_prompt", lambda: self.turn.frontend.permission(request)
+        )
         if reply.outcome == "allow_always":
             return True, self.policy.remember(action.permission, action.always_pattern, "allow"), reply
         if reply.outcome == "reject_always":
@@ -492,6 +540,10 @@ def _lines(rel: str, checked: CheckResult) -> tuple[list[str], list[str]]:
     return [f"{rel}:{finding.for_model()}" for finding in checked.findings], [f"({note})" for note in checked.notes]
 
 
+async def _nothing_after(result: ToolResult) -> None:
+    return None
+
+
 def _error(message: str) -> ToolResult:
     return ToolResult(output=f"Error: {message}", summary=message.split("\n", 1)[0][:120], is_error=True)
 
@@ -502,8 +554,11 @@ def _plain_title(record: _Call) -> str:
     return f"{record.call.name} {subject}".strip()
 
 
-def _refusal(rule: ev.RuleRef, reply: PermissionReply | None) -> ToolResult:
-    """What the model is told when a call is not run: whose decision it was, and why."""
+def _refusal(rule: ev.RuleRef, reply: PermissionReply | None, hook_reason: str = "") -> ToolResult:
+    """What the model is told when a call is not run: whose decision it was, and why
+    (``hook_reason``: what the PreToolUse hook that denied it said)."""
+    if reply is None and rule.source == "hook":
+        return ToolResult(output=f"Blocked by a PreToolUse hook: {hook_reason or 'no reason given'}", summary="blocked by a hook", is_error=True)
     if reply is None and rule.source == "mode":
         return ToolResult(
             output="Plan mode: nothing may be changed. Describe the change in your plan instead.",

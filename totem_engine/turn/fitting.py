@@ -37,7 +37,8 @@ class Fitter:
     """The requests of one turn's steps to ``model_id`` on ``provider``. ``build`` makes a step's
     request from its history; ``window`` and ``max_output_tokens`` are the model's (None: not known);
     ``vision``: the model sees images (its capability record); ``tools`` account for their results
-    when compaction replaces them."""
+    when compaction replaces them; ``before_summary`` runs before each summary is asked for (the
+    PreCompact hooks)."""
 
     def __init__(
         self,
@@ -55,6 +56,7 @@ class Fitter:
         turn_id: str,
         emit: Callable[[ev.Event], Awaitable[None]],
         vision: bool = False,
+        before_summary: Callable[[], Awaitable[None]] | None = None,
     ):
         self.provider, self.model_id, self.build = provider, model_id, build
         self.max_output_tokens = max_output_tokens
@@ -63,7 +65,7 @@ class Fitter:
         self.reserve = output_reserve(max_output_tokens, window)
         self.config, self.store, self.emit = config, store, emit
         self.session_id, self.turn_id = session_id, turn_id
-        self.complete = summariser(config, provider, model_id, provider_for)
+        self.complete = _after(before_summary, summariser(config, provider, model_id, provider_for))
         self.history = DerivedHistory(provider.name, vision=vision)  # this session's, for this provider and model
 
     def overflowed_at(self, estimate: int) -> None:
@@ -160,3 +162,15 @@ def step_request(
         return ChatRequest(system=system, tools=specs, **common)
     teach = policy.tool_prompt(specs)
     return ChatRequest(system=f"{system}\n\n{teach}" if specs else system, **common)
+
+
+def _after(first: Callable[[], Awaitable[None]] | None, complete: Complete) -> Complete:
+    """``complete``, with ``first`` awaited before each call."""
+    if first is None:
+        return complete
+
+    async def completed(system: str, material: str) -> str:
+        await first()
+        return await complete(system, material)
+
+    return completed

@@ -50,6 +50,7 @@ from totem_engine.turn.agent import Agent
 from totem_engine.turn.calls import ToolCalls
 from totem_engine.turn.fitting import Fitter, step_request
 from totem_engine.turn.guards import RoundLimit
+from totem_engine.turn.hook_points import HookPoints, Opening
 from totem_engine.turn.caught import CatchingPolicy
 from totem_engine.turn.policy import Finish, SwitchToScripts, TurnPolicy
 from totem_engine.turn.request import images_again, say_restored, store_request
@@ -113,6 +114,7 @@ class Turn:
         self._used_call_ids: set[str] = set()
         self._step_count = 0  # steps so far, over every attempt
         self.calls = ToolCalls(self, session_rules=[])  # the attempt's rounds; run gives it the session's rules
+        self.hooks = HookPoints(self)  # the user's hooks at this turn's points (hook_points.py)
 
     @property
     def answered_by(self) -> str:
@@ -153,10 +155,16 @@ class Turn:
             if not self.again.retry:
                 await images_again(store, self.session_id, self.user_message)
         else:
+            opened = await self._open_request(session)
+            if opened.blocked is not None:
+                await self.emit(ev.TurnStart(session_id=self.session_id, turn_id=self.turn_id, model=self.model))
+                return await self._finish("guard", opened.blocked)
             self.user_message = await store_request(
                 store, self.state, session_id=self.session_id, turn_id=self.turn_id, text=self.text, typed=self.typed,
                 attached=self.attached, images=self.images,
             )
+            if opened.context:
+                await store.add_part(self.user_message, "context", {"text": opened.context, "hooks": True})
         await say_restored(store, self.state, self.user_message)
         await self.emit(ev.TurnStart(session_id=self.session_id, turn_id=self.turn_id, model=self.model))
         while self.agent.notices:
@@ -193,6 +201,13 @@ class Turn:
             stop, reason = "aborted", "Stopped by the user."
         with anyio.CancelScope(shield=True):
             return await self._finish(stop, reason, failure if stop == "error" else None)
+
+    async def _open_request(self, session: Session) -> Opening:
+        """The hooks of a new request (SessionStart, UserPromptSubmit); a sub-agent's has none."""
+        if self.agent.subagent:
+            return Opening()
+        resumed = self.session_id not in self.agent.hooks.started and bool(await self.agent.store.messages(session.id))
+        return await self.hooks.opening(resumed=resumed)
 
     async def _setup(self) -> None:
         """What this session works with: Total.js or not (decided when the session starts and kept,
@@ -294,6 +309,7 @@ class Turn:
             turn_id=self.turn_id,
             emit=self.emit,
             vision=self.record.vision,
+            before_summary=lambda: self.hooks.pre_compact("auto"),
         )
         rounds = RoundLimit(effective_max_steps(self.options.max_steps))
         while True:
@@ -378,7 +394,11 @@ class Turn:
                     outcome.text, outcome.message_id, changed=changed, malformed=outcome.malformed
                 )
                 if isinstance(answer, Finish):
-                    return "finished", None, changed
+                    go_on = await self.hooks.stop()
+                    if go_on is None:
+                        return "finished", None, changed
+                    await self._nudge(prompt("hook_stop.txt").format(reason=go_on))
+                    continue
                 if isinstance(answer, SwitchToScripts):
                     await self._caught_in_prose(answer.message_id, list(answer.files))
                 continue
@@ -454,11 +474,13 @@ class Turn:
             if round_.changed:
                 await self.notice(f"The model wrote the whole file in its answer; Totem applied {', '.join(round_.changed)}.")
                 return
-        store = self.agent.store
-        message = await store.add_message(self.session_id, "user", turn_id=self.turn_id)
-        text = prompt("code_mode_switch.txt").replace("{request}", self.text)
-        await store.add_part(message, "context", {"text": text, "nudge": True})
+        await self._nudge(prompt("code_mode_switch.txt").replace("{request}", self.text))
         await self.notice("The model described the change instead of making it; Totem asks it for a script.")
+
+    async def _nudge(self, text: str) -> None:
+        """``text`` to the model as Totem's word within the turn (a user message the chat does not show)."""
+        message = await self.agent.store.add_message(self.session_id, "user", turn_id=self.turn_id)
+        await self.agent.store.add_part(message, "context", {"text": text, "nudge": True})
 
     async def remember(self, record: CapabilityRecord) -> None:
         self.record = record

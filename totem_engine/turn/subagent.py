@@ -34,7 +34,7 @@ class _Project(Protocol):
     rules: list[ev.RuleRef]
     config: Config
 
-    def nested(self, *, store: Store, tools: dict[str, Tool], rules: list[ev.RuleRef]) -> Any: ...
+    def nested(self, *, store: Store, tools: dict[str, Tool], rules: list[ev.RuleRef], subagent: bool) -> Any: ...
 
 
 class Parent(Protocol):
@@ -87,7 +87,9 @@ class SubAgents:
                 session = await store.create_session(
                     cwd=str(project.root), model=model, mode=options.mode, title=definition.name, session_id=parent.session_id
                 )
-                nested = project.nested(store=store, tools=tools, rules=[*project.rules, *definition.rules()])
+                nested = project.nested(
+                    store=store, tools=tools, rules=[*project.rules, *definition.rules()], subagent=True,
+                )
                 nested.notices.extend(notes)
                 turn = self.start(
                     nested, prompt, frontend, session_id=session.id, model=model, options=options, session=session, turn_id=parent.turn_id
