@@ -20,16 +20,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 
 from totem_engine.api import events as ev
 from totem_engine.hooks import Verdict
-
-if TYPE_CHECKING:
-    from totem_engine.tools.base import Tool, ToolResult
-    from totem_engine.turn.loop import Turn
+from totem_engine.tools.base import Tool, ToolResult
 
 STOP_CONTINUES = 1  # times a Stop hook may keep one turn going
 
@@ -44,10 +41,25 @@ class Opening:
     blocked: str | None = None
 
 
+class HookHost(Protocol):
+    """What the hook points read of their turn (``loop.Turn``): ``agent.hooks``, ``agent.root``,
+    ``agent.subagent``, ``options.mode``; ``emit`` and ``notice`` to tell the user."""
+
+    agent: Any
+    options: Any
+    session_id: str
+    text: str
+    typed: str | None
+
+    async def emit(self, event: ev.Event) -> None: ...
+
+    async def notice(self, message: str, *, level: ev.NoticeLevel = "info") -> None: ...
+
+
 class HookPoints:
     """The hooks of one turn (``turn.agent.hooks``)."""
 
-    def __init__(self, turn: Turn):
+    def __init__(self, turn: HookHost):
         self.turn = turn
         self.stop_continues = 0
 
@@ -141,7 +153,7 @@ def _names(tool: Tool) -> tuple[str, ...]:
     return (tool.name, tool.hook_name) if tool.hook_name else (tool.name,)
 
 
-def _tool_payload(turn: Turn, tool: Tool, call_id: str, tool_input: dict) -> dict[str, Any]:
+def _tool_payload(turn: HookHost, tool: Tool, call_id: str, tool_input: dict) -> dict[str, Any]:
     """A tool call as Claude Code's hooks see one: its name (Claude Code's where Totem's tool has
     a counterpart; ``totem_tool_name`` always Totem's), its input with ``file_path`` (absolute)
     beside Totem's project-relative ``path``, and its id."""
