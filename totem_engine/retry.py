@@ -1,9 +1,10 @@
 """When and how long to wait before trying a failed step, or a failed turn, again.
 
 Transient provider errors (connection, 408/409/429/5xx, a stream cut before any tool call) are
-retried up to ``MAX_TRIES`` tries in all, with exponential backoff and jitter (a random wait between half and all of the
-ceiling), honouring the
-server's own Retry-After, and never waiting longer than the configured ``retry_max_wait``.
+retried up to four times (``MAX_TRIES`` = 5 tries in all, as Whittl's "retried up to four times"
+says), with exponential backoff and jitter (a random wait between half and all of the ceiling),
+honouring the server's own Retry-After, and never waiting longer than the configured
+``retry_max_wait``. A timeout is not transient (providers/errors.py): it ends the turn.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import random
 
 from totem_engine.providers.errors import ProviderError
 
-MAX_TRIES = 4
+MAX_TRIES = 5  # the first try and four retries
 BASE_DELAY = 0.5  # seconds before the first retry, doubled each time
 # A turn that failed (each of its steps' tries used up, or an error not retried) may be retried by
 # the user (totem/retry) this many times in a row; from the second retry on it waits first.

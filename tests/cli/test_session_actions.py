@@ -9,6 +9,7 @@ import signal
 import subprocess
 
 from tests.support.model_server import Reply, text_reply, tool_reply
+from totem_engine.retry import MAX_TRIES
 
 
 def texts(message: dict) -> list[str]:
@@ -63,7 +64,7 @@ def test_rewind_puts_the_files_and_the_conversation_back(totem):
 
 
 def test_retry_takes_up_a_turn_that_failed_after_its_retries(totem):
-    for _ in range(4):  # every try of the step (retry.MAX_TRIES) answered by a server error
+    for _ in range(MAX_TRIES):  # every try of the step answered by a server error
         totem.server.enqueue(Reply(status=500, body='{"error":{"message":"boom"}}'))
     failed = totem.agent("what is in the folder?")
     assert failed.code == 1
@@ -84,7 +85,7 @@ def test_retry_takes_up_a_turn_that_failed_after_its_retries(totem):
 
 
 def test_retry_after_a_cut_stream_continues_and_finishes_in_plain_output(totem):
-    for _ in range(4):
+    for _ in range(MAX_TRIES):
         cut = text_reply("this answer will be cut off", pieces=6)
         cut.cut_after = 3
         totem.server.enqueue(cut)

@@ -9,8 +9,9 @@ import anyio
 
 from tests.mcp_server.conftest import error_text, result
 from tests.support.model_server import Reply, text_reply, tool_reply
+from totem_engine.retry import MAX_TRIES
 
-TRIES = 4  # the tries a step gets before its turn fails (totem_engine/retry.py MAX_TRIES)
+TRIES = MAX_TRIES  # the tries a step gets before its turn fails
 
 
 async def _write(served, client, session_id: str, path: str, content: str) -> dict:

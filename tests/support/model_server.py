@@ -227,11 +227,14 @@ def tool_reply(
     text: str = "",
     split: int = 4,
     usage: tuple[int, int] | None = (10, 5),
+    before: list[dict] | None = None,
 ) -> Reply:
-    """An answer with tool calls: optional ``text`` first, then each call in turn as index n,
+    """An answer with tool calls: ``before`` (deltas sent first, e.g. reasoning as a vendor
+    streams it), optional ``text``, then each call in turn as index n,
     id ``call_<n>`` (n from 1: ``call_1``, ``call_2``, ...), its name in the first delta and
     its JSON arguments split across ``split`` deltas; finish_reason "tool_calls", then usage."""
     events: list[str | dict] = [chunk({"role": "assistant", "content": None}, model=model)]
+    events += [chunk(delta, model=model) for delta in before or ()]
     events += [chunk({"content": part}, model=model) for part in split_text(text, 2)]
     for index, (name, arguments) in enumerate(calls):
         opening = {

@@ -143,7 +143,7 @@ class LiteLLMProvider(OpenAIProvider):
         body.update(ollama_options(await self._describe(request.model), request))
         async with self._http.post(f"{self.base_url}/chat/completions", body) as response:
             async with aclosing(aiter_sse_data(response)) as payloads:
-                async for chunk in parse_stream(payloads, secrets=self._http.secrets):
+                async for chunk in parse_stream(payloads, secrets=self._http.secrets, asked=request.model):
                     yield chunk
 
     async def models(self) -> list[ModelInfo]:

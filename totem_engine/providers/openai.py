@@ -6,16 +6,32 @@ is spoken by DeepSeek, Groq, xAI, Alibaba, OpenRouter, vLLM, llama.cpp, LM Studi
 parser accepts their known variations (reasoning as ``reasoning_content`` or ``reasoning``; usage
 in a chunk with empty ``choices`` or on the finish chunk; tool-call ids repeated as ``""``).
 
+Reasoning carried across a tool round (``Replay``), given back only to the provider and model
+that wrote it (``Message.replay``, history.py):
+
+- OpenRouter streams ``reasoning_details``, an array of objects (``{"type": "reasoning.text" |
+  "reasoning.summary" | "reasoning.encrypted", "text"? | "summary"? | "data"?, "signature"?,
+  "format"?, "id"?, "index"?}``) whose pieces share an ``index``; the pieces are joined per index
+  and the array goes back unchanged on the assistant message (openrouter.ai/docs, "Reasoning
+  Tokens", preserving reasoning blocks). A backend that sent them gets them back.
+- DeepSeek's thinking mode asks for the ``reasoning_content`` of an answer with tool calls back on
+  that assistant message in every later request, later user turns included, and answers 400
+  without it; an answer without tool calls needs none, and the API ignores it
+  (api-docs.deepseek.com/guides/thinking_mode, "Tool Calls"). Other servers stream
+  ``reasoning_content`` too (xAI, vLLM, llama.cpp) and do not ask for it, so it is kept for the
+  models named ``deepseek`` only (``asks_reasoning_content``).
+
 Request (``POST {base_url}/chat/completions``)::
 
-    {"model", "messages": [{"role": "system"|"user"|"assistant"|"tool", ...}], "stream": true,
+    {"model", "messages": [{"role": "system"|"user"|"assistant"|"tool", ...; an assistant message
+     also "reasoning_content"? and "reasoning_details"? (above)}], "stream": true,
      "stream_options": {"include_usage": true}, "tools"?: [{"type": "function",
      "function": {"name", "description", "parameters"}}], "max_tokens"?, "temperature"?, "seed"?}
 
 Stream: SSE ``data:`` payloads, each a ``chat.completion.chunk``::
 
     {"id", "model", "choices": [{"index": 0, "delta": {"content"?, "reasoning_content"?,
-     "reasoning"?, "tool_calls"?: [{"index", "id"?, "function": {"name"?, "arguments"?}}]},
+     "reasoning"?, "reasoning_details"?, "tool_calls"?: [{"index", "id"?, "function": {"name"?, "arguments"?}}]},
      "finish_reason": null|"stop"|"length"|"tool_calls"|...}], "usage"?: {"prompt_tokens",
      "completion_tokens"}}
 
@@ -28,13 +44,15 @@ on this wire (the API answers "Image URLs are only allowed for messages with rol
 the images of a run of tool results follow it as one user message: the words of
 ``prompts/tool_images.txt``, then each image's caption and the image. Each payload is validated against ``wire/openai.py`` (strict
 types) before it is read: a field of the wrong type is MalformedStream. Yields TextChunk /
-ReasoningChunk as they arrive, then at the end every assembled ToolCallChunk in order, one
-UsageChunk (the last usage seen) and a FinishChunk.
+ReasoningChunk as they arrive, then at the end every assembled ToolCallChunk in order, a
+StateChunk when there is reasoning to carry back (above), one UsageChunk (the last usage seen) and
+a FinishChunk.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -47,6 +65,7 @@ from totem_engine.vocab.chat import (
     ChatRequest,
     FinishChunk,
     ReasoningChunk,
+    StateChunk,
     StreamChunk,
     TextChunk,
     ToolCallChunk,
@@ -62,6 +81,17 @@ from .wire import openai as wire
 from .wire.decode import decode
 
 DONE = "[DONE]"
+
+# The model ids whose server asks for reasoning_content back (module docstring): DeepSeek's own
+# (deepseek-chat, deepseek-reasoner, deepseek-v4-pro) and the names proxies give them
+# (deepseek/deepseek-v4-pro).
+_ASKS_REASONING_CONTENT = re.compile(r"deepseek", re.IGNORECASE)
+
+
+def asks_reasoning_content(model: str) -> bool:
+    """Whether the server of ``model`` wants an answer's ``reasoning_content`` back with its tool
+    calls (DeepSeek's thinking mode)."""
+    return bool(_ASKS_REASONING_CONTENT.search(model))
 
 
 class OpenAIProvider:
@@ -102,7 +132,7 @@ class OpenAIProvider:
         async with self._http.post(f"{self.base_url}/chat/completions", build_body(request)) as response:
             # aclosing: after [DONE] the SSE generator is closed now, not whenever GC gets to it.
             async with aclosing(aiter_sse_data(response)) as payloads:
-                async for chunk in parse_stream(payloads, secrets=self._http.secrets):
+                async for chunk in parse_stream(payloads, secrets=self._http.secrets, asked=request.model):
                     yield chunk
 
     async def models(self) -> list[ModelInfo]:
@@ -122,7 +152,7 @@ def build_body(request: ChatRequest) -> dict[str, Any]:
     """The Chat Completions request body for ``request`` (shape in the module docstring)."""
     body: dict[str, Any] = {
         "model": request.model,
-        "messages": build_messages(request.system, request.messages),
+        "messages": build_messages(request.system, request.messages, model=request.model),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
@@ -150,8 +180,9 @@ def tool_entry(tool: ToolSpec) -> dict[str, Any]:
     }
 
 
-def build_messages(system: str, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-    """The wire messages: the system prompt first (when non-empty), then one per message."""
+def build_messages(system: str, messages: tuple[Message, ...], *, model: str = "") -> list[dict[str, Any]]:
+    """The wire messages: the system prompt first (when non-empty), then one per message.
+    ``model``: the model asked for; an assistant message's replay goes back to that model only."""
     out: list[dict[str, Any]] = []
     if system:
         out.append({"role": "system", "content": system})
@@ -160,7 +191,7 @@ def build_messages(system: str, messages: tuple[Message, ...]) -> list[dict[str,
         if held and message.role != "tool":
             out.append(tool_images_message(held))
             held = []
-        out.append(wire_message(message))
+        out.append(wire_message(message, model=model))
         if message.role == "tool":
             held.extend(message.images)
     if held:
@@ -181,11 +212,12 @@ def tool_images_message(images: list[Image]) -> dict[str, Any]:
     return {"role": "user", "content": content}
 
 
-def wire_message(message: Message) -> dict[str, Any]:
+def wire_message(message: Message, *, model: str = "") -> dict[str, Any]:
     """One neutral message on the wire.
 
-    Reasoning is not sent back: DeepSeek rejects ``reasoning_content`` in input messages and
-    other servers ignore it.
+    An assistant message's reasoning goes back only as its replay (``Replay``), and only when
+    ``model`` is the one that wrote it: ``Message.reasoning`` is any provider's, which another
+    must never get.
     """
     if message.role == "user":
         if message.images:
@@ -208,6 +240,9 @@ def wire_message(message: Message) -> dict[str, Any]:
                 }
                 for call in message.tool_calls
             ]
+        replay = message.replay or {}
+        if replay.get("model") == model:
+            entry.update({key: replay[key] for key in Replay.KEYS if key in replay})
         return entry
     raise ValueError(f"unknown message role {message.role!r}")
 
@@ -273,6 +308,54 @@ class _ToolCallAssembler:
         return calls
 
 
+class Replay:
+    """The reasoning of one stream that its server wants back (module docstring): the
+    ``reasoning_details`` pieces joined per index, and the ``reasoning_content`` when the model
+    asked for (``asked``) is one that ``asks_reasoning_content``. ``state`` is the StateChunk that
+    stores them with the step, beside the model asked for (given back to that model only)."""
+
+    KEYS = ("reasoning_content", "reasoning_details")
+    _JOINED = ("text", "summary", "data", "signature")  # a detail's fields that arrive in pieces
+
+    def __init__(self, asked: str | None) -> None:
+        self.asked = asked
+        self._content: list[str] | None = [] if asked and asks_reasoning_content(asked) else None
+        self._details: list[dict[str, Any]] = []
+        self._by_index: dict[int, dict[str, Any]] = {}
+
+    def add(self, delta: wire.Delta) -> None:
+        if self._content is not None and delta.get("reasoning_content"):
+            self._content.append(delta["reasoning_content"] or "")
+        for detail in delta.get("reasoning_details") or ():
+            self._add_detail(detail)
+
+    def _add_detail(self, detail: dict[str, Any]) -> None:
+        index = detail.get("index")
+        held = self._by_index.get(index) if isinstance(index, int) else None
+        if held is None or held.get("type") != detail.get("type"):
+            held = dict(detail)
+            self._details.append(held)
+            if isinstance(index, int):
+                self._by_index[index] = held
+            return
+        for key, value in detail.items():
+            if key in self._JOINED and isinstance(value, str) and isinstance(held.get(key), str):
+                held[key] += value
+            elif held.get(key) is None:
+                held[key] = value
+
+    def state(self, *, calls: bool) -> StateChunk | None:
+        """What goes back with this answer; DeepSeek's reasoning only beside tool calls."""
+        data: dict[str, Any] = {}
+        if self._details:
+            data["reasoning_details"] = self._details
+        if calls and self._content:
+            data["reasoning_content"] = "".join(self._content)
+        if not data or self.asked is None:
+            return None
+        return StateChunk({"model": self.asked, **data})
+
+
 def decode_payload(data: str) -> wire.Chunk:
     """One ``data:`` payload as a validated chunk (``wire.openai``), or MalformedStream saying
     what arrived."""
@@ -286,15 +369,19 @@ def _reasoning_text(delta: wire.Delta) -> str:
 
 
 async def parse_stream(
-    payloads: AsyncIterator[str], *, secrets: tuple[str | None, ...] = ()
+    payloads: AsyncIterator[str], *, secrets: tuple[str | None, ...] = (), asked: str | None = None
 ) -> AsyncIterator[StreamChunk]:
     """Chat Completions chunk payloads (SSE ``data`` strings) -> StreamChunks.
+
+    ``asked``: the model the request named; with it, the reasoning to carry back (``Replay``) is
+    yielded as a StateChunk.
 
     Ends at ``[DONE]``. Without ``[DONE]``, an EOF after a ``finish_reason`` is a normal end
     (some servers omit the marker) and an EOF before one is StreamCut. A payload that is not a
     chunk of the wire (``wire.openai``) is MalformedStream.
     """
     calls = _ToolCallAssembler()
+    replay = Replay(asked)
     usage: UsageChunk | None = None
     finish_reason: str | None = None
     model: str | None = None
@@ -321,14 +408,19 @@ async def parse_stream(
         reasoning = _reasoning_text(delta)
         if reasoning:
             yield ReasoningChunk(reasoning)
+        replay.add(delta)
         for tool_delta in delta.get("tool_calls") or ():
             calls.add(tool_delta)
         if choice.get("finish_reason"):
             finish_reason = choice["finish_reason"]
     if not done and finish_reason is None:
         raise StreamCut("the stream ended before the answer was complete (no [DONE], no finish_reason)")
-    for call in calls.finish():
+    assembled = calls.finish()
+    for call in assembled:
         yield ToolCallChunk(call)
+    state = replay.state(calls=bool(assembled))
+    if state is not None:
+        yield state
     if usage is not None:
         yield usage
     yield FinishChunk(reason=finish_reason, model=model)
@@ -382,4 +474,4 @@ def _context_window(entry: dict[str, Any]) -> int | None:
     return None
 
 
-__all__ = ["OpenAIProvider", "build_body", "build_messages", "parse_models", "parse_stream"]
+__all__ = ["OpenAIProvider", "Replay", "asks_reasoning_content", "build_body", "build_messages", "parse_models", "parse_stream"]

@@ -32,6 +32,8 @@ class Delta(TypedDict, total=False):
     content: str | None
     reasoning_content: str | None
     reasoning: str | None
+    # OpenRouter's reasoning detail objects, kept as sent: they go back unchanged (openai.Replay).
+    reasoning_details: list[dict[str, Any]] | None
     tool_calls: list[ToolCallDelta] | None
 
 
