@@ -18,6 +18,7 @@ from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.session_state import SessionState
 from totem_engine.tools.base import Action, Tool, ToolContext, ToolInput, ToolResult
 from totem_engine.tools.registry import builtin_tools
+from totem_engine.turn.hook_points import HookPoints
 from totem_engine.turn.calls import ToolCalls
 from totem_engine.turn.guards import MAX_REJECTIONS
 from totem_engine.turn.terms import TurnOptions
@@ -39,9 +40,17 @@ class Host:
     checkers: list = field(default_factory=list)
     record: CapabilityRecord = field(default_factory=CapabilityRecord)
     policy: DefaultPolicy = field(default_factory=DefaultPolicy)
+    text: str = ""
+    typed: str | None = None
+
+    def __post_init__(self) -> None:
+        self.hooks = HookPoints(self)  # the agent's hooks: none configured
 
     async def emit(self, event: ev.Event) -> None:
         await self.frontend.emit(event)
+
+    async def notice(self, message: str, *, level: str = "info") -> None:
+        await self.emit(ev.Notice(session_id=self.session_id, level=level, message=message))
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from totem_engine.workspace.files import Workspace
 from totem_engine.turn.guards import Guards
 from totem_engine.turn.policy import TurnPolicy
 from totem_engine.turn.round import Round
+from totem_engine.turn.hook_points import HookPoints
 
 
 class Project(Protocol):
@@ -52,6 +53,7 @@ class RoundHost(Protocol):
     checkers: list[Checker]
     record: CapabilityRecord
     policy: TurnPolicy
+    hooks: HookPoints  # the user's hooks: PreToolUse, PostToolUse, Notification
 
     async def emit(self, event: ev.Event) -> None: ...
 
