@@ -57,7 +57,7 @@ from totem_engine.turn.scripts import SCRIPT_TOOLS, ScriptPolicy, wants_scripts
 from totem_engine.turn.small import SmallModelPolicy
 from totem_engine.turn.step import StepOutcome, Steps
 from totem_engine.turn.subagent import SubAgents
-from totem_engine.turn.terms import Again, TurnOptions, TurnResult, effective_max_steps
+from totem_engine.turn.terms import Again, TurnOptions, TurnResult, round_budget
 
 log = logging.getLogger(__name__)
 
@@ -295,7 +295,7 @@ class Turn:
             emit=self.emit,
             vision=self.record.vision,
         )
-        rounds = RoundLimit(effective_max_steps(self.options.max_steps))
+        rounds = RoundLimit(*round_budget(self.options.max_steps, self.record))
         while True:
             stop, reason, changed = await self._attempt(provider, fitter, rounds)
             fresh = await self.policy.afresh(stop, changed=changed)
