@@ -26,6 +26,7 @@ from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.api.frontend import FrontEnd
 from totem_engine.leases import holding
 from totem_engine.mcp.deferred import fit_schemas
+from totem_engine.mentions import unasked_reads
 from totem_engine.prompt import system_prompt
 from totem_engine.redaction import RedactingFrontEnd
 from totem_engine.prompt_files import prompt
@@ -273,7 +274,7 @@ class Turn:
         skills = self.skills if "skill" in self.tools else ()
         base_prompt = system_prompt(
             self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=skills, small=self.policy.short_prompt,
-            persona=self.options.persona,
+            persona=self.options.persona, readable=unasked_reads(self.calls.policy, self.agent.root),
         )
         self.state.reads.shown.clear()  # shown with an earlier request: further back, perhaps compacted
         await self.policy.prepare()
