@@ -302,6 +302,12 @@ class Config(_Strict):
         return self
 
     @property
+    def chosen_max_steps(self) -> int | None:
+        """``max_steps`` when a layer set it, else None: the model's tier decides (turn/terms.py
+        ``round_budget``). A layer's keys are the fields pydantic was given (``model_fields_set``)."""
+        return self.max_steps if "max_steps" in self.model_fields_set else None
+
+    @property
     def notes(self) -> list[str]:
         """Adjustments made while validating, worded for the user (e.g. a raised max_steps)."""
         return list(self._notes)

@@ -229,7 +229,7 @@ class Runtime:
         the user attached (images.py)."""
         options = TurnOptions(
             mode=mode or self.config.mode,
-            max_steps=self.config.max_steps if max_steps is None else max_steps,
+            max_steps=self.config.chosen_max_steps if max_steps is None else max_steps,
             retry_max_wait=self.config.retry_max_wait,
             reasoning=self.config.reasoning,
         )

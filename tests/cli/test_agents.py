@@ -129,3 +129,31 @@ def test_ctrl_c_while_sub_agents_run_commands_leaves_no_process(totem):
     assert proc.returncode == 130, stderr
     assert json.loads(stdout.splitlines()[-1])["stopReason"] == "aborted"
     assert _running(marker) == []
+
+
+def test_an_agents_own_step_limit_stops_it_and_the_parent_reads_that_it_stopped_there(totem):
+    """``max_steps: 10`` in the agent's file, below the conversation's 50: its model keeps
+    calling tools (each read new, so no other guard ends it), and the tenth step is its last."""
+    agents = totem.project / ".totem" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "digger.md").write_text("---\ndescription: Reads everything\nmax_steps: 10\n---\nYou read.\n")
+    for n in range(15):
+        (totem.project / f"part{n:02}.txt").write_text(f"part {n}: {n * 7919}\n")
+    server = totem.server
+    server.enqueue(tool_reply([task("digger", "read every part")]))
+    for n in range(10):
+        server.enqueue(tool_reply([("read", {"path": f"part{n:02}.txt"})]))
+    server.enqueue(text_reply("The digger stopped at its limit."))
+    for n in range(10, 15):  # what a sub-agent past its limit would go on to ask for
+        server.enqueue(tool_reply([("read", {"path": f"part{n:02}.txt"})]))
+    result = totem.agent("dig")
+
+    assert result.code == 0, result.stderr
+    assert len(server.requests) == 12  # the parent's two and the agent's ten
+    sub_steps = [e for e in result.of("stepEnd") if e.get("agent") == "digger"]
+    assert len(sub_steps) == 10
+    [told] = [m["content"] for m in server.requests[11]["messages"] if m["role"] == "tool"]
+    assert told.startswith("The agent digger did not finish (step_limit: Reached the step limit (10 steps)"), told
+    [end] = [e for e in result.of("toolEnd") if e["tool"] == "task"]
+    assert end["summary"] == "digger stopped: step_limit"
+    assert result.of("turnEnd")[-1]["text"] == "The digger stopped at its limit."

@@ -263,12 +263,14 @@ class RoundLimit:
 
     A run that reaches ``max_steps`` having changed a file in its last ``pass_steps`` steps goes on
     for another ``pass_steps`` steps, up to ``passes`` times, as long as each extension makes
-    progress (a file changed or new information). ``max_steps`` 0 means no limit.
+    progress (a file changed or new information). ``max_steps`` 0 means no limit; ``basis``:
+    why it is that number when the user did not choose it (terms.round_budget), said with it.
     ``record_step`` after each step's tools have run; ``reached(step)`` before the next step;
     then ``allow(step)``.
     """
 
     max_steps: int
+    basis: str = ""
     passes: int = EXTRA_PASSES
     pass_steps: int = PASS_STEPS
     extensions: int = 0
@@ -285,6 +287,9 @@ class RoundLimit:
     def reached(self, step: int) -> bool:
         return bool(self.limit) and step >= self.limit
 
+    def _steps(self) -> str:
+        return f"{self.max_steps} steps, {self.basis}" if self.basis else f"{self.max_steps} steps"
+
     def allow(self, step: int, progress_in_last_pass: bool | None = None) -> Decision:
         """At the limit: go on for another pass, or stop with the reason to show."""
         if not self.reached(step):
@@ -297,7 +302,7 @@ class RoundLimit:
         resume = 'Say "continue" to go on.'
         if not progress_in_last_pass:
             if self.extensions == 0:
-                why = f"Reached the step limit ({self.max_steps} steps) with no file changed in the last {self.pass_steps} steps"
+                why = f"Reached the step limit ({self._steps()}) with no file changed in the last {self.pass_steps} steps"
             else:
                 why = (
                     f"Extension {self.extensions} of {self.passes} brought no change and no new information "
@@ -307,7 +312,7 @@ class RoundLimit:
         if self.extensions >= self.passes:
             return Decision(
                 "stop",
-                f"Reached the step limit ({self.max_steps} steps) and {self.passes} extensions of "
+                f"Reached the step limit ({self._steps()}) and {self.passes} extensions of "
                 f"{self.pass_steps} steps ({step} steps in all); the run stopped. {resume}",
                 self.limit,
             )

@@ -26,6 +26,7 @@ from totem_engine.checks.totaljs import is_totaljs_project
 from totem_engine.api.frontend import FrontEnd
 from totem_engine.leases import holding
 from totem_engine.mcp.deferred import fit_schemas
+from totem_engine.mentions import unasked_reads
 from totem_engine.prompt import system_prompt
 from totem_engine.redaction import RedactingFrontEnd
 from totem_engine.prompt_files import prompt
@@ -58,7 +59,7 @@ from totem_engine.turn.scripts import SCRIPT_TOOLS, ScriptPolicy, wants_scripts
 from totem_engine.turn.small import SmallModelPolicy
 from totem_engine.turn.step import StepOutcome, Steps
 from totem_engine.turn.subagent import SubAgents
-from totem_engine.turn.terms import Again, TurnOptions, TurnResult, effective_max_steps
+from totem_engine.turn.terms import Again, TurnOptions, TurnResult, round_budget
 
 log = logging.getLogger(__name__)
 
@@ -288,7 +289,7 @@ class Turn:
         skills = self.skills if "skill" in self.tools else ()
         base_prompt = system_prompt(
             self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=skills, small=self.policy.short_prompt,
-            persona=self.options.persona,
+            persona=self.options.persona, readable=unasked_reads(self.calls.policy, self.agent.root),
         )
         self.state.reads.shown.clear()  # shown with an earlier request: further back, perhaps compacted
         await self.policy.prepare()
@@ -311,7 +312,7 @@ class Turn:
             vision=self.record.vision,
             before_summary=lambda: self.hooks.pre_compact("auto"),
         )
-        rounds = RoundLimit(effective_max_steps(self.options.max_steps))
+        rounds = RoundLimit(*round_budget(self.options.max_steps, self.record))
         while True:
             stop, reason, changed = await self._attempt(provider, fitter, rounds)
             fresh = await self.policy.afresh(stop, changed=changed)

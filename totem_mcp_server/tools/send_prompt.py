@@ -32,7 +32,7 @@ def tool(service: Service):
             Literal["build", "plan"] | None, Field(description="build or plan for this turn (default: the session's).")
         ] = None,
         max_steps: Annotated[
-            int | None, Field(description="The turn's step limit (0: none; default: the config's).", ge=0)
+            int | None, Field(description="The turn's step limit (0: none; default: the config's, else the model's tier's budget).", ge=0)
         ] = None,
     ) -> Answer:
         engine, session = await service.session(session_id)
