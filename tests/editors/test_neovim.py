@@ -1178,3 +1178,51 @@ def test_attach_an_image_to_the_next_message_and_refuse_a_text_file(neovim, proj
     nv.lua("require('totem.chat').send('And now?')")
     wait_idle(nv, "the refusal", "attachments[0]")
     assert nv.lua(PENDING) == [label] and len(model.requests) == asked
+
+
+FILE_WINDOW = "vim.api.nvim_set_current_win(vim.fn.bufwinid(vim.fn.bufnr('controllers/api.js')))"
+
+
+def test_a_step_preset_reaches_the_server_and_a_turn_that_ends_elsewhere_is_a_notice(neovim, project, model):
+    """:TotemSteps offers seed 004's presets; the one chosen goes to the running server, whose
+    next turn stops there. The turn ended while the file's window was current: a vim.notify says
+    so; one that ends in the chat's window, or with notify = false, says nothing."""
+    nv = neovim
+    wait_for_client(nv)
+    nv.lua("_G.offered = nil vim.ui.select = function(items, opts, on_choice)"
+           " _G.offered = vim.tbl_map(opts.format_item, items) on_choice(items[1], 1) end")
+    nv.lua(NOTIFIED_LEVELS)
+    nv.command("TotemSteps")
+    assert nv.lua("return _G.offered") == ["20 steps", "60 steps", "no cap", "the config's max_steps"]
+    assert nv.lua("return _G.notified") == [["Totem: step limit: 20", nv.lua("return vim.log.levels.INFO")]]
+
+    # One new file read a step (no change, no repetition): under the config's 50 steps the 21st
+    # would take the answer.
+    for n in range(20):
+        (project / f"f{n}.txt").write_text(f"{n}\n")
+        model.enqueue(tool_reply([("read", {"path": f"f{n}.txt"})]))
+    model.enqueue(text_reply("Here."))
+    nv.lua("_G.notified = {}")
+    # Sent and the window changed in one go: no event is handled in between.
+    nv.lua(f"vim.cmd('TotemAsk Read every file') {FILE_WINDOW}")
+    lines = wait_idle(nv, "the turn stopped at the step limit")
+    assert len(model.requests) == 20 and model.pending == 1
+    assert lines[-1] == "*— sim/test-model* (step_limit)", lines[-3:]
+    chat = nv.lua("return vim.api.nvim_buf_get_name(require('totem.chat').buf())")
+    assert nv.lua("return _G.notified") == [[f"Totem stopped at the step limit ({chat})", nv.lua("return vim.log.levels.WARN")]]
+
+    # In the chat's window: no notice. Back to the config's limit with :TotemSteps default.
+    nv.command("TotemSteps default")
+    assert nv.lua("return _G.notified")[-1] == ["Totem: step limit: the config's", nv.lua("return vim.log.levels.INFO")]
+    nv.lua("_G.notified = {}")
+    nv.lua(f"vim.cmd('TotemAsk And now?') {WINDOW_OF_CHAT} vim.api.nvim_set_current_win(win)")
+    wait_idle(nv, "the answer in the chat's window", "Here.")
+    assert nv.lua("return _G.notified") == []
+
+    # Notices off: nothing, though the file's window is current.
+    nv.lua("require('totem.client').options.notify = false")
+    model.enqueue(text_reply("Quietly."))
+    nv.lua("_G.notified = {}")
+    nv.lua(f"vim.cmd('TotemAsk Once more') {FILE_WINDOW}")
+    wait_idle(nv, "the answer with notices off", "Quietly.")
+    assert nv.lua("return _G.notified") == []

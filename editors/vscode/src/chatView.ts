@@ -50,6 +50,11 @@ export class ChatView implements vscode.WebviewViewProvider {
     this.post();
   }
 
+  /** Whether the chat view is on screen. */
+  get visible(): boolean {
+    return this.view?.visible ?? false;
+  }
+
   /** Show the chat view; with `preserveFocus`, the editor keeps the focus (a diff under review:
    * its code lenses are computed only while it has it). */
   async reveal(preserveFocus = false): Promise<void> {

@@ -35,8 +35,10 @@ import {
   TotemEvent,
   configurationSettings,
   describeFileChanges,
+  editorConfig,
   protocolWarning,
 } from "./protocol";
+import { OPEN_CHAT, askNotice, noticeDue, turnEndNotice } from "./notices";
 import { Prompts } from "./prompts";
 import { viewModel } from "./render";
 
@@ -58,6 +60,8 @@ function settings() {
     model: c.get<string>("model") || undefined,
     autoSave: c.get<boolean>("autoSave", true),
     config: c.get<Record<string, unknown>>("config") ?? {},
+    maxSteps: c.get<string>("maxSteps", "default"),
+    notify: c.get<boolean>("notify", true),
   };
 }
 
@@ -96,6 +100,7 @@ export class TotemExtension implements vscode.Disposable {
       pendingChanged: (sessionId, pending) => {
         const chat = this.chats.forSession(sessionId) ?? this.chats.current;
         const asked = pending && pending.callId !== chat.pending?.callId;
+        if (asked) this.notice(askNotice(pending.kind, pending.title), chat);
         chat.setPending(pending);
         // What waits for the user is shown, whichever chat it is in; once: a review's progress
         // must not take the focus from the diff editor (its code lenses refresh only while it has it).
@@ -159,7 +164,7 @@ export class TotemExtension implements vscode.Disposable {
     const serverOptions: ServerOptions = { command, args: ["lsp"], options: { env: process.env } };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: "file" }],
-      initializationOptions: { ...(s.model ? { model: s.model } : {}), config: s.config },
+      initializationOptions: { ...(s.model ? { model: s.model } : {}), config: editorConfig(s.config, s.maxSteps) },
       outputChannel: this.output,
       diagnosticCollectionName: "totem",
       errorHandler: {
@@ -244,11 +249,11 @@ export class TotemExtension implements vscode.Disposable {
   private async configurationChanged(e: vscode.ConfigurationChangeEvent): Promise<void> {
     if (!e.affectsConfiguration("totem")) return;
     if (e.affectsConfiguration("totem.path")) return this.restart();
-    if (e.affectsConfiguration("totem.model") || e.affectsConfiguration("totem.config")) {
+    if (["totem.model", "totem.config", "totem.maxSteps"].some((key) => e.affectsConfiguration(key))) {
       const s = settings();
       if (!this.client || this.client.state !== State.Running) return;
       await this.client.sendNotification(DidChangeConfigurationNotification.type, {
-        settings: configurationSettings(s.model, s.config),
+        settings: configurationSettings(s.model, s.config, s.maxSteps),
       });
       if (s.model && !this.state.busy && !this.state.sessionId) {
         this.state.model = s.model;
@@ -263,6 +268,7 @@ export class TotemExtension implements vscode.Disposable {
     const chat = this.chats.apply(event);
     if (event.kind === "turnEnd") {
       this.prompts.turnEnded(event.sessionId);
+      if (chat) this.notice(turnEndNotice(event.stopReason, chat.title, event.parentCallId), chat);
       // A turn this window did not ask for (the "Ask Totem to fix" action): its stored form, with ids.
       if (chat && !this.running.has(chat)) void this.reload(chat).then(() => this.refresh(true));
     }
@@ -272,6 +278,19 @@ export class TotemExtension implements vscode.Disposable {
     }
     if (event.kind === "toolEnd" && event.changed?.length) void this.saveChanged(event.changed);
     if (chat) this.refresh(event.kind !== "textDelta" && event.kind !== "reasoningDelta");
+  }
+
+  /** A notification for a user who is not looking at the chat (`totem.notify`); its button shows `chat`. */
+  private notice(message: string | undefined, chat: ChatState): void {
+    const where = { viewVisible: this.view.visible, windowFocused: vscode.window.state.focused };
+    if (!message || !noticeDue(settings().notify, where)) return;
+    this.output.appendLine(`Notice: ${message}`);
+    void vscode.window.showInformationMessage(message, OPEN_CHAT).then((choice) => {
+      if (choice !== OPEN_CHAT) return;
+      if (this.chats.chats.includes(chat)) this.chats.current = chat;
+      this.refresh(true);
+      void this.view.reveal();
+    });
   }
 
   /** Write the files the agent changed, so tests and commands see the change (`totem.autoSave`). */

@@ -186,9 +186,20 @@ export function protocolWarning(initializeResult: any): string | undefined {
   return undefined;
 }
 
+/** The step-limit presets of `totem.maxSteps` (seed 004): 20 and 60, 0 no cap; "default" leaves
+ * `max_steps` to `totem.config` and the config files. */
+export const MAX_STEPS_PRESETS = ["default", "20", "60", "0"] as const;
+export type MaxStepsSetting = (typeof MAX_STEPS_PRESETS)[number];
+
+/** The editor's config layer: `totem.config` with `totem.maxSteps` as `max_steps` when chosen. */
+export function editorConfig(config: Record<string, unknown> | undefined, maxSteps: string | undefined): Record<string, unknown> {
+  const steps = maxSteps && maxSteps !== "default" ? Number(maxSteps) : NaN;
+  return Number.isInteger(steps) && steps >= 0 ? { ...(config ?? {}), max_steps: steps } : { ...(config ?? {}) };
+}
+
 /** The `workspace/didChangeConfiguration` settings for the editor's Totem settings. */
-export function configurationSettings(model: string | undefined, config: Record<string, unknown> | undefined): any {
-  const settings: any = { config: config ?? {} };
+export function configurationSettings(model: string | undefined, config: Record<string, unknown> | undefined, maxSteps?: string): any {
+  const settings: any = { config: editorConfig(config, maxSteps) };
   if (model) settings.model = model;
   return { totem: settings };
 }

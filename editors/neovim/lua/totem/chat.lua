@@ -928,6 +928,9 @@ function M.on_event(e, client_id)
     end
   end
   with(chat, M.draw_event, e)
+  if e.kind == 'turnEnd' and (e.parentCallId == nil or e.parentCallId == vim.NIL) then
+    require('totem.notices').turn_end(chat, e)
+  end
 end
 
 --- Draws the event `e` of the session of `state`.

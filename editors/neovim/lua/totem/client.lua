@@ -91,6 +91,29 @@ local function on_init(client, result)
   require('totem.restart').on_init(client)
 end
 
+--- The editor's config layer: `settings` with `max_steps` when set (nil when there is nothing).
+function M.editor_config(options)
+  if options.max_steps == nil then
+    return options.settings
+  end
+  return vim.tbl_extend('force', options.settings or {}, { max_steps = options.max_steps })
+end
+
+--- The editor's settings (`max_steps`, `settings`, `model`) sent again to every running server
+--- (workspace/didChangeConfiguration), and kept for a server started later.
+function M.settings_changed(options)
+  local config = M.editor_config(options)
+  -- Replaced, not merged (vim.lsp.config() would keep a max_steps set to nil), keeping the rest.
+  local lsp = vim.lsp.config[M.name]
+  lsp.init_options = M.lsp_config(options).init_options
+  vim.lsp.config[M.name] = lsp
+  for _, c in ipairs(vim.lsp.get_clients({ name = M.name })) do
+    c:notify('workspace/didChangeConfiguration', {
+      settings = { totem = { config = config or vim.empty_dict(), model = options.model } },
+    })
+  end
+end
+
 --- The vim.lsp.Config for `totem`.
 function M.lsp_config(options)
   local capabilities = vim.tbl_deep_extend('force', vim.lsp.protocol.make_client_capabilities(), {
@@ -113,7 +136,8 @@ function M.lsp_config(options)
       end
     end,
     capabilities = capabilities,
-    init_options = (options.model or options.settings) and { model = options.model, config = options.settings }
+    init_options = (options.model or M.editor_config(options))
+        and { model = options.model, config = M.editor_config(options) }
       or vim.empty_dict(),
     on_init = on_init,
     on_exit = function(code, signal, client_id)

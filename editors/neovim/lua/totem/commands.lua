@@ -186,6 +186,46 @@ function M.mode(opts)
   end)
 end
 
+-- Seed 004: 20 and 60 for a predictable ceiling, 0 for none; nil leaves the config's.
+M.STEP_PRESETS = {
+  { steps = 20, label = '20 steps' },
+  { steps = 60, label = '60 steps' },
+  { steps = 0, label = 'no cap' },
+  { steps = nil, label = "the config's max_steps" },
+}
+
+local function set_steps(steps)
+  local options = client.options
+  options.max_steps = steps
+  client.settings_changed(options)
+  client.notify('step limit: ' .. (steps == nil and "the config's" or steps == 0 and 'no cap' or tostring(steps)))
+end
+
+--- :TotemSteps [20|60|0|default]: the step limit of the next turns (every server's editor settings).
+function M.steps(opts)
+  local arg = opts and opts.args or ''
+  if arg == 'default' then
+    return set_steps(nil)
+  end
+  if arg ~= '' then
+    local steps = tonumber(arg)
+    if not steps or steps < 0 or steps ~= math.floor(steps) then
+      return client.notify('steps: 20, 60, 0 (no cap), another whole number or default, not ' .. arg, vim.log.levels.ERROR)
+    end
+    return set_steps(steps)
+  end
+  vim.ui.select(M.STEP_PRESETS, {
+    prompt = 'Totem step limit',
+    format_item = function(preset)
+      return preset.label
+    end,
+  }, function(choice)
+    if choice then
+      set_steps(choice.steps)
+    end
+  end)
+end
+
 local SHARES = {
   { 'system', 'system prompt and tools' },
   { 'history', 'history' },
@@ -341,6 +381,13 @@ function M.setup(options)
       return M.MODES
     end,
     desc = "Set the chat's mode: build or plan",
+  })
+  cmd('TotemSteps', M.steps, {
+    nargs = '?',
+    complete = function()
+      return { '20', '60', '0', 'default' }
+    end,
+    desc = 'Set the step limit of a turn: 20, 60, 0 (no cap) or the config default',
   })
   cmd('TotemContext', M.context, { desc = 'What the last request took of the context window' })
   cmd('TotemRewind', function(opts)

@@ -10,6 +10,11 @@ M.defaults = {
   -- Editor settings layer: a table with the keys of Totem's TOML config (sent as
   -- initializationOptions.config and with workspace/didChangeConfiguration).
   settings = nil,
+  -- The step limit of a turn (the config's max_steps, over `settings.max_steps`): 20 and 60 are
+  -- the presets of :TotemSteps, 0 no cap (1 to 9 are raised to 10); nil: the config's.
+  max_steps = nil,
+  -- A vim.notify when a turn ends or a question waits while you are not in that chat's window.
+  notify = true,
   -- Write the buffers an applied agent edit (or undo/redo) changed, so tests and shells see it.
   auto_save = true,
   -- Global mappings; false for none, or set single keys to false.

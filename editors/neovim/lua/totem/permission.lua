@@ -443,6 +443,7 @@ function M.permission(params, ctx)
     return { outcome = 'reject_once' }
   end
   local c = ctx and vim.lsp.get_client_by_id(ctx.client_id)
+  require('totem.notices').ask(params.sessionId, 'waits for your permission: ' .. tostring(params.title or ''))
   return await(function(done)
     M.open_window(params, done, c and c.root_dir, ctx and ctx.client_id)
   end)
@@ -469,6 +470,7 @@ end
 function M.question(params)
   local question = (params and params.question) or '?'
   local options = (params and params.options) or {}
+  require('totem.notices').ask(params and params.sessionId, 'asks: ' .. question)
   local answer = await(function(done)
     local function free()
       vim.ui.input({ prompt = question .. ' ' }, function(text)
