@@ -675,6 +675,50 @@ def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, proj
     assert closed == lines.index(BLOCK + SUB_ANSWER) - 1, closed  # in its call's closed fold
 
 
+def config_source(path: Path) -> str:
+    """A config file as the server names it: under the home directory it starts with ``~``."""
+    try:
+        return "~/" + path.relative_to(Path.home()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def test_hooks_listed_an_untrusted_projects_ignored_and_a_hooks_file_opened(neovim, project, tmp_path):
+    """:TotemHooks says when there are none; then, the user's file with a hook and an untrusted
+    project with one of its own (trust declined), lists both, the project's as ignored, and the
+    one chosen opens its config file."""
+    nv = neovim
+    nv.wait(lambda: nv.lua("local c = vim.lsp.get_clients({ bufnr = 0, name = 'totem' })[1] return c and c.initialized"),
+            "the totem client")
+    nv.lua("_G.notified = {} vim.notify = function(msg) table.insert(_G.notified, msg) end")
+    nv.command("TotemHooks")
+    notified = nv.wait(lambda: nv.lua("return _G.notified"), "the notice")
+    assert notified == ["Totem: No hooks are configured (see docs/config.md, Hooks)"], notified
+
+    user = tmp_path / "home" / "config" / "totem" / "config.toml"
+    user.write_text(user.read_text() + '[[hooks.PreToolUse]]\nmatcher = "Bash"\ncommand = "python3 validate.py"\ntimeout = 30\n')
+    (project / ".totem").mkdir()
+    (project / ".totem" / "config.toml").write_text('forge = false\n[[hooks.Stop]]\ncommand = "make test"\n')
+    # New settings open the project's engine again at its next use: it reads both files and asks
+    # for trust (declined here), then says what the project lost (window/showMessage).
+    nv.lua("_G.shown = {} vim.lsp.handlers['window/showMessage'] = function(_, params) table.insert(_G.shown, params.message) end")
+    nv.lua("_G.trust_asked = nil _G.offered = nil vim.ui.select = function(items, opts, on_choice)"
+           " if opts.prompt:find('^Trust the project') then _G.trust_asked = opts.prompt return on_choice('Do not trust') end"
+           " _G.offered = vim.tbl_map(opts.format_item, items)"
+           " for i, item in ipairs(items) do if item.event == 'PreToolUse' then return on_choice(item, i) end end end")
+    nv.lua("vim.lsp.get_clients({ name = 'totem' })[1]:notify('workspace/didChangeConfiguration',"
+           " { settings = { model = 'sim/test-model', config = { permission_timeout = 30 } } })")
+    nv.command("TotemHooks")
+    offered = nv.wait(lambda: nv.lua("return _G.offered"), "the hook list")
+    assert "[hooks]" in nv.lua("return _G.trust_asked")
+    assert [m for m in nv.lua("return _G.shown") if "these settings of it were ignored: [hooks]" in m]
+    assert offered == [
+        f"PreToolUse [Bash] python3 validate.py ({config_source(user)}) active",
+        f"Stop [*] make test ({config_source(project.resolve() / '.totem' / 'config.toml')}) ignored: the project is not trusted",
+    ], offered
+    nv.wait(lambda: nv.lua("return vim.api.nvim_buf_get_name(0)") == str(user), "the user's config file opened")
+
+
 JOBS_LIST = "return vim.api.nvim_buf_get_lines(require('totem.jobs').buf(), 0, -1, false)"
 WINBAR = "return vim.wo[vim.fn.bufwinid(require('totem.chat').buf())].winbar"
 

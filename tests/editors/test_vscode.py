@@ -223,7 +223,9 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
             f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n\n'
             # A window far above what the test's requests take (no compaction): the ring has a share.
             # It sees images, for the one pasted into the chat.
-            '[models."sim/test-model"]\ncontext_window = 200000\nvision = true\n'
+            '[models."sim/test-model"]\ncontext_window = 200000\nvision = true\n\n'
+            # A hook "Totem: Show Hooks" lists; the scenario calls no fetch, so it never runs.
+            '[[hooks.PostToolUse]]\nmatcher = "fetch"\ncommand = "true"\n'
         )
         (project / "config").mkdir()
         (project / REVIEW_FILE).write_text(REVIEW_ORIGINAL)
@@ -304,6 +306,7 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
                 "subAgent": {"question": WHERE, "answer": PARENT_ANSWER},
                 "command": {"args": "the login bug", "answer": FIXED},
                 "agent": "reviewer",
+                "hook": "PostToolUse [fetch]",
                 "docsDir": str(docs_dir) if docs_dir else None,
                 "rough": {
                     "long": {"question": LONG_Q, "firstParagraph": FIRST_PARAGRAPH, "last": LONG_LAST},
@@ -392,6 +395,9 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         assert any(a.startswith("reviewer, project, Reviews a change") for a in seen["agents"]), seen["agents"]
         assert any(a.startswith("explore, built-in") for a in seen["agents"]), seen["agents"]
         assert "reviewer.md" in seen["agentTab"], seen["agentTab"]
+        # "Show Hooks" lists the user's hook with its file (~: the home directory) and opened it.
+        assert seen["hooks"] == ["PostToolUse [fetch], true, ~/config/totem/config.toml · active"], seen["hooks"]
+        assert "config.toml" in seen["hookTab"], seen["hookTab"]
         _assert_rough_edges(seen, project, model)
         _assert_background_job(seen, job_command)
         _assert_review(seen, project, model)

@@ -2,6 +2,7 @@
 // view, a status bar item and the `totem.*` palette commands. The server's own commands are
 // `totem.server.*` and are registered by the language client.
 
+import * as os from "os";
 import * as path from "path";
 import * as vscode from "vscode";
 import {
@@ -22,7 +23,7 @@ import { ChatList } from "./chatList";
 import { ChatState, sessionTitle, statusText } from "./chatState";
 import { ChatView, ViewMessage } from "./chatView";
 import { EditorContext } from "./editorContext";
-import { confirmOverwrite, pickAgentFile, pickMode, pickModel, pickRewind, pickSession } from "./pickers";
+import { confirmOverwrite, pickAgentFile, pickHookFile, pickMode, pickModel, pickRewind, pickSession } from "./pickers";
 import {
   CLIENT_CAPABILITIES,
   ChatParams,
@@ -663,6 +664,20 @@ export class TotemExtension implements vscode.Disposable {
     }
   }
 
+  /** "Show Hooks": the hooks the config files declare, each with its file and whether it runs
+   * (an untrusted project's do not); the one picked opens its config file. */
+  async hooks(): Promise<void> {
+    try {
+      const totem = await this.start();
+      const editor = vscode.window.activeTextEditor;
+      const uri = editor?.document.uri.scheme === "file" ? editor.document.uri.toString() : vscode.workspace.workspaceFolders?.[0]?.uri.toString();
+      const file = await pickHookFile(await totem.hooks(uri), os.homedir());
+      if (file) await vscode.window.showTextDocument(vscode.Uri.file(file));
+    } catch (error) {
+      this.showError("Totem: could not list the hooks", error);
+    }
+  }
+
   async selectModel(): Promise<void> {
     try {
       this.models = await (await this.start()).models();
@@ -880,6 +895,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<TotemE
   register("totem.newChat", () => ext.newChat());
   register("totem.selectModel", () => ext.selectModel());
   register("totem.agents", () => ext.agents());
+  register("totem.hooks", () => ext.hooks());
   register("totem.selectMode", () => ext.selectMode());
   register("totem.retry", () => ext.retry());
   register("totem.restartServer", () => ext.restart());

@@ -3,7 +3,8 @@
 // user's choice (undefined: dismissed); the extension sends the request.
 
 import * as vscode from "vscode";
-import type { AgentInfo, FileChange, Mode, ModelInfo, SessionInfo } from "./protocol";
+import type { AgentInfo, FileChange, HookInfo, Mode, ModelInfo, SessionInfo } from "./protocol";
+import { hookItem, NO_HOOKS } from "./hookList";
 import { sessionTitle } from "./chatState";
 
 /** A session of `list` to open ("new": a new chat). `current`: the shown chat's; `open`: those with a tab. */
@@ -33,6 +34,20 @@ export async function pickAgentFile(agents: AgentInfo[]): Promise<string | undef
       file: a.file,
     })),
     { title: "Totem agents", placeHolder: "Open an agent's file to edit it", matchOnDescription: true },
+  );
+  return picked?.file;
+}
+
+/** The config file of a hook to open (the hooks the config files declare, whether each runs);
+ * none configured: says so. */
+export async function pickHookFile(hooks: HookInfo[], home: string): Promise<string | undefined> {
+  if (hooks.length === 0) {
+    void vscode.window.showInformationMessage(`Totem: ${NO_HOOKS}`);
+    return undefined;
+  }
+  const picked = await vscode.window.showQuickPick(
+    hooks.map((h) => hookItem(h, home)),
+    { title: "Totem hooks", placeHolder: "Open a hook's config file", matchOnDescription: true, matchOnDetail: true },
   );
   return picked?.file;
 }

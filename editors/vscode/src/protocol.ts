@@ -143,6 +143,19 @@ export interface AgentInfo {
   model: string | null;
 }
 
+/** One of `totem/hooks`: a hook a config file declares, in the order they run (docs/config.md
+ * "Hooks"). `matcher` null: every one; `timeout` in seconds; `source` the file as users write it
+ * (`~/.config/totem/config.toml`) or "editor settings"; `ignored` why an inactive one does not run. */
+export interface HookInfo {
+  event: string;
+  matcher: string | null;
+  command: string;
+  timeout: number;
+  source: string;
+  active: boolean;
+  ignored: string | null;
+}
+
 /** One of `totem/commands`: a slash command (`file: null` for a built-in action such as `undo`). */
 export interface CommandInfo { name: string; description: string; source: string; file: string | null; agent: string | null; model: string | null }
 
@@ -329,6 +342,10 @@ export class TotemClient {
 
   agents(uri?: string): Promise<AgentInfo[]> {
     return this.connection.sendRequest<AgentInfo[]>("totem/agents", uri ? { uri } : {});
+  }
+
+  hooks(uri?: string): Promise<HookInfo[]> {
+    return this.connection.sendRequest<HookInfo[]>("totem/hooks", uri ? { uri } : {});
   }
 
   commands(uri?: string): Promise<CommandInfo[]> {

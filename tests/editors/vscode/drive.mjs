@@ -60,7 +60,8 @@ async function runCommand(page, label) {
 }
 
 // In the chat view: a question whose answer starts a sub-agent (its thread a collapsed block
-// above the answer), the slash-command chips and completion, then "Totem: Agents".
+// above the answer), the slash-command chips and completion, then "Totem: Agents" and
+// "Totem: Show Hooks".
 async function subAgentAndCommands(page, args) {
   const frame = await chatFrame(page);
   const box = frame.locator("#input");
@@ -112,6 +113,20 @@ async function subAgentAndCommands(page, args) {
   await page.locator(`.tabs-container .tab.active[aria-label*="${args.agent}.md"]`).first().waitFor({ state: "visible" });
   seen.agentTab = (await page.locator(".tabs-container .tab.active").first().getAttribute("aria-label")) ?? "";
   step("agent file open");
+
+  // "Show Hooks": a quick pick of totem/hooks; picking one opens its config file (then closed:
+  // the steps after it ask about the files of the project).
+  await runCommand(page, "Totem: Show Hooks");
+  await page.locator(".quick-input-widget", { hasText: "Totem hooks" }).waitFor({ state: "visible" });
+  const hookRows = page.locator(".quick-input-list .monaco-list-row");
+  await hookRows.filter({ hasText: args.hook }).first().waitFor({ state: "visible" });
+  seen.hooks = [];
+  for (let i = 0; i < (await hookRows.count()); i++) seen.hooks.push((await hookRows.nth(i).getAttribute("aria-label")) ?? "");
+  await hookRows.filter({ hasText: args.hook }).first().click();
+  await page.locator('.tabs-container .tab.active[aria-label*="config.toml"]').first().waitFor({ state: "visible" });
+  seen.hookTab = (await page.locator(".tabs-container .tab.active").first().getAttribute("aria-label")) ?? "";
+  await runCommand(page, "View: Close Editor");
+  step("hook file open");
 }
 
 // The rough edges of issue 25, in a new chat: following the end, a selection that survives

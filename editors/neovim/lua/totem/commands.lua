@@ -285,6 +285,14 @@ function M.model(opts)
   end)
 end
 
+--- Opens ``file`` to edit, in the window before the chat's when the chat has the focus.
+local function edit_file(file)
+  if chat.is_open() and vim.api.nvim_get_current_buf() == chat.buf() then
+    vim.cmd.wincmd('p') -- not in the chat's window
+  end
+  vim.cmd.edit(vim.fn.fnameescape(file))
+end
+
 --- :TotemAgents: the agents the `task` tool can start (totem/agents, with their source); the
 --- one chosen is opened to edit (its Markdown file).
 function M.agents()
@@ -311,10 +319,49 @@ function M.agents()
       end,
     }, function(choice)
       if choice and type(choice.file) == 'string' then
-        if chat.is_open() and vim.api.nvim_get_current_buf() == chat.buf() then
-          vim.cmd.wincmd('p') -- not in the chat's window
-        end
-        vim.cmd.edit(vim.fn.fnameescape(choice.file))
+        edit_file(choice.file)
+      end
+    end)
+  end)
+end
+
+--- One hook as :TotemHooks lists it: "EVENT [matcher] command (source) active|ignored: why"
+--- (matcher "*" when it takes every one).
+local function hook_line(hook)
+  local matcher = type(hook.matcher) == 'string' and hook.matcher or '*'
+  local state = hook.active and 'active' or ('ignored: ' .. tostring(hook.ignored ~= vim.NIL and hook.ignored or ''))
+  return ('%s [%s] %s (%s) %s'):format(hook.event, matcher, hook.command, hook.source, state)
+end
+
+--- :TotemHooks: the hooks the config files declare (totem/hooks), in the order they run, each
+--- with its file and whether it runs; the one chosen opens its file ("editor settings" is none).
+function M.hooks()
+  local bufnr = vim.api.nvim_get_current_buf()
+  local c = client.get(bufnr)
+  if not c then
+    client.notify('no Totem server is running', vim.log.levels.ERROR)
+    return
+  end
+  local ctx = context(bufnr)
+  client.request(c, 'totem/hooks', ctx and { uri = ctx.uri } or vim.empty_dict(), function(err, hooks)
+    if err then
+      client.notify('hooks: ' .. (err.message or ''), vim.log.levels.ERROR)
+      return
+    end
+    if not hooks or #hooks == 0 then
+      client.notify('No hooks are configured (see docs/config.md, Hooks)')
+      return
+    end
+    vim.ui.select(hooks, { prompt = 'Totem hooks', format_item = hook_line }, function(choice)
+      if not choice then
+        return
+      end
+      -- The source is written as users write it (~/.config/...), or "editor settings".
+      local file = vim.fs.normalize(choice.source)
+      if vim.fn.filereadable(file) == 1 then
+        edit_file(file)
+      else
+        client.notify(('that hook is in the %s, not a file'):format(choice.source))
       end
     end)
   end)
@@ -374,6 +421,7 @@ function M.setup(options)
   cmd('TotemSessions', M.sessions, { desc = 'Switch to a Totem session (a chat each)' })
   cmd('TotemCommands', M.slash_commands, { desc = 'Pick a Totem slash command' })
   cmd('TotemAgents', M.agents, { desc = 'Pick a Totem agent and edit its file' })
+  cmd('TotemHooks', M.hooks, { desc = "List Totem's hooks and whether they run; edit one's file" })
   cmd('TotemModel', M.model, { nargs = '?', desc = "Pick the chat's model" })
   cmd('TotemMode', M.mode, {
     nargs = '?',
