@@ -48,7 +48,7 @@ def _offer_no_prompts(server: MCPServer) -> None:
     """Without the prompt methods the SDK advertises no ``prompts`` capability (it derives each
     from the methods served) and answers them "method not found". The SDK's ``MCPServer`` always
     serves them and has no public way to stop: its low-level server's table is the one place."""
-    handlers = server._lowlevel_server._request_handlers  # noqa: SLF001 - see the docstring
+    handlers = server._lowlevel_server._request_handlers  # private: see the docstring
     for method in ("prompts/list", "prompts/get"):
         handlers.pop(method, None)
 

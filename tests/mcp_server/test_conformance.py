@@ -43,7 +43,7 @@ class Suite:
     def scenarios(self, revision: str, cwd: Path) -> set[str]:
         listed = self.run(f"{self.package}/dist/index.js", "list", "--server", "--spec-version", revision, cwd=cwd)
         assert listed.returncode == 0, listed.stderr
-        return set(re.findall(r"^\s+- (\S+) \[", listed.stdout, re.M))
+        return set(re.findall(r"^\s+- (\S+) \[", listed.stdout, re.MULTILINE))
 
 
 @pytest.fixture(scope="module")
