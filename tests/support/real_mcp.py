@@ -37,6 +37,12 @@ def standin(*flags: str) -> dict:
     return {"command": sys.executable, "args": [str(ROOT / "tests" / "support" / "mcp_standin.py"), *flags]}
 
 
+def sdk_server(era: str) -> dict:
+    """The ``mcp`` package's own server speaking one era only (tests/support/mcp_sdk_stdio.py):
+    ``modern`` (2026-07-28) or ``legacy`` (the ``initialize`` handshake)."""
+    return {"command": sys.executable, "args": [str(ROOT / "tests" / "support" / "mcp_sdk_stdio.py"), era]}
+
+
 def real_entries(project: Path) -> dict:
     """``fs`` (the filesystem server, allowed the project folder) and ``time`` (UTC)."""
     servers = installed_servers()
