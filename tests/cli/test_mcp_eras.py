@@ -12,7 +12,7 @@ import subprocess
 
 from tests.support.model_server import text_reply, tool_reply
 from tests.support.processes import none_left
-from tests.support.real_mcp import sdk_server, write_mcp_json
+from tests.support.real_mcp import HttpServer, sdk_server, write_mcp_json
 
 
 def both_eras(totem) -> None:
@@ -40,6 +40,7 @@ def test_a_server_of_each_era_starts_and_its_structured_content_and_links_reach_
     assert {name: (e["status"], e["summary"]) for name, e in ends.items()} == {
         "new": ("ok", "started, 4 tools"), "old": ("ok", "started, 4 tools"),
     }
+    assert "(painter, protocol 2026-07-28)" in ends["new"]["output"] and "(painter, protocol 2025-11-25)" in ends["old"]["output"]
     names = {t["function"]["name"] for t in first["tools"]}
     assert {"new__paint", "new__measure", "new__find", "old__paint", "old__measure", "old__find"} <= names
     # Data alone (no text block) is its compact JSON; a resource link is one line after the text.
@@ -98,3 +99,28 @@ def test_a_servers_questions_are_asked_at_the_terminal_and_the_answers_reach_it_
     ends = {e["tool"]: e["status"] for e in events if e["kind"] == "toolEnd"}
     assert ends["new__paint"] == ends["old__pick"] == ends["new__pick"] == "ok"
     assert none_left(totem.project) == []
+
+
+def test_an_http_server_of_either_era_starts_and_answers_with_its_header(totem):
+    both = HttpServer()  # the SDK's server: answers server/discover, so 2026-07-28
+    old = HttpServer(handshake_only=True)  # refuses the probe with HTTP 400, as a 2025 server does
+    try:
+        write_mcp_json(totem.home / "config" / "totem" / "mcp.json", {"both": both.entry(), "old": old.entry()})
+        totem.server.enqueue(tool_reply([("both__lookup", {"word": "totem"})]))
+        totem.server.enqueue(tool_reply([("old__lookup", {"word": "forge"})]))
+        totem.server.enqueue(text_reply("Two words."))
+        result = totem.agent("look both up", extra=("--yes",))
+    finally:
+        both.close()
+        old.close()
+
+    assert result.code == 0, result.stderr
+    starts = {e["callId"]: e["input"]["server"] for e in result.of("toolStart") if e["tool"] == "mcp-start"}
+    said = {starts[e["callId"]]: e["output"] for e in result.of("toolEnd") if e["callId"] in starts}
+    assert said == {
+        "both": "MCP server both (dictionary, protocol 2026-07-28) started, 2 tools, 1 prompts.",
+        "old": "MCP server old (dictionary, protocol 2025-11-25) started, 2 tools, 1 prompts.",
+    }
+    _, second, third = totem.server.requests
+    assert "A carved pole that tells a story." in tool_results(second)[-1]
+    assert "A workshop where metal is shaped." in tool_results(third)[-1]

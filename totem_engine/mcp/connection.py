@@ -182,7 +182,12 @@ class ServerConnection:
         answered: list[Any] = []
 
         async def answer() -> None:
-            answered.append(await answer_elicitation(params, call.ask, self.spec.name))
+            try:
+                answered.append(await answer_elicitation(params, call.ask, self.spec.name))
+            except anyio.get_cancelled_exc_class():
+                raise
+            except Exception:  # a form it cannot read, a door that failed to ask: declined, never raised
+                log.warning("MCP server %s: its question could not be asked", self.spec.name, exc_info=True)
 
         self._asking += 1
         if self._asking == 1:
@@ -236,6 +241,7 @@ class ServerConnection:
                     self.tools = [tool for tool in self.tools if tool.name in self.spec.only_tools]
                 self.prompts = await _listed(session.list_prompts, "prompts") if capabilities.prompts else []
                 self.client = client
+                self._http_refusal = None  # a handshake-only server's refused probe is no call's failure
                 self.state = "running"
                 self._ready.set()
                 died = self.process.exited if self.process is not None else anyio.Event()
