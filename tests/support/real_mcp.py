@@ -37,6 +37,12 @@ def standin(*flags: str) -> dict:
     return {"command": sys.executable, "args": [str(ROOT / "tests" / "support" / "mcp_standin.py"), *flags]}
 
 
+def sdk_server(era: str) -> dict:
+    """The ``mcp`` package's own server speaking one era only (tests/support/mcp_sdk_stdio.py):
+    ``modern`` (2026-07-28) or ``legacy`` (the ``initialize`` handshake)."""
+    return {"command": sys.executable, "args": [str(ROOT / "tests" / "support" / "mcp_sdk_stdio.py"), era]}
+
+
 def real_entries(project: Path) -> dict:
     """``fs`` (the filesystem server, allowed the project folder) and ``time`` (UTC)."""
     servers = installed_servers()
@@ -56,12 +62,13 @@ def write_mcp_json(path: Path, servers: dict) -> Path:
 
 class HttpServer:
     """tests/support/mcp_http.py in a process of its own: ``url``, and the ``token`` it wants in
-    ``X-Token``."""
+    ``X-Token``; ``handshake_only``: it refuses the 2026-07-28 probe as a server of 2025 does."""
 
-    def __init__(self, token: str = "sesame"):
+    def __init__(self, token: str = "sesame", *, handshake_only: bool = False):
         self.token = token
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.mcp_http", token], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+            [sys.executable, "-m", "tests.support.mcp_http", token, *(["--handshake-only"] if handshake_only else [])],
+            cwd=ROOT, stdout=subprocess.PIPE, text=True,
         )
         assert self.process.stdout is not None
         self.url = f"http://127.0.0.1:{int(self.process.stdout.readline())}/mcp"

@@ -120,9 +120,11 @@ def test_text_goes_to_the_model_and_structured_content_only_when_the_text_does_n
     extra = mcp_types.CallToolResult(
         content=[mcp_types.TextContent(type="text", text="Found 2.")], structured_content={"items": ["p", "q"]},
     )
-    assert read_result(extra, "x").text == 'Found 2.\n{\n  "items": [\n    "p",\n    "q"\n  ]\n}'
-    only = mcp_types.CallToolResult(content=[], structured_content={"n": 3})
-    assert json.loads(read_result(only, "x").text) == {"n": 3}
+    assert read_result(extra, "x").text == 'Found 2.\n{"items":["p","q"]}'
+    # Data alone (a 2026-07-28 server need not repeat it as text) is its compact JSON.
+    only = mcp_types.CallToolResult(content=[], structured_content={"n": 3, "name": "Zoë", "tags": ["a", "b"]})
+    assert read_result(only, "x").text == '{"n":3,"name":"Zoë","tags":["a","b"]}'
+    assert json.loads(read_result(only, "x").text) == {"n": 3, "name": "Zoë", "tags": ["a", "b"]}
 
 
 def test_an_error_result_is_an_error_and_links_and_images_are_text():
@@ -140,7 +142,20 @@ def test_an_error_result_is_an_error_and_links_and_images_are_text():
     assert read.is_error and [i.caption for i in read.images] == [f"[image: s__shot result, 640x480 PNG, {size} KB]"]
     assert base64.b64decode(read.images[0].data) == png(640, 480)
     # The caption follows the text in every request (history.py), the image itself once.
-    assert read.text == "Failed halfway.\n[resource: file:///srv/log.txt (log.txt)]"
+    assert read.text == "Failed halfway.\n[resource link: file:///srv/log.txt (log.txt)]"
+
+
+def test_a_resource_link_is_one_line_with_its_uri_name_type_and_description():
+    link = mcp_types.ResourceLink(
+        type="resource_link", uri="file:///srv/notes.md", name="notes.md", title="Meeting notes", mime_type="text/markdown",
+        description="What was said\non Monday.",
+    )
+    bare = mcp_types.ResourceLink(type="resource_link", uri="https://example.org/a", name="https://example.org/a")
+    read = read_result(mcp_types.CallToolResult(content=[link, bare]), "x")
+    assert read.text.splitlines() == [
+        "[resource link: file:///srv/notes.md (Meeting notes, text/markdown): What was said on Monday.]",
+        "[resource link: https://example.org/a]",
+    ]
 
 
 def test_an_image_that_cannot_be_sent_is_its_caption():

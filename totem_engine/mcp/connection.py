@@ -1,13 +1,19 @@
-"""One running MCP server: its transport, its ``mcp.ClientSession``, its tools and prompts.
+"""One running MCP server: its transport, its ``mcp.Client``, its tools and prompts.
 
 ``ServerConnection.start(timeout)`` runs the connection in an asyncio task of its own (the
 transport's and the session's cancel scopes must be entered and left in one task, and a server
-outlives the turn that started it, as jobs.py's tasks do), does the handshake
-(https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle) and lists the tools
-and prompts, all within ``timeout`` seconds, else ``StartFailed``. ``call_tool`` and
-``get_prompt`` fail with ``CallFailed`` (a JSON-RPC error, no answer in time, or the server
-exiting: then at once, with its exit code and the tail of its stderr). ``stop()`` ends it, its
-process group killed. The ``mcp`` package is imported here only, when a server starts.
+outlives the turn that started it, as jobs.py's tasks do), agrees on a protocol era with it and
+lists the tools and prompts, all within ``timeout`` seconds, else ``StartFailed``. The era: the
+SDK client's ``mode="auto"`` probes ``server/discover`` (the stateless 2026-07-28 revision,
+https://modelcontextprotocol.io/specification/2026-07-28/basic/lifecycle) and falls back to the
+``initialize`` handshake (https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle)
+when the server does not answer it as a 2026 server would. ``call_tool`` and ``get_prompt`` fail
+with ``CallFailed`` (a JSON-RPC error, no answer in time, or the server exiting: then at once,
+with its exit code and the tail of its stderr). A server that asks the user something during a
+call (elicitation.py: a legacy ``elicitation/create`` request, or an ``input_required`` result the
+SDK client resolves and retries) is asked through that call's ``ask``; the time the question
+waits for the user does not count against the call's timeout. ``stop()`` ends it, its process
+group killed. The ``mcp`` package is imported here only, when a server starts.
 """
 
 from __future__ import annotations
@@ -15,12 +21,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 
+from totem_engine.mcp.elicitation import Ask, answer_elicitation
 from totem_engine.mcp.specs import ServerSpec
 from totem_engine.mcp.stdio import SpawnFailed, StdioProcess
 
@@ -38,6 +47,14 @@ class CallFailed(Exception):
     """A call did not get a result: the message says why, for the model and the user."""
 
 
+@dataclass
+class _InFlight:
+    """A call in flight: how its user is asked, and whether it has ended."""
+
+    ask: Ask
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
 class ServerConnection:
     """``on_exit(connection)``: called once when a running server exits by itself."""
 
@@ -48,8 +65,13 @@ class ServerConnection:
         self.state: State = "starting"
         self.tools: list[Any] = []  # mcp_types.Tool, as listed
         self.prompts: list[Any] = []  # mcp_types.Prompt
-        self.server_name = ""  # serverInfo.name
-        self.session: Any = None
+        self.server_name = ""  # serverInfo.name (a 2026-07-28 server may not say it)
+        self.protocol_version = ""  # the revision agreed on: 2026-07-28, 2025-11-25, ...
+        self.client: Any = None  # mcp.Client
+        self._calls: list[_InFlight] = []  # the calls in flight, latest last
+        self._timers: set[anyio.CancelScope] = set()  # the calls' timeouts, paused while the user is asked
+        self._asking = 0
+        self._paused: dict[anyio.CancelScope, float] = {}  # a paused timer's time left
         self.process: StdioProcess | None = None
         self._ready = anyio.Event()
         self._stop = anyio.Event()
@@ -97,21 +119,28 @@ class ServerConnection:
                 with contextlib.suppress(BaseException):
                     await task
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], timeout: float) -> Any:
-        """The server's ``CallToolResult``; CallFailed when there is none."""
-        return await self._request(lambda: self.session.call_tool(name, arguments), timeout, f"{name}")
+    async def call_tool(self, name: str, arguments: dict[str, Any], timeout: float, *, ask: Ask | None = None) -> Any:
+        """The server's ``CallToolResult``; CallFailed when there is none. ``ask``: how the
+        user is asked what the server wants to know during the call (None: nobody; it declines)."""
+        return await self._request(lambda: self.client.call_tool(name, arguments), timeout, f"{name}", ask)
 
-    async def get_prompt(self, name: str, arguments: dict[str, str], timeout: float) -> Any:
+    async def get_prompt(self, name: str, arguments: dict[str, str], timeout: float, *, ask: Ask | None = None) -> Any:
         """The server's ``GetPromptResult``; CallFailed when there is none."""
-        return await self._request(lambda: self.session.get_prompt(name, arguments), timeout, f"prompt {name}")
+        return await self._request(lambda: self.client.get_prompt(name, arguments), timeout, f"prompt {name}", ask)
 
-    async def _request(self, send: Callable[[], Awaitable[Any]], timeout: float, what: str) -> Any:
+    async def _request(self, send: Callable[[], Awaitable[Any]], timeout: float, what: str, ask: Ask | None) -> Any:
         from mcp import MCPError
 
         if not self.alive:
             raise CallFailed(f"MCP server {self.spec.name} is not running ({self.state})")
         result: list[Any] = []
         failure: list[str] = []
+        call = _InFlight(ask or _nobody)
+        waited = anyio.CancelScope(deadline=anyio.current_time() + timeout)
+        self._calls.append(call)
+        self._timers.add(waited)
+        if self._asking:
+            self._pause(waited)
 
         async def request() -> None:
             try:
@@ -123,19 +152,64 @@ class ServerConnection:
             except Exception as exc:  # noqa: BLE001 - a result that does not validate, a transport error: told to the model
                 failure.append(f"{type(exc).__name__}: {exc}")
 
-        async with anyio.create_task_group() as group:
-            group.start_soon(_then_cancel, request, group.cancel_scope)
-            group.start_soon(_set_then_cancel, self._ended, group.cancel_scope)
-            with anyio.move_on_after(timeout) as waited:
-                await anyio.sleep_forever()
-            if waited.cancelled_caught:
-                failure.append(f"no answer to {what} within {timeout:g} s")
-                group.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(_then_cancel, request, group.cancel_scope)
+                group.start_soon(_set_then_cancel, self._ended, group.cancel_scope)
+                with waited:
+                    await anyio.sleep_forever()
+                if waited.cancelled_caught:
+                    failure.append(f"no answer to {what} within {timeout:g} s")
+                    group.cancel_scope.cancel()
+        finally:
+            call.done.set()  # a question still open for it is withdrawn
+            self._calls.remove(call)
+            self._timers.discard(waited)
+            self._paused.pop(waited, None)
         if result:
             return result[0]
         if not failure:
             failure.append(self._ended_reason())
         raise CallFailed(failure[0])
+
+    async def _elicit(self, context: Any, params: Any) -> Any:
+        """The SDK client's elicitation callback: the user asked through the latest call in
+        flight (a legacy request names no call; the newest is the one waiting for it), the
+        calls' timeouts paused meanwhile; declined when no call is in flight or it ends first."""
+        from mcp_types import ElicitResult
+
+        call = self._calls[-1] if self._calls else _InFlight(_nobody)
+        answered: list[Any] = []
+
+        async def answer() -> None:
+            try:
+                answered.append(await answer_elicitation(params, call.ask, self.spec.name))
+            except anyio.get_cancelled_exc_class():
+                raise
+            except Exception:  # a form it cannot read, a door that failed to ask: declined, never raised
+                log.warning("MCP server %s: its question could not be asked", self.spec.name, exc_info=True)
+
+        self._asking += 1
+        if self._asking == 1:
+            for timer in self._timers:
+                self._pause(timer)
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(_then_cancel, answer, group.cancel_scope)
+                if self._calls:
+                    group.start_soon(_set_then_cancel, call.done, group.cancel_scope)
+        finally:
+            self._asking -= 1
+            if self._asking == 0:
+                now = anyio.current_time()
+                for timer, left in self._paused.items():
+                    timer.deadline = now + left
+                self._paused.clear()
+        return answered[0] if answered else ElicitResult(action="decline")
+
+    def _pause(self, timer: anyio.CancelScope) -> None:
+        self._paused[timer] = max(0.0, timer.deadline - anyio.current_time())
+        timer.deadline = math.inf
 
     async def _why(self, exc: Any) -> str:
         """An MCPError worded for the model: a closed connection is the server's exit."""
@@ -153,17 +227,21 @@ class ServerConnection:
         return f"MCP server {self.spec.name} closed the connection"
 
     async def _serve(self) -> None:
-        from mcp import ClientSession
+        from mcp import Client
 
         try:
-            async with self._streams() as (read, write), ClientSession(read, write) as session:
-                initialized = await session.initialize()
-                self.server_name = initialized.server_info.name
-                self.tools = await _listed(session.list_tools, "tools") if initialized.capabilities.tools else []
+            # cache=None: a listing is read once, at start; mode="auto": discover, else initialize.
+            async with Client(self._streams(), mode="auto", elicitation_callback=self._elicit, cache=None) as client:
+                session = client.session
+                capabilities = client.server_capabilities
+                self.server_name = client.server_info.name if client.server_info is not None else ""
+                self.protocol_version = client.protocol_version
+                self.tools = await _listed(session.list_tools, "tools") if capabilities.tools else []
                 if self.spec.only_tools is not None:  # a built-in server's whitelist (mcp/forge.py)
                     self.tools = [tool for tool in self.tools if tool.name in self.spec.only_tools]
-                self.prompts = await _listed(session.list_prompts, "prompts") if initialized.capabilities.prompts else []
-                self.session = session
+                self.prompts = await _listed(session.list_prompts, "prompts") if capabilities.prompts else []
+                self.client = client
+                self._http_refusal = None  # a handshake-only server's refused probe is no call's failure
                 self.state = "running"
                 self._ready.set()
                 died = self.process.exited if self.process is not None else anyio.Event()
@@ -242,6 +320,10 @@ def _reason(exc: BaseException, process: StdioProcess | None) -> str:
     request = getattr(exc, "_request", None)  # an httpx2 error: say where it went
     where = f" ({request.method} {request.url})" if request is not None else ""
     return f"{type(exc).__name__}{where}: {exc}"
+
+
+async def _nobody(text: str, options: list[str]) -> str | None:
+    return None
 
 
 async def _set_then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> None:

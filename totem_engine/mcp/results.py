@@ -2,9 +2,12 @@
 
 Follows the MCP ``CallToolResult`` (https://modelcontextprotocol.io/specification/2025-11-25/server/tools#tool-result):
 ``content`` blocks (text, image, audio, resource link, embedded resource), ``structuredContent``
-and ``isError``. Text blocks are kept as they are; structured content is added as JSON unless a
-text block already carries it (the spec asks servers to send its JSON as text too, so both
-would say the same twice); a resource link is a line naming its URI; an embedded text resource
+and ``isError``. Text blocks are kept as they are; structured content is added as compact JSON (no
+indentation, no spaces: data costs the window nothing it does not say) unless a text block
+already carries it (the spec asks servers to send its JSON as text too, so both would say the
+same twice; a 2026-07-28 server may send it alone); a resource link is one line naming its URI,
+its name or title, its type and description (``[resource link: URI (name, type): description]``:
+the model reads what it points to with a tool that can, if any); an embedded text resource
 is its text; an image is attached to the result (images.py: a model that sees images gets it in
 the next request, every request its caption), or only captioned when it cannot be sent (another
 format, over 5 MB); audio or a binary resource is a line saying what it was. The blocks are read by their ``type`` field, so this module needs no ``mcp`` import.
@@ -49,7 +52,7 @@ def read_result(result: Any, label: str) -> ReadResult:
     texts = [block.text for block in blocks if getattr(block, "type", None) == "text"]
     structured = getattr(result, "structured_content", None)
     if structured is not None and not _carried(structured, texts):
-        pieces.append(json.dumps(structured, ensure_ascii=False, indent=2))
+        pieces.append(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
     text = "\n".join(p for p in pieces if p) or ("" if images else "(no output)")
     return ReadResult(text=text, is_error=bool(getattr(result, "is_error", False)), images=tuple(images))
 
@@ -74,11 +77,18 @@ def block_text(block: Any, label: str) -> str:
     if kind == "audio":
         return f"[audio: {label}, {block.mime_type}, {_kilobytes(block.data)} KB]"
     if kind == "resource_link":
-        name = getattr(block, "name", "") or ""
-        return f"[resource: {block.uri}" + (f" ({name})" if name and name != str(block.uri) else "") + "]"
+        return _link(block)
     if kind == "resource":
         return _embedded(block.resource)
     return f"[{kind or 'unknown'} content]"
+
+
+def _link(block: Any) -> str:
+    """``[resource link: file:///srv/log.txt (log.txt, text/plain): The server's log]``."""
+    name = getattr(block, "title", None) or getattr(block, "name", "") or ""
+    about = [n for n in (name if name != str(block.uri) else "", getattr(block, "mime_type", None) or "") if n]
+    description = " ".join((getattr(block, "description", None) or "").split())
+    return f"[resource link: {block.uri}" + (f" ({', '.join(about)})" if about else "") + (f": {description}" if description else "") + "]"
 
 
 def _embedded(resource: Any) -> str:

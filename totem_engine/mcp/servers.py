@@ -201,7 +201,8 @@ class McpServers:
         self.status[spec.name] = "started"
         count = len(connection.tools)
         summary = f"started, {count} tool{'s' if count != 1 else ''}" + (f", {len(connection.prompts)} prompts" if connection.prompts else "")
-        await call.end("ok", summary, f"MCP server {spec.name} ({connection.server_name or spec.name}) {summary}.")
+        said = f"MCP server {spec.name} ({connection.server_name or spec.name}, protocol {connection.protocol_version}) {summary}."
+        await call.end("ok", summary, said)
         await self._tell("info", f"MCP server {spec.name} {summary}.", call.call_id)
 
     async def _exited(self, connection: ServerConnection) -> None:

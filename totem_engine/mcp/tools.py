@@ -2,7 +2,8 @@
 
 ``McpTool``: one server tool under its joined name (naming.py), with the server's own
 description and input schema; its calls are permission ``mcp``, pattern the joined name (default
-ask, permissions.py). ``PromptsTool`` (``mcp_prompts``): the running servers' prompts, listed from
+ask, permissions.py); what its server asks the user during a call is asked through the call's
+question (elicitation.py). ``PromptsTool`` (``mcp_prompts``): the running servers' prompts, listed from
 what they said at start (permission ``mcp-prompts``, allowed: nothing is sent) or one fetched with
 its arguments (permission ``mcp``, pattern ``NAME__prompts``). MCP prompts are a tool, not slash
 commands (seed 001): a server only starts inside a run, after the user allowed it.
@@ -39,7 +40,7 @@ class _CallAction(Action):
     async def apply(self, ctx: ToolContext) -> ToolResult:
         assert self.connection is not None
         try:
-            result = await self.connection.call_tool(self.tool, self.arguments or {}, self.timeout)
+            result = await self.connection.call_tool(self.tool, self.arguments or {}, self.timeout, ask=ctx.question)
         except CallFailed as exc:
             raise ToolError(str(exc)) from None
         read = read_result(result, f"{self.label} result")
@@ -112,7 +113,7 @@ class _GetPrompt(Action):
     async def apply(self, ctx: ToolContext) -> ToolResult:
         assert self.connection is not None
         try:
-            result = await self.connection.get_prompt(self.prompt, self.arguments or {}, self.timeout)
+            result = await self.connection.get_prompt(self.prompt, self.arguments or {}, self.timeout, ask=ctx.question)
         except CallFailed as exc:
             raise ToolError(str(exc)) from None
         lines = [result.description] if result.description else []
