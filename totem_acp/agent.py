@@ -19,17 +19,24 @@ from acp import PROTOCOL_VERSION, RequestError
 from acp.schema import (
     AgentCapabilities,
     ClientCapabilities,
+    CloseSessionResponse,
+    DeleteSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    LogoutResponse,
     McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResumeSessionResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionDeleteCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
 )
@@ -43,6 +50,7 @@ from totem_acp.terminal import ClientTerminals
 from totem_acp.trust_question import ask_trust
 from totem_acp.workspace import ClientWorkspace
 from totem_engine.api.engines import Engines
+from totem_engine.api.errors import SessionBusy
 
 log = logging.getLogger(__name__)
 CLOSE_WAIT = 10.0  # seconds the aborted turns get to end when the process stops
@@ -62,6 +70,8 @@ class TotemAgent:
         self.stopped_by: str | None = None  # the signal that stops the process, for the prompts' answers
         self._declared: dict[str, list[Declared] | None] = {}  # session id -> its client's mcpServers, to reopen it
         self._trust_asked: set[Path] = set()  # the untrusted projects asked about in this process
+        # A session/prompt's or session/resume's request id -> (method, session), until answered.
+        self._requests: dict[Any, tuple[str, str]] = {}
 
     def on_connect(self, conn: Any) -> None:
         self.client = conn
@@ -76,7 +86,10 @@ class TotemAgent:
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(), resume=SessionResumeCapabilities(), close=SessionCloseCapabilities(),
+                    delete=SessionDeleteCapabilities(),
+                ),
             ),
             agent_info=Implementation(name="totem", title="Totem", version=_version()),
             auth_methods=[],
@@ -84,6 +97,10 @@ class TotemAgent:
 
     async def authenticate(self, method_id: str, **_: Any) -> None:
         raise RequestError.invalid_params({"message": "Totem has no authentication methods: models are configured in its config"})
+
+    async def logout(self, **_: Any) -> LogoutResponse:
+        """Nothing to log out of (no ``authMethods``): answered, not advertised (``auth.logout``)."""
+        return LogoutResponse()
 
     async def new_session(
         self, cwd: str, mcp_servers: list[Declared] | None = None, additional_directories: list[str] | None = None, **_: Any
@@ -118,7 +135,50 @@ class TotemAgent:
             await session.frontend.send(update)
         await session.frontend.send(session.commands_update())
         with engine_errors():
+            await session.tell_changes()  # its title
             return LoadSessionResponse(modes=await session.modes(), config_options=await session.config_options())
+
+    async def resume_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Declared] | None = None,
+        additional_directories: list[str] | None = None, **_: Any,
+    ) -> ResumeSessionResponse:
+        """The stored session opened as ``session/load`` opens it, without the replay: the client
+        has the conversation already. Its commands and title follow the answer."""
+        root = project_root(cwd)
+        with engine_errors():
+            session = self.sessions.get(session_id)
+            if session is None:
+                session = await self._open(root, mcp_servers, session_id)
+            else:
+                await session.engine.session(session_id, root=root)
+            modes, options = await session.modes(), await session.config_options()
+
+        async def greet() -> None:
+            await session.frontend.send(session.commands_update())
+            with contextlib.suppress(Exception):  # a title not told is not worth a traceback
+                await session.tell_changes()
+
+        self._greetings[session.id] = greet
+        return ResumeSessionResponse(modes=modes, config_options=options)
+
+    async def close_session(self, session_id: str, **_: Any) -> CloseSessionResponse:
+        """The session's running turn aborted, then its engine closed (its MCP servers, jobs and
+        terminals stopped); a later request naming it is refused until it is loaded again."""
+        session = self._session(session_id)
+        await self._close(session)
+        return CloseSessionResponse()
+
+    async def delete_session(self, session_id: str, **_: Any) -> DeleteSessionResponse:
+        """The stored session deleted (``History.delete``): closed first when open here, refused
+        while a turn runs in it (here: ``SessionBusy``; elsewhere: ``SessionInUse``)."""
+        with engine_errors():
+            session = self.sessions.get(session_id)
+            if session is not None:
+                if session.busy:
+                    raise SessionBusy(session_id, "a turn is still running; it cannot be deleted")
+                await self._close(session)
+            await self.engines.history.delete(session_id)
+        return DeleteSessionResponse()
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:
         """The stored sessions (of ``cwd`` when given), newest first."""
@@ -134,9 +194,19 @@ class TotemAgent:
         ])
 
     async def set_session_mode(self, session_id: str, mode_id: str, **_: Any) -> SetSessionModeResponse:
+        session = self._session(session_id)
         with engine_errors():
-            await self._session(session_id).set_mode(mode_id)
+            await session.set_mode(mode_id)
+            await session.tell_changes()  # the mode option
         return SetSessionModeResponse()
+
+    async def set_session_model(self, session_id: str, model_id: str, **_: Any) -> dict[str, Any]:
+        """CodeCompanion's ``session/set_model`` (unstable, gone from the schema): the ``model`` option."""
+        session = self._session(session_id)
+        with engine_errors():
+            await session.set_model(model_id)
+            await session.tell_changes()
+        return {}
 
     async def set_config_option(self, config_id: str, session_id: str, value: str | bool, **_: Any) -> SetSessionConfigOptionResponse:
         session = self._session(session_id)
@@ -145,8 +215,12 @@ class TotemAgent:
                 await session.set_mode(value)
             elif config_id == "model" and isinstance(value, str):
                 await session.set_model(value)
+            elif config_id == "thought_level" and isinstance(value, str):
+                await session.set_thought_level(value)
             else:
-                raise RequestError.invalid_params({"message": f"there is no option {config_id!r} taking {value!r}: model or mode"})
+                raise RequestError.invalid_params(
+                    {"message": f"there is no option {config_id!r} taking {value!r}: model, mode or thought_level"}
+                )
             return SetSessionConfigOptionResponse(config_options=await session.config_options())
 
     async def prompt(self, session_id: str, prompt: list[Block], **_: Any) -> PromptResponse:
@@ -171,6 +245,27 @@ class TotemAgent:
         session = self.sessions.get(session_id)
         if session is not None:
             session.cancel()
+
+    def observe(self, incoming: bool, message: dict[str, Any]) -> Awaitable[None] | None:
+        """Each message in or out (the connection's observer): a ``session/prompt``'s id kept
+        until it is answered, so ``$/cancel_request`` can name it; a ``session/resume``'s answer
+        (which does not name its session) followed by its greeting."""
+        params = message.get("params")
+        if incoming and message.get("method") in ("session/prompt", "session/resume") and "id" in message:
+            self._requests[message["id"]] = (message["method"], str(params.get("sessionId")) if isinstance(params, dict) else "")
+        elif not incoming and "method" not in message:
+            method, session_id = self._requests.pop(message.get("id"), ("", ""))
+            if method == "session/resume":
+                return self.after_answer(session_id)
+        return None
+
+    async def cancel_request(self, request_id: int | str | None, **_: Any) -> None:
+        """``$/cancel_request``: a running ``session/prompt`` is cancelled as ``session/cancel``
+        cancels it (it answers ``cancelled``); Totem's other requests are answered at once, so
+        one named there, or an id already answered, is ignored quietly."""
+        method, session_id = self._requests.get(request_id, ("", ""))
+        if method == "session/prompt":
+            await self.cancel(session_id)
 
     def after_answer(self, session_id: str) -> Awaitable[None] | None:
         """What to send once the answer naming ``session_id`` has gone out (the connection's
@@ -221,6 +316,18 @@ class TotemAgent:
         self._declared[stored.id] = mcp_servers
         self._stacks[stored.id] = stack
         return session
+
+    async def _close(self, session: AcpSession) -> None:
+        """``session``'s turn aborted and given ``CLOSE_WAIT`` seconds to end, then its engine closed."""
+        session.cancel()
+        with anyio.move_on_after(CLOSE_WAIT):
+            while session.busy:
+                await anyio.sleep(0.02)
+        self.sessions.pop(session.id, None)
+        self._declared.pop(session.id, None)
+        self._greetings.pop(session.id, None)
+        with anyio.CancelScope(shield=True):
+            await self._stacks.pop(session.id).aclose()
 
     async def _reopen(self, session: AcpSession) -> AcpSession:
         """The session with an engine opened anew (its project now trusted: its whole config)."""

@@ -85,6 +85,7 @@ async def _serve(proto_in: int, proto_out: int, pending: Pending) -> int:
     from acp.connection import StreamDirection
 
     from totem_acp.agent import TotemAgent
+    from totem_acp.routes import route_the_rest
 
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=STDIN_LIMIT)
@@ -98,12 +99,16 @@ async def _serve(proto_in: int, proto_out: int, pending: Pending) -> int:
     def observe(event: Any) -> Any:
         incoming = event.direction == StreamDirection.INCOMING
         pending.observe(incoming, event.message)
+        greeting = agent.observe(incoming, event.message)
+        if greeting is not None:
+            return greeting
         result = event.message.get("result")
         if not incoming and isinstance(result, dict) and isinstance(result.get("sessionId"), str):
             return agent.after_answer(result["sessionId"])
         return None
 
     conn = AgentSideConnection(agent, writer, reader, listening=False, observers=[observe])
+    route_the_rest(conn._conn._handler, agent)  # the SDK builds its router inside; no other way to it
     stopped: asyncio.Future[signal.Signals] = loop.create_future()
     for sig in EXIT_SIGNALS:
         loop.add_signal_handler(sig, lambda s=sig: stopped.done() or stopped.set_result(s))

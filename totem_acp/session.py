@@ -10,6 +10,7 @@ an ``Engine`` call: a prompt (``Engine.prompt``, which also does the built-in ac
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,12 @@ from acp.schema import (
     AvailableCommand,
     AvailableCommandInput,
     AvailableCommandsUpdate,
+    ConfigOptionUpdate,
     CurrentModeUpdate,
     PromptResponse,
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
+    SessionInfoUpdate,
     SessionMode,
     SessionModeState,
     StopReason,
@@ -34,7 +37,7 @@ from totem_acp.prompt import Block, user_message
 from totem_acp.terminal import ClientTerminals
 from totem_acp.workspace import ClientWorkspace
 from totem_engine.api import events as ev
-from totem_engine.api.engine import MODES, Engine
+from totem_engine.api.engine import MODES, REASONING, Engine
 from totem_engine.api.errors import SessionBusy
 from totem_engine.api.running import Result
 
@@ -42,6 +45,8 @@ MODEL_LIST_WAIT = 5.0  # seconds the providers' model lists may take before sess
 # What a built-in action takes after its name (the others take nothing); a command file takes arguments.
 ACTION_INPUTS = {"rewind": "turns to go back"}
 COMMAND_INPUT = "arguments"
+# The thought level's value for "the config's effort, or the model's own default".
+DEFAULT_EFFORT = "default"
 
 
 class AcpSession:
@@ -65,6 +70,9 @@ class AcpSession:
             terminals.bind(session_id, self.frontend.send)
         self._cancelled = False  # session/cancel came while the prompt was being prepared
         self._models: list[str] = []
+        # What the client was last told (an answer or an update): told again only when it changes.
+        self._title: str | None = None
+        self._shown: tuple[tuple[str, str | bool], ...] = ()
         # Said at the first prompt: what the config or an untrusted project's restriction said.
         self.notices = list(engine.notices)
 
@@ -76,12 +84,19 @@ class AcpSession:
         return SessionModeState(current_mode_id=stored.mode, available_modes=available)
 
     async def config_options(self) -> list[SessionConfigOptionSelect]:
-        """The model (category ``model``) and the mode (category ``mode``) as select options."""
+        """The options as the client is now told them (an answer carries them)."""
+        options = await self._options()
+        self._shown = _values(options)
+        return options
+
+    async def _options(self) -> list[SessionConfigOptionSelect]:
+        """The model (category ``model``), the mode (``mode``) and, for a model that reasons, the
+        thinking effort (``thought_level``) as select options."""
         stored = await self.engine.session(self.id)
         if not self._models:
             self._models = await self._listed_models()
         models = list(dict.fromkeys([stored.model, *self._models]))
-        return [
+        options = [
             SessionConfigOptionSelect(
                 type="select", id="model", name="Model", category="model", current_value=stored.model,
                 options=[SessionConfigSelectOption(value=m, name=m) for m in models],
@@ -91,6 +106,31 @@ class AcpSession:
                 options=[SessionConfigSelectOption(value=m, name=m.capitalize(), description=what) for m, what in MODES.items()],
             ),
         ]
+        thinks = False
+        with anyio.move_on_after(MODEL_LIST_WAIT):  # the model's record may ask its provider's catalogue
+            thinks = await self.engine.thinks(stored.model)
+        if thinks:
+            chosen = self.engine.reasoning(stored)
+            efforts = [SessionConfigSelectOption(value=DEFAULT_EFFORT, name="Default", description="The model's own default.")]
+            efforts += [SessionConfigSelectOption(value=e, name=e.capitalize(), description=what) for e, what in REASONING.items()]
+            options.append(SessionConfigOptionSelect(
+                type="select", id="thought_level", name="Thinking", category="thought_level",
+                current_value=chosen or DEFAULT_EFFORT, options=efforts,
+            ))
+        return options
+
+    async def tell_changes(self) -> None:
+        """What changed on Totem's side since the client was last told: the title (set by the
+        first prompt) as ``session_info_update``, the options as ``config_option_update``."""
+        stored = await self.engine.session(self.id)
+        if stored.title and stored.title != self._title:
+            self._title = stored.title
+            updated = datetime.datetime.fromtimestamp(stored.updated_at, datetime.UTC).isoformat()
+            await self.frontend.send(SessionInfoUpdate(session_update="session_info_update", title=stored.title, updated_at=updated))
+        options = await self._options()
+        if _values(options) != self._shown:
+            self._shown = _values(options)
+            await self.frontend.send(ConfigOptionUpdate(session_update="config_option_update", config_options=options))
 
     async def _listed_models(self) -> list[str]:
         """What the configured providers serve; a provider that cannot say adds nothing."""
@@ -121,6 +161,10 @@ class AcpSession:
         """The model of the next turn, as ``provider/model`` (ConfigError when not configured)."""
         await self.engine.set_model(self.id, model)
 
+    async def set_thought_level(self, level: str) -> None:
+        """The thinking effort of the next turns (``default``: the config's, or the model's own)."""
+        await self.engine.set_reasoning(self.id, None if level == DEFAULT_EFFORT else level)
+
     # --- prompts ------------------------------------------------------------------------
 
     async def prompt(self, blocks: list[Block]) -> PromptResponse:
@@ -139,6 +183,7 @@ class AcpSession:
         if self._cancelled:  # came before the prompt reached the engine
             running.abort()
         result = await running.result()
+        await self.tell_changes()
         if result.reply is not None:
             await self.frontend.say(result.text)
             return PromptResponse(stop_reason="end_turn")
@@ -153,6 +198,10 @@ class AcpSession:
     @property
     def busy(self) -> bool:
         return self.engine.busy(self.id)
+
+
+def _values(options: list[SessionConfigOptionSelect]) -> tuple[tuple[str, str | bool], ...]:
+    return tuple((o.id, o.current_value) for o in options)
 
 
 def stop_reason(result: Result, finish: str | None, failure: ev.Error | None) -> StopReason:

@@ -231,7 +231,7 @@ class Runtime:
             mode=mode or self.config.mode,
             max_steps=self.config.chosen_max_steps if max_steps is None else max_steps,
             retry_max_wait=self.config.retry_max_wait,
-            reasoning=self.config.reasoning,
+            reasoning=SessionState.from_meta(session.meta).reasoning or self.config.reasoning,
         )
         agent = self.agent
         if as_agent is not None:

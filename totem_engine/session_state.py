@@ -3,7 +3,7 @@
 The user's "always" answers (rules of this session), what the agent has read (content hashes
 of files seen, the nested AGENTS.md files already attached), the files Totem's undo or redo
 changed since the last turn (the model is told at the next), the visible todo list, whether it is
-a Total.js project, and how its provider's token counts compare with the engine's estimate.
+a Total.js project, the thinking effort chosen for it, and how its provider's token counts compare with the engine's estimate.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ class SessionState:
     restored: dict[str, str] = field(default_factory=dict)
     totaljs: bool | None = None  # a Total.js project, decided at the session's first turn
     calibration: Calibration = field(default_factory=Calibration)  # reported / estimated tokens
+    # The thinking effort the user chose for this session (none/low/medium/high); None: the config's.
+    reasoning: str | None = None
 
     @classmethod
     def from_meta(cls, meta: dict) -> "SessionState":
@@ -34,6 +36,7 @@ class SessionState:
             restored=dict(meta.get("restored", {})),
             totaljs=meta.get("totaljs"),
             calibration=Calibration.from_meta(meta),
+            reasoning=meta.get("reasoning"),
         )
 
     def to_meta(self) -> dict:
@@ -44,5 +47,6 @@ class SessionState:
             "todos": self.todos,
             "restored": self.restored,
             "totaljs": self.totaljs,
+            "reasoning": self.reasoning,
             **self.calibration.to_meta(),
         }

@@ -38,6 +38,7 @@ from totem_engine.providers.base import ModelInfo
 from totem_engine.vocab.messages import Image
 from totem_engine.providers.errors import ProviderError
 from totem_engine.runtime import Rewound, Runtime, session_title
+from totem_engine.session_state import SessionState
 from totem_engine.session_diff import FileDiff
 from totem_engine.snapshots import FileOutcome
 from totem_engine.store import Session, SessionElsewhere, Store, StoredMessage
@@ -48,6 +49,13 @@ from totem_engine.trust import AskTrust, trust
 MODES = {
     "build": "Reads, edits and runs commands, asking first where the rules say so.",
     "plan": "Reads and answers; nothing in the project is changed.",
+}
+# The thinking efforts a session may choose (the config's ``reasoning``), least first.
+REASONING = {
+    "none": "No thinking before answering.",
+    "low": "A little thinking.",
+    "medium": "Some thinking.",
+    "high": "The most thinking the model does.",
 }
 
 
@@ -443,6 +451,31 @@ class Engine:
         """The project's MCP servers started as a turn starts them (each start asked through
         ``frontend``, ``say`` told what went wrong), with their tools; they stop with the engine."""
         return await list_servers(self._runtime, frontend, say)
+
+
+    # --- for ACP (issue 35): the thinking effort as a session's option ----------------------
+
+    async def thinks(self, model: str) -> bool:
+        """Whether ``model`` (``provider/model``) reasons, so a thinking effort means something to it."""
+        provider, _, model_id = self._runtime.resolve_model(model).partition("/")
+        return bool((await self._runtime.capabilities.record(provider, model_id)).reasoning)
+
+    def reasoning(self, session: Session) -> str | None:
+        """The session's thinking effort: the one chosen for it, else the config's (None: the model's default)."""
+        return SessionState.from_meta(session.meta).reasoning or self.config.reasoning
+
+    async def set_reasoning(self, session_id: str, level: str | None) -> Session:
+        """The session's thinking effort from its next turn on (one of ``REASONING``; None: the
+        config's again); refused while a turn runs (the turn writes the session's state back as
+        it ends)."""
+        if level is not None and level not in REASONING:
+            raise EngineError(f"there is no thinking effort {level!r}: {', '.join(REASONING)}")
+        session = await self._runtime.project_session(session_id)
+        with self._claimed(session_id, "a turn is still running; change the thinking effort after it"):
+            state = SessionState.from_meta(session.meta)
+            state.reasoning = level
+            await self._runtime.store.update_session(session_id, meta=state.to_meta())
+        return await self._runtime.store.get_session(session_id)
 
 
 def _check_mode(mode: str) -> None:

@@ -16,7 +16,7 @@ from typing import Any, Self
 from totem_engine.api.errors import NothingToDo
 from totem_engine.branches import Tree
 from totem_engine.leases import in_force, lease_in_force, request_abort
-from totem_engine.store import Lease, Session, Store, StoredMessage, StoredPart
+from totem_engine.store import Lease, Session, SessionInUse, Store, StoredMessage, StoredPart
 
 __all__ = ["Conversation", "History", "Session", "StoredMessage", "StoredPart"]
 
@@ -119,3 +119,13 @@ class History:
             if message_id is None:
                 raise NothingToDo(f"session {session_id} has no messages to fork")
         return await self.store.fork(session_id, message_id)
+
+    # --- for ACP's session/delete -------------------------------------------------------------
+
+    async def delete(self, session_id: str) -> None:
+        """The stored session deleted whole (``SessionNotFound``); ``SessionInUse`` while a turn
+        (or an undo) runs in it, in this process or another."""
+        lease = await self.lease(session_id)
+        if lease is not None:
+            raise SessionInUse(lease)
+        await self.store.delete_session(session_id)

@@ -9,7 +9,8 @@ covers.
 
 History is never rewritten. Parts are appended; a streaming part may have its ``data`` and
 ``status`` replaced while it grows; the parts of a retried step are marked ``discarded``, never
-deleted. Every write commits before its call returns (a ``DeferredWrites`` write: by the next
+deleted (a session is removed whole only when the user deletes it:
+``delete_session``). Every write commits before its call returns (a ``DeferredWrites`` write: by the next
 call on the store, and within 0.25 s while its turn runs), so a process killed mid-turn leaves
 everything written up to its last call (but the last fraction of a second of a step's writes),
 and the database is in WAL mode so another process (``totem sessions show``) can read while a

@@ -212,6 +212,25 @@ class Store(LeaseRows):
 
         return await self._db.run(read)
 
+    async def delete_session(self, session_id: str) -> None:
+        """The session gone whole: its messages, parts and lease (the one write that removes
+        history: the user asked to delete the session). A session forked from it keeps its own
+        copies, its ``parent_id`` cleared. Raises ``SessionNotFound``."""
+
+        def delete(conn: sqlite3.Connection) -> None:
+            with Transaction(conn):
+                session_row(conn, session_id)
+                for table in ("parts", "messages", "leases"):
+                    conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+                conn.execute(
+                    "UPDATE sessions SET parent_id = NULL, forked_from_message = NULL WHERE parent_id = ?", (session_id,)
+                )
+                conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            self._cache.check(conn)
+            self._cache.forget(session_id)
+
+        await self._db.run(delete)
+
     async def fork(self, session_id: str, at_message_id: str) -> Session:
         """A new session holding copies of ``at_message_id`` and the messages before it on its
         branch (the conversation as it stood at that message, whichever branch it is on).
