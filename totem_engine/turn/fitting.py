@@ -149,13 +149,13 @@ def step_request(
 ) -> ChatRequest:
     """A step's request, as the policy shapes it (its output cap, its history). A model that
     does not call tools natively (``text_calls``: asked once the history is shaped) is taught
-    the text form instead, which the stream reads back. ``reminder``: a user message after the
-    history (the Total.js conventions, seed 001), in this request only, never stored: last, so
-    the history before it stays a cached prefix, and nearest to the answer."""
+    the text form instead, which the stream reads back. ``reminder``: the Total.js conventions
+    (seed 001) after the history, in this request only, never stored: last, so the history
+    before it stays a cached prefix, and nearest to the answer."""
     messages = tuple(policy.history(history))
     common = dict(
         model=model_id,
-        messages=(*messages, Message(role="user", text=reminder)) if reminder else messages,
+        messages=with_reminder(messages, reminder) if reminder else messages,
         reasoning=reasoning,
         temperature=temperature,
         seed=seed,
@@ -165,3 +165,13 @@ def step_request(
         return ChatRequest(system=system, tools=specs, **common)
     teach = policy.tool_prompt(specs)
     return ChatRequest(system=f"{system}\n\n{teach}" if specs else system, **common)
+
+
+def with_reminder(messages: tuple[Message, ...], reminder: str) -> tuple[Message, ...]:
+    """``messages`` ending with ``reminder``: a user message of its own after a tool result or an
+    answer, joined to a last user message (the turn's request, a small model's replayed results),
+    as chat templates expect roles to alternate (``as_written`` joins them for the same reason)."""
+    if messages and messages[-1].role == "user":
+        last = messages[-1]
+        return (*messages[:-1], last.with_text("\n\n".join(t for t in (last.text, reminder) if t)))
+    return (*messages, Message(role="user", text=reminder))
