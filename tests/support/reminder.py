@@ -16,20 +16,30 @@ JOINED = f"\n\n{REMINDER}"
 
 
 def sent_messages(body: dict) -> list[dict]:
-    """The messages of a request recorded on the OpenAI wire (``ModelServer.requests``), without
-    the reminder; a request without one is returned as it is."""
-    *before, last = body["messages"]
-    content = last.get("content")
+    """The conversation of a request recorded on a model wire, without the reminder: ``messages``
+    (OpenAI, Ollama, Anthropic) or Gemini's ``contents``. A wire that merges a user message into
+    the one before (Anthropic after tool results, Gemini) has it as a text part of that message;
+    a request without the reminder is returned as it is."""
+    key = "contents" if "contents" in body else "messages"
+    *before, last = body[key]
     if last["role"] != "user":
-        return body["messages"]
+        return body[key]
+    if "parts" in last:
+        return before + _with_parts(last, "parts", _parts_without(last["parts"]))
+    content = last["content"]
+    if isinstance(content, list):
+        return before + _with_parts(last, "content", _parts_without(content))
     if content == REMINDER:
         return before
-    if isinstance(content, str) and content.endswith(JOINED):
-        return [*before, {**last, "content": content.removesuffix(JOINED)}]
-    if isinstance(content, list):  # a user message with images: the reminder joined its text part
-        parts = [{**p, "text": p["text"].removesuffix(JOINED)} if p.get("type") == "text" else p for p in content]
-        return [*before, {**last, "content": parts}]
-    return body["messages"]
+    return [*before, {**last, "content": content.removesuffix(JOINED)}]
+
+
+def _parts_without(parts: list[dict]) -> list[dict]:
+    return [{**p, "text": p["text"].removesuffix(JOINED)} if "text" in p else p for p in parts if p.get("text") != REMINDER]
+
+
+def _with_parts(message: dict, key: str, parts: list[dict]) -> list[dict]:
+    return [{**message, key: parts}] if parts else []
 
 
 def request_messages(request: ChatRequest) -> tuple[Message, ...]:
