@@ -12,6 +12,7 @@ from acp.schema import AcceptElicitationResponse, CancelElicitationResponse, Dec
 
 from tests.acp.conftest import Client, running_acp
 from tests.support.model_server import text_reply, tool_reply
+from tests.support.reminder import sent_messages
 
 QUESTION = {"question": "Which database?", "options": ["sqlite", "postgres"]}
 NOBODY = "The user could not be asked"
@@ -42,7 +43,7 @@ async def asked(acp, arguments: dict, **initialize: Any) -> str:
     acp.model.enqueue(tool_reply([("ask", arguments)]), text_reply("Noted."))
     response = await acp.conn.prompt(session_id=session_id, prompt=[{"type": "text", "text": "set it up"}])
     assert response.stop_reason == "end_turn"
-    return acp.model.requests[1]["messages"][-1]["content"]
+    return sent_messages(acp.model.requests[1])[-1]["content"]
 
 
 async def test_a_client_that_takes_forms_answers_in_one_with_the_options_as_its_choices(tmp_path, model):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tests.acp.conftest import eventually
 from tests.support.model_server import text_reply, tool_reply
+from tests.support.reminder import sent_messages
 
 EDIT = {"path": "app.py", "old_string": "return 'hi'", "new_string": "return 'hello'"}
 
@@ -56,7 +57,7 @@ async def test_a_prompt_streams_chunks_and_an_allowed_edit_lands_with_its_diff_a
     assert (acp.project / "app.py").read_text() == "def greet():\n    return 'hello'\n"
     ended = acp.client.of("tool_call_update")[-1]
     assert ended.content[0].type == "diff" and ended.content[0].new_text.endswith("return 'hello'\n")
-    assert "return 'hello'" not in acp.model.requests[0]["messages"][-1]["content"]
+    assert "return 'hello'" not in sent_messages(acp.model.requests[0])[-1]["content"]
 
 
 async def test_reject_once_rejects_that_call_and_the_turn_goes_on_to_its_end(acp):

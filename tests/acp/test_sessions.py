@@ -12,6 +12,7 @@ from acp.schema import EnvVariable, McpServerStdio
 from tests.acp.conftest import ROOT, Client, eventually, running_acp
 from tests.support.model_server import text_reply, tool_reply
 from tests.support.processes import none_left
+from tests.support.reminder import sent_messages
 
 
 async def test_session_load_replays_the_stored_session_and_the_conversation_goes_on(tmp_path, model):
@@ -63,7 +64,7 @@ async def test_with_the_clients_file_system_the_agent_edits_the_buffer_and_not_t
         response = await acp.conn.prompt(session_id=session_id, prompt=[{"type": "text", "text": "make y 3"}])
 
         assert response.stop_reason == "end_turn"
-        assert "y = 2" in model.requests[1]["messages"][-1]["content"]  # the agent read the buffer
+        assert "y = 2" in sent_messages(model.requests[1])[-1]["content"]  # the agent read the buffer
         [(asked, _)] = client.permissions
         assert asked.content[0].old_text == "x = 1\ny = 2\n" and asked.content[0].new_text == "x = 1\ny = 3\n"
         assert client.writes == [(str(path), "x = 1\ny = 3\n")]  # through fs/write_text_file
@@ -91,7 +92,7 @@ async def test_the_clients_mcp_server_starts_after_the_question_and_its_tool_is_
     assert any(t["function"]["name"] == "shouter__shout" for t in acp.model.requests[0]["tools"])
     ended = {u.tool_call_id: u for u in acp.client.of("tool_call_update") if u.status == "completed"}
     assert ended[call.tool_call_id].content[0].content.text == "HELLO THERE"
-    assert acp.model.requests[1]["messages"][-1]["content"] == "HELLO THERE"
+    assert sent_messages(acp.model.requests[1])[-1]["content"] == "HELLO THERE"
 
     acp.process.stdin.close()  # the client goes: the session's server is stopped with the process
     assert await asyncio.wait_for(acp.process.wait(), 30) == 0
@@ -146,7 +147,7 @@ async def test_loading_a_session_open_here_checks_its_cwd_as_a_fresh_process_doe
         model.enqueue(tool_reply([("read", {"path": "notes.txt"})]), text_reply("Milk."))
         response = await acp.conn.prompt(session_id=session_id, prompt=[{"type": "text", "text": "read the notes"}])
         assert response.stop_reason == "end_turn"
-        assert "buy milk" in model.requests[-1]["messages"][-1]["content"]
+        assert "buy milk" in sent_messages(model.requests[-1])[-1]["content"]
 
     async with running_acp(tmp_path, model) as fresh:
         await fresh.initialize()

@@ -12,6 +12,7 @@ from acp import RequestError
 from tests.acp.conftest import eventually, running_acp
 from tests.support.images import b64, png
 from tests.support.model_server import Reply, chunk, text_reply, tool_reply
+from tests.support.reminder import sent_messages
 
 
 def text(value: str) -> list[dict]:
@@ -62,7 +63,7 @@ async def test_a_slash_command_is_expanded_and_listed(acp):
     assert listed["greet"] == "Greet someone"
     acp.model.enqueue(text_reply("Hello, Ada."))
     await acp.conn.prompt(session_id=session_id, prompt=text("/greet Ada"))
-    assert acp.model.requests[0]["messages"][-1]["content"] == "Say hello to Ada."
+    assert sent_messages(acp.model.requests[0])[-1]["content"] == "Say hello to Ada."
 
 
 async def test_undo_as_a_slash_command_puts_the_files_back(acp):
@@ -111,7 +112,7 @@ async def test_resource_links_and_embedded_files_come_with_the_message(acp):
         {"type": "resource", "resource": {"uri": (acp.project / "b.py").as_uri(), "text": "y = 2\n"}},
     ]
     await acp.conn.prompt(session_id=session_id, prompt=blocks)
-    sent = acp.model.requests[0]["messages"][-1]["content"]
+    sent = sent_messages(acp.model.requests[0])[-1]["content"]
     assert sent == '<context file="a.py"/>\n\n<context file="b.py">\ny = 2\n</context>\n\nexplain'
 
 
@@ -127,7 +128,7 @@ async def test_an_image_reaches_a_model_that_sees_images_once_then_its_caption(t
         await acp.conn.prompt(session_id=session_id, prompt=[{"type": "text", "text": "what is this?"}, image])
         await acp.conn.prompt(session_id=session_id, prompt=text("and now?"))
     first, second = acp.model.requests
-    parts = first["messages"][-1]["content"]
+    parts = sent_messages(first)[-1]["content"]
     assert [p["type"] for p in parts] == ["text", "image_url"]
     assert parts[1]["image_url"]["url"] == f"data:image/png;base64,{PNG}"
     assert "[image: dot.png, 2x1 PNG, 1 KB]" in parts[0]["text"] and "what is this?" in parts[0]["text"]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from tests.support.model_server import text_reply, tool_reply
+from tests.support.reminder import sent_messages
 
 
 def user_texts(request: dict) -> list[str]:
-    return [m["content"] for m in request["messages"] if m["role"] == "user"]
+    return [m["content"] for m in sent_messages(request) if m["role"] == "user"]
 
 
 def test_a_command_sends_its_expansion_and_the_session_shows_what_was_typed(totem):

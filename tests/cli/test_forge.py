@@ -12,6 +12,7 @@ import pytest
 from tests.support.forge_standin import PAGES, ForgeStandin
 from tests.support.model_server import text_reply, tool_reply
 from tests.support.real_mcp import standin, write_mcp_json
+from tests.support.reminder import sent_messages
 
 RECIPE = "https://forge.totaljs.es/docs/jcomponent/recipes/component/"
 SETTER = "https://forge.totaljs.es/docs/jcomponent/api/setter/"
@@ -33,7 +34,7 @@ def use_forge(totem, url: str, *, allow: bool = True, extra: str = "") -> None:
 
 
 def first_user_text(request: dict) -> str:
-    return next(m["content"] for m in request["messages"] if m["role"] == "user")
+    return next(m["content"] for m in sent_messages(request) if m["role"] == "user")
 
 
 def offered(request: dict) -> list[str]:

@@ -10,6 +10,7 @@ import textwrap
 import time
 
 from tests.support.model_server import Reply, chunk, text_reply, tool_reply
+from tests.support.reminder import sent_messages
 
 
 def parts_of(export: dict, kind: str, *, discarded: bool | None = None) -> list[dict]:
@@ -38,7 +39,7 @@ def test_text_turn_streams_events_and_stores_parts(totem):
     request = totem.server.requests[0]
     assert request["stream"] is True and request["stream_options"] == {"include_usage": True}
     assert request["messages"][0]["role"] == "system"
-    assert request["messages"][-1] == {"role": "user", "content": "say hello"}
+    assert sent_messages(request)[-1] == {"role": "user", "content": "say hello"}
     assert {t["function"]["name"] for t in request["tools"]} >= {"read", "write"}
 
     export = totem.export(end["sessionId"])
@@ -285,7 +286,7 @@ def test_a_session_continues_with_its_history(totem):
     totem.server.enqueue(text_reply("second answer"))
     second = totem.agent("second question", extra=("--session", session_id))
     assert second.code == 0 and second.events[0]["sessionId"] == session_id
-    messages = totem.server.requests[1]["messages"]
+    messages = sent_messages(totem.server.requests[1])
     assert [(m["role"], m.get("content")) for m in messages[1:]] == [
         ("user", "first question"),
         ("assistant", "first answer"),
@@ -460,7 +461,7 @@ def test_total_js_findings_come_back_to_the_model_and_a_fix_clears_them(totem):
     assert "definitions/load.js:2:" in first["output"]
     assert "Checks found:" not in second["output"]
     assert (totem.project / "definitions/load.js").read_text() == good
-    assert "TJS010" in totem.server.requests[1]["messages"][-1]["content"]
+    assert "TJS010" in sent_messages(totem.server.requests[1])[-1]["content"]
 
 
 def test_a_session_forks_at_a_message_and_the_fork_continues_on_its_own(totem):
@@ -482,7 +483,7 @@ def test_a_session_forks_at_a_message_and_the_fork_continues_on_its_own(totem):
     totem.server.enqueue(text_reply("a different second answer"))
     third = totem.agent("another question", extra=("--session", fork_id))
     assert third.code == 0
-    sent = [(m["role"], m.get("content")) for m in totem.server.requests[-1]["messages"][1:]]
+    sent = [(m["role"], m.get("content")) for m in sent_messages(totem.server.requests[-1])[1:]]
     assert sent == [("user", "first question"), ("assistant", "first answer"), ("user", "another question")]
     assert len(totem.export(session_id)["messages"]) == len(messages)  # the original is untouched
 

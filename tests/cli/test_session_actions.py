@@ -9,6 +9,7 @@ import signal
 import subprocess
 
 from tests.support.model_server import Reply, text_reply, tool_reply
+from tests.support.reminder import sent_messages
 from totem_engine.retry import MAX_TRIES
 
 
@@ -77,7 +78,7 @@ def test_retry_takes_up_a_turn_that_failed_after_its_retries(totem):
     end = retried.of("turnEnd")[0]
     assert end["sessionId"] == session_id and end["stopReason"] == "finished" and end["text"] == "It is empty."
     assert conversation(totem.export(session_id)) == [("user", "what is in the folder?"), ("assistant", "It is empty.")]
-    sent = totem.server.requests[-1]["messages"]
+    sent = sent_messages(totem.server.requests[-1])
     assert [m["content"] for m in sent if m["role"] == "user"] == ["what is in the folder?"]  # the request once
 
     again = totem.run("retry", "--cwd", str(totem.project), "--config", str(totem.config))
@@ -114,7 +115,7 @@ def test_regenerate_makes_a_second_answer_to_the_request(totem):
     answers = [m for m in export["messages"] if m["parentId"] == request["id"]]
     assert [texts(m) for m in answers] == [["The first answer."], ["The second answer."]]
     assert conversation(export)[-1] == ("assistant", "The second answer.")
-    assert [m["content"] for m in totem.server.requests[-1]["messages"] if m["role"] == "user"] == ["explain the parser"]
+    assert [m["content"] for m in sent_messages(totem.server.requests[-1]) if m["role"] == "user"] == ["explain the parser"]
 
     # --message names the answer (or request) to answer again; one of another variant is refused
     other = totem.run("regenerate", "--session", session_id, "--config", str(totem.config), "--message", answers[0]["id"])

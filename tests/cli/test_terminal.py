@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tests.cli.test_jobs import none_left
 from tests.support.model_server import text_reply, tool_reply
+from tests.support.reminder import sent_messages
 
 
 def test_the_terminal_runs_a_repl_that_answers_what_is_typed(totem):
@@ -20,7 +21,7 @@ def test_the_terminal_runs_a_repl_that_answers_what_is_typed(totem):
     assert send["output"].splitlines()[:2] == [">>> 1+1", "2"]
     assert read["output"] == send["output"]
     # What the model read in its next request is the screen, as the tool returned it.
-    assert totem.server.requests[3]["messages"][-1]["content"] == read["output"]
+    assert sent_messages(totem.server.requests[3])[-1]["content"] == read["output"]
     # The start was asked like a bash call (and --yes answered it); typing is allowed by default.
     permissions = {e["callId"]: e for e in result.of("permission")}
     assert permissions[start["callId"]]["rule"]["permission"] == "bash"

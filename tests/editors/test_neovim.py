@@ -32,6 +32,7 @@ from tests.support.model_server import (
     tool_reply,
 )
 from tests.support.processes import processes_with
+from tests.support.reminder import sent_messages
 
 
 @pytest.fixture(autouse=True)
@@ -166,7 +167,7 @@ def test_chat_permission_edit_diagnostic_code_action_undo(neovim, project, model
         " r[#r+1] = l .. ' ' .. vim.fn.foldlevel(l) .. ' ' .. chat.foldexpr(l) .. ' ' .. vim.fn.getline(l) end"
         " return r end)"))
 
-    sent = model.requests[0]["messages"][-1]["content"]
+    sent = sent_messages(model.requests[0])[-1]["content"]
     assert '<context file="controllers/api.js" lines="5-8">' in sent, sent
     assert sent.endswith("Make the greeting friendlier"), sent
 
@@ -226,7 +227,7 @@ def test_chat_permission_edit_diagnostic_code_action_undo(neovim, project, model
     chat = "\n".join(nv.lua(CHAT_LINES))
     assert "▶ Edit controllers/api.js\n    ✓ edited 1 place" in chat.split("Say Hi instead")[1], chat
     nv.wait(lambda: target.read_text() == ORIGINAL.replace("'Hello ' + name", "'Hi ' + name"), "the edit after the undo on disk")
-    told = model.requests[-2]["messages"][-1]["content"]
+    told = sent_messages(model.requests[-2])[-1]["content"]
     assert "undid or redid" in told and "controllers/api.js" in told, told
     live = nv.lua(CHAT_LINES)
 
@@ -351,7 +352,7 @@ def test_markdown_in_the_chat_paths_verbatim_headings_below_the_speakers_multi_l
             and "#### Findings" in nv.lua(CHAT_LINES), "the end of the turn")
 
     # The two lines went as one message, and stand under "## You".
-    assert model.requests[0]["messages"][-1]["content"].endswith("Where is RE set?\nAnd what is [_re] for?")
+    assert sent_messages(model.requests[0])[-1]["content"].endswith("Where is RE set?\nAnd what is [_re] for?")
     lines = nv.lua(CHAT_LINES)
     assert "## You\nWhere is RE set?\nAnd what is [_re] for?\n" in "\n".join(lines), lines
     # The buffer holds the answer as the model wrote it, but for its heading: two levels down,
@@ -547,7 +548,7 @@ def test_command_output_folded_failures_open_and_a_refused_key_with_its_fix_and_
     nv.input("r")
     nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy") and "Now it works." in nv.lua(CHAT_LINES),
             "the retried turn")
-    assert model.requests[-1]["messages"][-1]["content"].endswith("Try once more")
+    assert sent_messages(model.requests[-1])[-1]["content"].endswith("Try once more")
     # The same request answered in place: the error is gone, the answer under its "## Totem".
     retried = "\n".join(nv.lua(CHAT_LINES))
     assert retried.count("## You\nTry once more") == 1 and "AuthenticationError" not in retried, retried
@@ -596,7 +597,7 @@ def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, proj
     lines = nv.lua(CHAT_LINES)
     chat = "\n".join(lines)
     # The sub-agent's request held only its task, none of the conversation.
-    assert model.requests[1]["messages"][-1]["content"] == "Find where the greeting is built"
+    assert sent_messages(model.requests[1])[-1]["content"] == "Find where the greeting is built"
     block = [i for i, line in enumerate(lines) if line.startswith(BLOCK)]
     assert block and block == list(range(block[0], block[-1] + 1)), chat
     assert lines[block[0] - 1] == "▶ explore: find the greeting", chat
@@ -630,7 +631,7 @@ def test_sub_agent_folded_slash_command_completed_and_agents_listed(neovim, proj
     nv.input("the login bug<C-s>")
     nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy") and "Fixed." in "\n".join(nv.lua(CHAT_LINES)),
             "the end of the command's turn")
-    assert model.requests[-1]["messages"][-1]["content"] == "Find and fix the login bug."
+    assert sent_messages(model.requests[-1])[-1]["content"] == "Find and fix the login bug."
     assert "## You\n/fix the login bug\n" in "\n".join(nv.lua(CHAT_LINES))
 
     # /compact typed in the chat input calls totem/compact (no turn); the notice says what it did.
@@ -1013,7 +1014,7 @@ def test_regenerate_variants_mode_context_line_and_mention_completion(neovim, pr
     lines = wait_idle(nv, "the second answer", "*Answer 2 of 2: `[v` and `]v` switch.*")
     assert "Second answer." in lines and "First answer." not in lines, lines
     assert lines.count("## You") == 1
-    regenerated = model.requests[-1]["messages"]
+    regenerated = sent_messages(model.requests[-1])
     assert regenerated[-1]["content"].endswith("Tell me a joke") and "First answer." not in json.dumps(regenerated)
 
     nv.lua(WINDOW_OF_CHAT + " vim.api.nvim_set_current_win(win) vim.api.nvim_win_set_cursor(win, { vim.fn.line('$', win), 0 })")
@@ -1048,7 +1049,7 @@ def test_regenerate_variants_mode_context_line_and_mention_completion(neovim, pr
     nv.wait(lambda: (nv.lua(INPUT) or {}).get("lines") == ["What is @controllers/api.js vs #buffer"], "#buffer completed")
     nv.input("<C-s>")
     wait_idle(nv, "the turn with mentions", "It is the API controller.")
-    sent = model.requests[-1]["messages"][-1]["content"]
+    sent = sent_messages(model.requests[-1])[-1]["content"]
     assert '<context file="controllers/api.js">\n' + ORIGINAL.rstrip("\n") + "\n</context>" in sent, sent
     assert sent.endswith("What is @controllers/api.js vs #buffer"), sent
     # In the chat the mentions are chips: spans of their own highlight in the request's line.

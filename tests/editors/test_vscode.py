@@ -30,6 +30,7 @@ import pytest
 from tests.editors.scenario import EDITED, NEW, OLD, ORIGINAL
 from tests.support.processes import processes_with
 from tests.support.model_server import ModelServer, Reply, text_reply, tool_reply
+from tests.support.reminder import sent_messages
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("TOTEM_TEST_CACHE") or Path.home() / ".cache" / "totem-test")
@@ -382,14 +383,14 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         assert any(PARENT_ANSWER in a for a in seen["answers"]), seen["answers"]
         assert not any(SUB_ANSWER in a for a in seen["answers"]), seen["answers"]
         assert seen["blockBeforeAnswer"] is True
-        subagent_request = next(r for r in model.requests if r["messages"][-1]["content"] == "Find where the greeting is built")
+        subagent_request = next(r for r in model.requests if sent_messages(r)[-1]["content"] == "Find where the greeting is built")
         assert not any(QUESTION in str(m.get("content")) for m in subagent_request["messages"])
         # The slash commands: chips above the box, completion as "/" is typed, the expansion sent.
         assert {"/fix", "/init", "/undo"} <= set(seen["chips"]), seen["chips"]
         assert seen["afterChip"] == "/fix "
         assert seen["completions"] and seen["completions"][0].startswith("/fix") and "Fix a bug" in seen["completions"][0], seen["completions"]
         assert seen["afterTab"] == "/fix "
-        assert any(str(r["messages"][-1]["content"]).endswith("Find and fix the login bug.") for r in model.requests)
+        assert any(str(sent_messages(r)[-1]["content"]).endswith("Find and fix the login bug.") for r in model.requests)
         assert "/fix the login bug" in seen["chatAfterCommand"] and FIXED in seen["chatAfterCommand"]
         # The agents panel lists the project's agent with its source, and opened its file.
         assert any(a.startswith("reviewer, project, Reviews a change") for a in seen["agents"]), seen["agents"]

@@ -10,6 +10,7 @@ from pygls.exceptions import JsonRpcException
 
 from tests.lsp.conftest import start_editor, to_dict
 from tests.support.model_server import text_reply, tool_reply
+from tests.support.reminder import sent_messages
 
 WAIT = 15.0
 
@@ -52,7 +53,7 @@ async def test_commands_are_listed_and_a_command_in_the_chat_is_expanded(editor)
     editor.model.enqueue(text_reply("Fixed."))
     result = await asyncio.wait_for(editor.request("totem/chat", {"text": "/fix the login bug"}), WAIT)
     assert result.stopReason == "finished"
-    assert editor.model.requests[0]["messages"][-1]["content"] == "Find and fix the login bug."
+    assert sent_messages(editor.model.requests[0])[-1]["content"] == "Find and fix the login bug."
     session = await call(editor, "totem/session", {"sessionId": result.sessionId})
     [part] = [p for p in session["messages"][0]["parts"] if p["type"] == "text"]
     assert part["data"]["typed"] == "/fix the login bug"

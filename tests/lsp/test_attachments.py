@@ -16,6 +16,7 @@ from tests.support import gemini_server as gem
 from tests.support import ollama_server as oll
 from tests.support.images import b64, gif, image_urls, png
 from tests.support.model_server import text_reply, tool_reply
+from tests.support.reminder import sent_messages
 
 EVENTS = {"permission": True, "question": True, "trust": True, "events": True}
 SHOT = png(640, 480)
@@ -44,7 +45,7 @@ async def test_an_attached_image_reaches_the_openai_simulator_once_then_its_capt
         assert again.stopReason == "finished"
 
         first, second, third = model.requests
-        assert first["messages"][1]["content"] == [
+        assert sent_messages(first)[1]["content"] == [
             {"type": "text", "text": f"Why is the button cut off?\n\n{SHOT_CAPTION}"},
             {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64(SHOT)}"}},
         ]
@@ -69,7 +70,7 @@ async def test_a_file_uri_attachment_is_read_by_the_server(tmp_path, model):
         attachment = {"type": "image", "mimeType": "image/gif", "uri": picture.as_uri()}
         result = await editor.request("totem/chat", {"text": "What is this?", "attachments": [attachment]})
         assert result.stopReason == "finished"
-        user = model.requests[0]["messages"][1]
+        user = sent_messages(model.requests[0])[1]
         assert user["content"][0]["text"].endswith("[image: diagram.gif, 30x20 GIF, 1 KB]")
         assert image_urls(model.requests[0]) == [f"data:image/gif;base64,{b64(gif(30, 20))}"]
     finally:
@@ -83,7 +84,7 @@ async def test_a_model_that_does_not_see_images_gets_the_caption_only(editor):
     assert result.stopReason == "finished"
     [request] = editor.model.requests
     assert image_urls(request) == [] and b64(SHOT) not in json.dumps(request)
-    assert request["messages"][1] == {"role": "user", "content": f"Look\n\n{SHOT_CAPTION}"}
+    assert sent_messages(request)[1] == {"role": "user", "content": f"Look\n\n{SHOT_CAPTION}"}
 
 
 @pytest.mark.parametrize(
@@ -121,7 +122,7 @@ async def test_attached_and_read_images_reach_the_anthropic_simulator_as_image_b
             assert again.stopReason == "finished"
 
             first, second, third = claude.requests
-            assert first["messages"][0]["content"] == [
+            assert sent_messages(first)[0]["content"] == [
                 {"type": "text", "text": f"Is logo.png the one in the screenshot?\n\n{SHOT_CAPTION}"},
                 {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64(SHOT)}},
             ]
@@ -147,7 +148,7 @@ async def test_an_attached_image_reaches_the_gemini_simulator_inline_once(tmp_pa
             assert result.stopReason == "finished", editor.of("error")
             await editor.request("totem/chat", {"text": "Sure?", "sessionId": result.sessionId})
             first, second = gemini.requests
-            assert first["contents"][0] == {
+            assert sent_messages(first)[0] == {
                 "role": "user",
                 "parts": [{"text": f"What is wrong?\n\n{SHOT_CAPTION}"}, {"inlineData": {"mimeType": "image/png", "data": b64(SHOT)}}],
             }
@@ -173,9 +174,9 @@ async def test_an_attached_image_reaches_the_ollama_simulator_once_for_a_model_t
             blind = await editor.request("totem/chat", {"text": "And you?", "model": "ollama/test-model", "attachments": [attachment]})
             assert blind.stopReason == "finished", editor.of("error")
             first, second, third = ollama.requests
-            assert first["messages"][1] == {"role": "user", "content": f"What is wrong?\n\n{SHOT_CAPTION}", "images": [b64(SHOT)]}
+            assert sent_messages(first)[1] == {"role": "user", "content": f"What is wrong?\n\n{SHOT_CAPTION}", "images": [b64(SHOT)]}
             assert second["messages"][1] == {"role": "user", "content": f"What is wrong?\n\n{SHOT_CAPTION}"}
-            assert third["messages"][1] == {"role": "user", "content": f"And you?\n\n{SHOT_CAPTION}"}
+            assert sent_messages(third)[1] == {"role": "user", "content": f"And you?\n\n{SHOT_CAPTION}"}
         finally:
             await editor.client.shutdown_session()
 

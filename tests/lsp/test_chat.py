@@ -10,6 +10,7 @@ from lsprotocol import types
 from tests.lsp.conftest import start_editor, to_dict
 from tests.support.model_server import Reply, text_reply, tool_reply
 from tests.support.processes import processes_with
+from tests.support.reminder import sent_messages
 
 
 async def eventually(predicate, timeout: float = 15.0) -> None:
@@ -105,7 +106,7 @@ async def test_a_rejected_edit_changes_nothing_and_the_model_gets_the_feedback(e
     assert not (editor.project / "new.txt").exists()
     [ended] = editor.of("toolEnd")
     assert ended["status"] == "denied" and ended["summary"] == "rejected"
-    assert "use notes.txt instead" in editor.model.requests[1]["messages"][-1]["content"]
+    assert "use notes.txt instead" in sent_messages(editor.model.requests[1])[-1]["content"]
     # The feedback on its own, for the chat to show under the call; and kept for a reopened session.
     assert ended["feedback"] == "use notes.txt instead"
     session = to_dict(await editor.request("totem/session", {"sessionId": result.sessionId}))
@@ -246,4 +247,4 @@ async def test_questions_from_the_ask_tool_reach_the_editor(editor):
     result = await editor.request("totem/chat", {"text": "paint"})
     assert result.stopReason == "finished"
     assert editor.questions[0]["question"] == "Which colour?" and editor.questions[0]["options"] == ["red", "blue"]
-    assert "blue" in editor.model.requests[1]["messages"][-1]["content"]
+    assert "blue" in sent_messages(editor.model.requests[1])[-1]["content"]

@@ -12,6 +12,7 @@ from pygls.exceptions import JsonRpcException
 
 from tests.lsp.conftest import to_dict
 from tests.support.model_server import Reply, chunk, text_reply, tool_reply
+from tests.support.reminder import sent_messages
 
 WAIT = 30.0
 REFUSED = Reply(status=400, body=json.dumps({"error": {"message": "this request is refused"}}))
@@ -117,7 +118,7 @@ async def test_retry_typed_in_the_chat_takes_up_the_failed_turn_and_answers_with
 
     assert done == {"sessionId": failed["sessionId"], "stopReason": "finished", "text": "It says alpha."}
     assert editor.events[0]["kind"] == "turnStart" and editor.of("turnEnd")  # a turn, streamed
-    assert "alpha" in str(editor.model.requests[-1]["messages"][-1]["content"])  # the read it did is kept
+    assert "alpha" in str(sent_messages(editor.model.requests[-1])[-1]["content"])  # the read it did is kept
     assert await shown(editor, failed["sessionId"]) == ["what does a.txt say?", "", "It says alpha."]
     with pytest.raises(JsonRpcException, match="did not fail"):
         await call(editor, "totem/chat", {"text": "/retry", "sessionId": failed["sessionId"]})

@@ -8,6 +8,7 @@ from lsprotocol import types
 
 from tests.lsp.conftest import to_dict
 from tests.support.model_server import Reply, chunk, text_reply
+from tests.support.reminder import sent_messages
 
 WAIT = 15.0
 SOURCE = "def add(a, b):\n    return a + b\n\n\nprint(add(1, 2))  # TODO\n"
@@ -105,7 +106,7 @@ async def test_actions_for_a_selection_and_for_nothing(editor):
 
 
 def last_user_text(request: dict) -> str:
-    content = [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
+    content = [m for m in sent_messages(request) if m["role"] == "user"][-1]["content"]
     if isinstance(content, list):
         return "".join(part.get("text", "") for part in content)
     return content

@@ -11,6 +11,7 @@ from tests.lsp.test_chat import eventually
 from tests.support.model_server import text_reply, tool_reply
 from tests.support.processes import none_left, running_in
 from tests.support.real_mcp import real_entries, standin, write_mcp_json
+from tests.support.reminder import sent_messages
 
 
 @pytest_asyncio.fixture
@@ -48,7 +49,7 @@ async def test_the_start_is_asked_naming_the_command_and_the_servers_tool_events
     assert started[call["callId"]]["tool"] == "fs__read_text_file"
     assert ended[call["callId"]]["status"] == "ok" and ended[call["callId"]]["output"] == "ship it\n"
     assert not any(t["function"]["name"].startswith("time__") for t in editor.model.requests[0]["tools"])
-    assert editor.model.requests[1]["messages"][-1]["content"] == "ship it\n"
+    assert sent_messages(editor.model.requests[1])[-1]["content"] == "ship it\n"
     assert any(e["message"].startswith("MCP server fs started") for e in editor.of("notice"))
 
     # The server stays for the next turn of the open project: not asked again.

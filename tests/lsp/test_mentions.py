@@ -8,6 +8,7 @@ import asyncio
 
 from tests.lsp.conftest import to_dict
 from tests.support.model_server import text_reply, tool_reply
+from tests.support.reminder import sent_messages
 
 WAIT = 15.0
 APP = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
@@ -18,7 +19,7 @@ async def call(editor, method: str, params) -> dict:
 
 
 def last_user_text(editor) -> str:
-    return [m for m in editor.model.requests[-1]["messages"] if m["role"] == "user"][-1]["content"]
+    return [m for m in sent_messages(editor.model.requests[-1]) if m["role"] == "user"][-1]["content"]
 
 
 async def request_part(editor, session_id: str) -> dict:

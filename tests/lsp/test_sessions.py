@@ -10,6 +10,7 @@ from pygls.exceptions import JsonRpcException
 
 from tests.lsp.conftest import start_editor, to_dict
 from tests.support.model_server import Reply, chunk, text_reply, tool_reply
+from tests.support.reminder import sent_messages
 
 WAIT = 15.0
 
@@ -205,12 +206,12 @@ async def test_after_undo_the_agents_next_edit_of_the_file_succeeds_and_the_mode
     assert ended["status"] == "ok", ended["output"]
     assert editor.documents[uri] == "x = 3\n"
     # The model read, beside the request, which file the undo put back.
-    request = editor.model.requests[-2]["messages"][-1]["content"]
+    request = sent_messages(editor.model.requests[-2])[-1]["content"]
     assert "undid or redid" in request and "app.py" in request and request.endswith("set x to 3")
     # Told once: the turn after does not repeat it.
     editor.model.enqueue(text_reply("Nothing to do."))
     await asyncio.wait_for(editor.request("totem/chat", {"text": "thanks", "sessionId": first.sessionId}), WAIT)
-    assert editor.model.requests[-1]["messages"][-1]["content"] == "thanks"
+    assert sent_messages(editor.model.requests[-1])[-1]["content"] == "thanks"
 
 
 async def test_after_redo_the_agents_next_edit_of_the_file_succeeds(editor):
@@ -252,7 +253,7 @@ async def test_a_session_is_titled_by_what_the_user_typed_not_by_its_context(edi
     sessions = [to_dict(s) for s in await editor.request("totem/sessions", None)]
     titled = next(s for s in sessions if s["sessionId"] == result.sessionId)
     assert titled["title"] == "what does this do?"
-    assert "<context" in editor.model.requests[0]["messages"][-1]["content"]
+    assert "<context" in sent_messages(editor.model.requests[0])[-1]["content"]
 
 
 async def test_initialization_options_of_the_wrong_type_are_ignored_and_logged(tmp_path, model):

@@ -10,6 +10,7 @@ from pygls.exceptions import JsonRpcException
 
 from tests.lsp.conftest import to_dict
 from tests.support.model_server import Reply, text_reply, tool_reply
+from tests.support.reminder import sent_messages
 
 WAIT = 30.0
 REFUSED = Reply(status=400, body=json.dumps({"error": {"message": "this request is refused"}}))
@@ -26,7 +27,7 @@ async def shown(editor, session_id: str) -> list[str]:
 
 
 def sent(request: dict) -> list[str]:
-    return [str(m.get("content")) for m in request["messages"] if m["role"] != "system"]
+    return [str(m.get("content")) for m in sent_messages(request) if m["role"] != "system"]
 
 
 async def test_regenerate_makes_a_second_variant_and_switching_back_shows_the_first(editor):

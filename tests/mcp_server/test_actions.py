@@ -9,6 +9,7 @@ import anyio
 
 from tests.mcp_server.conftest import error_text, result
 from tests.support.model_server import Reply, text_reply, tool_reply
+from tests.support.reminder import sent_messages
 from totem_engine.retry import MAX_TRIES
 
 TRIES = MAX_TRIES  # the tries a step gets before its turn fails
@@ -125,7 +126,7 @@ async def test_a_turn_failed_by_server_errors_is_retried_to_its_end(served):
         assert retried["stop_reason"] == "finished" and retried["text"] == "Done at last."
         assert retried["session_id"] == session_id and retried["turn_id"] and retried["model"] == "sim/test-model"
         assert await _conversation(client, session_id) == [("user", "do it"), ("assistant", "Done at last.")]
-        assert served.server.requests[-1]["messages"][-1]["content"] == "do it"  # the same request, once
+        assert sent_messages(served.server.requests[-1])[-1]["content"] == "do it"  # the same request, once
 
         again = error_text(await client.call_tool("retry_turn", {"session_id": session_id}))
     assert "invalid: the session's last turn did not fail" in again

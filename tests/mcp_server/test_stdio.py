@@ -9,6 +9,7 @@ import anyio
 
 from tests.mcp_server.conftest import API_KEY, TOOLS, error_text, result
 from tests.support.model_server import text_reply, tool_reply
+from tests.support.reminder import sent_messages
 
 AGENT_TOOLS = {"read", "write", "edit", "patch", "glob", "grep", "bash", "job", "terminal", "run_script", "fetch", "task", "todo", "ask", "skill"}
 
@@ -42,7 +43,7 @@ async def test_a_prompt_gets_the_models_answer_the_diff_shows_its_change_and_und
         assert answer["changed"] == ["hello.py"] and answer["refused"] == []
         assert [(c["tool"], c["status"]) for c in answer["calls"]] == [("write", "ok")]
         assert (served.project / "hello.py").read_text() == "print('hi')\n"
-        assert served.server.requests[0]["messages"][-1]["content"] == "write hello.py"
+        assert sent_messages(served.server.requests[0])[-1]["content"] == "write hello.py"
 
         diff = result(await client.call_tool("session_diff", {"session_id": session_id}))
         assert [(f["path"], f["change"], f["changed_since"]) for f in diff["files"]] == [("hello.py", "added", False)]

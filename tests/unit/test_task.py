@@ -7,6 +7,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from tests.support.reminder import request_messages
 from tests.support.turns import SMALL, RecordingFrontEnd, Scene, answer, calls
 from totem_engine.api import events as ev
 from totem_engine.config import Config
@@ -35,7 +36,7 @@ class RoutingProvider:
 
     async def stream(self, request: ChatRequest):
         self.requests.append(request)
-        if request.messages[0].text == PARENT:
+        if request_messages(request)[0].text == PARENT:
             for chunk in self.parent_replies.pop(0):
                 yield chunk
             return
@@ -65,7 +66,7 @@ def task(agent: str, prompt: str, description: str = "look") -> tuple[str, dict]
 
 
 def echo(request: ChatRequest):
-    return answer(f"answer to {request.messages[-1].text}")
+    return answer(f"answer to {request_messages(request)[-1].text}")
 
 
 @pytest.fixture
@@ -171,7 +172,7 @@ async def test_a_project_agent_gets_only_its_tools_and_its_deny_rule_decides(sce
     assert {spec.name for spec in provider.sub_requests[0].tools} == {"read", "grep"}
     [permission] = [e for e in front.of(ev.Permission) if e.parent_call_id]
     assert permission.decision == "deny" and permission.rule.source == "agent reviewer"
-    assert "Denied by rule read 'secret.txt'" in provider.sub_requests[1].messages[-1].text
+    assert "Denied by rule read 'secret.txt'" in request_messages(provider.sub_requests[1])[-1].text
 
 
 async def test_an_agent_on_a_model_that_is_not_available_runs_on_the_conversations_and_says_so(scene):
@@ -209,7 +210,7 @@ async def test_an_abort_stops_every_agent(scene):
 
     class Stuck(RoutingProvider):
         async def stream(self, request):
-            if request.messages[0].text != PARENT:
+            if request_messages(request)[0].text != PARENT:
                 self.in_flight += 1
                 if self.in_flight == 2:
                     started.set()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from tests.support.reminder import request_messages
 from tests.support.turns import RecordingFrontEnd, Scene, answer, calls
 from totem_engine.api import events as ev
 from totem_engine.vocab.chat import TextChunk
@@ -31,7 +32,8 @@ async def test_a_text_answer_finishes_the_turn_and_is_stored(scene):
     assert "".join(e.text for e in front.of(ev.TextDelta)) == "Hello there."
     assert [type(e) for e in (front.events[0], front.events[-1])] == [ev.TurnStart, ev.TurnEnd]
     (request,) = scene.provider.requests
-    assert request.messages[-1].role == "user" and request.messages[-1].text == "say hello"
+    (said,) = request_messages(request)
+    assert said.role == "user" and said.text == "say hello"
     assert {spec.name for spec in request.tools} >= {"read", "write", "bash"}  # native tools offered
     stored = await scene.store.messages(scene.session_id)
     texts = [p.data["text"] for m in stored if m.role == "assistant" for p in m.parts if p.type == "text"]

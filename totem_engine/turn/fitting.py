@@ -30,6 +30,7 @@ from totem_engine.tools.base import Tool
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.turn.policy import TurnPolicy
 from totem_engine.vocab.chat import ChatRequest
+from totem_engine.vocab.messages import Message
 from totem_engine.vocab.tools import ToolSpec
 
 
@@ -146,13 +147,17 @@ def summariser(config: Config, provider: Provider, model_id: str, provider_for: 
 def step_request(
     policy: TurnPolicy, *, model_id: str, system: str, history: list, specs: tuple[ToolSpec, ...], record: CapabilityRecord,
     text_calls: Callable[[], bool], reasoning: str | None, temperature: float | None, seed: int | None,
+    reminder: str | None = None,
 ) -> ChatRequest:
     """A step's request, as the policy shapes it (its output cap, its history). A model that
     does not call tools natively (``text_calls``: asked once the history is shaped) is taught
-    the text form instead, which the stream reads back."""
+    the text form instead, which the stream reads back. ``reminder``: the Total.js conventions
+    (seed 001) after the history, in this request only, never stored: last, so the history
+    before it stays a cached prefix, and nearest to the answer."""
+    messages = tuple(policy.history(history))
     common = dict(
         model=model_id,
-        messages=tuple(policy.history(history)),
+        messages=with_reminder(messages, reminder) if reminder else messages,
         reasoning=reasoning,
         temperature=temperature,
         seed=seed,
@@ -174,3 +179,13 @@ def _after(first: Callable[[], Awaitable[None]] | None, complete: Complete) -> C
         return await complete(system, material)
 
     return completed
+
+
+def with_reminder(messages: tuple[Message, ...], reminder: str) -> tuple[Message, ...]:
+    """``messages`` ending with ``reminder``: a user message of its own after a tool result or an
+    answer, joined to a last user message (the turn's request, a small model's replayed results),
+    as chat templates expect roles to alternate (``as_written`` joins them for the same reason)."""
+    if messages and messages[-1].role == "user":
+        last = messages[-1]
+        return (*messages[:-1], last.with_text("\n\n".join(t for t in (last.text, reminder) if t)))
+    return (*messages, Message(role="user", text=reminder))

@@ -291,6 +291,7 @@ class Turn:
             self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=skills, small=self.policy.short_prompt,
             persona=self.options.persona, readable=unasked_reads(self.calls.policy, self.agent.root),
         )
+        reminder = prompt("totaljs_reminder.txt") if self.state.totaljs else None  # on each request (seed 001)
         self.state.reads.shown.clear()  # shown with an earlier request: further back, perhaps compacted
         await self.policy.prepare()
         fitter = Fitter(
@@ -299,6 +300,7 @@ class Turn:
             build=lambda history: step_request(
                 self.policy, model_id=model_id, system=base_prompt, history=history, specs=self.specs, record=self.record,
                 text_calls=self.text_calls_wanted, reasoning=self.options.reasoning, temperature=self.temperature, seed=self.seed,
+                reminder=reminder,
             ),
             window=self.record.context_window,
             max_output_tokens=self.record.max_output_tokens,
