@@ -31,6 +31,7 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
     ResumeSessionResponse,
+    SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
@@ -45,7 +46,7 @@ from totem_acp.errors import engine_errors
 from totem_acp.mcp_servers import Declared, client_specs
 from totem_acp.prompt import Block
 from totem_acp.replay import replayed
-from totem_acp.session import AcpSession, project_root
+from totem_acp.session import AcpSession, extra_roots, project_root
 from totem_acp.terminal import ClientTerminals
 from totem_acp.trust_question import ask_trust
 from totem_acp.workspace import ClientWorkspace
@@ -88,7 +89,7 @@ class TotemAgent:
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(), resume=SessionResumeCapabilities(), close=SessionCloseCapabilities(),
-                    delete=SessionDeleteCapabilities(),
+                    delete=SessionDeleteCapabilities(), additional_directories=SessionAdditionalDirectoriesCapabilities(),
                 ),
             ),
             agent_info=Implementation(name="totem", title="Totem", version=_version()),
@@ -105,9 +106,9 @@ class TotemAgent:
     async def new_session(
         self, cwd: str, mcp_servers: list[Declared] | None = None, additional_directories: list[str] | None = None, **_: Any
     ) -> NewSessionResponse:
-        root = project_root(cwd)
+        root, extra = project_root(cwd), extra_roots(additional_directories)
         with engine_errors():
-            session = await self._open(root, mcp_servers, None)
+            session = await self._open(root, mcp_servers, None, extra)
             modes, options = await session.modes(), await session.config_options()
 
         async def greet() -> None:
@@ -122,11 +123,14 @@ class TotemAgent:
     ) -> LoadSessionResponse:
         """The stored session replayed. One already open on this connection is checked as a fresh
         process checks it: a ``cwd`` other than its project is refused (``SessionElsewhere``)."""
-        root = project_root(cwd)
+        root, extra = project_root(cwd), extra_roots(additional_directories)
         with engine_errors():
             session = self.sessions.get(session_id)
+            if session is not None and session.engine.extra_roots != extra:
+                await self._close(session)  # other roots: an engine of its own for them
+                session = None
             if session is None:
-                session = await self._open(root, mcp_servers, session_id)
+                session = await self._open(root, mcp_servers, session_id, extra)
             else:
                 await session.engine.session(session_id, root=root)
             history = session.engine.history
@@ -144,11 +148,14 @@ class TotemAgent:
     ) -> ResumeSessionResponse:
         """The stored session opened as ``session/load`` opens it, without the replay: the client
         has the conversation already. Its commands and title follow the answer."""
-        root = project_root(cwd)
+        root, extra = project_root(cwd), extra_roots(additional_directories)
         with engine_errors():
             session = self.sessions.get(session_id)
+            if session is not None and session.engine.extra_roots != extra:
+                await self._close(session)  # other roots: an engine of its own for them
+                session = None
             if session is None:
-                session = await self._open(root, mcp_servers, session_id)
+                session = await self._open(root, mcp_servers, session_id, extra)
             else:
                 await session.engine.session(session_id, root=root)
             modes, options = await session.modes(), await session.config_options()
@@ -287,9 +294,12 @@ class TotemAgent:
                 await self._stacks.pop(session_id).aclose()
             await self.engines.aclose()
 
-    async def _open(self, root: Path, mcp_servers: list[Declared] | None, session_id: str | None) -> AcpSession:
+    async def _open(
+        self, root: Path, mcp_servers: list[Declared] | None, session_id: str | None, extra: tuple[Path, ...] = (),
+    ) -> AcpSession:
         """The session with an engine of its own: a new stored session, or ``session_id`` (of
-        this project: ``SessionElsewhere`` otherwise, ``SessionNotFound`` when there is none)."""
+        this project: ``SessionElsewhere`` otherwise, ``SessionNotFound`` when there is none);
+        ``extra``: its ``additionalDirectories``, roots its file tools reach besides ``root``."""
         specs, left_out = client_specs(mcp_servers)
         fs = self.capabilities.fs
         workspace = ClientWorkspace(self.client, reads=bool(fs and fs.read_text_file), writes=bool(fs and fs.write_text_file))
@@ -297,13 +307,15 @@ class TotemAgent:
         stack = contextlib.AsyncExitStack()
         try:
             engine = await stack.enter_async_context(
-                self.engines.private(root, workspace=workspace, command_runner=terminals, mcp_servers=specs)
+                self.engines.private(root, workspace=workspace, command_runner=terminals, mcp_servers=specs, extra_roots=extra)
             )
             if terminals is not None and not engine.config.acp_client_terminal:
                 # The runner is given at opening and the config is read there: opened again without it.
                 terminals = None
                 await stack.aclose()
-                engine = await stack.enter_async_context(self.engines.private(root, workspace=workspace, mcp_servers=specs))
+                engine = await stack.enter_async_context(
+                    self.engines.private(root, workspace=workspace, mcp_servers=specs, extra_roots=extra)
+                )
             stored = await engine.new_session() if session_id is None else await engine.session(session_id)
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -333,7 +345,7 @@ class TotemAgent:
         """The session with an engine opened anew (its project now trusted: its whole config)."""
         await self._stacks.pop(session.id).aclose()
         del self.sessions[session.id]
-        return await self._open(session.root, self._declared.pop(session.id, None), session.id)
+        return await self._open(session.root, self._declared.pop(session.id, None), session.id, session.engine.extra_roots)
 
     def _session(self, session_id: str) -> AcpSession:
         session = self.sessions.get(session_id)

@@ -31,6 +31,7 @@ from acp.schema import (
 
 from totem_engine.api.attachments import Attachment, WordedContext
 from totem_engine.api.images import AttachmentError, Image, caption, image_from_base64
+from totem_engine.api.workspace import ToolError, project_path, resolve_in_project
 
 Block = TextContentBlock | ImageContentBlock | AudioContentBlock | ResourceContentBlock | EmbeddedResourceContentBlock
 
@@ -55,7 +56,9 @@ class UserMessage:
         return "\n\n".join([*self.context, typed_as_sent]) if self.attachments else typed_as_sent
 
 
-def user_message(blocks: list[Block], root: Path) -> UserMessage:
+def user_message(blocks: list[Block], root: Path, extra_roots: tuple[Path, ...] = ()) -> UserMessage:
+    """``blocks`` as the engine takes them; a ``file://`` resource in ``root`` or one of
+    ``extra_roots`` (the session's additionalDirectories) is a file of the project."""
     typed: list[str] = []
     attached: list[Attachment] = []
     images: list[Image] = []
@@ -63,11 +66,11 @@ def user_message(blocks: list[Block], root: Path) -> UserMessage:
         if isinstance(block, TextContentBlock):
             typed.append(block.text)
         elif isinstance(block, ResourceContentBlock):
-            rel = _in_project(block.uri, root)
+            rel = _in_project(block.uri, root, extra_roots)
             named = f" ({block.name})" if block.name else ""
             attached.append(Attachment("file", rel) if rel else WordedContext("context", block.uri, f"[resource: {block.uri}{named}]"))
         elif isinstance(block, EmbeddedResourceContentBlock):
-            attached.append(_embedded(block.resource, root))
+            attached.append(_embedded(block.resource, root, extra_roots))
         elif isinstance(block, ImageContentBlock):
             try:
                 images.append(image_from_base64(block.data, _image_name(block.uri, len(images))))
@@ -86,8 +89,8 @@ def _image_name(uri: str | None, index: int) -> str:
     return name or f"image {index + 1}"
 
 
-def _embedded(resource: TextResourceContents | BlobResourceContents, root: Path) -> Attachment:
-    rel = _in_project(resource.uri, root)
+def _embedded(resource: TextResourceContents | BlobResourceContents, root: Path, extra_roots: tuple[Path, ...]) -> Attachment:
+    rel = _in_project(resource.uri, root, extra_roots)
     if isinstance(resource, TextResourceContents):
         text = resource.text.rstrip("\n")
         if rel:
@@ -97,15 +100,15 @@ def _embedded(resource: TextResourceContents | BlobResourceContents, root: Path)
     return WordedContext("context", rel or resource.uri, f"[resource: {rel or resource.uri}, {resource.mime_type or 'binary'}, {size} KB]")
 
 
-def _in_project(uri: str, root: Path) -> str | None:
-    """The project-relative path of a ``file://`` URI inside ``root``; None otherwise."""
+def _in_project(uri: str, root: Path, extra_roots: tuple[Path, ...]) -> str | None:
+    """How the engine names a ``file://`` URI's file in the session's roots (root-relative, or
+    absolute in an extra root); None for another URI or a file outside them."""
     parts = urlsplit(uri)
     if parts.scheme != "file":
         return None
-    path = Path(unquote(parts.path)).resolve()
     try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
+        return project_path(root, resolve_in_project(root, unquote(parts.path), extra_roots))
+    except ToolError:
         return None
 
 

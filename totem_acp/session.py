@@ -176,7 +176,7 @@ class AcpSession:
         self.frontend.finish, self.frontend.failure = None, None
         while self.notices:
             await self.frontend.say(f"{self.notices.pop(0)}\n\n")
-        message = user_message(blocks, self.root)
+        message = user_message(blocks, self.root, self.engine.extra_roots)
         running = await self.engine.prompt(
             message.typed, self.frontend, session_id=self.id, attachments=message.attachments, images=message.images,
         )
@@ -219,6 +219,17 @@ def stop_reason(result: Result, finish: str | None, failure: ev.Error | None) ->
     if result.stop_reason == "finished" and finish == "refusal":
         return "refusal"
     return "end_turn"  # finished, or a guard (its reason was said as an agent message)
+
+
+def extra_roots(directories: list[str] | None) -> tuple[Path, ...]:
+    """A session's ``additionalDirectories`` as extra roots: each absolute and an existing folder
+    (the real paths, in order, without repeats)."""
+    for directory in directories or ():
+        if not Path(directory).is_absolute() or not Path(directory).is_dir():
+            raise RequestError.invalid_params(
+                {"message": f"additionalDirectories must be absolute paths of folders, got {directory!r}"}
+            )
+    return tuple(dict.fromkeys(Path(directory).resolve() for directory in directories or ()))
 
 
 def project_root(cwd: str) -> Path:

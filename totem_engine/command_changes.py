@@ -216,8 +216,9 @@ class CommandChanges:
     watch the project's folders to spare the passes it can prove useless (worktree_capture.py)."""
 
     def __init__(self, root: Path, *, max_file_bytes: int, sandbox: SandboxSettings = SandboxSettings(),
-                 watch: bool = True):
+                 watch: bool = True, extra_roots: tuple[Path, ...] = ()):
         self.root = root
+        self.extra_roots = extra_roots
         self.max_file_bytes = max_file_bytes
         self.sandbox = sandbox
         self.watch = watch

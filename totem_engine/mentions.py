@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +31,7 @@ from totem_engine.permissions import Policy
 from totem_engine.textcalls import file_block
 from totem_engine.tools.read import looks_binary
 from totem_engine.vocab.tools import ToolError
-from totem_engine.workspace.paths import relative, resolve_in_project
+from totem_engine.workspace.paths import project_path, resolve_in_project
 from totem_engine.workspace.walk import walk_files
 
 LISTED_FILES = 60  # the file list stops here, saying how many more there are
@@ -52,15 +52,15 @@ class Mentions:
     named: list[str] = field(default_factory=list)
 
 
-def unasked_reads(policy: Policy, root: Path) -> Callable[[str], bool]:
+def unasked_reads(policy: Policy, root: Path, extra_roots: Sequence[Path] = ()) -> Callable[[str], bool]:
     """``readable(rel)`` for ``mentions``: whether the project file ``rel`` may be read without
     asking, as the ``read`` tool decides it (``Policy.reads_unasked``), by the name it was given
     and the one it resolves to (a link named notes.txt to .env is the secret file). A path that
-    leaves the project, or cannot be resolved, may not."""
+    leaves the project (every root of it: ``extra_roots`` too), or cannot be resolved, may not."""
 
     def readable(rel: str) -> bool:
         try:
-            real = relative(root, resolve_in_project(root, rel))
+            real = project_path(root, resolve_in_project(root, rel, extra_roots))
         except (ToolError, OSError, ValueError):
             return False
         return policy.reads_unasked(rel, real)

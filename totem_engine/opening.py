@@ -11,7 +11,7 @@ was passed in) and its lease on the local model's server.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ async def open_runtime(
     holder: str = "totem",
     command_runner: CommandRunner | None = None,
     mcp_servers: list[ServerSpec] | None = None,
+    extra_roots: Sequence[Path] = (),
 ) -> AsyncIterator[Runtime]:
     """The engine of the project at ``root``, open for the ``async with`` block.
 
@@ -55,7 +56,8 @@ async def open_runtime(
     ``store`` is shared and left open; without one the runtime opens and closes its own.
     ``holder`` names the front end in the leases its turns take ("totem run"; leases.py).
     ``command_runner``: where the session's commands run instead of in Totem (an ACP client's
-    terminal); ``mcp_servers``: the client's own servers, beside the config's.
+    terminal); ``mcp_servers``: the client's own servers, beside the config's; ``extra_roots``:
+    the folders the session reaches besides ``root`` (Runtime).
 
     Raises ConfigError (a config that does not load) and LocalServerError (the local model's
     server cannot be started).
@@ -75,7 +77,7 @@ async def open_runtime(
     try:
         runtime = Runtime(
             root, loaded, store=store, workspace=workspace, trust_notice=notice, trusted=trusted, holder=holder,
-            command_runner=command_runner, read_layers=read.layers,
+            command_runner=command_runner, read_layers=read.layers, extra_roots=extra_roots,
         )
         runtime.mcp.join(mcp_servers or [])
         try:

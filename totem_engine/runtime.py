@@ -5,7 +5,7 @@ The engine API (``api/engine.py``) holds one and is the only way a front end rea
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -99,12 +99,15 @@ class Runtime:
         holder: str = "totem",
         command_runner: CommandRunner | None = None,
         read_layers: list[ConfigLayer] | None = None,
+        extra_roots: Sequence[Path] = (),
     ):
         """``holder``: the front end, as a session's lease names it to another process that
         wants the session ("totem run", "totem lsp", "totem mcp serve"; leases.py).
         ``read_layers``: the config layers as read, before trust restricted the project's (the
-        hooks it lost are listed as ignored); None: ``loaded``'s."""
+        hooks it lost are listed as ignored); None: ``loaded``'s. ``extra_roots``: folders the
+        session reaches besides ``root`` (absolute; workspace/paths.py), none by default."""
         self.root = root.resolve()
+        self.extra_roots = tuple(dict.fromkeys(r.resolve() for r in extra_roots if r.resolve() != self.root))
         self.holder = holder
         self.loaded = loaded
         know_config(loaded.config)  # scrubbed from events, the store, logs and errors (redaction.py)
@@ -122,6 +125,7 @@ class Runtime:
         # Where commands run and what they change, kept for undo (command_changes.py).
         self.command_changes = CommandChanges(
             self.root, max_file_bytes=settings.max_file_bytes, sandbox=sandbox_settings(loaded.config, self.store.path.parent),
+            extra_roots=self.extra_roots,
         )
         self.jobs = Jobs(self.root, self.command_changes)  # the sessions' background jobs; all killed when the runtime closes
         self.terminals = Terminals(self.root, self.command_changes)  # and their interactive terminals, the same way
@@ -149,6 +153,7 @@ class Runtime:
             ),
         )
         self.agent.command_runner = command_runner  # an ACP client's terminal (tools/command_runner.py)
+        self.agent.extra_roots = self.extra_roots
         swept = temp_journal.sweep(self.root)
         if swept:
             self.agent.notices.append(

@@ -9,7 +9,8 @@ atomically, identical content stored once), or its absence is noted. After the c
 ``after_change`` records the new state the same way. A turn's change set is one row per file::
 
     turns:   seq (order), turn_id, session_id, undone (0/1), created_at
-    changes: turn_seq, path (project-relative, "/"), before_hash, after_hash  (NULL = absent)
+    changes: turn_seq, path (project-relative, "/"; a file in an extra root: absolute), before_hash,
+             after_hash  (NULL = absent)
     command_changes: turn_seq, path, reason   (what a command changed: reason NULL = restorable,
                      on disk; else why undo cannot put it back, path "" when the files are unknown)
 
@@ -53,7 +54,7 @@ import anyio
 from totem_engine.sqlite_worker import SqliteWorker, Transaction
 from totem_engine.store import default_db_path
 from totem_engine.workspace.files import DiskWorkspace, Workspace, write_atomically
-from totem_engine.workspace.paths import relative
+from totem_engine.workspace.paths import project_path
 
 if TYPE_CHECKING:
     from totem_engine.file_changes import FileChange
@@ -642,7 +643,7 @@ def _changes_of(conn: sqlite3.Connection, seq: int) -> _TurnChanges:
 
 def _relative_paths(root: Path, paths: Iterable[Path]) -> list[str]:
     """Project-relative, "/"-separated, without duplicates, in the order given."""
-    return list(dict.fromkeys(relative(root, root / path) for path in paths))
+    return list(dict.fromkeys(project_path(root, root / path) for path in paths))
 
 
 _DIRECTORY = "<directory>"  # _current_hash of a folder: never a file's hash

@@ -75,6 +75,7 @@ async def open_project(
     workspace: Workspace | None = None,
     command_runner: CommandRunner | None = None,
     mcp_servers: Sequence[ServerSpec] = (),
+    extra_roots: Sequence[Path] = (),
 ) -> AsyncIterator["Engine"]:
     """The engine of the project at ``root`` for the ``async with`` block.
 
@@ -86,13 +87,15 @@ async def open_project(
     and setup has finished, unless ``start_local`` is False). ``store`` and ``turns`` are shared
     (``Engines``) and left open. Injections: ``workspace`` (the client's file system),
     ``command_runner`` (the client's terminal), ``mcp_servers`` (the client's servers).
+    ``extra_roots``: absolute folders the engine's file tools, mentions and sandbox reach besides
+    ``root`` (an ACP session's ``additionalDirectories``); a path outside every root is refused.
 
     Raises ``ConfigError`` (kind ``config``) and ``LocalServerError`` (kind ``unavailable``).
     """
     async with open_runtime(
         root, config_file=config_file, editor_settings=editor_settings, ask_trust=ask_trust, model=model,
         start_local=start_local, store=store, workspace=workspace, holder=holder, command_runner=command_runner,
-        mcp_servers=list(mcp_servers),
+        mcp_servers=list(mcp_servers), extra_roots=extra_roots,
     ) as runtime:
         yield Engine(runtime, turns=turns or Turns(), model=model, mode=mode)
 
@@ -206,7 +209,7 @@ class Engine:
                 await self._runtime.store.update_session(session.id, title=session_title(text))
                 session = await self._runtime.store.get_session(session.id)
             attachments = withheld_secrets(
-                list(attachments), unasked_reads(Policy(rules=self._runtime.agent.rules), self._runtime.root),
+                list(attachments), unasked_reads(Policy(rules=self._runtime.agent.rules), self._runtime.root, self._runtime.extra_roots),
             )
             body = with_attachments(prepared.text, attachments) if attachments else prepared.text
             turn = self._runtime.turn(
@@ -476,6 +479,13 @@ class Engine:
             state.reasoning = level
             await self._runtime.store.update_session(session_id, meta=state.to_meta())
         return await self._runtime.store.get_session(session_id)
+
+    # --- for ACP (issue 35): the session's roots beside its project (additionalDirectories) ---
+
+    @property
+    def extra_roots(self) -> tuple[Path, ...]:
+        """The real paths of the folders this engine reaches besides ``root`` (``open_project``)."""
+        return self._runtime.extra_roots
 
 
 def _check_mode(mode: str) -> None:

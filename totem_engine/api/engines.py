@@ -104,11 +104,14 @@ class Engines:
     @contextlib.asynccontextmanager
     async def private(
         self, root: Path, *, workspace: Workspace | None = None, command_runner: CommandRunner | None = None,
-        mcp_servers: Sequence[ServerSpec] = (),
+        mcp_servers: Sequence[ServerSpec] = (), extra_roots: Sequence[Path] = (),
     ) -> AsyncIterator[Engine]:
         """An engine of its own for one client session (an ACP session: its file system, its
-        terminal, its MCP servers), over the shared store and turns; closed with the block."""
-        async with self._open(root.resolve(), workspace=workspace, command_runner=command_runner, mcp_servers=mcp_servers) as engine:
+        terminal, its MCP servers, its extra roots), over the shared store and turns; closed with
+        the block."""
+        async with self._open(
+            root.resolve(), workspace=workspace, command_runner=command_runner, mcp_servers=mcp_servers, extra_roots=extra_roots,
+        ) as engine:
             yield engine
 
     def reconfigure(self, editor_settings: dict[str, Any] | None, model: str | None = None) -> None:

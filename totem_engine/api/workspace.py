@@ -9,9 +9,9 @@ from totem_engine.tools.command_runner import Outcome as CommandOutcome
 from totem_engine.tools.read import looks_binary
 from totem_engine.vocab.tools import ToolError
 from totem_engine.workspace.files import DiskWorkspace, FileStat, Workspace, write_atomically
-from totem_engine.workspace.paths import relative, resolve_in_project
+from totem_engine.workspace.paths import project_path, relative, resolve_in_project
 
 __all__ = [
     "CommandOutcome", "CommandRunner", "DiskWorkspace", "FileStat", "HeadTail", "ProposedFile", "ToolError", "Workspace",
-    "looks_binary", "relative", "resolve_in_project", "write_atomically",
+    "looks_binary", "project_path", "relative", "resolve_in_project", "write_atomically",
 ]

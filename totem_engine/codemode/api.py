@@ -47,7 +47,7 @@ from totem_engine.tools.read import ReadInput, ReadTool
 from totem_engine.tools.write import WriteInput, WriteTool
 from totem_engine.verify import find_test_command
 from totem_engine.vocab.tools import ToolError
-from totem_engine.workspace.paths import refuse_totem_file, relative, resolve_in_project
+from totem_engine.workspace.paths import project_path, refuse_totem_file, relative, resolve_in_project
 from totem_engine.workspace.walk import glob_matcher
 
 
@@ -106,9 +106,9 @@ class ScriptApi:
         return sorted(on_disk)
 
     async def _read(self, path: str, offset: int = 1, limit: int = 0) -> str:
-        target = resolve_in_project(self.ctx.root, path)
+        target = resolve_in_project(self.ctx.root, path, self.ctx.extra_roots)
         self._may_read(await ReadTool().prepare(ReadInput(path=path), self.ctx))
-        rel = relative(self.ctx.root, target)
+        rel = project_path(self.ctx.root, target)
         stat = await self.staged.stat(target)
         if stat is None:
             raise ToolError(f"{rel} does not exist.")
@@ -133,8 +133,8 @@ class ScriptApi:
         return await self._through(EditTool(), args, reads=False)
 
     async def _delete(self, path: str) -> str:
-        target = resolve_in_project(self.ctx.root, path)
-        rel = relative(self.ctx.root, target)
+        target = resolve_in_project(self.ctx.root, path, self.ctx.extra_roots)
+        rel = project_path(self.ctx.root, target)
         refuse_totem_file(target, rel)
         stat = await self.staged.stat(target)
         if stat is None:

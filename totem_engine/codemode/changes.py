@@ -19,7 +19,7 @@ from totem_engine.tools.base import ProposedFile, ToolContext, ToolResult
 from totem_engine.tools.patch import FileChange, PatchAction, common_glob
 from totem_engine.workspace.diff import unified_diff
 from totem_engine.workspace.files import Workspace
-from totem_engine.workspace.paths import relative
+from totem_engine.workspace.paths import project_path
 
 # What the result says of a clash (the path filled in).
 CLASH = "would replace a file with a folder or a folder with a file ({}), which one change set cannot undo: use the bash tool for that"
@@ -46,7 +46,7 @@ def change_set(
     they wrote in the sandbox is part of the diff)."""
     changes = []
     for item in staged:
-        change = FileChange(rel=relative(root, item.path), target=item.path, before=item.before, data=item.after, report="")
+        change = FileChange(rel=project_path(root, item.path), target=item.path, before=item.before, data=item.after, report="")
         change.report = _verb(change)
         changes.append(change)
     if not changes:
@@ -77,7 +77,7 @@ async def clash(workspace: Workspace, root: Path, staged: list[StagedChange]) ->
     for item in staged:
         if item.after is None:
             continue
-        rel = Path(relative(root, item.path))
+        rel = Path(project_path(root, item.path))
         for path in (rel, *rel.parents[:-1]):
             found = await workspace.stat(root / path)
             if found is not None and found.is_dir == (path == rel):

@@ -175,7 +175,8 @@ class ToolContext:
     the round records it for undo. ``runner``: where ``bash`` runs its command when not in
     Totem (a front end's, command_runner.py: an ACP client's terminal; None: in Totem).
     ``command_env_pass``: the credential variables a command run unasked keeps (config
-    ``command_env_pass``, command_env.py).
+    ``command_env_pass``, command_env.py). ``extra_roots``: the session's folders beside
+    ``root`` that file tools reach too (workspace/paths.py; an ACP client's additionalDirectories).
     """
 
     root: Path
@@ -197,6 +198,7 @@ class ToolContext:
     taken: "list[FileChange]" = field(default_factory=list)
     runner: "CommandRunner | None" = None
     command_env_pass: tuple[str, ...] = ()
+    extra_roots: tuple[Path, ...] = ()
 
 
 @dataclass

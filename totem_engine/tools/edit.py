@@ -20,7 +20,7 @@ from totem_engine.tools.read import looks_binary
 from totem_engine.vocab.accounts import first_line, short
 from totem_engine.vocab.tools import ToolError
 from totem_engine.workspace.diff import unified_diff
-from totem_engine.workspace.paths import closest_paths, folder_glob, refuse_totem_file, relative, resolve_in_project
+from totem_engine.workspace.paths import closest_paths, folder_glob, refuse_totem_file, project_path, resolve_in_project
 
 BOM = b"\xef\xbb\xbf"
 
@@ -66,7 +66,7 @@ class EditAction(Action):
 
     async def apply(self, ctx: ToolContext) -> ToolResult:
         assert self.target is not None
-        rel = relative(ctx.root, self.target)
+        rel = project_path(ctx.root, self.target)
         await ensure_unchanged(ctx, self.target, rel, self.before)
         await ctx.workspace.write_bytes(self.target, self.data)
         mark_seen(ctx, rel, self.data)
@@ -111,8 +111,8 @@ class EditTool(Tool):
     async def prepare(self, args: EditInput, ctx: ToolContext) -> Action:
         if args.old_string == args.new_string:
             raise ToolError("old_string and new_string are the same; the edit would change nothing.")
-        target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, args.path)
-        rel = relative(ctx.root, target)
+        target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, args.path, ctx.extra_roots)
+        rel = project_path(ctx.root, target)
         refuse_totem_file(target, rel)
         stat = await ctx.workspace.stat(target)
         if stat is not None and stat.is_dir:

@@ -18,7 +18,7 @@ from pydantic import Field
 from totem_engine.tools.base import Action, Tool, ToolContext, ToolInput, ToolResult
 from totem_engine.vocab.accounts import short
 from totem_engine.vocab.tools import ToolError
-from totem_engine.workspace.paths import folder_glob, relative, resolve_in_project
+from totem_engine.workspace.paths import folder_glob, project_path, relative, resolve_in_project, root_of
 from totem_engine.workspace.ripgrep import FLAGS, missing_note, ripgrep_for, run_ripgrep
 from totem_engine.workspace.walk import glob_matcher, is_ignored, load_ignore, printable, start_rules, walk_files
 
@@ -144,12 +144,13 @@ class GlobAction(Action):
     async def apply(self, ctx: ToolContext) -> ToolResult:
         assert self.target is not None
         stat = await ctx.workspace.stat(self.target)
-        rel = relative(ctx.root, self.target)
+        rel = project_path(ctx.root, self.target)
         if stat is None:
             raise ToolError(f"{rel} does not exist.")
         if not stat.is_dir:
             raise ToolError(f"{rel} is a file; glob searches a folder (use read for one file).")
-        root = ctx.root.resolve()
+        root = root_of(ctx.root, self.target, ctx.extra_roots)  # an extra root's files: searched from it
+        prefix = "" if root == ctx.root.resolve() else f"{root.as_posix()}/"  # and named by their absolute paths
         rg = await anyio.to_thread.run_sync(ripgrep_for, root, self.target)
         listed = await newest_by_ripgrep(rg, root, self.target, self.pattern) if rg else None
         if listed is not None:
@@ -158,7 +159,7 @@ class GlobAction(Action):
             found = await anyio.to_thread.run_sync(matching_files, root, self.target, self.pattern)
             found.sort(key=lambda item: (-item[0], item[1]))
             total, shown = len(found), [path for _, path in found[:MAX_RESULTS]]
-        lines = [printable(path) for path in shown] or ["No files found"]
+        lines = [printable(prefix + path) for path in shown] or ["No files found"]
         if total > MAX_RESULTS:
             lines.append(
                 f"[{total - MAX_RESULTS} more files match and are not shown; "
@@ -186,8 +187,8 @@ class GlobTool(Tool):
 
     async def prepare(self, args: GlobInput, ctx: ToolContext) -> Action:
         check_pattern(args.pattern)
-        target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, args.path or ".")
-        rel = relative(ctx.root, target)
+        target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, args.path or ".", ctx.extra_roots)
+        rel = project_path(ctx.root, target)
         return GlobAction(
             title=f"Find {args.pattern} in {rel}",
             permission="read",

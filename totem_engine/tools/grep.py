@@ -26,7 +26,7 @@ from totem_engine.tools.base import Action, Tool, ToolContext, ToolInput, ToolRe
 from totem_engine.vocab.accounts import first_line, short
 from totem_engine.vocab.tools import ToolError
 from totem_engine.workspace.files import unsaved_note
-from totem_engine.workspace.paths import folder_glob, relative, resolve_in_project
+from totem_engine.workspace.paths import folder_glob, project_path, relative, resolve_in_project, root_of
 from totem_engine.workspace.ripgrep import FLAGS, missing_note, read_ripgrep, ripgrep_for, run_ripgrep
 from totem_engine.workspace.walk import expand_braces, glob_matcher, printable, walk_files
 
@@ -230,8 +230,9 @@ class Matches:
         return sorted(self.kept)[:MAX_MATCHES]
 
 
-def render(matches: Matches, budget: int) -> ToolResult:
-    """``path:line: text`` per hit, then notes on what was cut."""
+def render(matches: Matches, budget: int, prefix: str = "") -> ToolResult:
+    """``path:line: text`` per hit, then notes on what was cut. ``prefix``: before each path (an
+    extra root's, whose files are named by their absolute paths)."""
     summary = f"{matches.total} matches in {len(matches.files)} files"
     if not matches.total:
         return ToolResult(output="No matches found", summary=summary)
@@ -240,7 +241,7 @@ def render(matches: Matches, budget: int) -> ToolResult:
     any_cut = False
     shown = matches.first()
     for hit in shown:
-        entry = f"{hit.path}:{hit.line}: {hit.text}" + ("…" if hit.cut else "")
+        entry = f"{prefix}{hit.path}:{hit.line}: {hit.text}" + ("…" if hit.cut else "")
         if size + len(entry) + 1 > budget - NOTE_ROOM:
             break
         lines.append(entry)
@@ -429,7 +430,7 @@ class GrepAction(Action):
 
     async def apply(self, ctx: ToolContext) -> ToolResult:
         assert self.target is not None and self.args is not None and self.regex is not None
-        root = ctx.root.resolve()
+        root = root_of(ctx.root, self.target, ctx.extra_roots)  # an extra root's files: searched from it
         rel = relative(root, self.target)
         stat = await ctx.workspace.stat(self.target)
         if stat is None:
@@ -442,7 +443,7 @@ class GrepAction(Action):
             await ripgrep_search(rg, root, rel, self.args.pattern, self.globs, matches)
         else:
             await anyio.to_thread.run_sync(python_search, root, self.target, self.regex, matches)
-        result = render(matches, ctx.output_budget)
+        result = render(matches, ctx.output_budget, _prefix(ctx.root, root))
         result.metadata["engine"] = "ripgrep" if rg else "python"
         note = await unsaved_note(ctx.workspace, root, self.target)
         if note:
@@ -450,6 +451,11 @@ class GrepAction(Action):
         if not rg and (slower := missing_note()):
             result.output += f"\n{slower}"
         return result
+
+
+def _prefix(project_root: Path, root: Path) -> str:
+    """What names a searched root's files as tools name them (workspace/paths.project_path)."""
+    return "" if root == project_root.resolve() else f"{root.as_posix()}/"
 
 
 _TOTAL = re.compile(r"^\[(\d+) matches in (\d+) files", re.MULTILINE)  # ``render``'s count line
@@ -482,8 +488,8 @@ class GrepTool(Tool):
     async def prepare(self, args: GrepInput, ctx: ToolContext) -> Action:
         regex = check_regex(args.pattern)
         globs = check_include(args.include) if args.include else []
-        target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, args.path or ".")
-        rel = relative(ctx.root, target)
+        target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, args.path or ".", ctx.extra_roots)
+        rel = project_path(ctx.root, target)
         return GrepAction(
             title=f"Search {args.pattern!r} in {rel}",
             permission="read",

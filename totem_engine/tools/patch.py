@@ -26,7 +26,7 @@ from totem_engine.tools.freshness import check_fresh, mark_seen
 from totem_engine.vocab.accounts import first_line, short
 from totem_engine.vocab.tools import ToolError
 from totem_engine.workspace.diff import unified_diff
-from totem_engine.workspace.paths import folder_glob, refuse_totem_file, relative, resolve_in_project
+from totem_engine.workspace.paths import folder_glob, refuse_totem_file, project_path, resolve_in_project
 
 DEV_NULL = "/dev/null"
 
@@ -262,8 +262,8 @@ async def _prepare_file(
                         "delete the old file and create the new one.")
     path = target_path or source
     assert path is not None  # _parse refused /dev/null on both sides
-    target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, path)
-    rel = relative(ctx.root, target)
+    target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, path, ctx.extra_roots)
+    rel = project_path(ctx.root, target)
     if target_path is not None:  # deleting a stray .totem file is fine
         refuse_totem_file(target, rel)
     stat = await ctx.workspace.stat(target)

@@ -18,7 +18,7 @@ from totem_engine.tools.freshness import content_hash, mark_seen
 from totem_engine.vocab.accounts import first_line, short
 from totem_engine.vocab.messages import size_text
 from totem_engine.vocab.tools import ToolError
-from totem_engine.workspace.paths import closest_paths, folder_glob, relative, resolve_in_project
+from totem_engine.workspace.paths import closest_paths, folder_glob, project_path, resolve_in_project
 
 DEFAULT_LIMIT = 2000
 MAX_LINE = 2000
@@ -204,7 +204,7 @@ class ReadTool(Tool):
 
     async def prepare(self, args: ReadInput, ctx: ToolContext) -> Action:
         # The relative path in the same thread hop: ``relative`` resolves the root, on the disk.
-        target, rel = await anyio.to_thread.run_sync(_resolved, ctx.root, args.path)
+        target, rel = await anyio.to_thread.run_sync(_resolved, ctx.root, args.path, ctx.extra_roots)
         return ReadAction(
             title=f"Read {rel}",
             permission="read",
@@ -246,9 +246,9 @@ class ReadTool(Tool):
         )
 
 
-def _resolved(root: Path, path: str) -> tuple[Path, str]:
-    target = resolve_in_project(root, path)
-    return target, relative(root, target)
+def _resolved(root: Path, path: str, extra_roots: tuple[Path, ...]) -> tuple[Path, str]:
+    target = resolve_in_project(root, path, extra_roots)
+    return target, project_path(root, target)
 
 
 _NUMBERED = re.compile(r"^(\d+)\t", re.MULTILINE)

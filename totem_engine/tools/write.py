@@ -13,7 +13,7 @@ from totem_engine.tools.base import Action, NothingToDo, ProposedFile, Tool, Too
 from totem_engine.vocab.accounts import first_line, short
 from totem_engine.vocab.tools import ToolError
 from totem_engine.workspace.diff import unified_diff
-from totem_engine.workspace.paths import folder_glob, refuse_totem_file, relative, resolve_in_project
+from totem_engine.workspace.paths import folder_glob, refuse_totem_file, project_path, resolve_in_project
 from totem_engine.tools.freshness import check_fresh, mark_seen
 from totem_engine.tools.fragments import check_whole, merge_python
 
@@ -31,7 +31,7 @@ class WriteAction(Action):
     async def apply(self, ctx: ToolContext) -> ToolResult:
         assert self.target is not None
         await ctx.workspace.write_bytes(self.target, self.data)
-        rel = relative(ctx.root, self.target)
+        rel = project_path(ctx.root, self.target)
         mark_seen(ctx, rel, self.data)
         created = self.files[0].old_text is None
         lines = len(self.files[0].new_text.splitlines()) if self.files[0].new_text else 0
@@ -59,8 +59,8 @@ class WriteTool(Tool):
         return f"{'created' if first_line(output).startswith('Created') else 'wrote'} {path}"
 
     async def prepare(self, args: WriteInput, ctx: ToolContext) -> Action:
-        target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, args.path)
-        rel = relative(ctx.root, target)
+        target = await anyio.to_thread.run_sync(resolve_in_project, ctx.root, args.path, ctx.extra_roots)
+        rel = project_path(ctx.root, target)
         refuse_totem_file(target, rel)
         stat = await ctx.workspace.stat(target)
         if stat is not None and stat.is_dir:

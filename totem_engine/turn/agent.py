@@ -76,6 +76,9 @@ class Agent:
         # Where bash runs its commands when a front end offers a place (an ACP client's
         # terminal, tools/command_runner.py); None: in Totem. Set by the front end.
         self.command_runner: CommandRunner | None = None
+        # The session's roots beyond ``root`` (an ACP client's additionalDirectories): file tools
+        # and the sandbox reach them too (workspace/paths.py). Set by the runtime.
+        self.extra_roots: tuple[Path, ...] = ()
         self.mcp = mcp  # the runtime's MCP servers, whose tools its turns offer (a sub-agent's: None, seed 000)
         # The front end its turns take their session's lease as ("totem run" ..., leases.py);
         # None: no lease (a sub-agent's thread lives in a store of its own).
@@ -111,6 +114,7 @@ class Agent:
             lease_holder=lease_holder, hooks=self.hooks, subagent=subagent,
         )
         nested.command_runner = self.command_runner  # a sub-agent's commands show where the session's do
+        nested.extra_roots = self.extra_roots
         return nested
 
     def checkers(self, *, totaljs: bool) -> list[Checker]:

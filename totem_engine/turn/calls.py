@@ -177,6 +177,7 @@ class ToolCalls:
             commands=self.agent.command_changes,
             runner=self.agent.command_runner,
             command_env_pass=tuple(self.agent.config.command_env_pass),
+            extra_roots=self.agent.extra_roots,
         )
         return ctx
 

@@ -289,7 +289,7 @@ class Turn:
         skills = self.skills if "skill" in self.tools else ()
         base_prompt = system_prompt(
             self.agent.root, self.options.mode, totaljs=bool(self.state.totaljs), skills=skills, small=self.policy.short_prompt,
-            persona=self.options.persona, readable=unasked_reads(self.calls.policy, self.agent.root),
+            persona=self.options.persona, readable=unasked_reads(self.calls.policy, self.agent.root, self.agent.extra_roots),
         )
         reminder = prompt("totaljs_reminder.txt") if self.state.totaljs else None  # on each request (seed 001)
         self.state.reads.shown.clear()  # shown with an earlier request: further back, perhaps compacted

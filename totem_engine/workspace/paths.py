@@ -1,15 +1,21 @@
-"""Confinement of every path a tool touches to the project root: a hard deny, never a question.
+"""Confinement of every path a tool touches to the project's roots: a hard deny, never a question.
 
-A path leaves the project when, once resolved (symlinks followed at any depth, ``..`` taken after
-the symlink before it, as the kernel does), it is not under the root's own real path. For a path
-that does not exist yet, the real path of its deepest existing parent decides, so a new file
-under a symlink that points outside is refused too.
+A project has one root (its folder) and, for a session that was given more (an ACP client's
+``additionalDirectories``), extra roots. A path leaves the project when, once resolved (symlinks
+followed at any depth, ``..`` taken after the symlink before it, as the kernel does), it is under
+none of the roots' own real paths. For a path that does not exist yet, the real path of its
+deepest existing parent decides, so a new file under a symlink that points outside is refused too.
+
+A confined file is named (``project_path``) relative to the root when under it, and by its
+absolute path when in an extra root: one key for snapshots, permissions and the read ledger,
+never ambiguous, since a root-relative path never starts with "/".
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from totem_engine.vocab.tools import ToolError
@@ -19,10 +25,11 @@ class BoundaryError(ToolError):
     """A path that leaves the project. A hard deny: no permission rule lifts it."""
 
 
-def resolve_in_project(root: Path, path: str) -> Path:
-    """The absolute real path of ``path`` (relative to ``root``, or absolute) inside ``root``.
+def resolve_in_project(root: Path, path: str, extra_roots: Sequence[Path] = ()) -> Path:
+    """The absolute real path of ``path`` (relative to ``root``, or absolute) inside ``root`` or
+    one of ``extra_roots``.
 
-    Raises BoundaryError when it is outside. The returned path has symlinks resolved.
+    Raises BoundaryError when it is outside them all. The returned path has symlinks resolved.
     """
     if not path or not path.strip():
         raise ToolError("The path is empty.")
@@ -37,9 +44,33 @@ def resolve_in_project(root: Path, path: str) -> Path:
     except (OSError, RuntimeError) as exc:  # name too long; symlink loop (RuntimeError before 3.13)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ToolError(f"{path} cannot be used as a path: {reason}.") from None
-    if real != real_root and real_root not in real.parents:
-        raise BoundaryError(f"{path} is outside the project ({real_root}); files outside it are never touched.")
-    return real
+    if _within(real, real_root) or any(_within(real, extra.resolve()) for extra in extra_roots):
+        return real
+    raise BoundaryError(f"{path} is outside the project ({_named(real_root, extra_roots)}); files outside it are never touched.")
+
+
+def _within(real: Path, real_root: Path) -> bool:
+    return real == real_root or real_root in real.parents
+
+
+def _named(real_root: Path, extra_roots: Sequence[Path]) -> str:
+    return ", ".join(str(r) for r in (real_root, *(extra.resolve() for extra in extra_roots)))
+
+
+def root_of(root: Path, real: Path, extra_roots: Sequence[Path] = ()) -> Path:
+    """The real root that holds the confined path ``real``: ``root``'s, or the extra one's."""
+    real_root = root.resolve()
+    if _within(real, real_root):
+        return real_root
+    return next((r for extra in extra_roots if _within(real, r := extra.resolve())), real_root)
+
+
+def project_path(root: Path, real: Path) -> str:
+    """How tools name a confined path: root-relative (``relative``) under ``root``, else (a file
+    in an extra root) its absolute path, with forward slashes."""
+    if _within(real, root.resolve()):
+        return relative(root, real)
+    return real.as_posix()
 
 
 def _real_path(candidate: Path) -> Path:
