@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from totem_engine.vocab.tools import ToolError
-from totem_engine.workspace.paths import BoundaryError, closest_paths, folder_glob, relative, resolve_in_project
+from totem_engine.workspace.paths import (
+    BoundaryError, closest_paths, folder_glob, project_path, relative, resolve_in_project, root_of,
+)
 
 
 @pytest.fixture
@@ -204,3 +206,69 @@ def test_dotdot_after_a_symlink_is_taken_where_the_link_points(layout: Path):
     (layout / "link").symlink_to(layout.parent / "OUTSIDE" / "sub")
     with pytest.raises(BoundaryError):
         resolve_in_project(layout, "link/../secret.txt")
+
+
+# --- several roots (an ACP session's additionalDirectories) ----------------------------------
+
+
+@pytest.fixture
+def extra(tmp_path: Path) -> Path:
+    """``tmp/shared``: a folder given as an extra root, beside the project ``tmp/R/ws``."""
+    folder = tmp_path / "shared"
+    (folder / "lib").mkdir(parents=True)
+    (folder / "lib" / "a.py").write_text("A = 1\n")
+    return folder
+
+
+def test_an_extra_root_is_reached_by_absolute_path_and_by_dotdot(layout: Path, extra: Path):
+    wanted = (extra / "lib" / "a.py").resolve()
+    assert resolve_in_project(layout, str(extra / "lib" / "a.py"), [extra]) == wanted
+    assert resolve_in_project(layout, "../../shared/lib/a.py", [extra]) == wanted
+    assert resolve_in_project(layout, str(extra / "lib" / "new.py"), [extra]) == (extra / "lib" / "new.py").resolve()
+    assert resolve_in_project(layout, "src/main.py", [extra]) == (layout / "src" / "main.py").resolve()
+
+
+def test_outside_every_root_is_refused_and_the_error_names_them_all(layout: Path, extra: Path):
+    with pytest.raises(BoundaryError) as refused:
+        resolve_in_project(layout, "../OUTSIDE/secret.txt", [extra])
+    assert str(layout.resolve()) in str(refused.value) and str(extra.resolve()) in str(refused.value)
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, str(extra / ".." / "R" / "OUTSIDE" / "secret.txt"), [extra])
+    with pytest.raises(BoundaryError):  # without it, the extra root is outside as before
+        resolve_in_project(layout, str(extra / "lib" / "a.py"))
+
+
+def test_a_symlink_in_an_extra_root_that_leaves_every_root_is_refused(layout: Path, extra: Path):
+    (extra / "out").symlink_to(layout.parent / "OUTSIDE")
+    (extra / "secret.txt").symlink_to(layout.parent / "OUTSIDE" / "secret.txt")
+    for path in ("out/secret.txt", "out/new.txt", "secret.txt", "out/../lib/a.py"):
+        with pytest.raises(BoundaryError):
+            resolve_in_project(layout, str(extra / path), [extra])
+
+
+def test_a_symlink_between_roots_stays_in_the_project(layout: Path, extra: Path):
+    (layout / "shared").symlink_to(extra)
+    (extra / "back").symlink_to(layout / "src")
+    assert resolve_in_project(layout, "shared/lib/a.py", [extra]) == (extra / "lib" / "a.py").resolve()
+    assert resolve_in_project(layout, str(extra / "back" / "main.py"), [extra]) == (layout / "src" / "main.py").resolve()
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, "shared/lib/a.py")
+
+
+def test_an_extra_root_given_through_a_symlink_confines_to_its_real_path(layout: Path, extra: Path, tmp_path: Path):
+    alias = tmp_path / "alias"
+    alias.symlink_to(extra)
+    assert resolve_in_project(layout, str(extra / "lib" / "a.py"), [alias]) == (extra / "lib" / "a.py").resolve()
+    with pytest.raises(BoundaryError):
+        resolve_in_project(layout, str(alias / ".." / "R" / "OUTSIDE" / "secret.txt"), [alias])
+
+
+def test_a_file_in_an_extra_root_is_named_by_its_absolute_path(layout: Path, extra: Path):
+    inside = resolve_in_project(layout, "src/main.py", [extra])
+    there = resolve_in_project(layout, str(extra / "lib" / "a.py"), [extra])
+    assert project_path(layout, inside) == "src/main.py"
+    assert project_path(layout, there) == (extra / "lib" / "a.py").resolve().as_posix()
+    assert layout / project_path(layout, there) == there  # the key leads back to the file
+    assert root_of(layout, there, [extra]) == extra.resolve()
+    assert root_of(layout, inside, [extra]) == layout.resolve()
+    assert folder_glob(project_path(layout, there)) == f"{(extra / 'lib').resolve().as_posix()}/*"

@@ -416,3 +416,23 @@ async def test_rewind_of_turns_that_changed_nothing_does_nothing(snaps, root):
     await change(snaps, root, "t1", {"a.txt": b"1"})
     assert await snaps.rewind(ws, session_id=SESSION, since=["t2"], root=root, turn_id="rwd_1") == []
     assert (root / "a.txt").read_bytes() == b"1"
+
+
+async def test_a_file_in_an_extra_root_is_kept_by_its_absolute_path_and_undone(snaps, root, tmp_path):
+    shared = (tmp_path / "shared").resolve()
+    shared.mkdir()
+    (shared / "a.txt").write_bytes(b"shared\n")
+    (root / "a.txt").write_bytes(b"project\n")
+    paths = [root / "a.txt", shared / "a.txt"]  # the same relative name in two roots: two keys
+    await snaps.before_change(ws, session_id=SESSION, turn_id="trn_1", root=root, paths=paths)
+    for path in paths:
+        await ws.write_bytes(path, b"changed\n")
+    await snaps.after_change(ws, session_id=SESSION, turn_id="trn_1", root=root, paths=paths)
+    key = (shared / "a.txt").as_posix()
+    assert await snaps.turn_paths(session_id=SESSION, turn_id="trn_1") == sorted(["a.txt", key])
+
+    outcomes = await snaps.undo(ws, session_id=SESSION, root=root)
+
+    assert sorted(outcomes, key=lambda o: o.path) == sorted([FileOutcome("a.txt", "restored"), FileOutcome(key, "restored")], key=lambda o: o.path)
+    assert (root / "a.txt").read_bytes() == b"project\n"
+    assert (shared / "a.txt").read_bytes() == b"shared\n"
