@@ -39,8 +39,9 @@ class Traffic:
 
     def observe(self, event: Any) -> None:
         """The connection's observer on the client's side: incoming is what the agent sent."""
-        sender = "agent" if event.direction.name == "INCOMING" else "client"
-        message = event.message
+        self.record("agent" if event.direction.name == "INCOMING" else "client", event.message)
+
+    def record(self, sender: str, message: dict[str, Any]) -> None:
         if "method" in message:
             if "id" in message:
                 self._asked[(sender, message["id"])] = message["method"]

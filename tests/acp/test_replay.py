@@ -18,7 +18,8 @@ STATE = {"available_commands_update", "session_info_update", "config_option_upda
 
 
 def wire(update: Any) -> dict[str, Any]:
-    return update.model_dump(mode="json", by_alias=True, exclude_none=True)
+    """An update as it went on the wire (the npm client's report has them so already)."""
+    return update if isinstance(update, dict) else update.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def conversation(updates: list[Any], typed: list[str] | None = None) -> list[dict[str, Any]]:
