@@ -35,10 +35,19 @@ def replayed(messages: list[StoredMessage], todos: list[dict[str, Any]], root: P
     for message in messages:
         for part in message.parts:
             updates.extend(_part(message.role, part.type, part.data, part.status, root))
-    if todos:
-        entries = [PlanEntry(content=str(t.get("content", "")), priority="medium", status=t.get("status", "pending")) for t in todos]
-        updates.append(AgentPlanUpdate(session_update="plan", entries=entries))
+    plans = [u for u in updates if isinstance(u, AgentPlanUpdate)]
+    last = plans[-1] if plans else AgentPlanUpdate(session_update="plan", entries=[])
+    if todos and _plan(todos) != last:
+        updates.append(_plan(todos))
     return updates
+
+
+def _plan(todos: list[Any]) -> AgentPlanUpdate:
+    entries = [
+        PlanEntry(content=str(t.get("content", "")), priority="medium", status=t.get("status", "pending"))
+        for t in todos if isinstance(t, dict)
+    ]
+    return AgentPlanUpdate(session_update="plan", entries=entries)
 
 
 def _part(role: str, kind: str, data: dict[str, Any], status: str | None, root: Path) -> list[Any]:
@@ -57,18 +66,35 @@ def _part(role: str, kind: str, data: dict[str, Any], status: str | None, root: 
     return []
 
 
-def _tool(data: dict[str, Any], status: str | None, root: Path) -> list[Any]:
+def _tool(data: dict[str, Any], status: str | None, root: Path, agent: str | None = None) -> list[Any]:
+    """A call opened and ended; ``agent``: the sub-agent that made it (None: the session's own)."""
     arguments = data.get("input") if isinstance(data.get("input"), dict) else {}
     call_id, tool = str(data.get("callId", "")), str(data.get("tool", ""))
     title = str(data.get("title") or tool)
     final = status if status in ("ok", "error", "denied", "interrupted") else "interrupted"  # a killed run left it open
+    thread = data.get("thread") if isinstance(data.get("thread"), dict) else {}
+    plan = [_plan(arguments.get("todos") or [])] if tool == "todo" and final == "ok" and agent is None else []
     return [
-        tool_calls.opened(root, call_id, tool, title, arguments),
+        tool_calls.opened(root, call_id, tool, f"[{agent}] {title}" if agent else title, arguments),
+        *_thread(thread, root),
         tool_calls.ended(
             root, call_id, final, str(data.get("output") or ""), summary=str(data.get("summary") or ""),
             changed=list(data.get("changed") or []),
         ),
+        *plan,
     ]
+
+
+def _thread(thread: dict[str, Any], root: Path) -> list[Any]:
+    """A sub-agent's calls from its stored thread (``task``'s part), as they were shown live: its
+    text was not (only its answer, the task's output)."""
+    agent = str(thread.get("agent") or "agent")
+    updates: list[Any] = []
+    for message in thread.get("messages") or []:
+        for part in message.get("parts") or [] if isinstance(message, dict) else []:
+            if isinstance(part, dict) and part.get("type") == "tool" and isinstance(part.get("data"), dict):
+                updates += _tool(part["data"], part.get("status"), root, agent)
+    return updates
 
 
 def _text(text: str) -> TextContentBlock:

@@ -140,8 +140,11 @@ def write_config(home: Path, model: ModelServer, extra: str = "") -> None:
 
 
 @contextlib.asynccontextmanager
-async def running_acp(tmp_path: Path, model: ModelServer, client: Client | None = None, *, config: str = "") -> AsyncIterator[Acp]:
-    """``config``: lines added to the user's config file."""
+async def running_acp(
+    tmp_path: Path, model: ModelServer, client: Client | None = None, *, config: str = "", observers: list[Any] | None = None,
+) -> AsyncIterator[Acp]:
+    """``config``: lines added to the user's config file; ``observers``: the connection's
+    observers of every message in and out (tests/acp/schema_check.py's ``Traffic``)."""
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
     home = tmp_path / "home"
@@ -153,6 +156,7 @@ async def running_acp(tmp_path: Path, model: ModelServer, client: Client | None 
         async with spawn_agent_process(
             client, AGENT[0], *AGENT[1:], env=env, cwd=ROOT, transport_kwargs={"stderr": err.fileno(), "shutdown_timeout": 15.0},
             use_unstable_protocol=True,  # the client side answers elicitation/create
+            observers=observers,
         ) as (conn, process):
             yield Acp(conn=conn, process=process, client=client, project=project, model=model, stderr=stderr, home=home)
 

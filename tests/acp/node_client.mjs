@@ -12,7 +12,7 @@ import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
 const scenario = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const report = { initialize: null, sessionId: null, prompts: [], permissions: [], updates: [], writes: [], replay: [], leftRunning: null, terminals: [] };
+const report = { initialize: null, sessionId: null, prompts: [], permissions: [], updates: [], writes: [], replay: [], leftRunning: null, terminals: [], traffic: [] };
 const buffers = new Map(); // the editor's unsaved buffers: what fs/write_text_file wrote
 const terminals = new Map(); // the editor's terminals: id -> {child, output, exit, closed, seen}
 let answers = [];
@@ -21,7 +21,16 @@ function startAgent() {
   const child = spawn(scenario.agent[0], scenario.agent.slice(1), {
     cwd: scenario.cwd, env: scenario.env, stdio: ["pipe", "pipe", "inherit"],
   });
-  return { child, stream: acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout)) };
+  return { child, stream: recorded(acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout))) };
+}
+
+// The connection's messages, both ways, into report.traffic as [sender, message]: the Python
+// test checks each against ACP's JSON schema.
+function recorded(stream) {
+  const tap = (sender) => new TransformStream({ transform(message, out) { report.traffic.push([sender, message]); out.enqueue(message); } });
+  const outgoing = tap("client");
+  outgoing.readable.pipeTo(stream.writable);
+  return { readable: stream.readable.pipeThrough(tap("agent")), writable: outgoing.writable };
 }
 
 function editor(updates) {

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 from tests.acp.conftest import AGENT, ROOT, write_config
+from tests.acp.schema_check import Traffic, problems
+from tests.acp.test_replay import conversation
 from tests.support.model_server import ModelServer, text_reply, tool_reply
 from tests.support.processes import none_left
 
@@ -35,10 +37,14 @@ def test_the_npm_sdks_client_sees_the_same_agent(tmp_path):
     with ModelServer() as model:
         # Without the sandbox: a sandboxed command stays in Totem, never in the editor's terminal.
         write_config(home, model, 'sandbox = "never"')
+        model.enqueue(tool_reply([("todo", {"todos": [{"content": "greet louder", "status": "in_progress"}]})]))
         model.enqueue(tool_reply([("edit", {"path": "app.py", "old_string": "'hi'", "new_string": "'hello'"})], text="Changing it."))
         model.enqueue(tool_reply([("shouter__shout", {"text": "hello"})]))
         model.enqueue(text_reply("Said and shouted."))
         model.enqueue(tool_reply([("write", {"path": "new.txt", "content": "x\n"})]))
+        model.enqueue(tool_reply([("task", {"agent": "explore", "prompt": "look for new.txt", "description": "look"})]))
+        model.enqueue(tool_reply([("glob", {"pattern": "*.txt"})]))  # the sub-agent's
+        model.enqueue(text_reply("There is none."))
         model.enqueue(text_reply("Left new.txt alone."))
         model.enqueue(tool_reply([("bash", {"command": "echo terminal-$((6*7))"})]))
         model.enqueue(text_reply("It printed 42."))
@@ -91,7 +97,7 @@ def test_the_npm_sdks_client_sees_the_same_agent(tmp_path):
              and u["toolCallId"] == command["toolCall"]["toolCallId"]]
     assert {c["type"] for u in shown for c in u["content"]} == {"terminal"}
     assert {c["terminalId"] for u in shown for c in u["content"]} == {terminal["terminalId"]}
-    assert "terminal-42" in json.dumps(model.requests[6]["messages"])
+    assert "terminal-42" in json.dumps(model.requests[10]["messages"])
     # Cancelled mid-stream: the job the turn started was killed.
     assert job["toolCall"]["kind"] == "execute" and report["leftRunning"] == []
     kinds = {u["sessionUpdate"] for u in report["updates"]}
@@ -99,4 +105,21 @@ def test_the_npm_sdks_client_sees_the_same_agent(tmp_path):
     # session/load replayed the conversation to the second agent process.
     typed = [u["content"]["text"] for u in report["replay"] if u["sessionUpdate"] == "user_message_chunk"]
     assert typed == ["say hello and shout it", "write new.txt", "compute it in the terminal", "start the server"]
+    # ... with the plan, the sub-agent's call, and each call in its final status as shown live.
+    live, again = conversation(report["updates"]), conversation(report["replay"])
+    assert [u["entries"] for u in again if u["sessionUpdate"] == "plan"] == [[{"content": "greet louder", "priority": "medium", "status": "in_progress"}]]
+    assert [u["entries"] for u in live if u["sessionUpdate"] == "plan"] == [u["entries"] for u in again if u["sessionUpdate"] == "plan"]
+    # Not replayed: the MCP server's start, a call of the session's set-up rather than the
+    # conversation's (the engine keeps no part of it; its notice is replayed).
+    statuses = {u["toolCallId"]: (u["title"], u["status"]) for u in live
+                if u["sessionUpdate"] == "tool_call" and not u["title"].startswith("Start MCP server")}
+    assert {u["toolCallId"]: (u["title"], u["status"]) for u in again if u["sessionUpdate"] == "tool_call"} == statuses
+    assert [s for t, s in statuses.values() if t.startswith("[explore] ")] == ["completed"]
+    # Every message both ways, of both connections, validates against ACP's JSON schema.
+    traffic = Traffic()
+    for sender, message in report["traffic"]:
+        traffic.record(sender, message)
+    assert {"session/request_permission", "terminal/create", "fs/write_text_file", "session/update"} <= traffic.methods("agent")
+    assert {"session/prompt", "session/cancel", "session/load"} <= traffic.methods("client")
+    assert [p for _, method, message in traffic.messages for p in problems(method, message)] == []
     assert none_left(project) == []
