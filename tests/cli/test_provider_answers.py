@@ -5,6 +5,7 @@ a server error retried up to four times, a timeout not retried (what the turn ch
 from __future__ import annotations
 
 from tests.support.model_server import Reply, chunk, text_reply, tool_reply
+from tests.support.reminder import sent_messages
 
 
 def _config(totem, **keys: float) -> None:
@@ -46,7 +47,7 @@ def test_a_timeout_is_not_retried_and_continue_picks_the_turn_up_with_what_it_di
     totem.server.enqueue(text_reply("done.txt is written."))
     resumed = totem.agent("continue", extra=("--session", session_id))
     assert resumed.code == 0, resumed.stderr
-    sent = totem.server.requests[-1]["messages"]
+    sent = sent_messages(totem.server.requests[-1])
     [call] = [c for m in sent if m["role"] == "assistant" for c in m.get("tool_calls") or ()]
     assert call["function"]["name"] == "write" and "done.txt" in call["function"]["arguments"]
     [result] = [m for m in sent if m["role"] == "tool"]

@@ -18,6 +18,7 @@ import pytest
 
 from tests.support.model_server import ModelServer, text_reply, tool_reply
 from tests.support.wheel import ROOT, outside_env
+from tests.support.reminder import sent_messages
 
 WAIT = 60
 
@@ -123,7 +124,7 @@ def test_totem_run_drives_a_scripted_model_through_run_script(installed_totem, u
         assert end["output"].startswith("wrote it\n")
         assert (user / "project" / "made.txt").read_text() == "by a script\n"
         # The script's output went back to the model.
-        assert model.requests[1]["messages"][-1]["content"] == end["output"]
+        assert sent_messages(model.requests[1])[-1]["content"] == end["output"]
         assert events[-1]["kind"] == "turnEnd" and events[-1]["stopReason"] == "finished"
 
 
