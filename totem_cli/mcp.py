@@ -66,6 +66,7 @@ async def run(args: argparse.Namespace) -> int:
 
 
 async def _login(args: argparse.Namespace) -> int:
+    import asyncio
     import webbrowser
 
     from totem_cli.target import project_root
@@ -74,7 +75,9 @@ async def _login(args: argparse.Namespace) -> int:
     async def show_url(url: str) -> None:
         print(f"Log in to {args.name} in your browser; if it did not open, open this URL:\n  {url}", file=sys.stderr)
         try:
-            webbrowser.open(url)
+            # In a thread: a console browser (BROWSER=lynx) holds webbrowser.open until it exits,
+            # and the redirect it follows needs this loop's listener to answer.
+            await asyncio.to_thread(webbrowser.open, url)
         except webbrowser.Error:
             pass  # the URL is printed
 
