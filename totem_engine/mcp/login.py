@@ -15,10 +15,14 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from totem_engine.keys import remove_login
 from totem_engine.mcp.specs import ServerSpec, load_specs
+
+if TYPE_CHECKING:
+    from totem_engine.mcp.connection import ServerConnection
 
 _PAGE = b"<!doctype html><title>Totem</title><p>Logged in. You may close this tab and return to Totem.</p>\n"
 
@@ -47,9 +51,19 @@ def http_spec(root: Path, name: str) -> ServerSpec:
 
 async def log_in(root: Path, name: str, show_url: Callable[[str], Awaitable[None]], timeout: float = 300) -> LoggedIn:
     """Log in to the server ``name`` within ``timeout`` seconds, its login kept (keys.py)."""
-    from totem_engine.mcp.connection import ServerConnection, StartFailed
-
     spec = http_spec(root, name)
+    async with logged_in(spec, root, show_url, timeout) as connection:
+        tools = [tool.name for tool in connection.tools]
+    return LoggedIn(name, spec.url or "", tools)
+
+
+@contextlib.asynccontextmanager
+async def logged_in(
+    spec: ServerSpec, root: Path, show_url: Callable[[str], Awaitable[None]], timeout: float = 300
+) -> AsyncIterator[ServerConnection]:
+    """The URL server ``spec`` started, through a login when it asks for one (and its kept
+    login when it has one); stopped on leaving. LoginFailed when it did not start."""
+    from totem_engine.mcp.connection import ServerConnection, StartFailed
 
     async def exited(connection: ServerConnection) -> None:
         return None
@@ -59,10 +73,11 @@ async def log_in(root: Path, name: str, show_url: Callable[[str], Awaitable[None
         try:
             await connection.start(timeout)
         except StartFailed as exc:
-            raise LoginFailed(f"MCP server {name}: {exc}") from None
-        tools = [tool.name for tool in connection.tools]
-        await connection.stop()
-    return LoggedIn(name, spec.url or "", tools)
+            raise LoginFailed(f"MCP server {spec.name}: {exc}") from None
+        try:
+            yield connection
+        finally:
+            await connection.stop()
 
 
 def log_out(root: Path, name: str) -> bool:
