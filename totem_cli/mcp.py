@@ -1,4 +1,4 @@
-"""``totem mcp list|serve``: the MCP servers Totem uses, and Totem as one.
+"""``totem mcp list|login|logout|serve``: the MCP servers Totem uses, and Totem as one.
 
 ``totem mcp serve [--cwd DIR] [--config FILE] [--http HOST:PORT]`` serves Totem's sessions to
 other agents over MCP (totem_mcp_server, docs/mcp-server.md): stdio, or streamable HTTP on a
@@ -14,7 +14,13 @@ one whose URL leaves this machine). Then one line per server (``NAME<TAB>what be
 it<TAB>its command line or URL<TAB>the file that declares it``) and one indented line per tool
 (``NAME__tool<TAB>the first line of its description``); every server is stopped before it exits.
 
-Exit codes: 0 listed (served and stopped), 2 usage or config error.
+``totem mcp login NAME [--cwd DIR]``: log in to the URL server ``NAME`` that wants an OAuth
+login (docs/config.md "MCP servers"): the browser opens the authorization page (``webbrowser``,
+which honours ``BROWSER``); the URL is printed too, for a terminal without a browser. The token
+is kept like an API key and refreshed by the runs that use it. ``totem mcp logout NAME`` forgets it.
+
+Exit codes: 0 listed (served and stopped, logged in or out), 1 the login failed, 2 usage or
+config error.
 """
 
 from __future__ import annotations
@@ -34,6 +40,10 @@ def add_subcommands(sub: argparse._SubParsersAction, command: str | None) -> Non
     listing.add_argument("--cwd", type=Path, default=None, help="project root (default: the current directory)")
     listing.add_argument("--config", type=Path, default=None, help="a config file applied after the others")
     listing.add_argument("--yes", action="store_true", help="allow each start once (not a server outside this machine)")
+    for action, what in (("login", "log in to a URL server that wants an OAuth login"), ("logout", "forget its login")):
+        login = actions.add_parser(action, help=what)
+        login.add_argument("name", help="the server's name in mcp.json")
+        login.add_argument("--cwd", type=Path, default=None, help="project root (default: the current directory)")
     serve = actions.add_parser("serve", help="serve Totem's sessions to other agents over MCP (stdio by default)")
     serve.add_argument("--cwd", type=Path, default=None, help="the project a tool means when it names none (default: the current directory)")
     serve.add_argument("--config", type=Path, default=None, help="a config file applied after the others, for every project")
@@ -50,7 +60,38 @@ async def run(args: argparse.Namespace) -> int:
         from totem_mcp_server.main import serve
 
         return await serve(root=project_root(args), config_file=args.config, http=args.http)
+    if args.action in ("login", "logout"):
+        return await _login(args)
     return await _list(args)
+
+
+async def _login(args: argparse.Namespace) -> int:
+    import asyncio
+    import webbrowser
+
+    from totem_cli.target import project_root
+    from totem_engine.api.mcp_login import LoginFailed, log_in, log_out
+
+    async def show_url(url: str) -> None:
+        print(f"Log in to {args.name} in your browser; if it did not open, open this URL:\n  {url}", file=sys.stderr)
+        try:
+            # In a thread: a console browser (BROWSER=lynx) holds webbrowser.open until it exits,
+            # and the redirect it follows needs this loop's listener to answer.
+            await asyncio.to_thread(webbrowser.open, url)
+        except webbrowser.Error:
+            pass  # the URL is printed
+
+    try:
+        if args.action == "logout":
+            gone = log_out(project_root(args), args.name)
+            print(f"Logged out of {args.name}." if gone else f"There was no login for {args.name}.", file=sys.stderr)
+            return 0
+        done = await log_in(project_root(args), args.name, show_url)
+    except LoginFailed as exc:
+        print(f"totem: {exc}", file=sys.stderr)
+        return 1
+    print(f"Logged in to {done.server} ({done.url}); {len(done.tools)} tools.", file=sys.stderr)
+    return 0
 
 
 async def _list(args: argparse.Namespace) -> int:

@@ -18,6 +18,11 @@ A ``keys.json`` that group or others may read (any of mode 0o077) is refused, no
 about: the keys in it must be considered exposed, and refusing makes the user fix the mode (the
 message says how) the way ssh refuses a private key with loose permissions. Only on POSIX.
 
+MCP logins (mcp/oauth.py) are kept the same way: a JSON record per server URL (its OAuth tokens,
+their expiry, the client registration and the authorization server's metadata), in the keyring
+(service ``totem-mcp``, user name = the URL) or under ``"mcp_logins"`` in ``keys.json``.
+``totem mcp logout NAME`` removes one.
+
 Keys never appear in messages: errors here name the file and the provider, never a value.
 """
 
@@ -38,6 +43,7 @@ from totem_engine.config import ConfigError, ProviderConfig
 from totem_engine.redaction import know
 
 KEYRING_SERVICE = "totem"
+LOGINS_SERVICE = "totem-mcp"
 
 
 class KeyStoreError(ConfigError):
@@ -71,7 +77,7 @@ def stored_key(provider_name: str) -> str | None:
             found = None
         if found:
             return found
-    return _read_file().get(provider_name)
+    return _read_file()["providers"].get(provider_name)
 
 
 def store_key(provider_name: str, key: str) -> str:
@@ -89,9 +95,9 @@ def store_key(provider_name: str, key: str) -> str:
             # were removed by hand.
             _remove_from_file(provider_name)
             return "the system keyring"
-    keys = _read_file()
-    keys[provider_name] = key
-    _write_file(keys)
+    stored = _read_file()
+    stored["providers"][provider_name] = key
+    _write_file(stored)
     return _display(keys_file())
 
 
@@ -108,6 +114,53 @@ def remove_key(provider_name: str) -> bool:
         except Exception:  # noqa: BLE001 - nothing to remove there, or it cannot be reached
             pass
     return _remove_from_file(provider_name) or removed
+
+
+def stored_login(url: str) -> dict[str, Any] | None:
+    """The MCP login record kept for the server at ``url``, or None."""
+    backend = _keyring()
+    if backend is not None:
+        try:
+            found = backend.get_password(LOGINS_SERVICE, url)
+        except Exception:  # noqa: BLE001 - any backend failure means "look in the file"
+            found = None
+        if found:
+            with contextlib.suppress(ValueError):
+                record = json_in.loads(found)
+                if isinstance(record, dict):
+                    return record
+    record = _read_file()["mcp_logins"].get(url)
+    return record if isinstance(record, dict) else None
+
+
+def store_login(url: str, record: dict[str, Any]) -> None:
+    """Keep ``record`` as the MCP login of the server at ``url`` (keyring, else keys.json)."""
+    backend = _keyring()
+    if backend is not None:
+        try:
+            backend.set_password(LOGINS_SERVICE, url, json.dumps(record))
+        except Exception:  # noqa: BLE001 - a keyring that fails to store: use the file
+            pass
+        else:
+            _remove_login_from_file(url)
+            return
+    stored = _read_file()
+    stored["mcp_logins"][url] = record
+    _write_file(stored)
+
+
+def remove_login(url: str) -> bool:
+    """Forget the MCP login of the server at ``url``; True when there was one."""
+    removed = False
+    backend = _keyring()
+    if backend is not None:
+        try:
+            if backend.get_password(LOGINS_SERVICE, url):
+                backend.delete_password(LOGINS_SERVICE, url)
+                removed = True
+        except Exception:  # noqa: BLE001 - nothing to remove there, or it cannot be reached
+            pass
+    return _remove_login_from_file(url) or removed
 
 
 def check_key(key: str) -> str:
@@ -148,7 +201,8 @@ def _keyring() -> Any | None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _read_file() -> dict[str, str]:
+def _read_file() -> dict[str, dict[str, Any]]:
+    """keys.json's two sections: ``providers`` (name -> key) and ``mcp_logins`` (URL -> record)."""
     path = keys_file()
     shown = _display(path)
     try:
@@ -161,7 +215,7 @@ def _read_file() -> dict[str, str]:
                 )
             raw = handle.read()
     except FileNotFoundError:
-        return {}
+        return {"providers": {}, "mcp_logins": {}}
     except OSError as exc:
         raise KeyStoreError(f"{shown}: cannot read: {exc.strerror}") from None
     try:
@@ -169,16 +223,21 @@ def _read_file() -> dict[str, str]:
     except ValueError:
         # Not the decoder's message: it can quote the text around the error, which is a key.
         raise KeyStoreError(f"{shown} is not valid JSON; fix it or remove it and run totem auth set again") from None
-    providers = data.get("providers") if isinstance(data, dict) else None
-    if not isinstance(providers, dict):
+    providers = data.get("providers", {}) if isinstance(data, dict) else None
+    logins = data.get("mcp_logins", {}) if isinstance(data, dict) else None
+    if not isinstance(providers, dict) or not isinstance(logins, dict):
         raise KeyStoreError(f'{shown}: expected an object {{"providers": {{"<name>": "<key>"}}}}')
-    return {str(name): value for name, value in providers.items() if isinstance(value, str) and value}
+    return {
+        "providers": {str(name): value for name, value in providers.items() if isinstance(value, str) and value},
+        "mcp_logins": {str(url): record for url, record in logins.items() if isinstance(record, dict)},
+    }
 
 
-def _write_file(keys: dict[str, str]) -> None:
+def _write_file(stored: dict[str, dict[str, Any]]) -> None:
     path = keys_file()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    data = json.dumps({"providers": dict(sorted(keys.items()))}, indent=2).encode("utf-8") + b"\n"
+    sections = {name: dict(sorted(entries.items())) for name, entries in stored.items() if entries or name == "providers"}
+    data = json.dumps(sections, indent=2).encode("utf-8") + b"\n"
     # mkstemp creates the file 0600 (O_EXCL), so the key is never in a file others can open.
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".keys.", suffix=".totem-tmp")
     try:
@@ -195,15 +254,19 @@ def _write_file(keys: dict[str, str]) -> None:
         raise
 
 
-def _remove_from_file(provider_name: str) -> bool:
+def _remove_from_file(provider_name: str, section: str = "providers") -> bool:
     if not keys_file().exists():
         return False
-    keys = _read_file()
-    if provider_name not in keys:
+    stored = _read_file()
+    if provider_name not in stored[section]:
         return False
-    del keys[provider_name]
-    _write_file(keys)
+    del stored[section][provider_name]
+    _write_file(stored)
     return True
+
+
+def _remove_login_from_file(url: str) -> bool:
+    return _remove_from_file(url, "mcp_logins")
 
 
 def _display(path: Path) -> str:
@@ -216,10 +279,14 @@ def _display(path: Path) -> str:
 __all__ = [
     "KEYRING_SERVICE",
     "KeyStoreError",
+    "LOGINS_SERVICE",
     "api_key_for",
     "check_key",
     "keys_file",
     "remove_key",
+    "remove_login",
     "store_key",
+    "store_login",
     "stored_key",
+    "stored_login",
 ]

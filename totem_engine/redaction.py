@@ -11,7 +11,8 @@ Four exits, each one choke point, so no message has to remember it (docs/decisio
 
 The secrets are those of every configuration the process has loaded (``know_config``: each
 provider's ``api_key`` and header values, the credentials of its ``base_url``, MCP servers'
-header values, ``mcp_serve_token``) and every key Totem has fetched (keys.py). They are known
+header values, ``mcp_serve_token``), every key Totem has fetched (keys.py) and every MCP login's
+tokens and client secret, read or issued (mcp/oauth.py). They are known
 process-wide: a second project's key is no less a secret in the first one's log.
 
 Exact matches only: a secret shorter than ``MIN_SECRET`` characters is not replaced (a dummy key

@@ -14,6 +14,12 @@ call (elicitation.py: a legacy ``elicitation/create`` request, or an ``input_req
 SDK client resolves and retries) is asked through that call's ``ask``; the time the question
 waits for the user does not count against the call's timeout. ``stop()`` ends it, its process
 group killed. The ``mcp`` package is imported here only, when a server starts.
+
+A URL server without an ``Authorization`` header of its own may want an OAuth login (oauth.py):
+with a kept login its requests carry the token, refreshed when it expires; without one, its 401
+(with a ``WWW-Authenticate: Bearer`` challenge) fails the start with the hint to run
+``totem mcp login NAME``. ``login`` (mcp/login.py): the
+start is that login, the user shown the authorization URL.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import Any, Literal
 import anyio
 
 from totem_engine.mcp.elicitation import Ask, answer_elicitation
+from totem_engine.mcp.oauth import LoginNeeded, has_login, login_hint, oauth
 from totem_engine.mcp.specs import ServerSpec
 from totem_engine.mcp.stdio import SpawnFailed, StdioProcess
 
@@ -58,8 +65,12 @@ class _InFlight:
 class ServerConnection:
     """``on_exit(connection)``: called once when a running server exits by itself."""
 
-    def __init__(self, spec: ServerSpec, root: Path, *, on_exit: Callable[[ServerConnection], Awaitable[None]]):
+    def __init__(
+        self, spec: ServerSpec, root: Path, *, on_exit: Callable[[ServerConnection], Awaitable[None]],
+        login: tuple[Callable[[str], Awaitable[None]], str, Callable[[], Awaitable[Any]]] | None = None,
+    ):
         self.spec = spec
+        self.login = login  # (show_url, redirect URI, the wait for the code): the start is a login
         self.root = root
         self.on_exit = on_exit
         self.state: State = "starting"
@@ -274,9 +285,17 @@ class ServerConnection:
 
         assert spec.url is not None
 
+        wants_oauth = not any(name.lower() == "authorization" for name, _ in spec.headers)
+
         async def remember_refusal(response: httpx2.Response) -> None:
             # The SDK turns a 401 or 403 into "Server returned an error response": keep what the
             # server said, so the notice can tell a wrong header from a server that is down.
+            # Only the server's own answers: an OAuth flow's discovery may meet a 404 on its way.
+            if response.request.url != httpx2.URL(spec.url):
+                return
+            challenge = response.headers.get("www-authenticate", "").lower()
+            if response.status_code == 401 and challenge.startswith("bearer") and wants_oauth and self.login is None:
+                self._http_refusal = self._http_refusal or login_hint(spec.name)
             if response.status_code >= 400 and self._http_refusal is None:
                 body = (await response.aread()).decode("utf-8", errors="replace").strip()
                 self._http_refusal = f"HTTP {response.status_code} {response.reason_phrase} from {spec.url}" + (
@@ -284,8 +303,13 @@ class ServerConnection:
                 )
 
         # The SDK's own client's timeouts: 30 s to connect or send, 300 s for a streamed answer.
+        auth = None
+        if wants_oauth and (self.login is not None or has_login(spec.url)):
+            show_url, redirect_uri, code = self.login or (None, None, None)
+            auth = oauth(spec.name, spec.url, show_url=show_url, redirect=(redirect_uri, code) if redirect_uri else None)
         client = httpx2.AsyncClient(
-            headers=dict(spec.headers), timeout=httpx2.Timeout(30.0, read=300.0), event_hooks={"response": [remember_refusal]}
+            headers=dict(spec.headers), timeout=httpx2.Timeout(30.0, read=300.0), auth=auth,
+            event_hooks={"response": [remember_refusal]},
         )
         async with client, streamable_http_client(spec.url, http_client=client) as (read, write):
             yield read, write
@@ -312,6 +336,10 @@ def _reason(exc: BaseException, process: StdioProcess | None) -> str:
         exc = exc.exceptions[0]
     if isinstance(exc, SpawnFailed):
         return f"could not start: {exc}"
+    if isinstance(exc, LoginNeeded):
+        return str(exc)
+    if type(exc).__module__.startswith("mcp.client.auth"):  # OAuthFlowError and its kinds
+        return f"the login failed: {exc}"
     if process is not None and process.exit_code is not None:
         return process.describe_exit()
     error = getattr(exc, "error", None)
