@@ -25,13 +25,20 @@ A code-mode script's command runs in an overlay too, read back into the script's
 of the project (``script_box``, codemode/overlaid.py). A sandboxed command the user did not
 allow (``unasked``: only the read-only default let it run) sees every secret file of the project
 empty (``masks``, sandbox/secret_files.py).
+
+A session with extra roots (``extra_roots``: an ACP client's ``additionalDirectories``) has its
+sandbox bounded by all its roots: each is overlaid for a ``bash`` command as the project is, with
+upper and work folders of its own, and taken in the same way, its files named by their absolute
+paths (workspace/paths.py ``project_path``, the key undo knows them by); jobs and terminals get
+them bound writable; their secret files are masked and their protected folders read-only too. An
+extra root inside another root is that root's already (bwrap.py mounts nothing for it).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -100,11 +107,13 @@ class Boxed(CommandScope):
 
 
 class OverlayScope(CommandScope):
-    """One command in the session's sandbox with the project overlaid; its close takes what it
-    wrote into the project (sandbox/overlay.py); ``masked`` files shown empty."""
+    """One command in the session's sandbox with the project overlaid, and each of the session's
+    extra roots (``extra_roots`` False: shown read-only instead); its close takes what it wrote
+    into them (sandbox/overlay.py); ``masked`` files shown empty."""
 
     def __init__(
         self, box: SandboxSession, root: Path, *, max_file_bytes: int, command: str, masked: tuple[Path, ...] = (),
+        extra_roots: bool = True,
     ):
         self.box = box
         self.root = root
@@ -112,15 +121,32 @@ class OverlayScope(CommandScope):
         self.command = command
         self.masked = masked
         self.upper, self.work = box.new_overlay()
+        # Each extra root with its own (upper, work) pair: an overlay has one lower folder.
+        self.extra = tuple((path, box.new_overlay()) for path in box.extra_roots) if extra_roots else None
         self._closed = False
 
     sandboxed = True
 
     def argv(self, argv: list[str]) -> list[str]:
-        return self.box.wrap(argv, overlay=(self.upper, self.work), masked=self.masked)
+        extra = None if self.extra is None else tuple(pair for _, pair in self.extra)
+        return self.box.wrap(argv, overlay=(self.upper, self.work), masked=self.masked, extra_overlays=extra)
 
     async def take_in(self) -> list[FileChange]:
-        return await anyio.to_thread.run_sync(lambda: take_in(self.upper, self.root, max_file_bytes=self.max_file_bytes))
+        changes = await self._taken(self.upper, self.root)
+        for path, (upper, _) in self.extra or ():
+            # An extra root's files by their absolute paths: undo's key for them (project_path).
+            changes += [replace(c, path=(path / c.path).as_posix()) if c.path else c for c in await self._taken(upper, path)]
+        return changes
+
+    async def _taken(self, upper: Path, root: Path) -> list[FileChange]:
+        """One root's overlay taken in; what could not be, said (one root failing leaves the
+        others' changes recorded)."""
+        try:
+            return await anyio.to_thread.run_sync(lambda: take_in(upper, root, max_file_bytes=self.max_file_bytes))
+        except OSError as exc:
+            if not self.extra:
+                raise
+            return self.not_taken(exc)
 
     async def close(self) -> list[FileChange]:
         if self._closed:
@@ -138,9 +164,10 @@ class OverlayScope(CommandScope):
         return [FileChange("", unrestorable=f"what `{_short(self.command)}` wrote could not all be taken in: {exc}")]
 
     async def drop(self) -> None:
-        """The overlay's folders removed."""
+        """The overlays' folders removed."""
         self._closed = True
-        await anyio.to_thread.run_sync(self.box.drop_overlay, self.upper)
+        for upper in (self.upper, *(upper for _, (upper, _) in self.extra or ())):
+            await anyio.to_thread.run_sync(self.box.drop_overlay, upper)
 
 
 class UntrackedScope(Boxed):
@@ -218,7 +245,7 @@ class CommandChanges:
     def __init__(self, root: Path, *, max_file_bytes: int, sandbox: SandboxSettings = SandboxSettings(),
                  watch: bool = True, extra_roots: tuple[Path, ...] = ()):
         self.root = root
-        self.extra_roots = extra_roots
+        self.extra_roots = _apart(root.resolve(), extra_roots)
         self.max_file_bytes = max_file_bytes
         self.sandbox = sandbox
         self.watch = watch
@@ -229,7 +256,7 @@ class CommandChanges:
         self._unavailable: str | None = None  # why the sandbox does not work here, once probed
         self._probed = False
         self._notices: dict[str, str] = {}  # session -> what it has not been told yet
-        self._secrets = SecretFiles(root.resolve())
+        self._secrets = [SecretFiles(path) for path in (root.resolve(), *self.extra_roots)]
         self._secrets_lock = anyio.Lock()
         self._told: set[str] = set()
         # Whether a job or a terminal of the session is running (the runtime sets it): then a
@@ -280,9 +307,12 @@ class CommandChanges:
         return scope
 
     async def masks(self) -> tuple[Path, ...]:
-        """The project's secret files as they are now (sandbox/secret_files.py)."""
+        """The secret files of the project and its extra roots as they are now (sandbox/secret_files.py)."""
         async with self._secrets_lock:
-            return tuple(await anyio.to_thread.run_sync(self._secrets.refresh))
+            found: list[Path] = []
+            for secrets in self._secrets:
+                found += await anyio.to_thread.run_sync(secrets.refresh)
+            return tuple(sorted(set(found))) if len(self._secrets) > 1 else tuple(found)
 
     async def script_box(self, session_id: str) -> SandboxSession | None:
         """The session's sandbox for a code-mode script's command, which runs in an overlay of
@@ -326,8 +356,8 @@ class CommandChanges:
                 bwrap = find_bwrap()
                 assert bwrap is not None  # the probe found it
                 box = SandboxSession(bwrap, self.root, await scratch.make("sandbox"), network=self.sandbox.network,
-                                     hidden=self.sandbox.hidden,
-                                     writable=self.sandbox.writable)
+                                     hidden=self.sandbox.hidden, writable=self.sandbox.writable,
+                                     extra_roots=self.extra_roots)
                 await box.start()
                 self._boxes[session_id] = box
             return box
@@ -351,6 +381,16 @@ class CommandChanges:
             self._boxes.clear()
             if self._capture is not None:
                 await self._capture.aclose()
+
+
+def _apart(root: Path, extra_roots: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The extra roots (real paths) the sandbox mounts: those inside the project or inside
+    another extra root are mounted with it already."""
+    real = [path.resolve() for path in extra_roots]
+    return tuple(
+        path for path in dict.fromkeys(real)
+        if path != root and root not in path.parents and not any(other in path.parents for other in real)
+    )
 
 
 def _short(command: str, limit: int = 60) -> str:

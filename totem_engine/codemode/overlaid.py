@@ -42,7 +42,9 @@ class StageScope(OverlayScope):
         self, box: SandboxSession, stage: StagedWorkspace, root: Path, *, max_file_bytes: int, command: str,
         masked: tuple[Path, ...] = (),
     ):
-        super().__init__(box, root.resolve(), max_file_bytes=max_file_bytes, command=command, masked=masked)
+        # The stage holds the project's files alone: the session's extra roots are shown read-only.
+        super().__init__(box, root.resolve(), max_file_bytes=max_file_bytes, command=command, masked=masked,
+                         extra_roots=False)
         self.stage = stage
         self.seeded: dict[str, bytes] = {}
         self.deletes: list[str] = []

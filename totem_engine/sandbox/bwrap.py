@@ -15,6 +15,12 @@ empty one. Over the project, its protected folders (``permissions.PROTECTED``: `
 ``.git``) are bound read-only, as they are to the file tools without a question: a command cannot
 plant a config that allows more or a git hook (``_protected``). Every profile runs under the
 seccomp filter (seccomp.py: no unix socket can be made).
+
+A session with extra roots (an ACP client's ``additionalDirectories``, workspace/paths.py) has
+each of them mounted as the project is (``Mounts.extra``): overlaid with its own upper and work
+folders, or bound writable, its protected folders read-only, its secret files masked; an extra
+root a script's command gets no overlay for is shown read-only. The roots are mounted outermost
+first, so a root inside another one is mounted over it.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import anyio
 from totem_engine.permissions import PROTECTED
 from totem_engine.sandbox import seccomp
 
-__all__ = ["Mounts", "find_bwrap", "make_removable", "probe", "sandbox_argv", "script_argv"]
+__all__ = ["Mounts", "RootMount", "find_bwrap", "make_removable", "probe", "sandbox_argv", "script_argv"]
 
 _probed: dict[str, str | None] = {}
 
@@ -100,9 +106,20 @@ def make_removable(folder: Path) -> None:
 
 
 @dataclass(frozen=True)
+class RootMount:
+    """One extra root as a command sees it: ``overlay`` its (upper, work) folders, None to bind
+    it writable; ``read_only``: shown as it is, nothing written (a script's command)."""
+
+    path: Path
+    overlay: tuple[Path, Path] | None = None
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
 class Mounts:
     """What one sandboxed command sees. ``root``: the project; ``overlay``: its (upper, work)
-    folders, None to bind it writable; ``tmp``: the session's private /tmp; ``hidden``: folders
+    folders, None to bind it writable; ``extra``: the session's extra roots, each mounted the
+    same way (none: a project alone); ``tmp``: the session's private /tmp; ``hidden``: folders
     replaced by an empty one (Totem's own data and config); ``writable``: folders bound writable
     (the user's tool caches); ``empty``: an empty folder, bound read-only where the project has no
     ``.totem`` yet; ``masked``: files of the project replaced by ``blank`` (an empty file of
@@ -111,6 +128,7 @@ class Mounts:
     root: Path
     tmp: Path
     overlay: tuple[Path, Path] | None = None
+    extra: tuple[RootMount, ...] = ()
     hidden: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()
     masked: tuple[Path, ...] = ()
@@ -138,21 +156,35 @@ def sandbox_argv(bwrap: Path, mounts: Mounts, argv: list[str], *, share_net: boo
     # and the tools a command runs (a folder on PATH, this Python's installation: a CI checkout
     # with its venv under /tmp). The topmost folder of each there is shown again, read-only,
     # before the project is mounted on it.
-    args += _shown_again((mounts.root, *mounts.writable)) + _hidden(mounts.hidden, mounts.root)
+    roots = _outermost_first((RootMount(mounts.root, mounts.overlay), *mounts.extra))
+    args += _shown_again((*(r.path for r in roots), *mounts.writable))
+    args += _hidden(mounts.hidden, tuple(r.path for r in roots))
     for path in mounts.writable:
         if path.is_dir():
             args += ["--bind", str(path), str(path)]
-    if mounts.overlay is None:
-        args += ["--bind", str(mounts.root), str(mounts.root)]
-    else:
-        upper, work = mounts.overlay
-        args += ["--overlay-src", str(mounts.root), "--overlay", str(upper), str(work), str(mounts.root)]
-    args += _protected(mounts.root, mounts.empty)
+    for mount in roots:
+        args += _root(mount, mounts.empty)
     if mounts.blank is not None:
         for path in mounts.masked:
             args += ["--ro-bind", str(mounts.blank), str(path)]
     args += ["--setenv", "TMPDIR", "/tmp", "--chdir", str(mounts.root), "--"]
     return [*seccomp.loaded(args, mounts.seccomp), *argv]
+
+
+def _outermost_first(roots: tuple[RootMount, ...]) -> tuple[RootMount, ...]:
+    """The roots in the order they are mounted: a root inside another after it, over it."""
+    return tuple(sorted(roots, key=lambda mount: len(mount.path.parts)))
+
+
+def _root(mount: RootMount, empty: Path | None) -> list[str]:
+    """One root's mount (overlaid, bound writable or read-only) and its protected folders."""
+    path = str(mount.path)
+    if mount.read_only:
+        return ["--ro-bind", path, path]
+    if mount.overlay is None:
+        return ["--bind", path, path, *_protected(mount.path, empty)]
+    upper, work = mount.overlay
+    return ["--overlay-src", path, "--overlay", str(upper), str(work), path, *_protected(mount.path, empty)]
 
 
 def _protected(root: Path, empty: Path | None) -> list[str]:
@@ -191,7 +223,7 @@ def script_argv(
     # which would outlive the script as a zombie until the machine's init reaps it.
     args = [str(bwrap), "--unshare-user", "--unshare-net", "--unshare-pid", "--as-pid-1", "--die-with-parent",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    args += _shown_again((project,)) + _hidden(hidden, project)
+    args += _shown_again((project,)) + _hidden(hidden, (project,))
     args += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--"]
     return [*seccomp.loaded(args, filter_file), *argv]
 
@@ -208,12 +240,12 @@ def _shown_again(paths: tuple[Path, ...]) -> list[str]:
     return args
 
 
-def _hidden(hidden: tuple[Path, ...], root: Path) -> list[str]:
-    """Each of Totem's own folders (keys, sessions) replaced by an empty one, unless the project
-    holds it or it holds the project."""
+def _hidden(hidden: tuple[Path, ...], roots: tuple[Path, ...]) -> list[str]:
+    """Each of Totem's own folders (keys, sessions) replaced by an empty one, unless a root
+    holds it or it holds a root."""
     args: list[str] = []
     for path in hidden:
-        if path.is_dir() and not _inside(root, path) and not _inside(path, root):
+        if path.is_dir() and not any(_inside(root, path) or _inside(path, root) for root in roots):
             args += ["--tmpfs", str(path)]
     return args
 

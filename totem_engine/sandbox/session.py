@@ -13,8 +13,8 @@ host's ``/proc`` every command sees.
 
 The session's folder (a temporary one) holds ``tmp`` (bound on /tmp in every command of the
 session), the seccomp filter (seccomp.py), the empty file a masked secret shows (secret_files.py)
-and one ``upper``/``work`` pair per overlaid command. ``aclose`` kills the holder and removes the
-folder.
+and one ``upper``/``work`` pair per overlaid command and root (the project, and each of the
+session's extra roots). ``aclose`` kills the holder and removes the folder.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import anyio
 from anyio.abc import Process
 
 from totem_engine.sandbox import seccomp
-from totem_engine.sandbox.bwrap import Mounts, make_removable, sandbox_argv
+from totem_engine.sandbox.bwrap import Mounts, RootMount, make_removable, sandbox_argv
 
 __all__ = ["SandboxSession"]
 
@@ -39,14 +39,17 @@ HOLDER_WAIT = 10.0  # seconds for the holder to say it is ready
 
 
 class SandboxSession:
-    """The sandbox of one session of the project ``root``, kept in ``folder`` (an empty one);
-    ``start`` before the first command."""
+    """The sandbox of one session of the project ``root`` and its ``extra_roots`` (real paths,
+    none inside another root), kept in ``folder`` (an empty one); ``start`` before the first
+    command."""
 
     def __init__(
         self, bwrap: Path, root: Path, folder: Path, *, network: bool, hidden: tuple[Path, ...], writable: tuple[Path, ...],
+        extra_roots: tuple[Path, ...] = (),
     ):
         self.bwrap = bwrap
         self.root = root
+        self.extra_roots = extra_roots
         self.network = network
         self.hidden = hidden
         self.writable = writable
@@ -89,11 +92,21 @@ class SandboxSession:
             os.close(read)
         self._holder_pid = pid
 
-    def wrap(self, argv: list[str], *, overlay: tuple[Path, Path] | None, masked: tuple[Path, ...] = ()) -> list[str]:
+    def wrap(
+        self, argv: list[str], *, overlay: tuple[Path, Path] | None, masked: tuple[Path, ...] = (),
+        extra_overlays: tuple[tuple[Path, Path], ...] | None = None,
+    ) -> list[str]:
         """``argv`` as the session's sandbox runs it: the project overlaid (``overlay``: its upper
-        and work folders) or bound writable (None); ``masked``: files shown empty."""
+        and work folders) or bound writable (None); ``masked``: files shown empty;
+        ``extra_overlays``: one (upper, work) pair per extra root, in their order; None: the extra
+        roots bound writable with the project, or shown read-only when only it is overlaid (a
+        script's command, whose stage holds the project alone)."""
+        if extra_overlays is not None:
+            extra = tuple(RootMount(path, pair) for path, pair in zip(self.extra_roots, extra_overlays, strict=True))
+        else:
+            extra = tuple(RootMount(path, read_only=overlay is not None) for path in self.extra_roots)
         mounts = Mounts(
-            root=self.root, tmp=self.tmp, overlay=overlay, hidden=self.hidden, writable=self.writable,
+            root=self.root, tmp=self.tmp, overlay=overlay, extra=extra, hidden=self.hidden, writable=self.writable,
             masked=masked, empty=self.empty, blank=self.blank, seccomp=self.filter,
         )
         inner = sandbox_argv(self.bwrap, mounts, argv, share_net=True)

@@ -118,6 +118,7 @@ def _reads_only(part: SimpleCommand) -> bool:
 
 def _needs_no_asking(
     parts: list[SimpleCommand], command: str, root: Path, secrets_hidden: bool, env_pass: tuple[str, ...],
+    extra_roots: tuple[Path, ...],
 ) -> frozenset[str]:
     """The parts that are read-only and proven to touch only paths inside the project
     (shell_confinement); a substitution anywhere runs a command, so then none."""
@@ -126,6 +127,7 @@ def _needs_no_asking(
     read_only = {index for index, part in enumerate(parts) if _reads_only(part)}
     return confined_commands(
         parts, command, root, os.environ, read_only, secrets_hidden=secrets_hidden, passed=frozenset(env_pass),
+        extra_roots=extra_roots,
     )
 
 
@@ -214,7 +216,10 @@ async def asked_as(ctx: ToolContext, command: str, outside: bool | None) -> tupl
     path itself is not seen (docs/config.md ``sandbox``)."""
     boxed = await sandboxed(ctx)
     escape = bool(outside) and boxed is True
-    permission = command_permission(command, ctx.root, secrets_hidden=boxed is True and not escape, env_pass=ctx.command_env_pass)
+    permission = command_permission(
+        command, ctx.root, secrets_hidden=boxed is True and not escape, env_pass=ctx.command_env_pass,
+        extra_roots=ctx.extra_roots,
+    )
     if escape:
         permission = outside_sandbox(permission)
     unconfined = permission["changes"] and (escape or boxed is False) and names_protected(command)
@@ -229,12 +234,14 @@ def names_protected(command: str) -> bool:
 
 def command_permission(
     command: str, root: Path, *, secrets_hidden: bool = False, env_pass: tuple[str, ...] = (),
+    extra_roots: tuple[Path, ...] = (),
 ) -> dict[str, Any]:
     """What an ``Action`` running ``command`` is asked about: the ``bash`` rules, matched against
     each simple command of it; what "always" stores; whether it may change the project; the parts
     that need no asking (``secrets_hidden``: it runs in the sandbox, which shows a command run
     unasked no secret file, so a folder may be searched; ``env_pass``: the credential variables a
-    command run unasked keeps, config ``command_env_pass``). The ``job`` tool's ``start`` is
+    command run unasked keeps, config ``command_env_pass``; ``extra_roots``: the session's
+    folders beside ``root``, inside the project as much as it). The ``job`` tool's ``start`` is
     asked the same way. A ToolError when the command is empty."""
     parts = parse(command)
     if not parts:
@@ -244,7 +251,7 @@ def command_permission(
         "patterns": command_patterns(parts),
         "always_pattern": always_pattern(parts),
         "changes": not is_read_only(command),
-        "safe_patterns": _needs_no_asking(parts, command, root, secrets_hidden, env_pass),
+        "safe_patterns": _needs_no_asking(parts, command, root, secrets_hidden, env_pass, extra_roots),
     }
 
 

@@ -1,7 +1,8 @@
 """Which read-only shell commands are proven to touch only paths inside the project.
 
 A read-only command runs without asking only when this module can prove that every path it
-could touch is inside the project and is not a secret file; whatever it cannot prove asks
+could touch is inside the project (its root, or one of a session's extra roots:
+workspace/paths.py) and is not a secret file; whatever it cannot prove asks
 ("when in doubt, ask"). The proof follows what bash would do to each word before the command
 sees it:
 
@@ -36,11 +37,12 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from totem_engine.command_env import is_credential
 from totem_engine.permissions import is_secret
 from totem_engine.vocab.tools import ToolError
-from totem_engine.workspace.paths import relative, resolve_in_project
+from totem_engine.workspace.paths import project_path, resolve_in_project
 from totem_engine.workspace.shell_words import SimpleCommand
 
 # Bash builtins and keywords: they run inside the shell and may change its folder, variables or
@@ -81,20 +83,28 @@ _GREP = frozenset({"grep", "egrep", "fgrep"})
 _SHELL_VARIABLES = frozenset({"PWD", "OLDPWD", "CDPATH", "IFS", "RANDOM", "SECONDS", "LINENO", "BASHPID", "_"})
 
 
+class _Roots(NamedTuple):
+    """The real paths a command may touch under: the project's root and its extra roots."""
+
+    root: Path
+    extra: tuple[Path, ...]
+
+
 class Unproven(Exception):
     """A word whose paths cannot be proven to stay inside the project."""
 
 
 def confined_commands(
     parts: list[SimpleCommand], command: str, root: Path, env: Mapping[str, str], read_only: set[int], *,
-    secrets_hidden: bool = False, passed: frozenset[str] = frozenset(),
+    secrets_hidden: bool = False, passed: frozenset[str] = frozenset(), extra_roots: tuple[Path, ...] = (),
 ) -> frozenset[str]:
     """The texts of the parts (by index in ``read_only``) proven to touch only project paths.
 
     ``parts`` in the order they run (shell_words.parse); ``env``: the environment the command
     runs with; ``read_only``: indexes of the parts that are read-only commands;
     ``secrets_hidden``: it runs in the sandbox, which shows it no secret file; ``passed``: the
-    credential variables (command_env.py) a command run unasked keeps, whose value may be proven.
+    credential variables (command_env.py) a command run unasked keeps, whose value may be proven;
+    ``extra_roots``: the session's folders beside ``root``, inside the project as much as it.
     """
     # A credential variable (command_env.py) is not in the environment of a command run unasked:
     # a word naming it is not proven (printing it would hand the key to the model).
@@ -102,6 +112,7 @@ def confined_commands(
     if _FUNCTION_DEFINITION.search(command):  # a function can stand in for any command name
         return frozenset()
     real_root = root.resolve()
+    roots = _Roots(real_root, tuple(extra.resolve() for extra in extra_roots))
     cwds: set[Path] | None = {real_root}  # None: the folder is no longer known
     proven: set[str] = set()
     for index, part in enumerate(parts):
@@ -111,7 +122,7 @@ def confined_commands(
         try:
             if index not in read_only:
                 raise Unproven(part.text)
-            entered = _check(part, real_root, cwds, env, secrets_hidden)
+            entered = _check(part, roots, cwds, env, secrets_hidden)
         except Unproven:
             if part.words[0] == "cd":
                 cwds = None
@@ -134,13 +145,13 @@ def _may_change_shell(part: SimpleCommand) -> bool:
 
 
 def _check(
-    part: SimpleCommand, root: Path, cwds: set[Path], env: Mapping[str, str], secrets_hidden: bool,
+    part: SimpleCommand, roots: _Roots, cwds: set[Path], env: Mapping[str, str], secrets_hidden: bool,
 ) -> set[Path] | None:
     """Raise Unproven unless every path of ``part`` is inside; for ``cd``, the folders it may enter."""
     name, args = part.words[0], part.words[1:]
     _check_link_following(name, args)
     if name == "cd":
-        return _cd_targets(args, root, cwds, env)
+        return _cd_targets(args, roots, cwds, env)
     folders_read = name in _READS_FOLDERS and not secrets_hidden
     if folders_read and name in _GREP:
         _check_recursion(args)
@@ -148,7 +159,7 @@ def _check(
         for value in _expand(word, env):
             for candidate in _candidates(value):
                 for cwd in cwds:
-                    _check_path(_tilde(candidate, env), root, cwd, folders=not folders_read)
+                    _check_path(_tilde(candidate, env), roots, cwd, folders=not folders_read)
     return None
 
 
@@ -174,7 +185,7 @@ def _check_link_following(name: str, args: tuple[str, ...]) -> None:
             raise Unproven(arg)
 
 
-def _cd_targets(args: tuple[str, ...], root: Path, cwds: set[Path], env: Mapping[str, str]) -> set[Path]:
+def _cd_targets(args: tuple[str, ...], roots: _Roots, cwds: set[Path], env: Mapping[str, str]) -> set[Path]:
     operands = [a for a in args if not (a.startswith("-") and len(a) > 1)]
     if not operands or operands == ["-"]:  # home, or $OLDPWD
         raise Unproven("cd")
@@ -188,8 +199,8 @@ def _cd_targets(args: tuple[str, ...], root: Path, cwds: set[Path], env: Mapping
             for cwd in cwds:
                 # cd is logical by default ("link/.." is the folder itself), -P physical: prove both.
                 logical = os.path.normpath(cwd / value)
-                entered.add(_check_path(logical, root, cwd))
-                entered.add(_check_path(value, root, cwd))
+                entered.add(_check_path(logical, roots, cwd))
+                entered.add(_check_path(value, roots, cwd))
     return entered
 
 
@@ -239,7 +250,7 @@ def _candidates(value: str) -> list[str]:
     return [c for c in found if c and c != "-"]
 
 
-def _check_path(candidate: str, root: Path, cwd: Path, *, folders: bool = True) -> Path:
+def _check_path(candidate: str, roots: _Roots, cwd: Path, *, folders: bool = True) -> Path:
     """The real path of ``candidate`` run from ``cwd``, or Unproven when it leaves the project,
     is a secret file, or its glob matches anything outside; with ``folders`` False, also when it
     or a match is a folder (whose every file the command reads, secret ones too)."""
@@ -249,12 +260,12 @@ def _check_path(candidate: str, root: Path, cwd: Path, *, folders: bool = True) 
             paths += glob.glob(candidate, root_dir=cwd)
         except (OSError, ValueError):
             raise Unproven(candidate) from None
-    real = root
+    real = roots.root
     for path in paths:
         try:
-            real = resolve_in_project(root, str(cwd / path) if not path.startswith("/") else path)
+            real = resolve_in_project(roots.root, str(cwd / path) if not path.startswith("/") else path, roots.extra)
         except ToolError:
             raise Unproven(path) from None
-        if is_secret(path) or is_secret(relative(root, real)) or (not folders and real.is_dir()):
+        if is_secret(path) or is_secret(project_path(roots.root, real)) or (not folders and real.is_dir()):
             raise Unproven(path)
     return real
