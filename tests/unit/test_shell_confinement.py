@@ -164,3 +164,27 @@ def test_expansions_that_cannot_be_known_ask(word, reader):
         root, home = _layout(Path(base))
         env = {"HOME": str(home), "OPENAI_API_KEY": "sk-1", "GITHUB_TOKEN": "t", "X": "src"}
         assert not _safe(f"{reader} {word}", root, env)
+
+
+# --- extra roots (an ACP client's additionalDirectories) --------------------------------------
+
+
+def _extra_safe(command: str, root: Path, extra: tuple[Path, ...], env: dict[str, str]) -> frozenset[str]:
+    parts = parse(command)
+    return confined_commands(parts, command, root, env, set(range(len(parts))), extra_roots=extra)
+
+
+def test_a_path_in_an_extra_root_is_inside_and_its_secrets_and_links_out_are_not(tmp_path):
+    root, home = _layout(tmp_path)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "lib.py").write_text("VALUE = 1\n")
+    (shared / ".env").write_text("TOKEN=x\n")
+    (shared / "out").symlink_to(home)
+    env = {"HOME": str(home)}
+    for command in (f"cat {shared}/lib.py", f"cd {shared} && cat lib.py", "cat ../shared/lib.py", f"ls {shared}"):
+        assert _extra_safe(command, root, (shared,), env) == {p.text for p in parse(command)}, command
+        assert not _extra_safe(command, root, (), env) >= {parse(command)[-1].text}, command
+    for command in (f"cat {shared}/.env", f"cat {shared}/out/secret.txt", f"cat {tmp_path}/home/secret.txt",
+                    f"cd {shared} && cat ../home/secret.txt"):
+        assert parse(command)[-1].text not in _extra_safe(command, root, (shared,), env), command
