@@ -293,9 +293,9 @@ local function edit_file(file)
   vim.cmd.edit(vim.fn.fnameescape(file))
 end
 
---- :TotemAgents: the agents the `task` tool can start (totem/agents, with their source); the
---- one chosen is opened to edit (its Markdown file).
-function M.agents()
+--- The project's list `method` answers (totem/agents, totem/hooks) for the buffer the user is
+--- in, given to `on_list`; `empty`: what to say when there is none.
+local function with_project_list(method, empty, on_list)
   local bufnr = vim.api.nvim_get_current_buf()
   local c = client.get(bufnr)
   if not c then
@@ -303,15 +303,21 @@ function M.agents()
     return
   end
   local ctx = context(bufnr)
-  client.request(c, 'totem/agents', ctx and { uri = ctx.uri } or vim.empty_dict(), function(err, agents)
+  client.request(c, method, ctx and { uri = ctx.uri } or vim.empty_dict(), function(err, list)
     if err then
-      client.notify('agents: ' .. (err.message or ''), vim.log.levels.ERROR)
-      return
+      client.notify(method:gsub('^totem/', '') .. ': ' .. (err.message or ''), vim.log.levels.ERROR)
+    elseif not list or #list == 0 then
+      client.notify(empty)
+    else
+      on_list(list)
     end
-    if not agents or #agents == 0 then
-      client.notify('no agents')
-      return
-    end
+  end)
+end
+
+--- :TotemAgents: the agents the `task` tool can start (totem/agents, with their source); the
+--- one chosen is opened to edit (its Markdown file).
+function M.agents()
+  with_project_list('totem/agents', 'no agents', function(agents)
     vim.ui.select(agents, {
       prompt = 'Totem agents',
       format_item = function(a)
@@ -336,22 +342,7 @@ end
 --- :TotemHooks: the hooks the config files declare (totem/hooks), in the order they run, each
 --- with its file and whether it runs; the one chosen opens its file ("editor settings" is none).
 function M.hooks()
-  local bufnr = vim.api.nvim_get_current_buf()
-  local c = client.get(bufnr)
-  if not c then
-    client.notify('no Totem server is running', vim.log.levels.ERROR)
-    return
-  end
-  local ctx = context(bufnr)
-  client.request(c, 'totem/hooks', ctx and { uri = ctx.uri } or vim.empty_dict(), function(err, hooks)
-    if err then
-      client.notify('hooks: ' .. (err.message or ''), vim.log.levels.ERROR)
-      return
-    end
-    if not hooks or #hooks == 0 then
-      client.notify('No hooks are configured (see docs/config.md, Hooks)')
-      return
-    end
+  with_project_list('totem/hooks', 'No hooks are configured (see docs/config.md, Hooks)', function(hooks)
     vim.ui.select(hooks, { prompt = 'Totem hooks', format_item = hook_line }, function(choice)
       if not choice then
         return
