@@ -125,14 +125,7 @@ class TotemAgent:
         process checks it: a ``cwd`` other than its project is refused (``SessionElsewhere``)."""
         root, extra = project_root(cwd), extra_roots(additional_directories)
         with engine_errors():
-            session = self.sessions.get(session_id)
-            if session is not None and session.engine.extra_roots != extra:
-                await self._close(session)  # other roots: an engine of its own for them
-                session = None
-            if session is None:
-                session = await self._open(root, mcp_servers, session_id, extra)
-            else:
-                await session.engine.session(session_id, root=root)
+            session = await self._stored(root, mcp_servers, session_id, extra)
             history = session.engine.history
             updates = replayed(await history.messages(session_id), await history.todos(session_id), root)
         for update in updates:
@@ -150,14 +143,7 @@ class TotemAgent:
         has the conversation already. Its commands and title follow the answer."""
         root, extra = project_root(cwd), extra_roots(additional_directories)
         with engine_errors():
-            session = self.sessions.get(session_id)
-            if session is not None and session.engine.extra_roots != extra:
-                await self._close(session)  # other roots: an engine of its own for them
-                session = None
-            if session is None:
-                session = await self._open(root, mcp_servers, session_id, extra)
-            else:
-                await session.engine.session(session_id, root=root)
+            session = await self._stored(root, mcp_servers, session_id, extra)
             modes, options = await session.modes(), await session.config_options()
 
         async def greet() -> None:
@@ -327,6 +313,21 @@ class TotemAgent:
         self.sessions[stored.id] = session
         self._declared[stored.id] = mcp_servers
         self._stacks[stored.id] = stack
+        return session
+
+    async def _stored(
+        self, root: Path, mcp_servers: list[Declared] | None, session_id: str, extra: tuple[Path, ...],
+    ) -> AcpSession:
+        """The stored session ``session_id`` open on this connection with the roots ``extra``:
+        the one already open (checked as a fresh process checks it: ``SessionElsewhere`` for
+        another ``cwd``), else a new engine for it (also when its roots differ)."""
+        session = self.sessions.get(session_id)
+        if session is not None and session.engine.extra_roots != extra:
+            await self._close(session)  # other roots: an engine of its own for them
+            session = None
+        if session is None:
+            return await self._open(root, mcp_servers, session_id, extra)
+        await session.engine.session(session_id, root=root)
         return session
 
     async def _close(self, session: AcpSession) -> None:

@@ -104,15 +104,7 @@ def store_key(provider_name: str, key: str) -> str:
 def remove_key(provider_name: str) -> bool:
     """Remove the stored key of ``provider_name`` from the keyring and the file; True when one
     was there."""
-    removed = False
-    backend = _keyring()
-    if backend is not None:
-        try:
-            if backend.get_password(KEYRING_SERVICE, provider_name):
-                backend.delete_password(KEYRING_SERVICE, provider_name)
-                removed = True
-        except Exception:  # noqa: BLE001 - nothing to remove there, or it cannot be reached
-            pass
+    removed = _remove_from_keyring(KEYRING_SERVICE, provider_name)
     return _remove_from_file(provider_name) or removed
 
 
@@ -151,16 +143,22 @@ def store_login(url: str, record: dict[str, Any]) -> None:
 
 def remove_login(url: str) -> bool:
     """Forget the MCP login of the server at ``url``; True when there was one."""
-    removed = False
-    backend = _keyring()
-    if backend is not None:
-        try:
-            if backend.get_password(LOGINS_SERVICE, url):
-                backend.delete_password(LOGINS_SERVICE, url)
-                removed = True
-        except Exception:  # noqa: BLE001 - nothing to remove there, or it cannot be reached
-            pass
+    removed = _remove_from_keyring(LOGINS_SERVICE, url)
     return _remove_login_from_file(url) or removed
+
+
+def _remove_from_keyring(service: str, name: str) -> bool:
+    """Remove ``name``'s secret of ``service`` from the keyring; True when one was there."""
+    backend = _keyring()
+    if backend is None:
+        return False
+    try:
+        if backend.get_password(service, name):
+            backend.delete_password(service, name)
+            return True
+    except Exception:  # noqa: BLE001 - nothing to remove there, or it cannot be reached
+        pass
+    return False
 
 
 def check_key(key: str) -> str:
