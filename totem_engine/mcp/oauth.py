@@ -27,11 +27,13 @@ NO_REDIRECT = "http://127.0.0.1/callback"  # a turn's: it never redirects (the l
 
 
 class LoginNeeded(Exception):
-    """The server wants a login that only ``totem mcp login NAME`` can give."""
+    """The server wants a login that only ``totem mcp login NAME`` (or an editor's) can give."""
 
 
 def login_hint(name: str) -> str:
-    return f"MCP server {name} needs a login: run `totem mcp login {name}`, then try again"
+    # Door-neutral: the command line's command, and the editors' command of the same login
+    # (LSP ``totem/mcpLogin``).
+    return f"MCP server {name} needs a login: run `totem mcp login {name}` or your editor's Totem: MCP login, then try again"
 
 
 def has_login(url: str) -> bool:
