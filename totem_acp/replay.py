@@ -4,7 +4,8 @@ After https://agentclientprotocol.com/protocol/session-setup#loading-sessions: t
 conversation as it stands, in order, before the load is answered: each user message as
 ``user_message_chunk`` (what the user typed, not a slash command's expansion), the assistant's
 text and reasoning as ``agent_message_chunk`` and ``agent_thought_chunk``, each tool call as a
-``tool_call`` in its final status with its output, a turn's visible end (a guard, an error) and
+``tool_call`` in its final status with its output (and an applied edit's diff, from the files
+its stored part keeps), a turn's visible end (a guard, an error) and
 a warning notice (an MCP server that did not start) as an agent message, an info notice (an MCP
 server started) as a thought, as they came live (frontend.py), and the session's task list as
 a ``plan``. Hidden parts (context shown to
@@ -27,6 +28,7 @@ from acp.schema import (
 
 from totem_acp import tool_calls
 from totem_engine.api.history import StoredMessage
+from totem_engine.api.kept_files import proposed_files
 
 
 def replayed(messages: list[StoredMessage], todos: list[dict[str, Any]], root: Path) -> list[Any]:
@@ -79,7 +81,7 @@ def _tool(data: dict[str, Any], status: str | None, root: Path, agent: str | Non
         *_thread(thread, root),
         tool_calls.ended(
             root, call_id, final, str(data.get("output") or ""), summary=str(data.get("summary") or ""),
-            changed=list(data.get("changed") or []),
+            changed=list(data.get("changed") or []), diffs=tool_calls.diff_blocks(root, proposed_files(data)),
         ),
         *plan,
     ]

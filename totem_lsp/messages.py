@@ -128,6 +128,11 @@ class RewindParams(Payload):
     dry_run: bool = False
 
 
+class McpLoginParams(Payload):
+    uri: str | None = None  # a document of the project whose mcp.json declares the server
+    name: str
+
+
 class JobStopParams(Payload):
     session_id: str
     job_id: str

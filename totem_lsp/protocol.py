@@ -30,6 +30,7 @@ REGENERATE = "totem/regenerate"
 VARIANT = "totem/variant"
 FORK = "totem/fork"
 COMPLETE = "totem/complete"
+MCP_LOGIN = "totem/mcpLogin"
 
 # Server -> client.
 EVENT = "totem/event"

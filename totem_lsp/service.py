@@ -21,6 +21,7 @@ from totem_lsp.chat import Chats
 from totem_lsp.complete import complete, open_documents
 from totem_lsp.diagnostics import Diagnostics
 from totem_lsp.errors import engine_errors
+from totem_lsp.mcp_login import mcp_login
 from totem_lsp.messages import (
     AgentDeleteParams,
     AgentSaveParams,
@@ -30,6 +31,7 @@ from totem_lsp.messages import (
     FileOutcome,
     ForkParams,
     JobStopParams,
+    McpLoginParams,
     ProjectRef,
     RegenerateParams,
     RetryParams,
@@ -194,6 +196,12 @@ class Service:
         with engine_errors():
             job = await self.projects.engines.stop_job(request.session_id, request.job_id)
         return {"jobId": job.id, "state": job.state, "exitCode": job.exit_code}
+
+    async def mcp_login(self, params: Any) -> dict[str, Any]:
+        """``totem/mcpLogin``: the engine's login to a remote MCP server, its URL shown by the editor."""
+        request = parse(McpLoginParams, params)
+        with engine_errors():
+            return await mcp_login(self.server, self.projects.root_for(request.uri), request.name)
 
     async def agents(self, params: Any) -> list[dict[str, Any]]:
         """``totem/agents``: the project's agents as ``task`` sees them, with source and file."""

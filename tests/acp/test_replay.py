@@ -88,13 +88,13 @@ async def test_a_loaded_session_replays_the_conversation_as_it_was_shown_live(tm
         replayed = second.client.updates
 
     shown, again = conversation(live), conversation(replayed)
-    # The one thing a replay cannot show yet: an allowed edit's diff, which live comes from the
-    # permission request and which the engine does not keep in the call's stored part.
-    calls_shown = [u for u in shown if u["sessionUpdate"] == "tool_call"]
+    # The allowed edit's diff: live from the permission request, replayed from the files its
+    # stored part keeps.
+    calls_shown = [u for u in again if u["sessionUpdate"] == "tool_call"]
     diffs = [block for call in calls_shown for block in call.get("content", []) if block["type"] == "diff"]
-    assert [d["newText"] for d in diffs] == ["def greet():\n    return 'hello'\n"]
-    for call in calls_shown:
-        call["content"] = [block for block in call.get("content", []) if block["type"] != "diff"]
+    assert [(d["path"], d["oldText"], d["newText"]) for d in diffs] == [
+        (str(second.project / "app.py"), "def greet():\n    return 'hi'\n", "def greet():\n    return 'hello'\n")
+    ]
     assert again == shown
     kinds = [u["sessionUpdate"] for u in again]
     assert kinds.count("plan") == 2 and kinds.count("user_message_chunk") == 2

@@ -10,45 +10,16 @@ from __future__ import annotations
 import json
 import stat
 import subprocess
-import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
 from tests.support.loopback_browser import browser_command
 from tests.support.model_server import text_reply, tool_reply
+from tests.support.oauth_mcp import OAuthMcp
 from tests.support.real_mcp import write_mcp_json
 
-ROOT = Path(__file__).resolve().parents[2]
 EXPIRES_IN = 4
-
-
-class OAuthMcp:
-    def __init__(self, expires_in: int):
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.oauth_mcp", "--expires-in", str(expires_in)],
-            cwd=ROOT, stdout=subprocess.PIPE, text=True,
-        )
-        assert self.process.stdout is not None
-        self.base = f"http://127.0.0.1:{int(self.process.stdout.readline())}"
-        self.url = f"{self.base}/mcp"
-        for _ in range(200):
-            try:
-                self.stats()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("the OAuth stand-in did not listen")
-
-    def stats(self) -> dict:
-        with urllib.request.urlopen(f"{self.base}/stats", timeout=5) as answer:
-            return json.loads(answer.read())
-
-    def close(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
 
 
 @pytest.fixture

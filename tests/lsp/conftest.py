@@ -94,7 +94,7 @@ def client_capabilities(*, totem: dict | None, apply_edit: bool = True) -> types
                 resource_operations=[types.ResourceOperationKind.Create, types.ResourceOperationKind.Delete],
             ),
         ),
-        window=types.WindowClientCapabilities(work_done_progress=True),
+        window=types.WindowClientCapabilities(work_done_progress=True, show_document=types.ShowDocumentClientCapabilities(support=True)),
         experimental={"totem": totem} if totem is not None else None,
     )
 

@@ -15,6 +15,9 @@ Prints the port (a free one) on the first stdout line, then serves on ``http://1
 - ``/token``: ``authorization_code`` (the verifier must match the challenge, the redirect URI
   the authorize request's) and ``refresh_token``; access tokens last ``--expires-in`` seconds;
 - ``/stats``: what it did, as JSON: grants by type, MCP requests with a good and a bad token.
+
+``OAuthMcp(expires_in)`` runs it in a process of its own for a test: ``base``, ``url`` (its MCP
+endpoint), ``stats()``, ``close()``.
 """
 
 from __future__ import annotations
@@ -24,8 +27,11 @@ import hashlib
 import json
 import secrets
 import socket
+import subprocess
 import sys
 import time
+import urllib.request
+from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
 import uvicorn
@@ -123,6 +129,35 @@ def app(expires_in: int):
         return await send_json(send, 404, {"error": "not_found"})
 
     return asgi
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class OAuthMcp:
+    def __init__(self, expires_in: int):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.oauth_mcp", "--expires-in", str(expires_in)],
+            cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        )
+        assert self.process.stdout is not None
+        self.base = f"http://127.0.0.1:{int(self.process.stdout.readline())}"
+        self.url = f"{self.base}/mcp"
+        for _ in range(200):
+            try:
+                self.stats()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError("the OAuth stand-in did not listen")
+
+    def stats(self) -> dict:
+        with urllib.request.urlopen(f"{self.base}/stats", timeout=5) as answer:
+            return json.loads(answer.read())
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
 
 
 def main() -> None:

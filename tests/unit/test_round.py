@@ -14,6 +14,7 @@ import pytest
 from tests.support.turns import RecordingFrontEnd, Scene
 from totem_engine.api import events as ev
 from totem_engine.checks.python import PythonChecker
+from totem_engine.kept_files import FILE_LIMIT, proposed_files
 from totem_engine.providers.capabilities import CapabilityRecord
 from totem_engine.session_state import SessionState
 from totem_engine.tools.base import Action, Tool, ToolContext, ToolInput, ToolResult
@@ -151,3 +152,24 @@ async def test_a_guard_stops_the_round_and_its_reason_is_the_rounds(scene):
     assert [outcome.status for outcome in round_.calls] == ["denied"] * MAX_REJECTIONS + ["interrupted"]
     assert round_.last.output.startswith("Not run: ")
     assert len(host.frontend.asked) == MAX_REJECTIONS  # the call after the stop was never asked about
+
+
+async def test_an_applied_change_keeps_its_files_in_the_stored_part_and_a_large_one_only_its_path(scene):
+    (scene.root / "a.txt").write_text("old\n")
+    host = Host(scene.agent, RecordingFrontEnd(), scene.session_id)
+    big = "x" * FILE_LIMIT + "\n"
+    await run_round(
+        scene, host, call(0, "read", path="a.txt"), call(1, "write", path="a.txt", content="new\n"),
+        call(2, "write", path="big.txt", content=big),
+    )
+    denied = Host(scene.agent, RecordingFrontEnd(outcome="reject_once"), scene.session_id)
+    await run_round(scene, denied, call(3, "write", path="c.txt", content="c\n"))
+
+    await scene.store.deferred(scene.session_id).flush()
+    parts = {p.data["callId"]: p.data for m in await scene.store.messages(scene.session_id) for p in m.parts if p.type == "tool"}
+    assert parts["call_1"]["files"] == [{"path": "a.txt", "oldText": "old\n", "newText": "new\n"}]
+    assert [(f.path, f.old_text, f.new_text) for f in proposed_files(parts["call_1"])] == [("a.txt", "old\n", "new\n")]
+    (kept_big,) = parts["call_2"]["files"]
+    assert kept_big["path"] == "big.txt" and "oldText" not in kept_big and str(FILE_LIMIT) in kept_big["omitted"]
+    assert proposed_files(parts["call_2"]) == []
+    assert "files" not in parts["call_3"]  # never applied

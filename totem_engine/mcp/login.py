@@ -4,7 +4,8 @@ The authorization code comes back to a loopback listener on 127.0.0.1 and an eph
 (RFC 8252 section 7.3, which the MCP authorization spec asks native clients to use): it answers
 one ``GET /callback?code=...&state=...`` with a page saying the login is done, and hands the code
 to the SDK's flow (oauth.py). The login is the server's start as a turn would do it, with that
-redirect and a ``show_url`` of the door's (the CLI opens the browser, or prints the URL): the
+redirect and a ``show_url`` of the door's (the CLI opens the browser, or prints the URL; the
+language server asks the editor to open it, ``window/showDocument``): the
 tokens are stored as they are issued, and the tools it lists say the login works.
 """
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
+from totem_engine.api.errors import EngineError
 from totem_engine.keys import remove_login
 from totem_engine.mcp.specs import ServerSpec, load_specs
 
@@ -27,8 +29,10 @@ if TYPE_CHECKING:
 _PAGE = b"<!doctype html><title>Totem</title><p>Logged in. You may close this tab and return to Totem.</p>\n"
 
 
-class LoginFailed(Exception):
+class LoginFailed(EngineError):
     """The login did not complete: the message says why, for the user."""
+
+    kind = "unavailable"
 
 
 @dataclass(frozen=True)

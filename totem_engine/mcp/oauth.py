@@ -27,10 +27,12 @@ NO_REDIRECT = "http://127.0.0.1/callback"  # a turn's: it never redirects (the l
 
 
 class LoginNeeded(Exception):
-    """The server wants a login that only ``totem mcp login NAME`` can give."""
+    """The server wants a login that only ``totem mcp login NAME`` (or an editor's) can give."""
 
 
 def login_hint(name: str) -> str:
+    # Door-neutral: the command line's command, and the editors' command of the same login
+    # (LSP ``totem/mcpLogin``).
     return f"MCP server {name} needs a login: run `totem mcp login {name}`, then try again"
 
 

@@ -38,6 +38,7 @@ from totem_engine.vocab.tools import ToolError
 from totem_engine.workspace.paths import BoundaryError
 from totem_engine.tools.freshness import mark_seen
 from totem_engine.workspace.files import Workspace
+from totem_engine.kept_files import kept
 from totem_engine.turn.guards import Guards, Novelty, call_key
 from totem_engine.turn.host import RoundHost
 from totem_engine.turn.review import reviewed
@@ -258,6 +259,8 @@ class ToolCalls:
             return _error(str(exc)), "error", record.input
         except OSError as exc:
             return _error(f"{exc.strerror or exc} ({exc.filename or ''})"), "error", record.input
+        if action.files and not result.is_error:
+            result.part["files"] = kept(action.files)  # so a reopened session shows its diff
         return result, ("error" if result.is_error else "ok"), record.input
 
     async def _apply(
