@@ -254,7 +254,15 @@
   $("stop").addEventListener("click", () => vscode.postMessage({ type: "abort" }));
   $("sessions").addEventListener("click", () => vscode.postMessage({ type: "sessions" }));
   $("new").addEventListener("click", () => vscode.postMessage({ type: "newChat" }));
-  for (const button of document.querySelectorAll("#pending button")) {
+  $("show-pending").addEventListener("click", () => vscode.postMessage({ type: "showPending" }));
+  // A file of the change: its diff again (its tab may have been closed).
+  $("pending-list").addEventListener("click", (e) => {
+    const link = e.target.closest && e.target.closest("a.pending-file");
+    if (!link) return;
+    e.preventDefault();
+    vscode.postMessage({ type: "showPending", path: link.dataset.path });
+  });
+  for (const button of document.querySelectorAll("#pending button[data-outcome]")) {
     button.addEventListener("click", () =>
       vscode.postMessage({ type: "answer", outcome: button.dataset.outcome, feedback: !!button.dataset.feedback }),
     );
@@ -379,6 +387,11 @@
     drawRing(state.ring);
     vision = !!state.vision;
     $("attach").hidden = !vision;
+    // A model nobody said sees images: offered, with that said.
+    $("attach").textContent = state.visionUnknown ? "Image… (vision unknown)" : "Image…";
+    $("attach").title = state.visionUnknown
+      ? "Whether this model sees images is unknown (set vision in its [models] entry); attach an image anyway"
+      : "Attach an image (or paste one into the box)";
     drawTabs(state.tabs || []);
     drawPickers(state);
     $("stop").hidden = !state.busy;
@@ -388,16 +401,29 @@
       pending.hidden = false;
       $("pending-title").textContent = "Totem wants to: " + state.pending.title;
       const files = state.pending.files || [];
+      const reviewed = !!state.pending.reviewed;
       const list = $("pending-files");
-      list.hidden = files.length < 2;
-      $("pending-count").textContent = files.length + " files in this change:";
+      // A reviewed change lists its files as links to their diffs, one file or several.
+      list.hidden = reviewed ? !files.length : files.length < 2;
+      $("pending-count").textContent = files.length === 1 ? "The file of this change:" : files.length + " files in this change:";
       $("pending-list").replaceChildren(
         ...files.map((f) => {
           const item = document.createElement("li");
-          item.textContent = f;
+          if (reviewed) {
+            const link = document.createElement("a");
+            link.className = "pending-file";
+            link.href = "#";
+            link.dataset.path = f;
+            link.title = "Open the diff of " + f;
+            link.textContent = f;
+            item.append(link);
+          } else item.textContent = f;
           return item;
         }),
       );
+      // Back to the question: the diff of a change, the modal of anything else (dismissed is not answered).
+      $("show-pending").textContent = reviewed ? "Show diff" : "Show question";
+      $("show-pending").title = reviewed ? "Open the change's diff again" : "Put the question up again";
       $("accept").textContent = files.length > 1 ? "Accept all " + files.length + " files" : "Accept";
       $("always").textContent = state.pending.always ? "Always (" + state.pending.always + ")" : "Always";
       $("always").title = state.pending.always ? "Allow, and add the session rule " + state.pending.always : "";

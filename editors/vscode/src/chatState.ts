@@ -3,6 +3,7 @@
 
 import { AgentThread, applyNested, newThread, storedThread, threadLines } from "./agentThread";
 import { JobList } from "./jobList";
+import { callCommand, callOutcome } from "./toolCard";
 import type { Mode, SessionHistory, StoredPart, StopReason, Todo, TotemEvent, VariantInfo } from "./protocol";
 
 export type Entry =
@@ -27,6 +28,8 @@ export type Entry =
       callId: string;
       tool: string;
       title: string;
+      /** The command a `bash` call runs: shown on its card under the title (the model's description). */
+      command?: string;
       status?: string;
       summary?: string;
       decision?: string;
@@ -71,6 +74,8 @@ export interface PendingAsk {
   always?: string;
   /** A change under review in the diff editor: what Accept would take, one line a file. */
   review?: string[];
+  /** Whether it is a change reviewed in the diff editor ("Show diff" reopens it), not a modal. */
+  reviewed?: boolean;
 }
 
 let chatKeys = 0;
@@ -218,7 +223,8 @@ export class ChatState {
         return true;
       }
       case "toolStart":
-        this.entries.push({ type: "tool", callId: event.callId, tool: event.tool, title: event.title });
+        const command = callCommand(event.tool, (event as any).input);
+        this.entries.push({ type: "tool", callId: event.callId, tool: event.tool, title: event.title, ...(command ? { command } : {}) });
         this.turnState = "tool";
         return true;
       case "permission": {
@@ -349,11 +355,13 @@ export class ChatState {
           case "tool": {
             const callId = data.callId ?? part.id;
             const review = this.reviews.get(callId);
+            const command = callCommand(String(data.tool ?? ""), data.input);
             this.entries.push({
               type: "tool",
               callId,
               tool: data.tool ?? "tool",
               title: data.title ?? data.tool ?? "tool",
+              ...(command ? { command } : {}),
               // A call still pending in a session that runs nothing was cut off (the server stopped).
               status: part.status === "pending" ? "interrupted" : part.status ?? undefined,
               summary: data.summary,
@@ -460,10 +468,11 @@ function textEntry(parts: StoredPart[]): Extract<Entry, { type: "user" }> {
   return { type: "user", text: body, ...(context ? { context } : {}) };
 }
 
-/** "▸ Edit app.py → ok: 1 replacement" */
+/** "▸ Edit app.py → ok: 1 replacement", "▸ Run the tests ($ pytest -q) → failed: exit 1" */
 export function toolLine(e: Extract<Entry, { type: "tool" }>): string {
-  const result = e.status ? ` → ${e.status}${e.summary ? `: ${e.summary}` : ""}` : " …";
-  return `▸ ${e.title}${result}`;
+  const outcome = callOutcome(e.tool, e.status, e.summary, e.output);
+  const command = e.command && !e.title.includes(e.command) ? ` ($ ${e.command})` : "";
+  return `▸ ${e.title}${command}${outcome ? ` → ${outcome.text}` : " …"}`;
 }
 
 /** Split a stored user message into its text and a label for its `<context …>` block. */

@@ -21,6 +21,8 @@ export type ViewMessage =
   | { type: "variant"; requestId: string; index: number }
   | { type: "complete"; id: number; text: string; position: number }
   | { type: "answer"; outcome: "allow_once" | "allow_always" | "reject_once" | "reject_always"; feedback?: boolean }
+  /** Put the waiting question in front again: its modal, or its diff (`path`: one file of it). */
+  | { type: "showPending"; path?: string }
   | { type: "copy"; text: string }
   | { type: "jobStop" | "jobDismiss"; sessionId: string; jobId: string }
   | { type: "ready" };
@@ -121,6 +123,7 @@ export class ChatView implements vscode.WebviewViewProvider {
       <button id="always" data-outcome="allow_always" class="secondary">Always</button>
       <button data-outcome="reject_once" class="secondary">Reject</button>
       <button data-outcome="reject_once" data-feedback="1" class="secondary">Reject with feedback…</button>
+      <button id="show-pending" class="secondary">Show diff</button>
     </div>
   </div>
   <div id="footer">

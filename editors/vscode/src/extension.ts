@@ -101,7 +101,7 @@ export class TotemExtension implements vscode.Disposable {
       pendingChanged: (sessionId, pending) => {
         const chat = this.chats.forSession(sessionId) ?? this.chats.current;
         const asked = pending && pending.callId !== chat.pending?.callId;
-        if (asked) this.notice(askNotice(pending.kind, pending.title), chat);
+        if (asked) this.notice(askNotice(pending.kind, pending.title, this.chatName(sessionId)), chat);
         chat.setPending(pending);
         // What waits for the user is shown, whichever chat it is in; once: a review's progress
         // must not take the focus from the diff editor (its code lenses refresh only while it has it).
@@ -117,6 +117,7 @@ export class TotemExtension implements vscode.Disposable {
         if (tool && tool.type === "tool") tool.review = lines;
         this.refresh(true);
       },
+      chatName: (sessionId) => this.chatName(sessionId),
       log: (message) => this.output.appendLine(message),
     });
     this.statusItem = vscode.window.createStatusBarItem("totem.status", vscode.StatusBarAlignment.Left, 50);
@@ -140,6 +141,12 @@ export class TotemExtension implements vscode.Disposable {
     }
     this.disposables.push(commandFiles);
     this.refresh(true);
+  }
+
+  /** The chat of `sessionId` as its tab names it: its title. */
+  private chatName(sessionId: string): string {
+    const chat = this.chats.forSession(sessionId);
+    return chat?.title || (chat ? "Session" : "another session");
   }
 
   /** The chat the view shows. */
@@ -388,6 +395,7 @@ export class TotemExtension implements vscode.Disposable {
         models: (this.models ?? []).map((m) => m.id),
         mode: this.newSessionMode,
         blind: (this.models ?? []).filter((m) => m.vision === false).map((m) => m.id),
+        unsure: (this.models ?? []).filter((m) => m.vision === null || m.vision === undefined).map((m) => m.id),
       }),
     );
   }
@@ -737,8 +745,9 @@ export class TotemExtension implements vscode.Disposable {
     this.refresh(true);
   }
 
+  /** Answer what the shown chat's panel asks (else the change under review: the diff editor's actions). */
   answerEdit(outcome: PermissionOutcome, feedback?: string): void {
-    if (!this.prompts.answerEdit(outcome, feedback)) void vscode.window.setStatusBarMessage("Totem: no edit is waiting", 3000);
+    if (!this.prompts.answer(outcome, feedback, this.state.pending?.callId)) void vscode.window.setStatusBarMessage("Totem: no question is waiting", 3000);
   }
 
   takeHunk(uri?: string, index?: number): void {
@@ -825,6 +834,9 @@ export class TotemExtension implements vscode.Disposable {
       case "copy":
         await vscode.env.clipboard.writeText(m.text);
         void vscode.window.setStatusBarMessage("Totem: code copied", 2000);
+        return;
+      case "showPending":
+        if (!this.prompts.show(this.state.pending?.callId, m.path)) void vscode.window.setStatusBarMessage("Totem: no question is waiting", 3000);
         return;
       case "answer": {
         let feedback: string | undefined;

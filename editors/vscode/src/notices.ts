@@ -35,6 +35,12 @@ export function turnEndNotice(stopReason: StopReason, title: string | undefined,
 }
 
 /** The notice of a question that waits for the user (a permission or the model's question). */
-export function askNotice(kind: "permission" | "question", title: string): string {
-  return kind === "permission" ? `Totem waits for your permission: ${title}` : `Totem asks: ${title}`;
+export function askNotice(kind: "permission" | "question", title: string, chat?: string): string {
+  const where = chat ? ` (chat "${chat}")` : "";
+  return kind === "permission" ? `Totem waits for your permission${where}: ${title}` : `Totem asks${where}: ${title}`;
+}
+
+/** A permission's heading, naming the chat that asks: with two chats open, the one asking. */
+export function permissionHeading(title: string, chat: string): string {
+  return `Totem wants to: ${title} (asked in the chat "${chat}")`;
 }

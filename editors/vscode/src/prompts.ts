@@ -1,6 +1,6 @@
 // How the server's questions are put to the user: an edit's permission as VS Code's diff editor
 // (the file against the proposal, reviewed hunk by hunk: review.ts) with Accept and Reject; other
-// permissions as a modal with the four choices; `ask` questions as a quick pick or input box;
+// permissions as a modal with the four choices, open until answered (openQuestions.ts); `ask` questions as a quick pick or input box;
 // project trust from VS Code's own workspace trust.
 
 import * as vscode from "vscode";
@@ -16,6 +16,8 @@ import type {
 } from "./protocol";
 import type { PendingAsk } from "./chatState";
 import { Review } from "./review";
+import { OpenQuestions } from "./openQuestions";
+import { permissionHeading } from "./notices";
 
 /** Hooks the prompts report to, so the chat view and status bar can show what is waiting. */
 export interface PromptHooks {
@@ -23,11 +25,14 @@ export interface PromptHooks {
   pendingChanged(sessionId: string, pending: PendingAsk | undefined): void;
   /** The user answered a change they reviewed: one line a file saying what they took. */
   reviewed(params: PermissionParams, lines: string[]): void;
+  /** The name of the chat of `sessionId` (its title), for the questions it asks. */
+  chatName(sessionId: string): string;
   log(message: string): void;
 }
 
 export class Prompts implements TotemUi, vscode.Disposable {
   readonly review: Review;
+  private readonly modals = new OpenQuestions();
 
   constructor(private readonly hooks: PromptHooks) {
     this.review = new Review({
@@ -45,14 +50,17 @@ export class Prompts implements TotemUi, vscode.Disposable {
   async permission(params: PermissionParams): Promise<PermissionAnswer> {
     if (params.proposed && params.proposed.length) return this.editPermission(params);
     this.hooks.pendingChanged(params.sessionId, pendingOf(params));
+    const answer = this.modals.ask(params);
+    void this.modalPermission(params);
     try {
-      return await this.modalPermission(params);
+      return await answer;
     } finally {
       this.hooks.pendingChanged(params.sessionId, undefined);
     }
   }
 
-  private async modalPermission(params: PermissionParams): Promise<PermissionAnswer> {
+  /** The modal for an open question; dismissed, it answers nothing (the chat's panel keeps it). */
+  private async modalPermission(params: PermissionParams): Promise<void> {
     const always = `Allow always (${alwaysLabel(params)})`;
     const choices: [string, PermissionOutcome][] = [
       ["Allow once", "allow_once"],
@@ -62,12 +70,13 @@ export class Prompts implements TotemUi, vscode.Disposable {
     ];
     const detail = describeInput(params);
     const picked = await vscode.window.showWarningMessage(
-      `Totem wants to: ${params.title}`,
+      permissionHeading(params.title, this.hooks.chatName(params.sessionId)),
       { modal: true, detail },
       ...choices.map(([label]) => label),
     );
-    const outcome = choices.find(([label]) => label === picked)?.[1] ?? "reject_once";
-    return { outcome };
+    const outcome = choices.find(([label]) => label === picked)?.[1];
+    if (outcome) this.modals.answer(params.callId, outcome);
+    else this.hooks.log(`The question "${params.title}" stays open: answer it in the chat's panel.`);
   }
 
   private async editPermission(params: PermissionParams): Promise<PermissionAnswer> {
@@ -75,18 +84,32 @@ export class Prompts implements TotemUi, vscode.Disposable {
     return this.review.ask(params);
   }
 
-  /** Answer the waiting edit (from the diff editor's actions or the chat view). */
-  answerEdit(outcome: PermissionOutcome, feedback?: string): boolean {
+  /** Answer the open question of `callId` (the chat's panel), else the waiting edit (the diff
+   * editor's actions). */
+  answer(outcome: PermissionOutcome, feedback?: string, callId?: string): boolean {
+    if (callId && this.modals.answer(callId, outcome, feedback)) return true;
     return this.review.finish(outcome, feedback);
+  }
+
+  /** Put the question of `callId` in front again: its modal, or the change's diff (`path`: one file of it). */
+  show(callId: string | undefined, path?: string): boolean {
+    const open = callId ? this.modals.get(callId) : undefined;
+    if (open) {
+      void this.modalPermission(open);
+      return true;
+    }
+    return this.review.show(path);
   }
 
   /** The turn of `sessionId` ended: a question still open for it is moot (the server stopped waiting). */
   turnEnded(sessionId: string): void {
+    this.modals.drop(sessionId);
     if (this.review.waiting?.sessionId === sessionId) this.review.finish("reject_once");
   }
 
   /** The server went away: nothing it asked can be answered any more. */
   serverGone(): void {
+    this.modals.drop();
     this.review.finish("reject_once");
   }
 
@@ -98,14 +121,14 @@ export class Prompts implements TotemUi, vscode.Disposable {
       if (params.options && params.options.length) {
         const other = "Another answer…";
         const picked = await vscode.window.showQuickPick([...params.options, other], {
-          title: "Totem asks",
+          title: `Totem asks (chat "${this.hooks.chatName(params.sessionId)}")`,
           placeHolder: params.question,
           ignoreFocusOut: true,
         });
         if (picked === undefined) return { answer: null };
         if (picked !== other) return { answer: picked };
       }
-      const typed = await vscode.window.showInputBox({ title: "Totem asks", prompt: params.question, ignoreFocusOut: true });
+      const typed = await vscode.window.showInputBox({ title: `Totem asks (chat "${this.hooks.chatName(params.sessionId)}")`, prompt: params.question, ignoreFocusOut: true });
       return { answer: typed ?? null };
     } finally {
       this.hooks.pendingChanged(params.sessionId, undefined);
@@ -129,7 +152,8 @@ export class Prompts implements TotemUi, vscode.Disposable {
 /** The chat view's panel for a permission: the title, the files of a change, what "Always" adds. */
 export function pendingOf(params: PermissionParams): PendingAsk {
   const files = params.paths.length && params.permission !== "bash" ? params.paths : undefined;
-  return { callId: params.callId, title: params.title, kind: "permission", diff: params.diff, files, always: alwaysLabel(params) };
+  const reviewed = !!params.proposed?.length;
+  return { callId: params.callId, title: params.title, kind: "permission", diff: params.diff, files, always: alwaysLabel(params), reviewed };
 }
 
 /** What "always" stores, for people: "bash python3", "edit *". The server stores one session

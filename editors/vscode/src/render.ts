@@ -3,8 +3,9 @@
 
 import MarkdownIt from "markdown-it";
 import { AgentThread, threadLabel } from "./agentThread";
-import { ChatState, Entry, toolLine } from "./chatState";
+import { ChatState, Entry, PendingAsk, toolLine } from "./chatState";
 import { Job, jobLine } from "./jobList";
+import { callOutcome } from "./toolCard";
 import type { Tab } from "./chatList";
 import type { CommandInfo, Mode } from "./protocol";
 
@@ -122,16 +123,20 @@ function renderOne(e: Entry, index: number, entries: Entry[]): string {
     case "tool": {
       // A card: the call and its result, what the user said or took of it, and what folds under
       // it (a command's output, a sub-agent's thread), open when the call failed.
-      const cls = e.status ? `tool ${escapeHtml(e.status)}` : "tool running";
-      const result = e.status ? `${e.status}${e.summary ? `: ${e.summary}` : ""}` : "…";
+      // A command that exited non-zero, timed out or was killed is a failure too (toolCard.ts).
+      const outcome = callOutcome(e.tool, e.status, e.summary, e.output);
+      const cls = !e.status ? "tool running" : `tool ${escapeHtml(e.status)}${outcome?.failed ? " failed" : ""}`;
+      // The command itself, under the model's description of it (unless the title is the command).
+      const command = e.command && !e.title.includes(e.command) ? `<pre class="tool-command"><code>$ ${escapeHtml(e.command)}</code></pre>` : "";
       return (
         `<div class="${cls}" data-call="${escapeHtml(e.callId)}" title="${escapeHtml(toolLine(e))}">` +
         `<div class="tool-title">▸ ${escapeHtml(e.title)}</div>` +
+        command +
         (e.thread ? renderThread(e.callId, e.thread, failedCall(e.status)) : "") +
-        `<div class="tool-result">${escapeHtml(result)}</div>` +
+        `<div class="tool-result">${escapeHtml(outcome?.text ?? "…")}</div>` +
         (e.feedback ? `<div class="feedback">Your feedback: ${escapeHtml(e.feedback)}</div>` : "") +
         (e.review ?? []).map((line) => `<div class="review">You ${escapeHtml(line)}</div>`).join("") +
-        (e.output !== undefined ? renderOutput(e) : "") +
+        (e.output !== undefined ? renderOutput(e, outcome?.failed ?? false) : "") +
         `</div>`
       );
     }
@@ -174,9 +179,7 @@ function failedCall(status: string | undefined): boolean {
 }
 
 /** A command's output, folded under its line; open when the call failed (a non-zero exit). */
-function renderOutput(e: Extract<Entry, { type: "tool" }>): string {
-  // A command that exited non-zero ends "ok" (it ran): its output says `[exit code N]`.
-  const failed = e.status !== "ok" || /^\[exit code -?\d+\]$/m.test(e.output ?? "") || /^timed out/.test(e.summary ?? "");
+function renderOutput(e: Extract<Entry, { type: "tool" }>, failed: boolean): string {
   const lines = (e.output ?? "").replace(/\n$/, "").split("\n").length;
   const label = e.output ? `Output (${lines} ${lines === 1 ? "line" : "lines"})` : "No output";
   return (
@@ -289,7 +292,7 @@ export interface ViewModel {
   title: string;
   status: string;
   context: string;
-  pending: { callId: string; title: string; kind: string; diff?: string; files?: string[]; always?: string; review?: string[] } | null;
+  pending: PendingAsk | null;
   /** The slash commands (chips above the prompt box). */
   commands: { name: string; description: string }[];
   /** The window's chats, one tab each. */
@@ -301,11 +304,14 @@ export interface ViewModel {
   mode: Mode;
   /** Whether the chat's model may see images (not known not to): the attach button, pasting images. */
   vision: boolean;
+  /** Whether nothing says if it sees images (`vision: null`): the attach button says so. */
+  visionUnknown: boolean;
 }
 
 /** The window's part of the view: its chats, the models to pick from. */
-/** `blind`: the models `totem/models` says do not see images (`vision: false`). */
-export interface ViewExtras { tabs?: Tab[]; models?: string[]; mode?: Mode; blind?: string[] }
+/** `blind`: the models `totem/models` says do not see images (`vision: false`); `unsure`: those
+ * it does not know of (`vision: null`). */
+export interface ViewExtras { tabs?: Tab[]; models?: string[]; mode?: Mode; blind?: string[]; unsure?: string[] }
 
 export function viewModel(state: ChatState, status: string, commands: CommandInfo[] = [], extras: ViewExtras = {}): ViewModel {
   const model = state.model ?? "";
@@ -318,6 +324,7 @@ export function viewModel(state: ChatState, status: string, commands: CommandInf
     mode: state.mode ?? extras.mode ?? "build",
     // Unknown (null) is not "no": a `[models]` entry of the config may say it sees images.
     vision: !(extras.blind ?? []).includes(model),
+    visionUnknown: (extras.unsure ?? []).includes(model),
     html: state.entries.map((e, i, all) => renderEntry(e, i, all)).join("\n"),
     todos: renderTodos(state),
     jobs: renderJobs(state),

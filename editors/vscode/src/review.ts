@@ -137,12 +137,8 @@ export class Review implements vscode.CodeLensProvider, vscode.Disposable {
       files.push({ fileUri, path: vscode.workspace.asRelativePath(fileUri), left, right, original, proposed: proposed.text, touched: false, taken: new Set() });
     }
     const answer = new Promise<PermissionAnswer>((resolve) => (this.open = { params, files, resolve }));
-    for (const [index, file] of files.entries()) {
-      const name = file.fileUri.path.split("/").pop();
-      // Each tab says it is one file of the change: Accept on any of them answers for them all.
-      const of = files.length > 1 ? ` (${index + 1} of ${files.length} files)` : "";
-      await vscode.commands.executeCommand("vscode.diff", file.left, file.right, `${name} ↔ Totem's proposal${of}`, { preview: false });
-    }
+    // Each tab says it is one file of the change: Accept on any of them answers for them all.
+    for (const file of files) await this.openDiff(file, files);
     this.report();
     void this.offerLenses();
     return answer;
@@ -162,6 +158,25 @@ export class Review implements vscode.CodeLensProvider, vscode.Disposable {
       "Not Now",
     );
     if (picked === show) await config.update("codeLens", true, vscode.ConfigurationTarget.Global);
+  }
+
+  /** Open the diff of the change under review again (its tab was closed): the file at `path`,
+   * else every file of it. The proposal documents keep what the user changed in them. */
+  show(path?: string): boolean {
+    const open = this.open;
+    if (!open) return false;
+    const files = open.files.filter((f) => !path || f.path === path);
+    void (async () => {
+      for (const file of files.length ? files : open.files) await this.openDiff(file, open.files);
+    })();
+    return true;
+  }
+
+  /** One file's diff editor: the file against the proposal, "(2 of 3 files)" in a change of several. */
+  private async openDiff(file: ReviewFile, all: ReviewFile[]): Promise<void> {
+    const name = file.fileUri.path.split("/").pop();
+    const of = all.length > 1 ? ` (${all.indexOf(file) + 1} of ${all.length} files)` : "";
+    await vscode.commands.executeCommand("vscode.diff", file.left, file.right, `${name} ↔ Totem's proposal${of}`, { preview: false });
   }
 
   get waiting(): PermissionParams | undefined {
