@@ -76,6 +76,9 @@ class TerminalFrontEnd:
             self._titles[event.call_id] = event.title
             self._last_started = event.call_id
             self._line(f"→ {event.title}")
+            command = _command_shown(event)
+            if command:
+                self._line(f"   $ {command}")
         elif isinstance(event, ev.ToolEnd) and event.tool == MCP_START:
             self._end_text_line()
             self._line(f"→ {self._titles.get(event.call_id, event.tool)}")
@@ -86,6 +89,8 @@ class TerminalFrontEnd:
                 self._line(f"→ {self._titles.get(event.call_id, event.tool)}")
             self._last_started = None
             prefix = {"ok": "", "error": "error: ", "denied": "", "interrupted": ""}[event.status]
+            if event.exit_code:
+                prefix = "failed: "  # the call worked, the command did not
             self._line(f"   {prefix}{event.summary}")
             self.answer.tool_end(event.call_id, event.status, event.summary)
         elif isinstance(event, ev.Job):
@@ -201,3 +206,13 @@ def _forge_line(event: ev.Forge) -> str:
     pages = ", ".join(f"{page.title} ({page.url})" for page in event.pages)
     more = f"; {len(event.others)} more listed" if event.others else ""
     return f"Forge: {pages}{more}"
+
+
+def _command_shown(event: ev.ToolStart) -> str | None:
+    """The command a bash call runs, when its title (the model's description) does not already
+    show it: after an "always" answer nothing else tells the user what ran."""
+    command = event.input.get("command") if event.tool == "bash" else None
+    if not isinstance(command, str) or not command.strip() or event.title.startswith(f"$ {command}"):
+        return None
+    lines = command.strip().splitlines()
+    return lines[0] + (f" … ({len(lines) - 1} more lines)" if len(lines) > 1 else "")

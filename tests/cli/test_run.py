@@ -306,6 +306,41 @@ def test_plain_output_answer_on_stdout_activity_on_stderr(totem):
     assert "— sim/test-model" in result.stderr
 
 
+def test_a_commands_line_shows_the_command_and_a_failed_exit_as_a_failure(totem):
+    totem.config.write_text('sandbox = "never"\n' + totem.config.read_text())
+    totem.server.enqueue(tool_reply([("bash", {"command": "echo hi && exit 3", "description": "Try the totals"})]))
+    totem.server.enqueue(tool_reply([("bash", {"command": "kill -9 $$"})]))
+    totem.server.enqueue(tool_reply([("bash", {"command": "echo fine"})]))
+    totem.server.enqueue(text_reply("Done."))
+    result = totem.run("run", "--cwd", str(totem.project), "--config", str(totem.config), "--yes", "try it")
+    assert result.code == 0, result.stderr
+    lines = result.stderr.splitlines()
+    # The description is the title; the command that ran is under it.
+    at = lines.index("→ Try the totals")
+    assert lines[at + 1 : at + 3] == ["   $ echo hi && exit 3", "   failed: exit 3"]
+    # Without a description the title is the command: not said twice. A kill is a failure too.
+    at = lines.index("→ $ kill -9 $$")
+    assert lines[at + 1] == "   failed: killed by signal 9"
+    at = lines.index("→ $ echo fine")
+    assert lines[at + 1] == "   exit 0"
+
+
+def test_a_bash_calls_end_carries_its_exit_code(totem):
+    # Without the sandbox: under it the kill of the shell is reported as the sandbox's own exit.
+    totem.config.write_text('sandbox = "never"\n' + totem.config.read_text())
+    for command in ("exit 3", "kill -9 $$", "true", "sleep 5"):
+        totem.server.enqueue(tool_reply([("bash", {"command": command, "timeout": 1})]))
+    totem.server.enqueue(tool_reply([("read", {"path": "."})]))
+    totem.server.enqueue(text_reply("Done."))
+    result = totem.agent("try it", extra=("--yes",))
+    assert result.code == 0, result.stderr
+    ends = [(e["status"], e["summary"], e["exitCode"]) for e in result.of("toolEnd")]
+    assert ends == [
+        ("ok", "exit 3", 3), ("ok", "killed by signal 9", -9), ("ok", "exit 0", 0),
+        ("error", "timed out after 1 s", None), ("ok", "0 entries", None),
+    ]
+
+
 def test_config_errors_exit_2_with_a_clear_message(totem):
     bad = totem.home / "bad.toml"
     bad.parent.mkdir(parents=True, exist_ok=True)

@@ -518,7 +518,7 @@ def test_command_output_folded_failures_open_and_a_refused_key_with_its_fix_and_
     assert nv.lua(FOLD_AT, ok + 3)[0] == ok + 1
     # The second exited 3: the call and its output are open.
     failed = lines.index("▶ $ echo boom; exit 3")
-    assert lines[failed + 1: failed + 4] == ["    ✓ exit 3", "    │ boom", "    │ [exit code 3]"], chat
+    assert lines[failed + 1: failed + 4] == ["    ✗ failed: exit 3", "    │ boom", "    │ [exit code 3]"], chat
     assert nv.lua(FOLD_AT, failed + 1)[0] == -1 and nv.lua(FOLD_AT, failed + 3)[0] == -1
     assert "The second one failed." in lines
     save_artifact("neovim-output.txt", nv.capture() or chat)
@@ -912,6 +912,12 @@ def test_review_by_hunk_edit_the_proposal_and_rewind_files_and_chat(neovim, proj
     nv.wait(lambda: nv.lua("return vim.api.nvim_buf_get_name(0)").startswith("totem://proposal/controllers/api.js"),
             "the proposal in a split")
     assert nv.lua("return vim.wo.diff and #vim.api.nvim_tabpage_list_wins(0) == 2")
+    # The diff windows are Vim's own, not the chat's: no "> Reasoning" fold text, and each says which side it is.
+    shown = nv.lua("return vim.tbl_map(function(w) return { vim.wo[w].foldtext, vim.wo[w].winbar,"
+                   " vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(w)) } end, vim.api.nvim_tabpage_list_wins(0))")
+    assert [w[0] for w in shown] == ["foldtext()", "foldtext()"], shown
+    assert [w[1] for w in shown] == ["As it is now", "Proposal: controllers/api.js  (:w takes it, q goes back)"], shown
+    assert [w[2] for w in shown] == ["totem://original/controllers/api.js", "totem://proposal/controllers/api.js"], shown
     assert nv.lua("return vim.api.nvim_buf_get_lines(0, 6, 7, false)[1]") == "\tthis.plain('Hey ' + name);"
     nv.lua("vim.api.nvim_buf_set_lines(0, 6, 7, false, { \"\\tthis.plain('Howdy ' + name);\" })")
     nv.command("write")
@@ -1271,3 +1277,36 @@ def test_a_step_preset_reaches_the_server_and_a_turn_that_ends_elsewhere_is_a_no
     nv.lua(f"vim.cmd('TotemAsk Once more') {FILE_WINDOW}")
     wait_idle(nv, "the answer with notices off", "Quietly.")
     assert nv.lua("return _G.notified") == []
+
+
+def test_a_commands_card_esc_puts_the_question_aside_and_the_asking_session_is_named(neovim, project, model):
+    """Issue 37: a bash card shows the command under the model's description and a failed exit
+    as failed; Esc and `q` on the permission window keep the question open (:TotemPermission
+    shows it again), only `r` rejects; the question names its session and brings its chat forward."""
+    nv = neovim
+    model.enqueue(tool_reply([("bash", {"command": "echo hi && exit 3", "description": "Try the totals"})]))
+    model.enqueue(text_reply("It failed."))
+    wait_for_client(nv)
+    nv.command("TotemAsk Run the totals")
+    ask = "return require('totem.permission').current ~= nil"
+    nv.wait(lambda: nv.lua(ask), "the permission window")
+    title = nv.lua("local w = require('totem.permission').current.win return vim.api.nvim_win_get_config(w).title[1][1]")
+    assert title.startswith(" Run the totals · Totem wants to: Try the totals"), title
+    # The user's chat elsewhere: the question brings the asking chat forward.
+    nv.input("<Esc>")
+    nv.wait(lambda: not nv.lua(ask), "the window put aside")
+    assert nv.lua("return require('totem.chat').state.busy")  # not answered: the turn still waits
+    other = nv.lua("local chat = require('totem.chat') local c = chat.add_chat() chat.show(c) return c.n")
+    nv.command("TotemPermission")
+    nv.wait(lambda: nv.lua(ask), "the window again")
+    assert nv.lua("return require('totem.chat').state.title") == "Run the totals" and other == 2
+    nv.input("q")
+    nv.wait(lambda: not nv.lua(ask), "put aside again")
+    nv.command("TotemPermission")
+    nv.wait(lambda: nv.lua(ask), "the window once more")
+    nv.input("a")
+    lines = wait_idle(nv, "the end of the turn", "It failed.")
+    card = lines.index("▶ Try the totals")
+    assert lines[card + 1: card + 4] == ["    ✗ failed: exit 3", "    $ echo hi && exit 3", "    │ hi"], lines
+    # A failed command stays open: its call and its output.
+    assert nv.lua(FOLD_AT, card + 1)[0] == -1 and nv.lua(FOLD_AT, card + 4)[0] == -1

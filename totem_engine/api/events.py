@@ -79,6 +79,9 @@ class ToolEnd(Event):
     # The user's own words when they rejected the call with feedback (the model gets them in
     # ``output`` too); None otherwise. Front ends show them under the call.
     feedback: str | None = None
+    # A bash call's exit code when its command ran to its end (negative: the signal that killed
+    # it); None for other tools and a timeout. Front ends mark a non-zero one as a failure.
+    exit_code: int | None = None
 
 
 class RuleRef(BaseModel):

@@ -444,7 +444,12 @@ def _result(outcome: Outcome, timeout: int, notes: list[str]) -> ToolResult:
     elif outcome.exit_code:
         lines.append(f"[exit code {outcome.exit_code}]")
     lines.extend(f"[{note}]" for note in notes)
-    summary = f"timed out after {timeout} s" if outcome.timed_out else f"exit {outcome.exit_code}"
+    if outcome.timed_out:
+        summary = f"timed out after {timeout} s"
+    elif outcome.exit_code is not None and outcome.exit_code < 0:
+        summary = f"killed by signal {-outcome.exit_code}"
+    else:
+        summary = f"exit {outcome.exit_code}"
     return ToolResult(
         output="\n".join(lines),
         summary=summary,

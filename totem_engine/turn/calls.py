@@ -503,14 +503,20 @@ class ToolCalls:
             )
             if not record.started:
                 await self._start(record, _plain_title(record))
+            # A bash call's exit code (negative: the signal that killed it), so a front end marks a
+            # failed command, live and in a stored session.
+            exit_code = (metadata or {}).get("exit_code") if record.call.name == "bash" else None
             data = self._part_data(record, None)
             data.update(output=output, summary=summary, endedAt=time.time())
+            if exit_code is not None:
+                data["exitCode"] = exit_code
             await self.writes.update_part(record.part_id, data=data, status=status)
             await self.emit(
                 ev.ToolEnd(
                     session_id=self.session_id, call_id=record.call.id, tool=record.call.name,
                     status=status, summary=summary, output=output, changed=changed or [], checks=checks or {},
                     feedback=record.data.get("feedback"),
+                    exit_code=exit_code,
                 )
             )
 

@@ -34,6 +34,7 @@ local function new_chat(n)
     retry = nil, -- when the session's last turn failed: {cut = extmark where it starts, message?}
     step_mark = nil, -- extmark where the current step's output starts
     calls = {}, -- callId -> extmark on its tool line
+    commands = {}, -- callId -> the command line shown under a bash call's result (results.lua)
     texts = {}, -- the answer's text parts that may hold a table (finish_part), fitted on resize
     todos = nil,
     model = nil,
@@ -41,6 +42,7 @@ local function new_chat(n)
     context = nil, -- the last `context` event: {estimate, window, breakdown}
     wanted = {}, -- {mode?, model?} chosen before the chat had a session: its first turn's
     attachments = {}, -- images for the next message (:TotemAttach): attachments.lua's items
+    title = nil, -- the session's title (its first message), named in its permission questions
   }
 end
 
@@ -158,6 +160,9 @@ function M.foldexpr(lnum)
     return level == 0 and '0' or ('>' .. level)
   elseif results.is_output(line) then
     local above = vim.fn.getline(lnum - 1)
+    if results.is_command(above) then
+      above = vim.fn.getline(lnum - 2) -- the result line, above the command
+    end
     if results.is_output(above) or results.failed(above) then
       return '='
     end
@@ -754,12 +759,15 @@ function render.toolStart(buf, e)
   else
     open_block(buf, 'tool', false)
   end
-  append_lines(buf, { CALL .. one_line(e.title ~= '' and e.title or e.tool) })
+  local title = e.title ~= '' and e.title or e.tool
+  append_lines(buf, { CALL .. one_line(title) })
   state.calls[e.callId] = vim.api.nvim_buf_set_extmark(buf, ns, last_row(buf), 0, { right_gravity = false })
+  state.commands[e.callId] = results.command_line(e.tool, e.input, title)
 end
 
 function render.toolEnd(buf, e)
-  local lines = results.lines(e)
+  local lines = results.lines(vim.tbl_extend('force', e, { command = state.commands[e.callId] }))
+  state.commands[e.callId] = nil
   local mark = state.calls[e.callId]
   local row = mark and vim.api.nvim_buf_get_extmark_by_id(buf, ns, mark, {})[1]
   if row then
@@ -837,6 +845,7 @@ function render.turnEnd(buf, e)
   state.model = e.model or state.model
   sign(buf, e.model or state.model, e.stopReason)
   state.calls = {}
+  state.commands = {}
   subagent.reset(buf)
   state.step_mark = nil
   require('totem.permission').close_for(e.sessionId)
@@ -971,6 +980,8 @@ function M.reset()
   state.part = nil
   state.last = nil
   state.calls = {}
+  state.commands = {}
+  state.title = nil
   state.todos = nil
   state.step_mark = nil
   state.retry = nil
@@ -1145,6 +1156,9 @@ function M.send(text, context, bufnr)
   state.client_id = c.id
   state.root = c.root_dir
   state.last_message = { text = text, context = context, bufnr = bufnr }
+  if not state.session then
+    state.title = one_line(vim.trim(text)) -- as the server titles a new session
+  end
   state.retry = nil
   local images = state.attachments
   state.attachments = {} -- they go with this message; edit below draws them gone
@@ -1461,7 +1475,7 @@ end
 --- One stored tool part, drawn as its events were.
 local function show_call(buf, part)
   local data = part.data or {}
-  render.toolStart(buf, { callId = data.callId, title = data.title or data.tool, tool = data.tool })
+  render.toolStart(buf, { callId = data.callId, title = data.title or data.tool, tool = data.tool, input = data.input })
   local todos = type(data.input) == 'table' and data.input.todos
   if data.tool == 'todo' and type(todos) == 'table' then
     render.todo(buf, { todos = todos })
@@ -1476,7 +1490,7 @@ local function show_call(buf, part)
   show_review(buf, data.callId)
   render.toolEnd(buf, {
     callId = data.callId, tool = data.tool, status = part.status, summary = data.summary,
-    output = data.output, feedback = data.feedback,
+    output = data.output, feedback = data.feedback, exitCode = data.exitCode,
   })
 end
 
@@ -1490,6 +1504,7 @@ function M.show_session(session, client_id, model)
   local context = state.session == session.sessionId and state.context or nil
   M.reset()
   state.session = session.sessionId
+  state.title = session.title
   state.client_id = client_id
   state.context = context
   state.mode = session.mode or state.mode

@@ -166,6 +166,9 @@ function Ask:show()
   local lines = self:draw()
   local params = self.params
   local title = ' Totem wants to: ' .. (params.title or params.tool or '?') .. ' '
+  if self.session_title then
+    title = (' %s · %s'):format(self.session_title, title:sub(2))
+  end
   local foot = footer(params, self.files ~= nil)
   local width = math.max(vim.fn.strdisplaywidth(title), vim.fn.strdisplaywidth(foot))
   for _, line in ipairs(lines) do
@@ -196,13 +199,30 @@ function Ask:show()
     once = true,
     callback = function()
       vim.schedule(function()
-        -- Closed by hand: a reject. Closed to edit the proposal: the ask goes on.
+        -- Closed by hand (`:close`, another window's command): hidden, the question stays
+        -- open (`:TotemPermission`). Closed to edit the proposal: the ask goes on.
         if self.win == win and not self.editing then
-          self:finish({ outcome = 'reject_once' })
+          self:hide()
         end
       end)
     end,
   })
+end
+
+--- Closes the window and keeps the question open: `:TotemPermission` (M.reopen) shows it again.
+function Ask:hide()
+  if self.answered then
+    return
+  end
+  local win = self.win
+  self.win = nil
+  if M.current == self then
+    M.current = nil
+  end
+  if win and vim.api.nvim_win_is_valid(win) then
+    vim.api.nvim_win_close(win, true)
+  end
+  require('totem.client').notify('the question waits: :TotemPermission shows it again')
 end
 
 function Ask:finish(answer)
@@ -277,6 +297,19 @@ function Ask:move(delta)
   end
 end
 
+--- A diff window of the proposal's tab as Vim's own: the tab was opened from the chat's window,
+--- whose window-local options (its foldexpr and foldtext, conceal, wrap) a new tab inherits.
+--- Its winbar says which side it is. `path`: the proposal's file, nil for the file as it is.
+local function plain_diff_window(win, path)
+  local wo = vim.wo[win]
+  wo.foldtext = 'foldtext()'
+  wo.foldexpr = '0'
+  wo.conceallevel = 0
+  wo.linebreak = false
+  wo.wrap = false
+  wo.winbar = path and ('Proposal: %s  (:w takes it, q goes back)'):format(path) or 'As it is now'
+end
+
 --- Opens the proposal for the file under the cursor, as it would be accepted now, in a tab of
 --- its own beside the file as it is (diff mode). Writing it (`:w`) takes it as the user's
 --- version of the file; `q` goes back without it. Either way the ask comes back.
@@ -318,6 +351,9 @@ function Ask:edit()
   vim.api.nvim_win_set_buf(0, original)
   vim.cmd.diffthis()
   vim.cmd.wincmd('l')
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    plain_diff_window(win, vim.api.nvim_win_get_buf(win) == proposal and file.path)
+  end
   if vim.api.nvim_buf_is_valid(placeholder) then
     vim.api.nvim_buf_delete(placeholder, { force = true })
   end
@@ -378,12 +414,56 @@ function Ask:back()
   self:show()
 end
 
+--- The title of the session that asks, shortened for the window's border, when a chat shows it.
+local function session_title(session)
+  local chat = require('totem.chat').chat_of(session)
+  local title = chat and chat.title
+  if type(title) ~= 'string' or title == '' then
+    return nil
+  end
+  return vim.fn.strcharlen(title) > 40 and (vim.fn.strcharpart(title, 0, 39) .. '…') or title
+end
+
+--- Brings the chat of `session` forward (shown in the chat window, opened when closed), so the
+--- user sees which conversation asks.
+local function bring_forward(session)
+  local chat_module = require('totem.chat')
+  local chat = chat_module.chat_of(session)
+  if not chat then
+    return
+  end
+  if chat_module.state ~= chat then
+    chat_module.show(chat)
+  end
+  if not chat_module.is_open() then
+    chat_module.open(false)
+  end
+end
+
+--- Shows again the question put aside (Esc, `q`): the current chat's, else any that waits.
+function M.reopen()
+  local chat = require('totem.chat').state
+  local ask = open[chat.session or ''] or select(2, next(open))
+  if not ask then
+    require('totem.client').notify('no question waits')
+    return
+  end
+  if ask.win and vim.api.nvim_win_is_valid(ask.win) then
+    vim.api.nvim_set_current_win(ask.win)
+  elseif not ask.editing then
+    bring_forward(ask.params.sessionId)
+    ask:show()
+  end
+  M.current = ask
+end
+
 --- Opens the floating window; `done(answer)` gets the totem/permission answer. `root`: the
 --- project's, for the paths of the files shown.
 function M.open_window(params, done, root, client_id)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.bo[buf].bufhidden = 'hide'
   local ask = setmetatable({ params = params, done = done, buf = buf, client_id = client_id }, Ask)
+  ask.session_title = session_title(params.sessionId)
   ask.files = review_files(params, root)
   ask:show()
   local function map(lhs, fn)
@@ -409,11 +489,12 @@ function M.open_window(params, done, root, client_id)
       end
     end)
   end)
+  -- Only `r` rejects: `q` and Esc, easy to press by accident, put the question aside.
   map('q', function()
-    ask:finish({ outcome = 'reject_once' })
+    ask:hide()
   end)
   map('<Esc>', function()
-    ask:finish({ outcome = 'reject_once' })
+    ask:hide()
   end)
   if ask.files then
     map(k.take, function()
@@ -444,6 +525,7 @@ function M.permission(params, ctx)
   end
   local c = ctx and vim.lsp.get_client_by_id(ctx.client_id)
   require('totem.notices').ask(params.sessionId, 'waits for your permission: ' .. tostring(params.title or ''))
+  bring_forward(params.sessionId)
   return await(function(done)
     M.open_window(params, done, c and c.root_dir, ctx and ctx.client_id)
   end)
