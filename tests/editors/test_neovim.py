@@ -23,6 +23,7 @@ from tests.editors.neovim import Neovim, nvim_binary
 from tests.editors.scenario import EDITED, NEW, OLD, ORIGINAL
 from tests.editors.terminal_png import save
 from tests.support.images import b64, image_urls, png
+from tests.support.loopback_browser import visit
 from tests.support.model_server import (
     ModelServer,
     Reply,
@@ -31,7 +32,9 @@ from tests.support.model_server import (
     text_reply,
     tool_reply,
 )
+from tests.support.oauth_mcp import OAuthMcp
 from tests.support.processes import processes_with
+from tests.support.real_mcp import write_mcp_json
 from tests.support.reminder import sent_messages
 
 
@@ -718,6 +721,30 @@ def test_hooks_listed_an_untrusted_projects_ignored_and_a_hooks_file_opened(neov
         f"Stop [*] make test ({config_source(project.resolve() / '.totem' / 'config.toml')}) ignored: the project is not trusted",
     ], offered
     nv.wait(lambda: nv.lua("return vim.api.nvim_buf_get_name(0)") == str(user), "the user's config file opened")
+
+
+def test_mcp_login_opens_the_authorization_page_and_says_when_it_is_done(neovim, tmp_path):
+    """:TotemMcpLogin NAME: the server asks Neovim to open the authorization page (its own
+    window/showDocument handler, vim.ui.open: recorded here, then visited by the loopback
+    browser, which approves at once), and Neovim says when the login is done."""
+    guarded = OAuthMcp(3600)
+    try:
+        write_mcp_json(tmp_path / "home" / "config" / "totem" / "mcp.json", {"guarded": {"url": guarded.url}})
+        nv = neovim
+        nv.wait(lambda: nv.lua("local c = vim.lsp.get_clients({ bufnr = 0, name = 'totem' })[1] return c and c.initialized"),
+                "the totem client")
+        nv.lua("_G.notified = {} vim.notify = function(msg) table.insert(_G.notified, msg) end")
+        nv.lua("_G.opened = nil vim.ui.open = function(url) _G.opened = url"
+               " return { wait = function() return { code = 0 } end } end")
+        nv.command("TotemMcpLogin guarded")
+        url = nv.wait(lambda: nv.lua("return _G.opened"), "the authorization page")
+        assert url.startswith(f"{guarded.base}/authorize?") and "code_challenge_method=S256" in url
+        visit(url)
+        nv.wait(lambda: any("logged in to the MCP server guarded (1 tools)" in m for m in nv.lua("return _G.notified")),
+                "the login's end")
+        assert guarded.stats()["authorization_code"] == 1
+    finally:
+        guarded.close()
 
 
 JOBS_LIST = "return vim.api.nvim_buf_get_lines(require('totem.jobs').buf(), 0, -1, false)"

@@ -358,6 +358,32 @@ function M.hooks()
   end)
 end
 
+--- :TotemMcpLogin NAME: log in to the MCP server NAME that wants an OAuth login (totem/mcpLogin).
+--- The server asks Neovim to open the authorization page in the browser (window/showDocument,
+--- which Neovim's own handler opens with vim.ui.open); the request answers once the login is done.
+function M.mcp_login(opts)
+  local name = opts.args
+  local bufnr = vim.api.nvim_get_current_buf()
+  local c = client.get(bufnr)
+  if not c then
+    client.notify('no Totem server is running', vim.log.levels.ERROR)
+    return
+  end
+  local ctx = context(bufnr)
+  local params = { name = name }
+  if ctx then
+    params.uri = ctx.uri
+  end
+  client.notify(('logging in to the MCP server %s: finish in the browser'):format(name))
+  client.request(c, 'totem/mcpLogin', params, function(err, result)
+    if err then
+      client.notify('MCP login: ' .. (err.message or ''), vim.log.levels.ERROR)
+      return
+    end
+    client.notify(('logged in to the MCP server %s (%d tools)'):format(result.server, #(result.tools or {})))
+  end)
+end
+
 --- :TotemCommands: the slash commands with their descriptions (totem/commands); the one chosen
 --- starts the message input with "/NAME " (/undo and /compact run at once).
 function M.slash_commands()
@@ -416,6 +442,7 @@ function M.setup(options)
   cmd('TotemCommands', M.slash_commands, { desc = 'Pick a Totem slash command' })
   cmd('TotemAgents', M.agents, { desc = 'Pick a Totem agent and edit its file' })
   cmd('TotemHooks', M.hooks, { desc = "List Totem's hooks and whether they run; edit one's file" })
+  cmd('TotemMcpLogin', M.mcp_login, { nargs = 1, desc = 'Log in to an MCP server that wants an OAuth login' })
   cmd('TotemModel', M.model, { nargs = '?', desc = "Pick the chat's model" })
   cmd('TotemMode', M.mode, {
     nargs = '?',
