@@ -25,7 +25,7 @@ from typing import Any, Protocol, TypeVar
 import anyio
 
 from totem_engine.api import events as ev
-from totem_engine.hooks import Verdict
+from totem_engine.hooks import Hooks, Verdict
 from totem_engine.tools.base import Tool, ToolResult
 
 STOP_CONTINUES = 1  # times a Stop hook may keep one turn going
@@ -64,7 +64,7 @@ class HookPoints:
         self.stop_continues = 0
 
     @property
-    def _hooks(self):
+    def _hooks(self) -> Hooks:
         return self.turn.agent.hooks
 
     def _common(self) -> dict[str, Any]:
