@@ -69,15 +69,7 @@ def api_key_for(provider_name: str, settings: ProviderConfig) -> str | None:
 
 def stored_key(provider_name: str) -> str | None:
     """The key stored by ``totem auth set`` for ``provider_name``, or None."""
-    backend = _keyring()
-    if backend is not None:
-        try:
-            found = backend.get_password(KEYRING_SERVICE, provider_name)
-        except Exception:  # noqa: BLE001 - any backend failure means "look in the file"
-            found = None
-        if found:
-            return found
-    return _read_file()["providers"].get(provider_name)
+    return _from_keyring(KEYRING_SERVICE, provider_name) or _read_file()["providers"].get(provider_name)
 
 
 def store_key(provider_name: str, key: str) -> str:
@@ -110,17 +102,12 @@ def remove_key(provider_name: str) -> bool:
 
 def stored_login(url: str) -> dict[str, Any] | None:
     """The MCP login record kept for the server at ``url``, or None."""
-    backend = _keyring()
-    if backend is not None:
-        try:
-            found = backend.get_password(LOGINS_SERVICE, url)
-        except Exception:  # noqa: BLE001 - any backend failure means "look in the file"
-            found = None
-        if found:
-            with contextlib.suppress(ValueError):
-                record = json_in.loads(found)
-                if isinstance(record, dict):
-                    return record
+    found = _from_keyring(LOGINS_SERVICE, url)
+    if found:
+        with contextlib.suppress(ValueError):
+            record = json_in.loads(found)
+            if isinstance(record, dict):
+                return record
     record = _read_file()["mcp_logins"].get(url)
     return record if isinstance(record, dict) else None
 
@@ -145,6 +132,18 @@ def remove_login(url: str) -> bool:
     """Forget the MCP login of the server at ``url``; True when there was one."""
     removed = _remove_from_keyring(LOGINS_SERVICE, url)
     return _remove_login_from_file(url) or removed
+
+
+def _from_keyring(service: str, name: str) -> str | None:
+    """``name``'s secret of ``service`` in the keyring; None when there is none or the keyring
+    cannot be read (then the file is looked in)."""
+    backend = _keyring()
+    if backend is None:
+        return None
+    try:
+        return backend.get_password(service, name)
+    except Exception:  # noqa: BLE001 - any backend failure means "look in the file"
+        return None
 
 
 def _remove_from_keyring(service: str, name: str) -> bool:

@@ -293,9 +293,9 @@ local function edit_file(file)
   vim.cmd.edit(vim.fn.fnameescape(file))
 end
 
---- The project's list `method` answers (totem/agents, totem/hooks) for the buffer the user is
---- in, given to `on_list`; `empty`: what to say when there is none.
-local function with_project_list(method, empty, on_list)
+--- A request about the project of the buffer the user is in: `params` with its `uri` (when it
+--- has one) sent to the buffer's server; `cb(err, result)`.
+local function project_request(method, params, cb)
   local bufnr = vim.api.nvim_get_current_buf()
   local c = client.get(bufnr)
   if not c then
@@ -303,7 +303,16 @@ local function with_project_list(method, empty, on_list)
     return
   end
   local ctx = context(bufnr)
-  client.request(c, method, ctx and { uri = ctx.uri } or vim.empty_dict(), function(err, list)
+  if ctx then
+    params.uri = ctx.uri
+  end
+  client.request(c, method, next(params) and params or vim.empty_dict(), cb)
+end
+
+--- The project's list `method` answers (totem/agents, totem/hooks) for the buffer the user is
+--- in, given to `on_list`; `empty`: what to say when there is none.
+local function with_project_list(method, empty, on_list)
+  project_request(method, {}, function(err, list)
     if err then
       client.notify(method:gsub('^totem/', '') .. ': ' .. (err.message or ''), vim.log.levels.ERROR)
     elseif not list or #list == 0 then
@@ -363,19 +372,8 @@ end
 --- which Neovim's own handler opens with vim.ui.open); the request answers once the login is done.
 function M.mcp_login(opts)
   local name = opts.args
-  local bufnr = vim.api.nvim_get_current_buf()
-  local c = client.get(bufnr)
-  if not c then
-    client.notify('no Totem server is running', vim.log.levels.ERROR)
-    return
-  end
-  local ctx = context(bufnr)
-  local params = { name = name }
-  if ctx then
-    params.uri = ctx.uri
-  end
   client.notify(('logging in to the MCP server %s: finish in the browser'):format(name))
-  client.request(c, 'totem/mcpLogin', params, function(err, result)
+  project_request('totem/mcpLogin', { name = name }, function(err, result)
     if err then
       client.notify('MCP login: ' .. (err.message or ''), vim.log.levels.ERROR)
       return
