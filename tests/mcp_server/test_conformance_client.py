@@ -17,23 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcp_server.test_conformance import judged, suite  # noqa: F401 - suite: the fixture
+from tests.mcp_server.test_conformance import expected_failures, judged, suite  # noqa: F401 - suite: the fixture
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
 EXPECTED = HERE / "conformance_client_expected_failures.txt"
 REVISIONS = ("2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 STAMP = re.compile(r"-\d{4}-\d\d-\d\dT[\d-]+Z$")
-
-
-def expected_failures() -> dict[str, str]:
-    entries = {}
-    for line in EXPECTED.read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
-            name, _, reason = line.partition("  ")
-            assert reason.strip(), f"{EXPECTED.name}: {name} gives no reason"
-            entries[name] = reason.strip()
-    return entries
 
 
 def client_scenarios(suite, revision: str | None, cwd: Path) -> set[str]:
@@ -66,7 +56,7 @@ def test_totems_client_passes_the_official_client_scenarios_but_for_the_listed(s
     )
     ran = outcomes(results)
     assert set(ran) == client_scenarios(suite, revision, tmp_path) and ran, run.stdout[-4000:] + run.stderr[-4000:]
-    unexpected, stale = judged(ran, expected_failures())
+    unexpected, stale = judged(ran, expected_failures(EXPECTED))
     summary = "\n".join(line for line in run.stdout.splitlines() if line.startswith(("✓", "✗", "Total")))
     assert not unexpected, f"failed at {revision}: {unexpected}\n{summary}"
     assert not stale, f"passes at {revision} now: remove from {EXPECTED.name}: {stale}"
@@ -77,5 +67,5 @@ def test_totems_client_passes_the_official_client_scenarios_but_for_the_listed(s
 
 def test_every_expected_client_failure_names_a_client_scenario_of_the_suite(suite, tmp_path):  # noqa: F811
     scenarios = client_scenarios(suite, None, tmp_path)
-    named = {name.partition(":")[0] for name in expected_failures()}
+    named = {name.partition(":")[0] for name in expected_failures(EXPECTED)}
     assert named <= scenarios, f"not client scenarios of the suite: {sorted(named - scenarios)}"
