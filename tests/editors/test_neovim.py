@@ -1337,3 +1337,37 @@ def test_a_commands_card_esc_puts_the_question_aside_and_the_asking_session_is_n
     assert lines[card + 1: card + 4] == ["    ✗ failed: exit 3", "    $ echo hi && exit 3", "    │ hi"], lines
     # A failed command stays open: its call and its output.
     assert nv.lua(FOLD_AT, card + 1)[0] == -1 and nv.lua(FOLD_AT, card + 4)[0] == -1
+
+
+TOOLS_LIST = "return vim.api.nvim_buf_get_lines(require('totem.tools').buf(), 0, -1, false)"
+
+
+def test_the_tools_of_a_small_window_session_are_listed_with_why_the_rest_are_left_out(neovim, project, model):
+    """Issue 37: a 32K window narrows the tool set; the model's call to `job` is told why and what
+    it has, and :TotemTools lists the session's tools, the reason and the tools left out."""
+    nv = neovim
+    model.models = [{"id": "test-model", "object": "model", "context_length": 32768}]
+    model.enqueue(tool_reply([("job", {"action": "start", "command": "python3 -m http.server"})]))
+    model.enqueue(text_reply("No job tool here."))
+    wait_for_client(nv)
+    nv.lua(NOTIFIED)
+    nv.command("TotemTools")
+    assert "Totem: no session in the chat yet" in nv.lua("return _G.notified")
+
+    nv.command("TotemAsk Start a dev server")
+    wait_idle(nv, "the answer", "No job tool here.")
+    told = sent_messages(model.requests[-1])[-1]["content"]
+    assert "There is no tool named 'job' in this session: the model's window (32,768 tokens) is under 65,536" in told, told
+
+    nv.command("TotemTools")
+    rows = nv.wait(lambda: nv.lua("local b = require('totem.tools').buf() return b and vim.api.nvim_buf_is_valid(b)"
+                                  " and vim.api.nvim_buf_get_lines(b, 0, -1, false)"), "the tool list")
+    assert nv.lua("return vim.api.nvim_get_current_buf()") == nv.lua("return require('totem.tools').buf()")
+    assert rows[0].startswith("Tools of ses_") and rows[0].endswith("(sim/test-model, build mode, window 32768 tokens)"), rows
+    assert rows[1] == "Narrowed: the model's window (32,768 tokens) is under 65,536: it gets the core tools only"
+    assert rows[2].startswith("Left out: ") and "job" in rows[2].split(": ", 1)[1].split(", "), rows
+    assert [row.split()[0] for row in rows[4:]] == ["bash", "edit", "glob", "grep", "read", "todo", "write"], rows
+    assert rows[4].startswith("bash       Run a shell command"), rows
+    save_artifact("neovim-tools.txt", nv.capture() or "\n".join(rows))
+    nv.input("q")
+    nv.wait(lambda: nv.lua("return vim.fn.bufwinid(require('totem.tools').buf())") == -1, "the tool list closed")
