@@ -156,6 +156,18 @@ export interface HookInfo {
   ignored: string | null;
 }
 
+/** `totem/tools`: the tools a session's model is offered at its next turn, and why fewer than all. */
+export interface SessionToolsInfo {
+  sessionId: string;
+  model: string;
+  mode: string;
+  contextWindow: number | null;
+  tools: { name: string; description: string; refused: string | null }[];
+  leftOut: string[];
+  narrowed: string | null;
+  scripts: boolean;
+}
+
 /** One of `totem/commands`: a slash command (`file: null` for a built-in action such as `undo`). */
 export interface CommandInfo { name: string; description: string; source: string; file: string | null; agent: string | null; model: string | null }
 
@@ -342,6 +354,10 @@ export class TotemClient {
 
   agents(uri?: string): Promise<AgentInfo[]> {
     return this.connection.sendRequest<AgentInfo[]>("totem/agents", uri ? { uri } : {});
+  }
+
+  sessionTools(sessionId: string): Promise<SessionToolsInfo> {
+    return this.connection.sendRequest<SessionToolsInfo>("totem/tools", { sessionId });
   }
 
   hooks(uri?: string): Promise<HookInfo[]> {
