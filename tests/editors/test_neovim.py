@@ -1371,3 +1371,39 @@ def test_the_tools_of_a_small_window_session_are_listed_with_why_the_rest_are_le
     save_artifact("neovim-tools.txt", nv.capture() or "\n".join(rows))
     nv.input("q")
     nv.wait(lambda: nv.lua("return vim.fn.bufwinid(require('totem.tools').buf())") == -1, "the tool list closed")
+
+
+def test_a_job_without_network_says_so_in_its_row_and_to_the_model(tmp_path, project, model):
+    """Issue 37: the sandbox's own network (``sandbox_network`` off, here from the editor's
+    settings): a job's server does not answer the user's browser; its row and the window bar say
+    "no network (sandbox)", and the model's result says why."""
+    home = tmp_path / "home"
+    (home / "config" / "totem").mkdir(parents=True)
+    (home / "config" / "totem" / "config.toml").write_text(
+        'model = "sim/test-model"\nretry_max_wait = 1.0\nsandbox = "always"\nforge = false\n'
+        f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
+    )
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = f"python3 -m http.server {port} --bind 127.0.0.1"
+    model.enqueue(tool_reply([("job", {"action": "start", "command": server})]))
+    model.enqueue(text_reply("The server runs."))
+    nv = Neovim(home, project, model="sim/test-model", settings={"permission_timeout": 30, "sandbox_network": False})
+    nv.start("controllers/api.js")
+    try:
+        wait_for_client(nv)
+        nv.command("TotemAsk Start the dev server")
+        nv.wait(lambda: nv.lua("return require('totem.permission').current ~= nil"), "the permission window")
+        nv.input("a")
+        wait_idle(nv, "the answer", "The server runs.")
+        told = json.dumps(sent_messages(model.requests[-1]))
+        assert "in the sandbox with no network: a server it starts answers this session's later commands" in told, told
+        assert http_status(f"http://127.0.0.1:{port}/") == 0
+        assert nv.lua(WINBAR).endswith(f"  ·  job1 running: {server[:23].strip()}…"), nv.lua(WINBAR)
+        nv.command("TotemJobs")
+        rows = nv.lua(JOBS_LIST)
+        assert rows[2] == f"job1   running                  {server}  · no network (sandbox)", rows
+        save_artifact("neovim-job-offline.txt", nv.capture() or "\n".join(rows))
+    finally:
+        nv.stop()

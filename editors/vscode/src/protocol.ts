@@ -125,7 +125,7 @@ export type TotemEvent = Nested & (
   | { sessionId: string; kind: "error"; errorClass: string; message: string }
   | { sessionId: string; kind: "turnEnd"; turnId: string; stopReason: StopReason; text: string; model: string }
   | { sessionId: string; kind: "context"; estimate: number; window: number | null; [key: string]: any }
-  | ({ sessionId: string; kind: "job" } & JobStatus & { command: string })
+  | ({ sessionId: string; kind: "job" } & JobStatus & { command: string; offline?: boolean })
 );
 
 /** How a background job stands (docs/events.md `job`; the result of `totem/jobStop`). */
