@@ -68,6 +68,13 @@ class CommandScope(ABC):
         """Whether ``argv`` runs its command in the session's sandbox."""
         return False
 
+    @property
+    def offline(self) -> bool:
+        """Whether its command has no network: the sandbox's own namespace, loopback only, which
+        nothing outside the session's sandbox reaches (``sandbox_network`` off)."""
+        box = getattr(self, "box", None)
+        return self.sandboxed and box is not None and not box.network
+
     @abstractmethod
     async def take_in(self) -> list[FileChange]:
         """What changed since the scope opened or since the last take-in, now in the project."""

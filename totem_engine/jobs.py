@@ -83,8 +83,16 @@ class Job(SessionProcess):
         text, self.unread = self.unread.text(), HeadTail(self.limit)
         return text
 
+    @property
+    def offline(self) -> bool:
+        """It runs in the sandbox with no network (command_changes.py ``CommandScope.offline``)."""
+        return self.scope is not None and self.scope.offline
+
     def event(self) -> ev.Job:
-        return ev.Job(session_id=self.session_id, job_id=self.id, command=self.command, state=self.state, exit_code=self.exit_code)
+        return ev.Job(
+            session_id=self.session_id, job_id=self.id, command=self.command, state=self.state, exit_code=self.exit_code,
+            offline=self.offline,
+        )
 
 
 class Jobs(SessionProcesses[Job]):

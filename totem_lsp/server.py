@@ -367,6 +367,10 @@ def create_server(token: str | None = None) -> TotemServer:
     async def complete(ls: TotemServer, params: Any) -> dict[str, Any]:
         return await ls.service().complete(params)
 
+    @server.feature(protocol.TOOLS)
+    async def session_tools(ls: TotemServer, params: Any) -> dict[str, Any]:
+        return await ls.service().session_tools(params)
+
     @server.feature(protocol.MCP_LOGIN)
     async def mcp_login(ls: TotemServer, params: Any) -> dict[str, Any]:
         return await ls.service().mcp_login(params)

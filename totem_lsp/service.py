@@ -44,6 +44,7 @@ from totem_lsp.messages import (
     plain,
 )
 from totem_lsp.project import Projects
+from totem_lsp.session_tools import tools_payload
 
 P = TypeVar("P", bound=BaseModel)
 
@@ -125,6 +126,13 @@ class Service:
         with engine_errors():
             engine, _ = await self.projects.of_session(request.session_id)
             return await conversation.fork(engine, request)
+
+    async def session_tools(self, params: Any) -> dict[str, Any]:
+        """``totem/tools``: the tools the session's next turn offers its model (session_tools.py)."""
+        ref = parse(SessionRef, params)
+        with engine_errors():
+            engine, _ = await self.projects.of_session(ref.session_id)
+            return await tools_payload(engine, ref.session_id)
 
     async def undo(self, params: Any, *, redo: bool = False) -> dict[str, Any]:
         ref = parse(SessionRef, params)

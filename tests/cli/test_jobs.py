@@ -63,7 +63,9 @@ def test_a_job_serves_on_loopback_bash_reaches_it_output_shows_its_log_stop_ends
     assert start["status"] == "ok" and "Started job1" in start["output"]
     assert "hello from the job" in tool_ends(result, "bash")[0]["output"]
     assert "listening on 127.0.0.1:" in output["output"] and '"GET /hello.txt HTTP/1.1" 200' in output["output"]
-    assert "[job1 running]" in output["output"]
+    # The sandbox (auto) without its network: the job's server answers the session's bash only.
+    assert "[job1 running with no network (sandbox)]" in output["output"]
+    assert "in the sandbox with no network" in start["output"]
     assert "job1 running" in listed["output"] and "python3 serve.py" in listed["output"]
     assert "[job1 stopped (code -15)]" in stop["output"]
     jobs = [(e["jobId"], e["command"], e["state"]) for e in result.of("job")]

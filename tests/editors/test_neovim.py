@@ -1337,3 +1337,73 @@ def test_a_commands_card_esc_puts_the_question_aside_and_the_asking_session_is_n
     assert lines[card + 1: card + 4] == ["    ✗ failed: exit 3", "    $ echo hi && exit 3", "    │ hi"], lines
     # A failed command stays open: its call and its output.
     assert nv.lua(FOLD_AT, card + 1)[0] == -1 and nv.lua(FOLD_AT, card + 4)[0] == -1
+
+
+TOOLS_LIST = "return vim.api.nvim_buf_get_lines(require('totem.tools').buf(), 0, -1, false)"
+
+
+def test_the_tools_of_a_small_window_session_are_listed_with_why_the_rest_are_left_out(neovim, project, model):
+    """Issue 37: a 32K window narrows the tool set; the model's call to `job` is told why and what
+    it has, and :TotemTools lists the session's tools, the reason and the tools left out."""
+    nv = neovim
+    model.models = [{"id": "test-model", "object": "model", "context_length": 32768}]
+    model.enqueue(tool_reply([("job", {"action": "start", "command": "python3 -m http.server"})]))
+    model.enqueue(text_reply("No job tool here."))
+    wait_for_client(nv)
+    nv.lua(NOTIFIED)
+    nv.command("TotemTools")
+    assert "Totem: no session in the chat yet" in nv.lua("return _G.notified")
+
+    nv.command("TotemAsk Start a dev server")
+    wait_idle(nv, "the answer", "No job tool here.")
+    told = sent_messages(model.requests[-1])[-1]["content"]
+    assert "There is no tool named 'job' in this session: the model's window (32,768 tokens) is under 65,536" in told, told
+
+    nv.command("TotemTools")
+    rows = nv.wait(lambda: nv.lua("local b = require('totem.tools').buf() return b and vim.api.nvim_buf_is_valid(b)"
+                                  " and vim.api.nvim_buf_get_lines(b, 0, -1, false)"), "the tool list")
+    assert nv.lua("return vim.api.nvim_get_current_buf()") == nv.lua("return require('totem.tools').buf()")
+    assert rows[0].startswith("Tools of ses_") and rows[0].endswith("(sim/test-model, build mode, window 32768 tokens)"), rows
+    assert rows[1] == "Narrowed: the model's window (32,768 tokens) is under 65,536: it gets the core tools only"
+    assert rows[2].startswith("Left out: ") and "job" in rows[2].split(": ", 1)[1].split(", "), rows
+    assert [row.split()[0] for row in rows[4:]] == ["bash", "edit", "glob", "grep", "read", "todo", "write"], rows
+    assert rows[4].startswith("bash       Run a shell command"), rows
+    save_artifact("neovim-tools.txt", nv.capture() or "\n".join(rows))
+    nv.input("q")
+    nv.wait(lambda: nv.lua("return vim.fn.bufwinid(require('totem.tools').buf())") == -1, "the tool list closed")
+
+
+def test_a_job_without_network_says_so_in_its_row_and_to_the_model(tmp_path, project, model):
+    """Issue 37: the sandbox's own network (``sandbox_network`` off, here from the editor's
+    settings): a job's server does not answer the user's browser; its row and the window bar say
+    "no network (sandbox)", and the model's result says why."""
+    home = tmp_path / "home"
+    (home / "config" / "totem").mkdir(parents=True)
+    (home / "config" / "totem" / "config.toml").write_text(
+        'model = "sim/test-model"\nretry_max_wait = 1.0\nsandbox = "always"\nforge = false\n'
+        f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
+    )
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = f"python3 -m http.server {port} --bind 127.0.0.1"
+    model.enqueue(tool_reply([("job", {"action": "start", "command": server})]))
+    model.enqueue(text_reply("The server runs."))
+    nv = Neovim(home, project, model="sim/test-model", settings={"permission_timeout": 30, "sandbox_network": False})
+    nv.start("controllers/api.js")
+    try:
+        wait_for_client(nv)
+        nv.command("TotemAsk Start the dev server")
+        nv.wait(lambda: nv.lua("return require('totem.permission').current ~= nil"), "the permission window")
+        nv.input("a")
+        wait_idle(nv, "the answer", "The server runs.")
+        told = json.dumps(sent_messages(model.requests[-1]))
+        assert "in the sandbox with no network: a server it starts answers this session's later commands" in told, told
+        assert http_status(f"http://127.0.0.1:{port}/") == 0
+        assert nv.lua(WINBAR).endswith(f"  ·  job1 running: {server[:23].strip()}…"), nv.lua(WINBAR)
+        nv.command("TotemJobs")
+        rows = nv.lua(JOBS_LIST)
+        assert rows[2] == f"job1   running                  {server}  · no network (sandbox)", rows
+        save_artifact("neovim-job-offline.txt", nv.capture() or "\n".join(rows))
+    finally:
+        nv.stop()

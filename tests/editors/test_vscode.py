@@ -525,6 +525,13 @@ def _assert_background_job(seen: dict, command: str) -> None:
     assert job["stopped"] == {"state": "stopped", "exit": "exit code -15", "button": "Dismiss"}, job
     assert job["processesAfterStop"] == 0 and job["statusAfterStop"] == 0, job
     assert job["jobsAfterDismiss"] == {"rows": 0, "shown": False}, job
+    # Issue 37: the chat's session tools listed; a 128K window offers every built-in tool, job included.
+    tools = seen["tools"]
+    assert tools["title"].startswith("Tools of sim/test-model (build mode"), tools
+    assert tools["placeholder"] == "Every built-in tool", tools
+    names = [row.split(",", 1)[0].strip() for row in tools["rows"]]
+    assert {"bash", "job", "read", "write", "fetch"} <= set(names), tools["rows"]
+    assert not any("Narrowed" in row for row in tools["rows"]), tools["rows"]
     assert (ARTIFACTS / "vscode-jobs.png").stat().st_size > 10_000
 
 

@@ -23,6 +23,7 @@ from totem_engine.api.history import History
 from totem_engine.api.hooks import Listed
 from totem_engine.api.mcp_listing import McpListing, list_servers
 from totem_engine.api.running import Claim, Reply, Running, Turns
+from totem_engine.api.session_tools import SessionTools, session_tools
 from totem_engine.agents import AgentDefinition, remove_agent, save_agent
 from totem_engine.attachments import Attachment, with_attachments, withheld_secrets
 from totem_engine.mentions import unasked_reads
@@ -455,6 +456,10 @@ class Engine:
         ``frontend``, ``say`` told what went wrong), with their tools; they stop with the engine."""
         return await list_servers(self._runtime, frontend, say)
 
+
+    async def session_tools(self, session_id: str) -> SessionTools:
+        """The tools the session's next turn offers its model, and why fewer than all (session_tools.py)."""
+        return await session_tools(self._runtime, await self._runtime.project_session(session_id))
 
     # --- for ACP (issue 35): the thinking effort as a session's option ----------------------
 

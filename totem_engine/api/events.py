@@ -177,13 +177,16 @@ class Job(Event):
     """A background job (the job tool, jobs.py) started (``running``) or ended: on its own
     (``exited``), by a stop (``stopped``: the agent's ``stop``, ``totem/jobStop``), or killed with
     its session (``killed``: an aborted turn, the project closed). ``exit_code``: the shell's,
-    negative for a signal; None while it runs."""
+    negative for a signal; None while it runs. ``offline``: see below."""
 
     kind: Literal["job"] = "job"
     job_id: str
     command: str
     state: JobState
     exit_code: int | None
+    # True: it runs in the sandbox with no network (``sandbox_network`` off): a server it starts
+    # answers the session's later commands on loopback, not the user's browser.
+    offline: bool = False
 
 
 class ContextBreakdown(BaseModel):

@@ -18,6 +18,13 @@ from totem_engine.tools.bash import MAX_OUTPUT, MAX_TIMEOUT, OUTSIDE_SANDBOX
 from totem_engine.tools.processes import ProcessCall, ProcessTool, listing
 
 DEFAULT_WAIT = 30  # seconds
+# What a job with no network means for a server it runs (sandbox/session.py: one namespace a session).
+OFFLINE = (
+    "a server it starts answers this session's later commands on 127.0.0.1, but not the user's browser nor"
+    " anything else outside the sandbox, and it reaches nothing outside. Tell the user so; to reach it from"
+    " outside, the job must run with outside_sandbox: true (the user is asked) or the config must allow the"
+    " sandbox's network (sandbox_network)"
+)
 
 JobAction = Literal["start", "output", "wait", "stop", "list"]
 
@@ -46,11 +53,12 @@ class JobCall(ProcessCall):
                 ctx.session_id, self.command, limit=min(ctx.output_budget, MAX_OUTPUT), emit=ctx.publish, may_change=self.changes,
                 escape=self.escape, unasked=self.unasked, env_pass=ctx.command_env_pass,
             )
+            sandboxed = f", in the sandbox with no network: {OFFLINE}" if job.offline else ""
             return self._job_result(
-                f"Started {job.id}: `{job.command}` (process group {job.process.pid}). It keeps running after this"
-                f' call; read what it prints with job(action="output", id="{job.id}"), stop it with'
+                f"Started {job.id}: `{job.command}` (process group {job.process.pid}){sandboxed}. It keeps running after"
+                f' this call; read what it prints with job(action="output", id="{job.id}"), stop it with'
                 f' job(action="stop", id="{job.id}").',
-                f"started {job.id}", job,
+                f"started {job.id}" + (" (no network)" if job.offline else ""), job,
             )
         if self.action == "list":
             listed = jobs.of(ctx.session_id)
@@ -73,7 +81,7 @@ class JobCall(ProcessCall):
 def _state(job: Job) -> str:
     """"job1 running", "job1 exited with code 0", "job1 stopped (code -15)"."""
     if job.state == "running":
-        return f"{job.id} running"
+        return f"{job.id} running" + (" with no network (sandbox)" if job.offline else "")
     if job.state == "exited":
         return f"{job.id} exited with code {job.exit_code}"
     return f"{job.id} {job.state} (code {job.exit_code})"

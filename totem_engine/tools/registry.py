@@ -62,11 +62,30 @@ def is_small(window: int | None, tier: str) -> bool:
 
 def surface(tools: dict[str, Tool], window: int | None, tier: str) -> tuple[dict[str, Tool], bool]:
     """The tools a model with this window and tier gets, and whether their descriptions are brief."""
+    brief = window is not None and window < TINY_WINDOW
+    return {name: tool for name, tool in tools.items() if on_surface(tool.surface, window, tier)}, brief
+
+
+def on_surface(tool_surface: str, window: int | None, tier: str) -> bool:
+    """Whether a tool of ``tool_surface`` (``Tool.surface``) is offered to a model with this window and tier."""
     if window is not None and window < TINY_WINDOW:
-        return {name: tool for name, tool in tools.items() if tool.surface == "minimal"}, True
+        return tool_surface == "minimal"
     if is_small(window, tier):
-        return {name: tool for name, tool in tools.items() if tool.surface in ("minimal", "core")}, False
-    return tools, False
+        return tool_surface in ("minimal", "core")
+    return True
+
+
+def narrowing(window: int | None, tier: str) -> str | None:
+    """Why ``surface`` leaves tools out for a model with this window and tier, in words a user and
+    the model both read (the session's tool list, the result of a call to a tool left out); None
+    when it gets every tool."""
+    if window is not None and window < TINY_WINDOW:
+        return f"the model's window ({window:,} tokens) is under {TINY_WINDOW:,}: it gets the minimal tools only"
+    if window is not None and window < SMALL_WINDOW:
+        return f"the model's window ({window:,} tokens) is under {SMALL_WINDOW:,}: it gets the core tools only"
+    if tier == "small":
+        return "the model is a small one (tier small): it gets the core tools only"
+    return None
 
 
 def tool_specs(tools: dict[str, Tool], *, brief: bool = False) -> tuple[ToolSpec, ...]:

@@ -37,6 +37,7 @@ from totem_engine.tools.base import Action, NothingToDo, Tool, ToolContext, Tool
 from totem_engine.vocab.tools import ToolError
 from totem_engine.workspace.paths import BoundaryError
 from totem_engine.tools.freshness import mark_seen
+from totem_engine.tools.registry import narrowing
 from totem_engine.workspace.files import Workspace
 from totem_engine.kept_files import kept
 from totem_engine.turn.guards import Guards, Novelty, call_key
@@ -209,6 +210,16 @@ class ToolCalls:
                 reasons.append(self.guards.record_edit(status == "ok"))
         stop.extend(r for r in reasons if r and not stop)
 
+    def _no_such_tool(self, name: str) -> str:
+        """What the model is told of a call to a tool it does not have: the tools it has, and,
+        for a built-in one its window left out (tools/registry.py ``surface``), why."""
+        known = ", ".join(sorted(self.turn.tools))
+        record = self.turn.record
+        why = narrowing(record.context_window, record.tier) if name in self.turn.agent.tools else None
+        if why is None:
+            return f"There is no tool named {name!r}. Available tools: {known}."
+        return f"There is no tool named {name!r} in this session: {why}. Available tools: {known}."
+
     async def _execute(self, record: _Call, flagged: list[str]) -> tuple[ToolResult, str, object]:
         """Validate, prepare, ask, apply. Returns the result, its status and the parsed arguments;
         a changed file the checks found something in is added to ``flagged``."""
@@ -216,8 +227,7 @@ class ToolCalls:
         tool = self.turn.tools.get(call.name)
         if tool is None:
             await self._start(record, _plain_title(record))
-            known = ", ".join(sorted(self.turn.tools))
-            return _error(f"There is no tool named {call.name!r}. Available tools: {known}."), "error", record.input
+            return _error(self._no_such_tool(call.name)), "error", record.input
         ctx = self._context(record, flagged)
         try:
             args = parse_arguments(tool.Input, call.arguments)

@@ -34,6 +34,7 @@ class Project(Protocol):
     snapshots: Snapshots
     config: Config
     rules: list[ev.RuleRef]
+    tools: dict[str, Tool]  # every built-in tool, before the model's surface leaves some out
 
 
 class Mode(Protocol):

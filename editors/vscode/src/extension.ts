@@ -41,6 +41,7 @@ import {
 } from "./protocol";
 import { OPEN_CHAT, askNotice, noticeDue, turnEndNotice } from "./notices";
 import { Prompts } from "./prompts";
+import { toolItems, toolsTitle } from "./toolList";
 import { viewModel } from "./render";
 
 class TotemCapabilities implements StaticFeature {
@@ -686,6 +687,21 @@ export class TotemExtension implements vscode.Disposable {
     }
   }
 
+  /** "Show Session Tools": the tools the chat's model has (`totem/tools`), and why fewer than all. */
+  async sessionTools(): Promise<void> {
+    const sessionId = this.state.sessionId;
+    if (!sessionId) {
+      void vscode.window.showInformationMessage("Totem: no session in this chat yet.");
+      return;
+    }
+    try {
+      const listed = await (await this.start()).sessionTools(sessionId);
+      await vscode.window.showQuickPick(toolItems(listed), { title: toolsTitle(listed), placeHolder: listed.narrowed ?? "Every built-in tool", matchOnDescription: true });
+    } catch (error) {
+      this.showError("Totem: could not list the tools", error);
+    }
+  }
+
   async selectModel(): Promise<void> {
     try {
       this.models = await (await this.start()).models();
@@ -908,6 +924,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<TotemE
   register("totem.selectModel", () => ext.selectModel());
   register("totem.agents", () => ext.agents());
   register("totem.hooks", () => ext.hooks());
+  register("totem.sessionTools", () => ext.sessionTools());
   register("totem.selectMode", () => ext.selectMode());
   register("totem.retry", () => ext.retry());
   register("totem.restartServer", () => ext.restart());

@@ -13,6 +13,9 @@ export interface Job {
   command: string;
   state: JobState;
   exitCode: number | null;
+  /** It runs in the sandbox with no network: a server it starts answers the session's commands,
+   * not the user's browser (the `job` event's `offline`). */
+  offline?: boolean;
   /** A `totem/jobStop` was sent and has not answered yet (its button is disabled). */
   stopping?: boolean;
 }
@@ -24,7 +27,10 @@ export class JobList {
   apply(event: Extract<TotemEvent, { kind: "job" }>): boolean {
     const job = this.find(event.sessionId, event.jobId);
     if (!job) {
-      this.jobs.push({ sessionId: event.sessionId, jobId: event.jobId, command: event.command, state: event.state, exitCode: event.exitCode });
+      this.jobs.push({
+        sessionId: event.sessionId, jobId: event.jobId, command: event.command, state: event.state, exitCode: event.exitCode,
+        offline: event.offline === true,
+      });
       return true;
     }
     Object.assign(job, { command: event.command, state: event.state, exitCode: event.exitCode });
@@ -74,8 +80,10 @@ export class JobList {
   }
 }
 
-/** "job1 `sleep 30` · running", "job1 `sleep 30` · stopped · exit code -15". */
+export const NO_NETWORK = "no network (sandbox)";
+
+/** "job1 `sleep 30` · running", "job1 `sleep 30` · stopped · exit code -15", "… · no network (sandbox)". */
 export function jobLine(job: Job): string {
   const end = job.exitCode === null ? "" : ` · exit code ${job.exitCode}`;
-  return `${job.jobId} \`${job.command}\` · ${job.stopping ? "stopping…" : job.state}${end}`;
+  return `${job.jobId} \`${job.command}\` · ${job.stopping ? "stopping…" : job.state}${end}${job.offline ? ` · ${NO_NETWORK}` : ""}`;
 }

@@ -125,7 +125,7 @@ export type TotemEvent = Nested & (
   | { sessionId: string; kind: "error"; errorClass: string; message: string }
   | { sessionId: string; kind: "turnEnd"; turnId: string; stopReason: StopReason; text: string; model: string }
   | { sessionId: string; kind: "context"; estimate: number; window: number | null; [key: string]: any }
-  | ({ sessionId: string; kind: "job" } & JobStatus & { command: string })
+  | ({ sessionId: string; kind: "job" } & JobStatus & { command: string; offline?: boolean })
 );
 
 /** How a background job stands (docs/events.md `job`; the result of `totem/jobStop`). */
@@ -154,6 +154,18 @@ export interface HookInfo {
   source: string;
   active: boolean;
   ignored: string | null;
+}
+
+/** `totem/tools`: the tools a session's model is offered at its next turn, and why fewer than all. */
+export interface SessionToolsInfo {
+  sessionId: string;
+  model: string;
+  mode: string;
+  contextWindow: number | null;
+  tools: { name: string; description: string; refused: string | null }[];
+  leftOut: string[];
+  narrowed: string | null;
+  scripts: boolean;
 }
 
 /** One of `totem/commands`: a slash command (`file: null` for a built-in action such as `undo`). */
@@ -342,6 +354,10 @@ export class TotemClient {
 
   agents(uri?: string): Promise<AgentInfo[]> {
     return this.connection.sendRequest<AgentInfo[]>("totem/agents", uri ? { uri } : {});
+  }
+
+  sessionTools(sessionId: string): Promise<SessionToolsInfo> {
+    return this.connection.sendRequest<SessionToolsInfo>("totem/tools", { sessionId });
   }
 
   hooks(uri?: string): Promise<HookInfo[]> {

@@ -24,6 +24,17 @@ function chatWithSession(sessionId = "ses_1"): ChatState {
 }
 
 describe("JobList", () => {
+  it("says when a job runs in the sandbox with no network, in its row and its line", () => {
+    const s = chatWithSession();
+    s.apply({ ...(job("ses_1", "job1", "running", null, "python3 -m http.server") as object), offline: true } as TotemEvent);
+    s.apply(job("ses_1", "job2", "running"));
+    assert.equal(jobLine(s.jobs.jobs[0]), "job1 `python3 -m http.server` · running · no network (sandbox)");
+    assert.equal(jobLine(s.jobs.jobs[1]), "job2 `sleep 30` · running");
+    const rows = viewModel(s, "idle").jobs;
+    assert.match(rows, /data-job="job1"[^]*<span class="job-network"[^>]*>no network \(sandbox\)<\/span>/);
+    assert.equal(rows.split("job-network").length, 2);
+  });
+
   it("follows a job from running to its end, and draws Stop then Dismiss", () => {
     const s = chatWithSession();
     assert.equal(s.apply(job("ses_1", "job1", "running")), true);

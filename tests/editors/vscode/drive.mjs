@@ -370,6 +370,26 @@ async function backgroundJob(page, args) {
   await frame.locator("#jobs .job").first().waitFor({ state: "detached" });
   out.jobsAfterDismiss = await frame.locator("#jobs").evaluate((el) => ({ rows: el.querySelectorAll(".job").length, shown: getComputedStyle(el).display !== "none" }));
   step("job stopped and dismissed");
+  await sessionTools(page);
+}
+
+// Issue 37: "Totem: Show Session Tools" on the job's chat, a quick pick of totem/tools: its title
+// (model, mode, window), the narrowing line when there is one, one row a tool.
+async function sessionTools(page) {
+  const out = (seen.tools = {});
+  await runCommand(page, "Totem: Show Session Tools");
+  const widget = page.locator(".quick-input-widget", { hasText: "Tools of " });
+  await widget.waitFor({ state: "visible" });
+  out.title = await widget.locator(".quick-input-title").innerText();
+  out.placeholder = (await widget.locator("input").getAttribute("placeholder")) ?? "";
+  const rows = widget.locator(".quick-input-list .monaco-list-row");
+  await rows.first().waitFor({ state: "visible" });
+  out.rows = [];
+  for (let i = 0; i < (await rows.count()); i++) out.rows.push((await rows.nth(i).getAttribute("aria-label")) ?? "");
+  await page.screenshot({ path: path.join(args.artifacts, "vscode-tools.png") });
+  await page.keyboard.press("Escape");
+  await widget.waitFor({ state: "hidden" });
+  step("session tools listed");
 }
 
 // Issue 21 in a new chat: an @file mention completed and shown as a chip, a two-hunk change

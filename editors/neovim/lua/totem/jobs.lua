@@ -50,11 +50,17 @@ function M.running()
   end, M.jobs)
 end
 
+--- What a job in the sandbox without network is told by (the `job` event's `offline`): a
+--- server it runs answers the session's commands, not the user's browser.
+function M.network(job)
+  return job.offline and '  · no network (sandbox)' or ''
+end
+
 --- "job1 `sleep 30` · stopped · exit code -15" (one line).
 function M.line(job)
   local state = job.stopping and 'stopping…' or job.state
   local exit = job.exitCode and (' · exit code %d'):format(job.exitCode) or ''
-  return ('%s `%s` · %s%s'):format(job.jobId, job.command, state, exit)
+  return ('%s `%s` · %s%s%s'):format(job.jobId, job.command, state, exit, M.network(job))
 end
 
 --- What the chat's window bar adds: the running jobs (the one's command, or the ids of
@@ -93,6 +99,7 @@ function M.on_event(e, client_id)
     table.insert(M.jobs, job)
   end
   job.command = tostring(e.command or '')
+  job.offline = e.offline == true
   job.state = e.state
   job.exitCode = exit_code(e.exitCode)
   if e.state ~= 'running' then
@@ -192,7 +199,7 @@ function M.lines()
         local state = job.stopping and 'stopping…' or job.state
         local exit = job.exitCode and (' (exit code %d)'):format(job.exitCode) or ''
         local session = several and ('  [%s]'):format(job.sessionId) or ''
-        table.insert(rows, ('%-6s %-24s %s%s'):format(job.jobId, state .. exit, job.command, session))
+        table.insert(rows, ('%-6s %-24s %s%s%s'):format(job.jobId, state .. exit, job.command, M.network(job), session))
         table.insert(order, job)
       end
     end
