@@ -285,6 +285,9 @@
     } else if (button.classList.contains("regenerate")) {
       follow = true;
       vscode.postMessage({ type: "regenerate", requestId: button.closest(".model").dataset.request });
+    } else if (button.classList.contains("queue-edit") || button.classList.contains("queue-remove")) {
+      const type = button.classList.contains("queue-edit") ? "queueEdit" : "queueRemove";
+      vscode.postMessage({ type, id: Number(button.dataset.queued) });
     } else if (button.classList.contains("variant") && !button.disabled) {
       vscode.postMessage({ type: "variant", requestId: button.closest(".model").dataset.request, index: Number(button.dataset.index) });
     }
