@@ -398,7 +398,9 @@
     drawTabs(state.tabs || []);
     drawPickers(state);
     $("stop").hidden = !state.busy;
-    $("send").disabled = state.busy;
+    // While a turn runs a message is queued (messageQueue.ts), sent when the turn ends.
+    $("send").textContent = state.busy ? "Queue" : "Send";
+    $("send").title = state.busy ? "Queue this message: it is sent when the turn ends" : "Send";
     const pending = $("pending");
     if (state.pending && state.pending.kind === "permission") {
       pending.hidden = false;
