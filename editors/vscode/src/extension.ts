@@ -413,7 +413,7 @@ export class TotemExtension implements vscode.Disposable {
     if (text.trim() === "/undo") return this.undoRedo("Undo");
     if (text.trim() === "/compact") return this.compact();
     const chat = this.state;
-    if (chat.busy || this.running.has(chat)) {
+    if (chat.busy) {
       chat.queue.add(text, { context, label: contextLabel, editor, images });
       this.refresh(true);
       return;
