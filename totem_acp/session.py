@@ -38,7 +38,6 @@ from totem_acp.terminal import ClientTerminals
 from totem_acp.workspace import ClientWorkspace
 from totem_engine.api import events as ev
 from totem_engine.api.engine import MODES, REASONING, Engine
-from totem_engine.api.errors import SessionBusy
 from totem_engine.api.running import Result
 
 MODEL_LIST_WAIT = 5.0  # seconds the providers' model lists may take before session/new answers without them
@@ -68,7 +67,7 @@ class AcpSession:
         workspace.bind(session_id)
         if terminals is not None:
             terminals.bind(session_id, self.frontend.send)
-        self._cancelled = False  # session/cancel came while the prompt was being prepared
+        self._cancels = 0  # session/cancels so far: one since a prompt came aborts it as it starts
         self._models: list[str] = []
         # What the client was last told (an answer or an update): told again only when it changes.
         self._title: str | None = None
@@ -169,30 +168,34 @@ class AcpSession:
 
     async def prompt(self, blocks: list[Block]) -> PromptResponse:
         """One prompt: a turn, or a built-in action whose reply is said as an agent message.
-        Raises ``RequestError`` for a turn that ended in an error, ``EngineError`` for a refusal."""
-        if self.busy:  # refused before the running prompt's state is touched
-            raise SessionBusy(self.id, "a prompt is still running")
-        self._cancelled = False
-        self.frontend.finish, self.frontend.failure = None, None
+        Raises ``RequestError`` for a turn that ended in an error, ``EngineError`` for a refusal.
+        A prompt that comes while a turn runs waits for it, in line (docs/acp.md "Prompts");
+        a ``session/cancel`` meanwhile drops it, and it answers ``cancelled`` without running."""
+        cancels = self._cancels
         while self.notices:
             await self.frontend.say(f"{self.notices.pop(0)}\n\n")
         message = user_message(blocks, self.root, self.engine.extra_roots)
         running = await self.engine.prompt(
             message.typed, self.frontend, session_id=self.id, attachments=message.attachments, images=message.images,
+            wait=True,
         )
-        if self._cancelled:  # came before the prompt reached the engine
+        if self._cancels != cancels:  # came before the prompt reached the engine
             running.abort()
+        # The turn before has ended: what the front end heard from here on is this turn's.
+        self.frontend.finish, self.frontend.failure = None, None
         result = await running.result()
+        finish, failure = self.frontend.finish, self.frontend.failure  # before a prompt after it runs
         await self.tell_changes()
         if result.reply is not None:
             await self.frontend.say(result.text)
             return PromptResponse(stop_reason="end_turn")
-        return PromptResponse(stop_reason=stop_reason(result, self.frontend.finish, self.frontend.failure))
+        return PromptResponse(stop_reason=stop_reason(result, finish, failure))
 
     def cancel(self) -> None:
         """``session/cancel``: the running turn aborted (its processes killed, its open calls
-        closed); a prompt still being prepared is aborted as soon as its turn exists."""
-        self._cancelled = True
+        closed); a prompt still being prepared is aborted as soon as its turn exists, and the
+        prompts waiting for the turn are dropped (they answer ``cancelled``)."""
+        self._cancels += 1
         self.engine.abort(self.id)  # the turn, or the prompt being prepared (it starts aborted)
 
     @property

@@ -177,8 +177,8 @@ async def test_engine_refusals_keep_their_message_and_map_by_kind(acp):
     acp.model.enqueue(slow)
     first = asyncio.ensure_future(acp.conn.prompt(session_id=session_id, prompt=[{"type": "text", "text": "think"}]))
     await eventually(lambda: "Thinking" in acp.client.message_text())
-    with pytest.raises(RequestError) as busy:  # busy
-        await acp.conn.prompt(session_id=session_id, prompt=[{"type": "text", "text": "and this?"}])
+    with pytest.raises(RequestError) as busy:  # busy (a prompt waits instead: test_queue.py)
+        await acp.conn.set_config_option(config_id="thought_level", session_id=session_id, value="high")
     assert busy.value.code == -32600 and f"session {session_id} is busy" in str(busy.value)
     await acp.conn.cancel(session_id=session_id)
     assert (await asyncio.wait_for(first, 30)).stop_reason == "cancelled"

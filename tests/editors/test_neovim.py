@@ -14,6 +14,7 @@ import os
 import random
 import re
 import socket
+import time
 import urllib.request
 from pathlib import Path
 
@@ -1407,3 +1408,78 @@ def test_a_job_without_network_says_so_in_its_row_and_to_the_model(tmp_path, pro
         save_artifact("neovim-job-offline.txt", nv.capture() or "\n".join(rows))
     finally:
         nv.stop()
+
+
+# Messages queued in the current chat (queue.lua), and the answers a scripted vim.ui.select gives:
+# an index into the items, or the item itself.
+QUEUED = "return vim.tbl_map(function(m) return m.text end, require('totem.chat').state.queued)"
+PICKS = ("_G.picks = {...} vim.ui.select = function(items, opts, on_choice) local want = table.remove(_G.picks, 1)"
+         " if type(want) == 'number' then return on_choice(items[want], want) end"
+         " for i, item in ipairs(items) do if item == want then return on_choice(item, i) end end on_choice(nil) end")
+
+
+def held_reply(text: str, seconds: float) -> Reply:
+    """An answer whose stream stays open ``seconds`` after its first (and only) words."""
+    reply = text_reply(text, pieces=1)
+    reply.events, reply.hold = reply.events[:2], seconds
+    return reply
+
+
+def type_in_chat(nv, text: str) -> None:
+    """``text`` typed into the chat's input (`i` in the chat) and sent with <C-s>."""
+    nv.lua(WINDOW_OF_CHAT + " vim.api.nvim_set_current_win(win)")
+    nv.input("i")
+    wait_for_input(nv)
+    nv.input(text + "<C-s>")
+    nv.wait(lambda: not nv.lua("return require('totem.input').current"), "the input closed")
+
+
+def test_messages_sent_while_the_turn_runs_are_queued_edited_removed_and_sent_after(neovim, project, model):
+    """Two messages typed while a turn runs are queued: shown under the chat as queued, not sent;
+    :TotemQueue edits one and removes the other; when the turn ends the edited one is sent as the
+    next request. A stop with a message queued asks whether to drop it; dropped, it never runs."""
+    nv = neovim
+    model.enqueue(held_reply("Working on the first.", 10))
+    model.enqueue(text_reply("Second answer."))
+    model.enqueue(held_reply("Third, slowly.", 60))
+    wait_for_client(nv)
+    nv.command("TotemAsk First question")
+    nv.wait(lambda: "Working on the first." in nv.lua(CHAT_LINES), "the first answer streaming")
+
+    type_in_chat(nv, "Second question")
+    type_in_chat(nv, "Drop me")
+    assert nv.lua(QUEUED) == ["Second question", "Drop me"]
+    assert nv.lua(CHAT_LINES).count("## You") == 1 and len(model.requests) == 1  # not sent
+    screen = nv.wait(lambda: (s := nv.capture()) and "2. Drop me" in s and s, "the queue under the chat")
+    assert "Queued for after this turn" in screen and "1. Second question" in screen, screen
+    if os.environ.get("TOTEM_DOCS_SCREENSHOTS") and nv.tmux:
+        save(nv.capture(colours=True), DOCS_IMAGES / "neovim-queued.png", nv.size)
+
+    nv.lua(PICKS, 2, "Remove")
+    nv.command("TotemQueue")
+    assert nv.lua(QUEUED) == ["Second question"]
+    nv.lua(PICKS, 1, "Edit")
+    nv.command("TotemQueue")
+    assert wait_for_input(nv)["lines"] == ["Second question"]
+    nv.input(", edited<C-s>")
+    nv.wait(lambda: nv.lua(QUEUED) == ["Second question, edited"], "the edited message queued")
+    assert len(model.requests) == 1
+
+    lines = wait_idle(nv, "the queued message answered", "Second answer.")
+    assert nv.lua(QUEUED) == [] and lines.count("## You") == 2 and "Second question, edited" in lines, lines
+    assert lines.index("Working on the first.") < lines.index("Second question, edited") < lines.index("Second answer.")
+    users = [m["content"] for m in sent_messages(model.requests[1]) if m["role"] == "user"]
+    assert users[-1] == "Second question, edited" and not any("Drop me" in u for u in users), users
+
+    # A stop with a message queued: Neovim asks, and Drop drops it.
+    nv.command("TotemAsk Third question")
+    nv.wait(lambda: "Third, slowly." in nv.lua(CHAT_LINES), "the third answer streaming")
+    type_in_chat(nv, "Never sent")
+    assert nv.lua(QUEUED) == ["Never sent"]
+    nv.input(":TotemAbort<CR>")
+    nv.wait(lambda: "Drop the 1 queued message?" in (nv.capture() or ""), "the question whether to drop the queue")
+    nv.input("d")
+    lines = wait_idle(nv, "the stopped turn")
+    assert nv.lua(QUEUED) == [] and "Never sent" not in lines
+    time.sleep(1)
+    assert len(model.requests) == 3

@@ -258,6 +258,9 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         model.enqueue(text_reply(REVIEW_ANSWER))
         model.enqueue(text_reply(REVIEW_SECOND))
         model.enqueue(text_reply(STILL_ANSWER))
+        # Issue 37: a held answer while two messages are queued, the edited one's answer, then a
+        # held answer stopped with a message queued.
+        model.enqueue(_held(Q_WORKING, 12), text_reply(Q_SECOND_ANSWER), _held(Q_SLOW, 60))
 
         node_bin = str(Path(tools["NODE"]).parent)
         env = dict(
@@ -321,6 +324,10 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
                     "typed": REVIEW_TYPED, "rest": REVIEW_REST, "answer": REVIEW_ANSWER, "second": REVIEW_SECOND,
                     "still": STILL_Q, "stillAnswer": STILL_ANSWER, "image": base64.b64encode(SQUARE).decode(),
                 },
+                "queue": {
+                    "first": Q_FIRST, "working": Q_WORKING, "second": Q_SECOND, "drop": Q_DROP, "edited": Q_EDITED,
+                    "secondAnswer": Q_SECOND_ANSWER, "third": Q_THIRD, "slow": Q_SLOW, "never": Q_NEVER,
+                },
                 "pgid": server.pid,
             }
             drive = subprocess.run(
@@ -338,6 +345,7 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         finally:
             _kill_group(server)
 
+        _assert_queue(seen, model)
         # The diff editor showed the file against Totem's proposal.
         assert "Totem's proposal" in seen["diffTab"]
         assert "this.plain('Hello ' + name);" in seen["diffText"]
@@ -475,6 +483,37 @@ def _branch(export: dict, last: str) -> list[dict]:
 
 def _content(messages: list[dict]) -> list:
     return [(m["role"], [(p["type"], (p["data"] or {}).get("text")) for p in m["parts"]]) for m in messages]
+
+
+Q_FIRST, Q_WORKING = "Count the routes", "Counting the routes now."
+Q_SECOND, Q_EDITED, Q_DROP = "Then list them", "Then list them by method", "Forget this one"
+Q_SECOND_ANSWER = "GET /api/hello/ is the only route."
+Q_THIRD, Q_SLOW, Q_NEVER = "Read every file", "Reading every file slowly.", "Never send this"
+
+
+def _held(text: str, seconds: float) -> Reply:
+    """An answer whose stream stays open ``seconds`` after its first (and only) words."""
+    reply = text_reply(text, pieces=1)
+    reply.events, reply.hold = reply.events[:2], seconds
+    return reply
+
+
+def _assert_queue(seen: dict, model: ModelServer) -> None:
+    """Issue 37: while a turn runs, Send is Queue and a sent message waits under the chat (not a
+    request, the box emptied); Remove drops one, Edit changes one (an input box with its text);
+    when the turn ends the edited one is the next request. Stop with one queued asks; Drop drops it."""
+    q = seen["queue"]
+    assert q["sendLabel"] == "Queue", q
+    assert q["queued"] == [Q_SECOND, Q_DROP] and q["inputAfterQueue"] == "" and q["usersWhileQueued"] == 1, q
+    assert q["editValue"] == Q_SECOND and q["afterEdit"] == [Q_EDITED], q
+    assert len(q["users"]) == 2 and Q_EDITED in q["users"][1] and q["queueAfter"] == 0, q
+    assert "Drop the 1 queued message?" in q["stopDialog"], q["stopDialog"]
+    assert q["queueAfterStop"] == 0 and not any(Q_NEVER in u for u in q["usersAfterStop"]), q
+    texts = [json.dumps(r["messages"]) for r in model.requests]
+    asked = [t for t in texts if Q_EDITED in t]
+    assert asked and sent_messages(next(r for r in model.requests if Q_EDITED in json.dumps(r["messages"])))[-1]["content"].endswith(Q_EDITED)
+    assert not any(Q_DROP in t or Q_NEVER in t for t in texts)
+    assert (ARTIFACTS / "vscode-queued.png").stat().st_size > 10_000
 
 
 def _assert_forks(seen: dict, project: Path, env: dict) -> None:

@@ -168,7 +168,8 @@ class Engine:
         return self._turns.busy(session_id)
 
     def abort(self, session_id: str) -> bool:
-        """Abort the session's running turn; False when none runs here."""
+        """Abort the session's running turn and drop the prompts waiting for it (``prompt``'s
+        ``wait``); False when none runs here."""
         return self._turns.abort(session_id)
 
     async def prompt(
@@ -182,6 +183,7 @@ class Engine:
         max_steps: int | None = None,
         attachments: Sequence[Attachment] = (),
         images: tuple[Image, ...] = (),
+        wait: bool = False,
     ) -> Running:
         """What the user typed (``text``), as a turn of ``session_id`` (None: a new session, titled
         by ``text``) or a built-in action on it (no session: the project's newest).
@@ -190,8 +192,16 @@ class Engine:
         the session's too); a new session keeps them. ``attachments``: context blocks put before
         the text (the editor's selection, a mention's file); ``images``: images the user attached.
         The session is busy from here until the returned ``Running``'s ``result()`` returns.
+        ``wait``: while a turn of the session runs, wait for it (and for the prompts waiting
+        before this one) instead of refusing with ``SessionBusy``; an abort of the session
+        meanwhile drops this prompt (``Running.dropped``: it ends aborted, nothing stored).
         """
-        claim = self._turns.claim(session_id) if session_id else None
+        if session_id and wait:
+            claim = await self._turns.wait(session_id)
+            if claim is None:
+                return Running.dropped(session_id)
+        else:
+            claim = self._turns.claim(session_id) if session_id else None
         try:
             session = await self._runtime.project_session(session_id) if session_id else None
             prepared = self._runtime.prepare(text)

@@ -5,11 +5,15 @@ A door gets a ``Running`` from ``Engine.prompt``, ``retry`` or ``regenerate``, m
 at any time (before ``result()`` too: the turn then ends at once as aborted), and awaits
 ``result()`` once. The session counts as busy from the moment the ``Running`` exists until its
 ``result()`` has returned, so a second prompt, an undo or a rewind in between is refused with
-``SessionBusy`` (another process is kept out by the session's lease, leases.py).
+``SessionBusy`` (another process is kept out by the session's lease, leases.py), unless the
+prompt asks to wait (``Engine.prompt(wait=True)``): it then waits in the session's line, in the
+order prompts came, and the session passes to it straight from the turn before (``Turns.wait``);
+an abort of the session drops every prompt still waiting, unrun (``Running.dropped``).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -70,6 +74,8 @@ class Turns:
 
     def __init__(self) -> None:
         self._running: dict[str, Running] = {}
+        # Prompts waiting for a session to be free, in the order they came (``wait``).
+        self._waiting: dict[str, deque[Waiting]] = {}
         self._closing = False
 
     def busy(self, session_id: str) -> bool:
@@ -86,18 +92,70 @@ class Turns:
         self._running[session_id] = claim
         return claim
 
+    async def wait(self, session_id: str, what: str = "a turn is still running") -> "Claim | None":
+        """The session claimed as ``claim`` does, once every turn before this one is done: a
+        prompt that comes while a turn runs (or others wait) waits its place in line and gets
+        the session straight from the one before it. None when an abort dropped it meanwhile."""
+        if session_id not in self._running and not self._waiting.get(session_id):
+            return self.claim(session_id, what)
+        if self._closing:
+            raise SessionBusy(session_id, "Totem is stopping")
+        waiting = Waiting()
+        self._waiting.setdefault(session_id, deque()).append(waiting)
+        try:
+            await waiting.turn.wait()
+        except BaseException:
+            self._leave(session_id, waiting)
+            raise
+        if waiting.claim is None and self._closing:
+            raise SessionBusy(session_id, "Totem is stopping")
+        return waiting.claim
+
+    def waiting(self, session_id: str) -> int:
+        """How many prompts wait for the session."""
+        return len(self._waiting.get(session_id, ()))
+
     def register(self, running: "Running") -> None:
         self._running[running.session_id] = running
 
     def release(self, running: "Running") -> None:
         if self._running.get(running.session_id) is running:
             del self._running[running.session_id]
+            self._pass_on(running.session_id)
+
+    def _pass_on(self, session_id: str) -> None:
+        """The free session claimed for the first prompt waiting for it, which is woken."""
+        line = self._waiting.get(session_id)
+        if not line:
+            return
+        waiting = line.popleft()
+        if not line:
+            del self._waiting[session_id]
+        if not self._closing:
+            waiting.claim = Claim(session_id, self)
+            self._running[session_id] = waiting.claim
+        waiting.turn.set()
+
+    def _leave(self, session_id: str, waiting: "Waiting") -> None:
+        """A waiting prompt gone (its request cancelled): out of line, or, when the session had
+        already passed to it, the session passed on."""
+        line = self._waiting.get(session_id)
+        if line is not None and waiting in line:
+            line.remove(waiting)
+            if not line:
+                del self._waiting[session_id]
+        elif waiting.claim is not None:
+            waiting.claim.free()
 
     def abort(self, session_id: str) -> bool:
-        """Abort the session's turn (or the prompt being prepared); False when none runs here."""
+        """Abort the session's turn (or the prompt being prepared) and drop the prompts waiting
+        for it; False when none runs here."""
+        dropped = self._waiting.pop(session_id, deque())
+        for waiting in dropped:
+            waiting.turn.set()  # no claim: dropped
         running = self._running.get(session_id)
         if running is None:
-            return False
+            return bool(dropped)
         running.abort()
         return True
 
@@ -108,11 +166,23 @@ class Turns:
         """Every running turn aborted, and waited for up to ``timeout`` seconds; from here on no
         session can be claimed, and a turn that was being prepared is aborted as it starts."""
         self._closing = True
+        for session_id in list(self._waiting):
+            for waiting in self._waiting.pop(session_id):
+                waiting.turn.set()
         with anyio.move_on_after(timeout):
             while self._running:
                 for running in self.all():
                     running.abort()
                 await anyio.sleep(0.02)
+
+
+class Waiting:
+    """A prompt in a session's line: woken (``turn``) with the session claimed for it, or with
+    no ``claim`` when an abort dropped it."""
+
+    def __init__(self) -> None:
+        self.turn = anyio.Event()
+        self.claim: Claim | None = None
 
 
 class Running:
@@ -132,6 +202,14 @@ class Running:
             turns.register(self)
         if aborted:
             self.abort()
+
+    @classmethod
+    def dropped(cls, session_id: str) -> "Running":
+        """A prompt dropped while it waited for the turn before it (an abort): it never ran,
+        nothing of it is stored, and it ends as aborted."""
+        running = cls(session_id, turns=None)
+        running._result = Result(session_id=session_id, stop_reason="aborted", text="", reason="stopped before it started")
+        return running
 
     @property
     def turn_id(self) -> str:

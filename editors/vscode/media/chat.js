@@ -285,6 +285,9 @@
     } else if (button.classList.contains("regenerate")) {
       follow = true;
       vscode.postMessage({ type: "regenerate", requestId: button.closest(".model").dataset.request });
+    } else if (button.classList.contains("queue-edit") || button.classList.contains("queue-remove")) {
+      const type = button.classList.contains("queue-edit") ? "queueEdit" : "queueRemove";
+      vscode.postMessage({ type, id: Number(button.dataset.queued) });
     } else if (button.classList.contains("variant") && !button.disabled) {
       vscode.postMessage({ type: "variant", requestId: button.closest(".model").dataset.request, index: Number(button.dataset.index) });
     }
@@ -395,7 +398,9 @@
     drawTabs(state.tabs || []);
     drawPickers(state);
     $("stop").hidden = !state.busy;
-    $("send").disabled = state.busy;
+    // While a turn runs a message is queued (messageQueue.ts), sent when the turn ends.
+    $("send").textContent = state.busy ? "Queue" : "Send";
+    $("send").title = state.busy ? "Queue this message: it is sent when the turn ends" : "Send";
     const pending = $("pending");
     if (state.pending && state.pending.kind === "permission") {
       pending.hidden = false;

@@ -3,6 +3,7 @@
 
 import { AgentThread, applyNested, newThread, storedThread, threadLines } from "./agentThread";
 import { JobList } from "./jobList";
+import { MessageQueue } from "./messageQueue";
 import { callCommand, callOutcome } from "./toolCard";
 import type { Mode, SessionHistory, StoredPart, StopReason, Todo, TotemEvent, VariantInfo } from "./protocol";
 
@@ -108,6 +109,8 @@ export class ChatState {
   pending: PendingAsk | undefined;
   /** Set by `beginTurn` until the turn's session is known. */
   awaitingSession = false;
+  /** Messages sent while the turn runs, sent as it ends (messageQueue.ts). */
+  readonly queue = new MessageQueue();
   private step = 1;
   private turnStartIndex = 0;
 

@@ -24,6 +24,8 @@ export type ViewMessage =
   /** Put the waiting question in front again: its modal, or its diff (`path`: one file of it). */
   | { type: "showPending"; path?: string }
   | { type: "copy"; text: string }
+  /** A message queued while the turn runs: edited (an input box) or removed before it is sent. */
+  | { type: "queueEdit" | "queueRemove"; id: number }
   | { type: "jobStop" | "jobDismiss"; sessionId: string; jobId: string }
   | { type: "ready" };
 

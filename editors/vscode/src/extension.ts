@@ -415,9 +415,22 @@ export class TotemExtension implements vscode.Disposable {
     if (text.trim() === "/compact") return this.compact();
     const chat = this.state;
     if (chat.busy) {
-      void vscode.window.showInformationMessage("Totem is still working on the last message. Stop it first (Totem: Abort).");
+      chat.queue.add(text, { context, label: contextLabel, editor, images });
+      this.refresh(true);
       return;
     }
+    return this.sendIn(chat, text, context, contextLabel, editor, images);
+  }
+
+  /** Sends `text` as the next turn of `chat` (its session, or a new one). */
+  private async sendIn(
+    chat: ChatState,
+    text: string,
+    context: ChatParams["context"] | undefined,
+    contextLabel: string | undefined,
+    editor: ChatParams["editor"] | undefined,
+    images: { name: string; mimeType: string; data: string }[],
+  ): Promise<void> {
     chat.beginTurn(text, contextLabel, images.map((i) => ({ name: i.name, src: `data:${i.mimeType};base64,${i.data}` })));
     this.refresh(true);
     await this.view.reveal();
@@ -461,6 +474,27 @@ export class TotemExtension implements vscode.Disposable {
         chat.failTurn(message, chat.sessionId ? undefined : resend);
       }
     }
+    this.refresh(true);
+    void this.sendQueued(chat);
+  }
+
+  /** The first message queued in `chat` (messageQueue.ts) sent, once no turn runs there. */
+  private async sendQueued(chat: ChatState): Promise<void> {
+    if (chat.busy || this.running.has(chat)) return;
+    const next = chat.queue.take();
+    if (!next) return;
+    await this.sendIn(chat, next.text, next.with.context, next.with.label, next.with.editor, next.with.images);
+  }
+
+  /** A queued message edited in an input box (emptied: removed), before it is sent. */
+  private async editQueued(id: number): Promise<void> {
+    const chat = this.state;
+    const message = chat.queue.messages.find((m) => m.id === id);
+    if (!message) return;
+    const text = await vscode.window.showInputBox({ title: "Edit the queued message", value: message.text, ignoreFocusOut: true });
+    if (text === undefined) return;
+    if (text.trim()) chat.queue.edit(id, text);
+    else chat.queue.remove(id);
     this.refresh(true);
   }
 
@@ -595,9 +629,28 @@ export class TotemExtension implements vscode.Disposable {
   async abort(): Promise<void> {
     const sessionId = this.state.sessionId;
     if (!sessionId || !this.totem) return;
+    if (!(await this.dropQueueOnStop(this.state))) return;
     this.prompts.turnEnded(sessionId);
     const aborted = await this.totem.abort(sessionId).catch(() => false);
     if (!aborted) void vscode.window.setStatusBarMessage("Totem: nothing to stop", 3000);
+  }
+
+  /** A stop with messages queued asks whether to drop them: Drop, or Keep (sent after the stop);
+   * false when the user cancelled the stop. */
+  private async dropQueueOnStop(chat: ChatState): Promise<boolean> {
+    const count = chat.queue.size;
+    if (!count) return true;
+    const what = count === 1 ? "1 queued message" : `${count} queued messages`;
+    const choice = await vscode.window.showWarningMessage(
+      `Stop the turn. Drop the ${what}?`,
+      { modal: true, detail: "Kept, they are sent after the stop, one turn each." },
+      "Drop",
+      "Keep",
+    );
+    if (choice === undefined) return false;
+    if (choice === "Drop") chat.queue.clear();
+    this.refresh(true);
+    return true;
   }
 
   async undoRedo(which: "Undo" | "Redo"): Promise<void> {
@@ -846,6 +899,11 @@ export class TotemExtension implements vscode.Disposable {
         return this.stopJob(m.sessionId, m.jobId);
       case "jobDismiss":
         if (this.chats.jobs.dismiss(m.sessionId, m.jobId)) this.refresh(true);
+        return;
+      case "queueEdit":
+        return this.editQueued(m.id);
+      case "queueRemove":
+        if (this.state.queue.remove(m.id)) this.refresh(true);
         return;
       case "copy":
         await vscode.env.clipboard.writeText(m.text);

@@ -213,6 +213,18 @@ function renderThread(callId: string, thread: AgentThread, open = false): string
   );
 }
 
+/** The chat's queued messages (messageQueue.ts), under the conversation: each with Edit and Remove. */
+export function renderQueue(state: ChatState): string {
+  if (!state.queue.size) return "";
+  const items = state.queue.messages.map(
+    (m) =>
+      `<li class="queued-message" data-queued="${m.id}"><span class="queued-text">${escapeHtml(m.text)}</span>` +
+      `<button class="queue-edit" data-queued="${m.id}" title="Edit this message before it is sent">Edit</button>` +
+      `<button class="queue-remove" data-queued="${m.id}" title="Remove it: it will not be sent">Remove</button></li>`,
+  );
+  return `<div class="queue"><div class="queue-title">Queued: sent when the turn ends</div><ol>${items.join("")}</ol></div>`;
+}
+
 export function renderTodos(state: ChatState): string {
   if (!state.todos.length) return "";
   const mark = { pending: "☐", in_progress: "◐", completed: "☑" } as const;
@@ -326,7 +338,7 @@ export function viewModel(state: ChatState, status: string, commands: CommandInf
     // Unknown (null) is not "no": a `[models]` entry of the config may say it sees images.
     vision: !(extras.blind ?? []).includes(model),
     visionUnknown: (extras.unsure ?? []).includes(model),
-    html: state.entries.map((e, i, all) => renderEntry(e, i, all)).join("\n"),
+    html: state.entries.map((e, i, all) => renderEntry(e, i, all)).join("\n") + renderQueue(state),
     todos: renderTodos(state),
     jobs: renderJobs(state),
     busy: state.busy,

@@ -557,6 +557,66 @@ async function review21(page, args) {
   step("rewound");
 }
 
+// Issue 37: messages sent while a turn runs are queued under the chat (Edit, Remove), the edited
+// one is sent when the turn ends; a stop with a message queued asks, and Drop drops it.
+async function queued37(page, args) {
+  const q = args.queue;
+  seen.queue = {};
+  const out = seen.queue;
+  await runCommand(page, "Totem: New Chat");
+  const frame = await chatFrame(page);
+  const box = frame.locator("#input");
+  await box.fill(q.first);
+  await box.press("Enter");
+  await frame.locator(".msg.answer", { hasText: q.working }).waitFor({ timeout: 15000 });
+  out.sendLabel = await frame.locator("#send").innerText();
+  await box.fill(q.second);
+  await frame.locator("#send").click();
+  await box.fill(q.drop);
+  await box.press("Enter");
+  await frame.locator(".queued-message", { hasText: q.drop }).waitFor({ timeout: 5000 });
+  out.queued = await frame.locator(".queued-text").allInnerTexts();
+  out.inputAfterQueue = await box.inputValue();
+  out.usersWhileQueued = await frame.locator(".msg.user").count();
+  await page.screenshot({ path: path.join(args.artifacts, "vscode-queued.png") });
+  if (args.docsDir) await page.screenshot({ path: path.join(args.docsDir, "vscode-queued.png") });
+  step("queued");
+
+  await frame.locator(".queued-message", { hasText: q.drop }).locator(".queue-remove").click();
+  await frame.waitForFunction((t) => ![...document.querySelectorAll(".queued-text")].some((e) => e.textContent === t), q.drop);
+  await frame.locator(".queued-message", { hasText: q.second }).locator(".queue-edit").click();
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible" });
+  out.editValue = await input.inputValue();
+  await input.fill(q.edited);
+  await input.press("Enter");
+  await frame.locator(".queued-text", { hasText: q.edited }).waitFor({ timeout: 5000 });
+  out.afterEdit = await frame.locator(".queued-text").allInnerTexts();
+  step("queue edited");
+
+  await frame.locator(".msg.answer", { hasText: q.secondAnswer }).waitFor({ timeout: 30000 });
+  out.users = await frame.locator(".msg.user").allInnerTexts();
+  out.queueAfter = await frame.locator(".queue").count();
+  step("queued message sent");
+
+  await box.fill(q.third);
+  await box.press("Enter");
+  await frame.locator(".msg.answer", { hasText: q.slow }).waitFor({ timeout: 15000 });
+  await box.fill(q.never);
+  await box.press("Enter");
+  await frame.locator(".queued-text", { hasText: q.never }).waitFor({ timeout: 5000 });
+  await frame.locator("#stop").click();
+  const dialog = page.locator(".monaco-dialog-box");
+  await dialog.waitFor({ state: "visible", timeout: 10000 });
+  out.stopDialog = await dialog.innerText();
+  await dialog.locator(".monaco-button", { hasText: "Drop" }).first().click();
+  await frame.waitForFunction(() => document.body.dataset.busy === "0", null, { timeout: 15000 });
+  await page.waitForTimeout(1000);
+  out.queueAfterStop = await frame.locator(".queue").count();
+  out.usersAfterStop = await frame.locator(".msg.user").allInnerTexts();
+  step("stopped, queue dropped");
+}
+
 const browser = await chromium.launch({
   executablePath: args.chromium,
   headless: true,
@@ -671,6 +731,7 @@ try {
   if (args.rough) await roughEdges(page, args);
   if (args.job) await backgroundJob(page, args);
   if (args.review) await review21(page, args);
+  if (args.queue) await queued37(page, args);
   seen.ok = true;
 } catch (error) {
   seen.ok = false;

@@ -7,6 +7,7 @@ local attachments = require('totem.attachments')
 local markdown = require('totem.markdown')
 local results = require('totem.results')
 local subagent = require('totem.subagent')
+local queue = require('totem.queue')
 
 local M = {}
 
@@ -42,6 +43,7 @@ local function new_chat(n)
     context = nil, -- the last `context` event: {estimate, window, breakdown}
     wanted = {}, -- {mode?, model?} chosen before the chat had a session: its first turn's
     attachments = {}, -- images for the next message (:TotemAttach): attachments.lua's items
+    queued = {}, -- messages sent while a turn runs, sent as it ends (queue.lua)
     title = nil, -- the session's title (its first message), named in its permission questions
   }
 end
@@ -323,6 +325,7 @@ local function edit(fn)
   local ok, err = pcall(fn, buf)
   vim.bo[buf].modifiable = false
   draw_attachments(buf)
+  queue.draw(state, buf)
   vim.bo[buf].modified = false
   count = vim.api.nvim_buf_line_count(buf)
   for win, yes in pairs(follow) do
@@ -939,6 +942,12 @@ function M.on_event(e, client_id)
   with(chat, M.draw_event, e)
   if e.kind == 'turnEnd' and (e.parentCallId == nil or e.parentCallId == vim.NIL) then
     require('totem.notices').turn_end(chat, e)
+    if not chat.request_id then
+      -- A turn started elsewhere (a code action): its request ends just after this event.
+      vim.defer_fn(function()
+        M.send_queued(chat)
+      end, 200)
+    end
   end
 end
 
@@ -1107,6 +1116,9 @@ function M.request_turn(c, method, params, done)
       done(err, result)
       M.update_winbar()
     end)
+    vim.schedule(function()
+      M.send_queued(chat)
+    end)
   end)
   if not chat.request_id then
     chat.busy = false
@@ -1138,8 +1150,8 @@ function M.send(text, context, bufnr)
     client.notify('no Totem server is running: open a file inside a project first', vim.log.levels.ERROR)
     return
   end
-  if busy_warning() then
-    return
+  if queue.waits(state) then
+    return queue.add(state, { text = text, context = context, bufnr = bufnr })
   end
   if state.client_id and state.client_id ~= c.id then
     local mine = vim.lsp.get_client_by_id(state.client_id)
@@ -1294,11 +1306,19 @@ function M.abort()
   if not c then
     return
   end
+  queue.ask_on_stop(state)
   if state.session then
     client.notify_server(c, 'totem/abort', { sessionId = state.session })
   elseif state.request_id then
     c:cancel_request(state.request_id)
   end
+end
+
+--- The first message queued in `chat` (queue.lua) sent, once no turn runs there.
+function M.send_queued(chat)
+  queue.next(chat, function(message)
+    with(chat, M.send, message.text, message.context, message.bufnr)
+  end)
 end
 
 -- The conversation's messages -------------------------------------------------------------------
