@@ -405,11 +405,11 @@ def table_shown(lines: list[str], first: str) -> list[str]:
 def table_cells(shown: list[str]) -> list[list[str]]:
     """A fitted table's rows read back: each cell's pieces from its continuation lines, joined
     without spaces (a word too long for its column is cut); the delimiter and rule lines are
-    where one row ends."""
+    where one row ends (the rule a row of `─`, no delimiter row)."""
     rows, current = [], None
     for line in shown:
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if all(re.fullmatch(r":?-+:?", cell) for cell in cells):
+        if all(re.fullmatch(r":?-+:?|─+", cell) for cell in cells):
             current = None
             continue
         if current is None:
