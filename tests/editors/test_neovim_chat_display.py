@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from tests.editors.test_neovim import (  # noqa: F401 - fixtures
     CHAT_LINES,
+    NOTIFIED_LEVELS,
     VISIBLE_CHAT,
+    WINDOW_OF_CHAT,
     config_extra,
     model,
     neovim,
@@ -14,9 +16,11 @@ from tests.editors.test_neovim import (  # noqa: F401 - fixtures
     table_cells,
     table_shown,
     wait_for_client,
+    wait_for_input,
     wait_idle,
 )
 from tests.support.model_server import text_reply
+from tests.support.reminder import sent_messages
 
 CODE_ROWS = [
     ["Key", "Default", "Meaning"],
@@ -63,3 +67,53 @@ def test_a_wide_table_with_inline_code_lines_up_as_shown_and_only_its_header_is_
     captured = nv.lua(CAPTURES, headers + body)
     assert "markup.heading" in captured[0], captured
     assert len(body) == 4 and not any("markup.heading" in c for c in captured[1:]), (drawn, captured)
+
+
+def last_user_text(request: dict) -> str:
+    return sent_messages(request)[-1]["content"]
+
+
+def test_selection_typed_in_the_chat_attaches_the_files_last_selection_and_the_chat_says_what_was_attached(
+        neovim, project, model):
+    """`#selection` typed in the chat's input (opened from the chat, not from Visual mode) sends
+    the last Visual selection of the file the user was in; the user's message in the chat names
+    what its mentions attached, live and when the session is shown again; `#selection` in a file
+    never selected in sends no lines and says so."""
+    nv = neovim
+    wait_for_client(nv)
+    nv.lua(NOTIFIED_LEVELS)
+    # Lines 5 and 6 selected in the file, then Visual mode left; then into the chat.
+    nv.input("5GVj<Esc>")
+    nv.wait(lambda: nv.lua("return vim.fn.mode()") == "n", "Normal mode")
+    model.enqueue(text_reply("It builds the greeting."))
+    nv.command("TotemChat")
+    nv.lua(WINDOW_OF_CHAT + " vim.api.nvim_set_current_win(win)")
+    nv.input("i")
+    wait_for_input(nv)
+    nv.input("What does #selection do with @package.json?<C-s>")
+    lines = wait_idle(nv, "the answer", "It builds the greeting.")
+    sent = last_user_text(model.requests[-1])
+    assert '<context file="controllers/api.js" lines="5-6">\nfunction hello() {\n\tvar name' in sent, sent
+    assert '<context file="package.json">' in sent, sent
+    you = lines.index("## You")
+    told = "*(attached: #selection controllers/api.js:5-6, @package.json)*"
+    assert lines[you + 1: you + 4] == ["What does #selection do with @package.json?", "", told], lines
+    assert nv.lua("return _G.notified") == []
+
+    # Shown again from the store: the same line, from what the server attached.
+    live = nv.lua(CHAT_LINES)
+    nv.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
+    nv.command("TotemNew")
+    nv.command("TotemSessions")
+    nv.wait(lambda: nv.lua(CHAT_LINES) == live, "the session shown again, as it was")
+
+    # A file never selected in: nothing attached, and the user is told.
+    nv.command("edit package.json")
+    model.enqueue(text_reply("Nothing selected."))
+    nv.command("TotemAsk Explain #selection")
+    lines = wait_idle(nv, "the second answer", "Nothing selected.")
+    assert 'lines="' not in last_user_text(model.requests[-1])  # the file named as context, no lines
+    assert not any(line.startswith("*(attached:") for line in lines[lines.index("Explain #selection"):]), lines
+    warn = nv.lua("return vim.log.levels.WARN")
+    assert nv.lua("return _G.notified")[0] == [
+        "Totem: #selection: package.json has no selection to attach; select lines in Visual mode first", warn]
