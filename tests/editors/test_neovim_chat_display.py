@@ -19,7 +19,7 @@ from tests.editors.test_neovim import (  # noqa: F401 - fixtures
     wait_for_input,
     wait_idle,
 )
-from tests.support.model_server import text_reply
+from tests.support.model_server import text_reply, tool_reply
 from tests.support.reminder import sent_messages
 
 CODE_ROWS = [
@@ -117,3 +117,34 @@ def test_selection_typed_in_the_chat_attaches_the_files_last_selection_and_the_c
     warn = nv.lua("return vim.log.levels.WARN")
     assert nv.lua("return _G.notified")[0] == [
         "Totem: #selection: package.json has no selection to attach; select lines in Visual mode first", warn]
+
+
+def test_the_proposals_diff_tab_is_labelled_with_its_file_and_the_tab_line_given_back(neovim, project, model):
+    """`e` on a file change opens the proposal in a tab that the tab line names `Totem review:
+    controllers/api.js` (Neovim's own label was `t//p/c/api.js`); once it is closed (`q`), the
+    user's tab line ('tabline' empty) is theirs again."""
+    nv = neovim
+    changed = project / "controllers" / "api.js"
+    model.enqueue(tool_reply([("read", {"path": "controllers/api.js"})]))
+    model.enqueue(tool_reply([("write", {"path": "controllers/api.js",
+                                         "content": changed.read_text().replace("'Hello '", "'Hi '")})]))
+    model.enqueue(text_reply("Changed."))
+    wait_for_client(nv)
+    nv.command("TotemAsk Say hi")
+    nv.wait(lambda: nv.lua("local p = require('totem.permission').current return p and p.win and p.files ~= nil"),
+            "the review window")
+    nv.input("e")
+    nv.wait(lambda: nv.lua("return vim.fn.tabpagenr('$')") == 2 and nv.lua("return vim.bo.buftype") == "acwrite",
+            "the proposal's tab")
+    line = nv.lua("return vim.api.nvim_eval_statusline(vim.o.tabline, { use_tabline = true }).str")
+    assert "Totem review: controllers/api.js" in line and "t//p" not in line, line
+    if nv.tmux:
+        top = nv.wait(lambda: (screen := nv.capture()) and "Totem review:" in screen.split("\n")[0] and screen.split("\n")[0],
+                      "the label on the screen's tab line")
+        assert "Totem review: controllers/api.js" in top and "c/api.js" in top, top  # the other tab as Neovim names it
+    nv.input("q")
+    nv.wait(lambda: nv.lua("return vim.fn.tabpagenr('$')") == 1, "the proposal's tab closed")
+    nv.wait(lambda: nv.lua("return vim.o.tabline") == "", "the user's tab line back")
+    nv.wait(lambda: nv.lua("local p = require('totem.permission').current return p and p.win"), "the review again")
+    nv.input("a")
+    wait_idle(nv, "the end of the turn", "Changed.")

@@ -311,8 +311,9 @@ local function plain_diff_window(win, path)
 end
 
 --- Opens the proposal for the file under the cursor, as it would be accepted now, in a tab of
---- its own beside the file as it is (diff mode). Writing it (`:w`) takes it as the user's
---- version of the file; `q` goes back without it. Either way the ask comes back.
+--- its own beside the file as it is (diff mode), labelled `Totem review: PATH` (tablabel.lua).
+--- Writing it (`:w`) takes it as the user's version of the file; `q` goes back without it.
+--- Either way the ask comes back.
 function Ask:edit()
   local entry = self:hunk_at_cursor()
   local file = entry and entry.file or (self.files or {})[1]
@@ -358,6 +359,7 @@ function Ask:edit()
     vim.api.nvim_buf_delete(placeholder, { force = true })
   end
   self.edit_tab = vim.api.nvim_get_current_tabpage()
+  require('totem.tablabel').name(self.edit_tab, 'Totem review: ' .. file.path)
   self.edit_bufs = { proposal, original }
   vim.api.nvim_create_autocmd('BufWriteCmd', {
     buffer = proposal,
