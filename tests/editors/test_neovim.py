@@ -285,7 +285,7 @@ def test_todo_question_and_reject_with_feedback(neovim, project, model):
     nv.input("f")  # reject with feedback
     nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy"), "the end of the turn")
 
-    assert nv.lua("return _G.asked") == ["Totem asks: Which colour?", ["red", "blue", "Other…"]]
+    assert nv.lua("return _G.asked") == ["Pick a colour and note it · Totem asks: Which colour?", ["red", "blue", "Other…"]]
     chat = "\n".join(nv.lua(CHAT_LINES))
     assert "**Todo**\n- [~] Add a route\n- [ ] Write a test" in chat, chat
     # The feedback stands under the refused call (issue 25, item 5).

@@ -148,3 +148,26 @@ def test_the_proposals_diff_tab_is_labelled_with_its_file_and_the_tab_line_given
     nv.wait(lambda: nv.lua("local p = require('totem.permission').current return p and p.win"), "the review again")
     nv.input("a")
     wait_idle(nv, "the end of the turn", "Changed.")
+
+
+def test_a_question_names_its_session_and_brings_its_chat_forward(neovim, project, model):
+    """The ask tool's question (totem/question) while another chat is shown: the prompt names the
+    asking session (its chat's title), as a permission question does, and its chat is the one
+    shown when the question is put; a free answer's prompt names it too."""
+    nv = neovim
+    model.enqueue(tool_reply([("ask", {"question": "Which colour?", "options": ["red", "blue"]})]))
+    model.enqueue(tool_reply([("ask", {"question": "Which shade?"})]))
+    model.enqueue(text_reply("Blue, navy."))
+    wait_for_client(nv)
+    # Answered once the chats are swapped: the first chat asks while the second is shown.
+    nv.lua("_G.asked = {}"
+           " local function shown() return require('totem.chat').state.n end"
+           " vim.ui.select = function(items, opts, on_choice)"
+           "   table.insert(_G.asked, { opts.prompt, shown() }) on_choice(items[2], 2) end"
+           " vim.ui.input = function(opts, on_confirm)"
+           "   table.insert(_G.asked, { opts.prompt, shown() }) on_confirm('navy') end")
+    nv.lua("vim.cmd('TotemAsk Pick a colour')"
+           " local chat = require('totem.chat') chat.show(chat.add_chat())")
+    asked = nv.wait(lambda: len(nv.lua("return _G.asked")) == 2 and nv.lua("return _G.asked"), "both questions")
+    assert asked == [["Pick a colour · Totem asks: Which colour?", 1], ["Pick a colour · Totem asks: Which shade? ", 1]], asked
+    wait_idle(nv, "the answer", "Blue, navy.")

@@ -550,14 +550,19 @@ function M.close_for_client(client_id)
   end
 end
 
---- totem/question: options with vim.ui.select (plus a free answer), else vim.ui.input.
+--- totem/question: options with vim.ui.select (plus a free answer), else vim.ui.input. As a
+--- permission question, it names its session (the chat's title) and brings its chat forward.
 function M.question(params)
   local question = (params and params.question) or '?'
   local options = (params and params.options) or {}
-  require('totem.notices').ask(params and params.sessionId, 'asks: ' .. question)
+  local session = params and params.sessionId
+  require('totem.notices').ask(session, 'asks: ' .. question)
+  local title = session_title(session)
+  local asks = (title and (title .. ' · ') or '') .. 'Totem asks: '
+  bring_forward(session)
   local answer = await(function(done)
     local function free()
-      vim.ui.input({ prompt = question .. ' ' }, function(text)
+      vim.ui.input({ prompt = asks .. question .. ' ' }, function(text)
         done(text)
       end)
     end
@@ -565,7 +570,7 @@ function M.question(params)
       return free()
     end
     local items = vim.list_extend(vim.deepcopy(options), { 'Other…' })
-    vim.ui.select(items, { prompt = 'Totem asks: ' .. question }, function(choice, idx)
+    vim.ui.select(items, { prompt = asks .. question }, function(choice, idx)
       if choice == nil then
         done(nil)
       elseif idx == #items then
