@@ -1337,3 +1337,7 @@ def test_a_commands_card_esc_puts_the_question_aside_and_the_asking_session_is_n
     assert lines[card + 1: card + 4] == ["    ✗ failed: exit 3", "    $ echo hi && exit 3", "    │ hi"], lines
     # A failed command stays open: its call and its output.
     assert nv.lua(FOLD_AT, card + 1)[0] == -1 and nv.lua(FOLD_AT, card + 4)[0] == -1
+    if os.environ.get("TOTEM_DOCS_SCREENSHOTS") and nv.tmux:
+        screen = nv.wait(lambda: (shown := nv.capture(colours=True)) and "failed: exit 3" in shown and shown,
+                         "the failed card on the screen")
+        save(screen, DOCS_IMAGES / "neovim-failed-command.png", nv.size)
