@@ -4,15 +4,12 @@ an answer, and what the editor sends for it. Uses test_neovim.py's fixtures and 
 
 from __future__ import annotations
 
-from tests.editors.test_neovim import (  # noqa: F401 - fixtures
+from tests.editors import test_neovim as base
+from tests.editors.test_neovim import (
     CHAT_LINES,
     NOTIFIED_LEVELS,
     VISIBLE_CHAT,
     WINDOW_OF_CHAT,
-    config_extra,
-    model,
-    neovim,
-    project,
     table_cells,
     table_shown,
     wait_for_client,
@@ -21,6 +18,9 @@ from tests.editors.test_neovim import (  # noqa: F401 - fixtures
 )
 from tests.support.model_server import text_reply, tool_reply
 from tests.support.reminder import sent_messages
+
+# test_neovim.py's fixtures: a Neovim with the plugin on a Total.js project, a scripted model.
+neovim, project, model, config_extra = base.neovim, base.project, base.model, base.config_extra
 
 CODE_ROWS = [
     ["Key", "Default", "Meaning"],
