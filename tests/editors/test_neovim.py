@@ -286,7 +286,7 @@ def test_todo_question_and_reject_with_feedback(neovim, project, model):
     nv.input("f")  # reject with feedback
     nv.wait(lambda: not nv.lua("return require('totem.chat').state.busy"), "the end of the turn")
 
-    assert nv.lua("return _G.asked") == ["Totem asks: Which colour?", ["red", "blue", "Other…"]]
+    assert nv.lua("return _G.asked") == ["Pick a colour and note it · Totem asks: Which colour?", ["red", "blue", "Other…"]]
     chat = "\n".join(nv.lua(CHAT_LINES))
     assert "**Todo**\n- [~] Add a route\n- [ ] Write a test" in chat, chat
     # The feedback stands under the refused call (issue 25, item 5).
@@ -406,11 +406,11 @@ def table_shown(lines: list[str], first: str) -> list[str]:
 def table_cells(shown: list[str]) -> list[list[str]]:
     """A fitted table's rows read back: each cell's pieces from its continuation lines, joined
     without spaces (a word too long for its column is cut); the delimiter and rule lines are
-    where one row ends."""
+    where one row ends (the rule a row of `─`, no delimiter row)."""
     rows, current = [], None
     for line in shown:
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if all(re.fullmatch(r":?-+:?", cell) for cell in cells):
+        if all(re.fullmatch(r":?-+:?|─+", cell) for cell in cells):
             current = None
             continue
         if current is None:
@@ -1338,6 +1338,10 @@ def test_a_commands_card_esc_puts_the_question_aside_and_the_asking_session_is_n
     assert lines[card + 1: card + 4] == ["    ✗ failed: exit 3", "    $ echo hi && exit 3", "    │ hi"], lines
     # A failed command stays open: its call and its output.
     assert nv.lua(FOLD_AT, card + 1)[0] == -1 and nv.lua(FOLD_AT, card + 4)[0] == -1
+    if os.environ.get("TOTEM_DOCS_SCREENSHOTS") and nv.tmux:
+        screen = nv.wait(lambda: (shown := nv.capture(colours=True)) and "failed: exit 3" in shown and shown,
+                         "the failed card on the screen")
+        save(screen, DOCS_IMAGES / "neovim-failed-command.png", nv.size)
 
 
 TOOLS_LIST = "return vim.api.nvim_buf_get_lines(require('totem.tools').buf(), 0, -1, false)"

@@ -4,6 +4,7 @@
 local client = require('totem.client')
 local input = require('totem.input')
 local attachments = require('totem.attachments')
+local mentions = require('totem.mentions')
 local markdown = require('totem.markdown')
 local results = require('totem.results')
 local subagent = require('totem.subagent')
@@ -1015,13 +1016,20 @@ end
 
 
 --- The lines of a message in the chat: the speaker, what the user wrote, the label of its
---- context when it has one, and the answer's heading.
-local function user_lines(text, where)
+--- context when it has one and what its mentions attached (`attached`: mentions.lua's names),
+--- and the answer's heading.
+local function user_lines(text, where, attached)
   local lines = { M.YOU }
   vim.list_extend(lines, vim.split(text, '\n', { plain = true }))
-  if where then
+  local told = mentions.line(attached or {})
+  if where or told then
     table.insert(lines, '')
+  end
+  if where then
     table.insert(lines, '*(context: ' .. where .. ')*')
+  end
+  if told then
+    table.insert(lines, told)
   end
   vim.list_extend(lines, { '', M.TOTEM })
   return lines
@@ -1052,10 +1060,10 @@ local function mark_mentions(buf, first, count)
   end
 end
 
-local function show_user(buf, text, where)
+local function show_user(buf, text, where, attached)
   open_block(buf, 'user', true)
   local text_lines = vim.split(text, '\n', { plain = true })
-  append_lines(buf, user_lines(text, where))
+  append_lines(buf, user_lines(text, where, attached))
   -- The request's own lines: after its "## You", which is the last one in the buffer now.
   local rows = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   for row = #rows, 1, -1 do
@@ -1065,37 +1073,6 @@ local function show_user(buf, text, where)
     end
   end
   state.last = 'user'
-end
-
-local EDITOR_MENTION = { '#buffer', '#selection', '#diagnostics' }
-
---- totem/chat's `editor` for a message that names `#buffer`, `#selection` or `#diagnostics`:
---- the file buffer it is about (else the one the user was last in), the selection when the
---- message's context has one there, and that buffer's diagnostics (as LSP's) for
---- `#diagnostics`. Nil when the message names none.
-local function editor_state(text, context, bufnr)
-  local named = {}
-  for _, mention in ipairs(EDITOR_MENTION) do
-    named[mention] = text:find(mention, 1, true) ~= nil
-  end
-  if not (named['#buffer'] or named['#selection'] or named['#diagnostics']) then
-    return nil
-  end
-  local function is_file(b)
-    return b and vim.api.nvim_buf_is_valid(b) and vim.bo[b].buftype == '' and vim.api.nvim_buf_get_name(b) ~= ''
-  end
-  bufnr = is_file(bufnr) and bufnr or (is_file(M.last_file_buf) and M.last_file_buf or nil)
-  if not bufnr then
-    return nil
-  end
-  local out = { uri = vim.uri_from_bufnr(bufnr) }
-  if context and context.uri == out.uri and context.range then
-    out.range = context.range
-  end
-  if named['#diagnostics'] then
-    out.diagnostics = vim.lsp.diagnostic.from(vim.diagnostic.get(bufnr))
-  end
-  return out
 end
 
 --- Runs a request that runs a turn of the chat's session (totem/chat, totem/retry,
@@ -1175,6 +1152,10 @@ function M.send(text, context, bufnr)
   local images = state.attachments
   state.attachments = {} -- they go with this message; edit below draws them gone
   M.open(false)
+  local editor, problem = mentions.editor(text, context, bufnr, M.last_file_buf)
+  if problem then
+    client.notify(problem, vim.log.levels.WARN)
+  end
   edit(function(buf)
     local where = nil
     if context then
@@ -1183,9 +1164,11 @@ function M.send(text, context, bufnr)
         where = ('%s:%d-%d'):format(where, context.range.start.line + 1, context.range['end'].line)
       end
     end
-    show_user(buf, text, where)
+    show_user(buf, text, where, mentions.sent(text, editor, c.root_dir, function(uri)
+      return relative(uri, c)
+    end))
   end)
-  local params = { text = text, sessionId = state.session, context = context, editor = editor_state(text, context, bufnr) }
+  local params = { text = text, sessionId = state.session, context = context, editor = editor }
   if #images > 0 then
     params.attachments = attachments.params(images)
   end
@@ -1477,19 +1460,21 @@ function M.split_context(text)
   return rest, lines and (file .. ':' .. lines) or file
 end
 
---- What a stored request shows: what the user typed and the label of its context. With mentions
---- the server keeps what was typed (`typed`) and one entry a block (`attachments`); the
---- editor's context is the one of kind `context`.
+--- What a stored request shows: what the user typed, the label of its context and the names of
+--- what its mentions attached (mentions.stored). With mentions the server keeps what was typed
+--- (`typed`) and one entry a block (`attachments`); the editor's context is the one of kind
+--- `context`.
 local function request_shown(data)
   -- `typed`: what the user typed when it was a slash command (`text` is its expansion).
   local text, where = M.split_context(data.typed or data.text or '')
-  for _, attached in ipairs(type(data.attachments) == 'table' and data.attachments or {}) do
-    if attached.kind == 'context' then
-      local lines = type(attached.lines) == 'table' and (':' .. attached.lines[1] .. '-' .. attached.lines[2]) or ''
-      where = attached.path .. lines
+  local attached = mentions.stored(data.attachments)
+  for _, block in ipairs(type(data.attachments) == 'table' and data.attachments or {}) do
+    if block.kind == 'context' then
+      local lines = type(block.lines) == 'table' and (':' .. block.lines[1] .. '-' .. block.lines[2]) or ''
+      where = block.path .. lines
     end
   end
-  return text, where
+  return text, where, attached
 end
 
 --- One stored tool part, drawn as its events were.
@@ -1554,8 +1539,8 @@ function M.show_session(session, client_id, model)
       end
       if request then
         footer()
-        local text, where = request_shown(request)
-        show_user(buf, text, where)
+        local text, where, attached = request_shown(request)
+        show_user(buf, text, where, attached)
         last_text = text
         turn = { model = nil, ended = nil }
       elseif message.role ~= 'user' then

@@ -4,7 +4,8 @@
 -- The chat is parsed as `totem_chat`, Neovim's markdown parser under a name of its own, so its
 -- queries (editors/neovim/queries/totem_chat*) can differ from markdown's without touching other
 -- Markdown buffers: Totem's own tool paragraphs get no inline Markdown, and emphasis glued to a
--- word or a path is not concealed (tree-sitter-markdown would hide the `_` of `src/tomli/_re.py`).
+-- word or a path is not concealed (tree-sitter-markdown would hide the `_` of `src/tomli/_re.py`),
+-- and a table's cells (`totem_chat_cell`) conceal nothing, so a table lines up as it is drawn.
 local tables = require('totem.tables')
 
 local M = {}
@@ -52,6 +53,7 @@ local function register()
   end
   local ok = pcall(vim.treesitter.language.add, 'totem_chat', { path = block, symbol_name = 'markdown' })
     and pcall(vim.treesitter.language.add, 'totem_chat_inline', { path = inline, symbol_name = 'markdown_inline' })
+    and pcall(vim.treesitter.language.add, 'totem_chat_cell', { path = inline, symbol_name = 'markdown_inline' })
   if not ok then
     return false
   end

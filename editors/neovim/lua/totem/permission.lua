@@ -311,8 +311,9 @@ local function plain_diff_window(win, path)
 end
 
 --- Opens the proposal for the file under the cursor, as it would be accepted now, in a tab of
---- its own beside the file as it is (diff mode). Writing it (`:w`) takes it as the user's
---- version of the file; `q` goes back without it. Either way the ask comes back.
+--- its own beside the file as it is (diff mode), labelled `Totem review: PATH` (tablabel.lua).
+--- Writing it (`:w`) takes it as the user's version of the file; `q` goes back without it.
+--- Either way the ask comes back.
 function Ask:edit()
   local entry = self:hunk_at_cursor()
   local file = entry and entry.file or (self.files or {})[1]
@@ -358,6 +359,7 @@ function Ask:edit()
     vim.api.nvim_buf_delete(placeholder, { force = true })
   end
   self.edit_tab = vim.api.nvim_get_current_tabpage()
+  require('totem.tablabel').name(self.edit_tab, 'Totem review: ' .. file.path)
   self.edit_bufs = { proposal, original }
   vim.api.nvim_create_autocmd('BufWriteCmd', {
     buffer = proposal,
@@ -548,14 +550,19 @@ function M.close_for_client(client_id)
   end
 end
 
---- totem/question: options with vim.ui.select (plus a free answer), else vim.ui.input.
+--- totem/question: options with vim.ui.select (plus a free answer), else vim.ui.input. As a
+--- permission question, it names its session (the chat's title) and brings its chat forward.
 function M.question(params)
   local question = (params and params.question) or '?'
   local options = (params and params.options) or {}
-  require('totem.notices').ask(params and params.sessionId, 'asks: ' .. question)
+  local session = params and params.sessionId
+  require('totem.notices').ask(session, 'asks: ' .. question)
+  local title = session_title(session)
+  local asks = (title and (title .. ' · ') or '') .. 'Totem asks: '
+  bring_forward(session)
   local answer = await(function(done)
     local function free()
-      vim.ui.input({ prompt = question .. ' ' }, function(text)
+      vim.ui.input({ prompt = asks .. question .. ' ' }, function(text)
         done(text)
       end)
     end
@@ -563,7 +570,7 @@ function M.question(params)
       return free()
     end
     local items = vim.list_extend(vim.deepcopy(options), { 'Other…' })
-    vim.ui.select(items, { prompt = 'Totem asks: ' .. question }, function(choice, idx)
+    vim.ui.select(items, { prompt = asks .. question }, function(choice, idx)
       if choice == nil then
         done(nil)
       elseif idx == #items then

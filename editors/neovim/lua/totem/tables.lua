@@ -1,9 +1,13 @@
 -- Markdown pipe tables (GFM: a header row, a `|---|` delimiter row, body rows) fitted to the
 -- chat window's width. A table wider than the window would wrap mid-row, its columns lost; it
 -- is drawn again with narrower columns, each cell's words wrapped inside its column onto
--- continuation lines (`| … |` rows whose other cells are blank), and a delimiter-like line
--- between the rows that take several lines, so a row's end can be seen. The result is still a
--- pipe table, for treesitter's Markdown. A table that fits stays as the model wrote it.
+-- continuation lines (`| … |` rows whose other cells are blank), and a rule row (`| ─── |`)
+-- between the rows that take several lines, so a row's end can be seen. The rule is no
+-- delimiter row: a `|---|` there would make the row above it the header of another table (drawn
+-- bold). An inline code span is kept whole on a line, or, longer than its column, cut into
+-- pieces that are each a code span. The result is still one pipe table, for treesitter's
+-- Markdown; its cells are drawn with nothing concealed (markdown.lua), so the widths counted
+-- here are the widths shown. A table that fits stays as the model wrote it.
 local M = {}
 
 local width_of = vim.fn.strdisplaywidth
@@ -77,30 +81,80 @@ local function column_widths(rows, room)
   return widths
 end
 
---- `text` cut into pieces of at most `width` display cells: at spaces, a word longer than the
---- width cut where it must (after its last `/`, `_`, `-` or `,` that fits, else anywhere). At
---- least one piece ('' for an empty cell).
+--- The words of a cell's `text`: split at spaces, except inside an inline code span.
+local function words(text)
+  local found, i, word = {}, 1, ''
+  while i <= #text do
+    local ticks = text:match('^`+', i)
+    local close = ticks and text:find(ticks, i + #ticks, true)
+    if close then
+      word = word .. text:sub(i, close + #ticks - 1)
+      i = close + #ticks
+    elseif text:sub(i, i):match('%s') then
+      if word ~= '' then
+        table.insert(found, word)
+      end
+      word, i = '', i + 1
+    else
+      word, i = word .. (ticks or text:sub(i, i)), i + (ticks and #ticks or 1)
+    end
+  end
+  if word ~= '' then
+    table.insert(found, word)
+  end
+  return found
+end
+
+--- The first piece of `word` at most `width` display cells wide: cut after its last `/`, `_`,
+--- `-` or `,` that fits, else anywhere.
+local function cut_piece(word, width)
+  local cut = vim.fn.strcharpart(word, 0, width)
+  while width_of(cut) > width and #cut > 1 do
+    cut = vim.fn.strcharpart(cut, 0, vim.fn.strchars(cut) - 1)
+  end
+  -- A path or a name is cut after a separator when one is there: `totem_` `engine/` `loop.py`.
+  local after = cut:match('^.*[/_%-,]()')
+  if after and after > 2 and after <= #cut then
+    cut = cut:sub(1, after - 1)
+  end
+  return cut
+end
+
+--- A word longer than `width` cut into pieces; a word that is one code span (`` `name` ``) into
+--- code spans, each piece in backticks of its own.
+local function cut_word(word, width)
+  local ticks, inner = word:match('^(`+)([^`].-[^`]?)%1$')
+  local pieces = {}
+  if ticks and width > 2 * #ticks then
+    while width_of(inner) > width - 2 * #ticks do
+      local cut = cut_piece(inner, width - 2 * #ticks)
+      table.insert(pieces, ticks .. cut .. ticks)
+      inner = inner:sub(#cut + 1)
+    end
+    if inner ~= '' then
+      table.insert(pieces, ticks .. inner .. ticks)
+    end
+    return pieces
+  end
+  while width_of(word) > width do
+    local cut = cut_piece(word, width)
+    table.insert(pieces, cut)
+    word = word:sub(#cut + 1)
+  end
+  if word ~= '' then
+    table.insert(pieces, word)
+  end
+  return pieces
+end
+
+--- `text` cut into pieces of at most `width` display cells: at spaces (not inside a code span);
+--- a word longer than the width cut where it must (cut_word). At least one piece ('' for an
+--- empty cell).
 local function wrap(text, width)
   local pieces, current = {}, ''
-  for word in text:gmatch('%S+') do
-    while width_of(word) > width do
-      if current ~= '' then
-        table.insert(pieces, current)
-        current = ''
-      end
-      local cut = vim.fn.strcharpart(word, 0, width)
-      while width_of(cut) > width and #cut > 1 do
-        cut = vim.fn.strcharpart(cut, 0, vim.fn.strchars(cut) - 1)
-      end
-      -- A path or a name is cut after a separator when one is there: `totem_` `engine/` `loop.py`.
-      local after = cut:match('^.*[/_%-,]()')
-      if after and after > 2 and after <= #cut then
-        cut = cut:sub(1, after - 1)
-      end
-      table.insert(pieces, cut)
-      word = word:sub(#cut + 1)
-    end
-    if word ~= '' then
+  for _, whole in ipairs(words(text)) do
+    local parts = width_of(whole) > width and cut_word(whole, width) or { whole }
+    for _, word in ipairs(parts) do
       if current == '' then
         current = word
       elseif width_of(current) + 1 + width_of(word) <= width then
@@ -149,6 +203,16 @@ local function delimiter_line(delimiter, widths)
   return '|' .. table.concat(parts, '|') .. '|'
 end
 
+--- The line between two rows of which one takes several lines: a row of `─` (no delimiter
+--- row, see the top).
+local function rule_line(widths)
+  local parts = {}
+  for _, w in ipairs(widths) do
+    table.insert(parts, string.rep('─', w))
+  end
+  return '| ' .. table.concat(parts, ' | ') .. ' |'
+end
+
 --- The table `source` (its lines: header, delimiter, rows) drawn in at most `width` display
 --- cells a line; nil when it fits as it is or cannot be made to.
 local function fit(source, width)
@@ -174,7 +238,7 @@ local function fit(source, width)
   for c = #widths + 1, count do
     widths[c] = 1
   end
-  local rule = delimiter_line({}, widths)
+  local rule = rule_line(widths)
   local out = row_lines(rows[1], widths)
   table.insert(out, delimiter_line(cells(source[2]), widths))
   local previous_tall = false
