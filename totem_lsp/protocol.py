@@ -31,6 +31,7 @@ VARIANT = "totem/variant"
 FORK = "totem/fork"
 COMPLETE = "totem/complete"
 MCP_LOGIN = "totem/mcpLogin"
+MCP_SERVERS = "totem/mcpServers"
 
 # Server -> client.
 EVENT = "totem/event"

@@ -23,7 +23,7 @@ import { ChatList } from "./chatList";
 import { ChatState, sessionTitle, statusText } from "./chatState";
 import { ChatView, ViewMessage } from "./chatView";
 import { EditorContext } from "./editorContext";
-import { confirmOverwrite, pickAgentFile, pickHookFile, pickMode, pickModel, pickRewind, pickSession } from "./pickers";
+import { confirmOverwrite, pickAgentFile, pickHookFile, pickMcpServer, pickMode, pickModel, pickRewind, pickSession } from "./pickers";
 import {
   CLIENT_CAPABILITIES,
   ChatParams,
@@ -237,6 +237,8 @@ export class TotemExtension implements vscode.Disposable {
       }
     }
     void this.refreshCommands(totem);
+    // A provider added to the config while it was down: the model dropdown lists its models.
+    void this.lookUpDefaultModel(totem);
     this.refresh(true);
   }
 
@@ -263,6 +265,8 @@ export class TotemExtension implements vscode.Disposable {
       await this.client.sendNotification(DidChangeConfigurationNotification.type, {
         settings: configurationSettings(s.model, s.config, s.maxSteps),
       });
+      // `totem.config` may add or drop a provider: the dropdown follows.
+      if (this.totem) await this.lookUpDefaultModel(this.totem);
       if (s.model && !this.state.busy && !this.state.sessionId) {
         this.state.model = s.model;
         this.refresh(true);
@@ -346,7 +350,8 @@ export class TotemExtension implements vscode.Disposable {
     }
   }
 
-  /** The models to pick from, and the one new sessions use (`default` of totem/models). */
+  /** The models to pick from, and the one new sessions use (`default` of totem/models); asked
+   * again whenever the server (re)starts or the settings change. */
   private async lookUpDefaultModel(totem: TotemClient): Promise<void> {
     try {
       this.models = await totem.models();
@@ -686,6 +691,24 @@ export class TotemExtension implements vscode.Disposable {
     }
   }
 
+  /** "Log in to MCP server" (`totem/mcpLogin`): the server picked from those the config declares
+   * with a URL; the server opens the login page in the browser (window/showDocument). */
+  async mcpLogin(): Promise<void> {
+    try {
+      const totem = await this.start();
+      const uri = vscode.workspace.workspaceFolders?.[0]?.uri.toString();
+      const name = await pickMcpServer(await totem.mcpServers(uri));
+      if (!name) return;
+      const done = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: `Totem: logging in to the MCP server ${name}; finish in the browser` },
+        () => totem.mcpLogin(name, uri),
+      );
+      void vscode.window.showInformationMessage(`Totem: logged in to the MCP server ${done.server} (${done.tools.length} tools).`);
+    } catch (error) {
+      this.showError("Totem: MCP login failed", error);
+    }
+  }
+
   async selectModel(): Promise<void> {
     try {
       this.models = await (await this.start()).models();
@@ -908,6 +931,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<TotemE
   register("totem.selectModel", () => ext.selectModel());
   register("totem.agents", () => ext.agents());
   register("totem.hooks", () => ext.hooks());
+  register("totem.mcpLogin", () => ext.mcpLogin());
   register("totem.selectMode", () => ext.selectMode());
   register("totem.retry", () => ext.retry());
   register("totem.restartServer", () => ext.restart());
