@@ -935,8 +935,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<TotemE
   register("totem.selectMode", () => ext.selectMode());
   register("totem.retry", () => ext.retry());
   register("totem.restartServer", () => ext.restart());
-  register("totem.takeHunk", (uri?: string, index?: number) => ext.takeHunk(uri, index));
-  register("totem.leaveHunk", (uri?: string, index?: number) => ext.leaveHunk(uri, index));
+  // A lens or hover passes the proposal's URI and the hunk's index; the title bar and the context
+  // menu pass the editor's resource (a Uri): then the hunk at the cursor.
+  const hunkArgs = (uri: unknown, index: unknown): [string?, number?] =>
+    typeof uri === "string" && typeof index === "number" ? [uri, index] : [];
+  register("totem.takeHunk", (uri?: unknown, index?: unknown) => ext.takeHunk(...hunkArgs(uri, index)));
+  register("totem.leaveHunk", (uri?: unknown, index?: unknown) => ext.leaveHunk(...hunkArgs(uri, index)));
   register("totem.acceptEdit", () => ext.answerEdit("allow_once"));
   register("totem.rejectEdit", () => ext.answerEdit("reject_once"));
   context.subscriptions.push({ dispose: () => void ext.dispose() });

@@ -59,13 +59,34 @@ async function runCommand(page, label) {
   await page.keyboard.press("Enter");
 }
 
-// The hunk labels of the proposal's side of `diff` (hunkMarks.ts), once `until` shows.
+// The hunk labels of the proposal's side of `diff` (hunkMarks.ts: decorations whose text is CSS
+// `::after` content), top to bottom, once `until` shows.
+const markedLines = (diff) =>
+  diff.locator(".editor.modified .view-line").evaluateAll((lines) =>
+    lines
+      .map((line) => ({
+        top: parseFloat(line.style.top) || 0,
+        label: [...line.querySelectorAll("span")].map((e) => getComputedStyle(e, "::after").content).find((c) => c && c.includes("Hunk")),
+      }))
+      .filter((l) => l.label)
+      .sort((a, b) => a.top - b.top)
+      .map((l) => l.label.replace(/^"|"$/g, "").replace(/\u00a0/g, " ").trim()),
+  );
+// The line of the proposal's side whose label holds `label` (a locator).
+async function markedLine(diff, label) {
+  const lines = diff.locator(".editor.modified .view-line");
+  const index = await lines.evaluateAll((all, text) =>
+    all.findIndex((line) => [...line.querySelectorAll("span")].some((e) => (getComputedStyle(e, "::after").content || "").includes(text))), label);
+  return lines.nth(Math.max(0, index));
+}
 async function hunkMarks(diff, until) {
-  const side = diff.locator(".editor.modified .view-lines");
-  const text = async () => (await side.innerText()).replace(/\u00a0/g, " ");
   const deadline = Date.now() + 15000;
-  while (!(await text()).includes(until) && Date.now() < deadline) await diff.page().waitForTimeout(200);
-  return (await text()).match(/Hunk \d+ of \d+[^\n]*/g) ?? [];
+  let marks = await markedLines(diff);
+  while (!marks.some((m) => m.includes(until)) && Date.now() < deadline) {
+    await diff.page().waitForTimeout(200);
+    marks = await markedLines(diff);
+  }
+  return marks;
 }
 
 // In the chat view: a question whose answer starts a sub-agent (its thread a collapsed block
@@ -489,15 +510,15 @@ async function review21(page, args) {
   out.reviewBefore = await frame.locator("#pending-review").innerText();
   await shot("vscode-review.png");
   // Leave the second hunk from its hover: its lines go back in the proposal, one hunk remains.
-  const line = (label) => diff.locator(".editor.modified .view-line", { hasText: label }).first();
-  await line("Hunk 2 of 2").hover({ position: { x: 30, y: 5 } });
+  const line = (label) => markedLine(diff, label);
+  await (await line("Hunk 2 of 2")).hover({ position: { x: 30, y: 5 } });
   const hover = page.locator(".monaco-hover", { hasText: "Hunk 2 of 2" }).first();
   await hover.waitFor({ state: "visible", timeout: 10000 });
   out.hover = await hover.innerText();
   await hover.locator("a", { hasText: "Leave" }).first().click();
   await hunkMarks(diff, "Hunk 1 of 1");
   // Take the first from the title bar, the cursor in it.
-  await line("Hunk 1 of 1").click({ position: { x: 30, y: 5 } });
+  await (await line("Hunk 1 of 1")).click({ position: { x: 30, y: 5 } });
   await page.locator('.editor-actions .action-label[aria-label^="Take This Hunk"]').first().click();
   out.lensesAfter = await hunkMarks(diff, "taken");
   await frame.locator("#pending-review", { hasText: "1 of 2" }).waitFor();
