@@ -387,7 +387,7 @@ class Runtime:
         ``FilesNotAtTurnStart`` otherwise) through the snapshots: a file the user changed since is a
         conflict and left alone unless ``overwrite(path)`` (snapshots.rewind). ``dry_run``: what
         would happen, nothing done. ``SessionInUse`` while a turn of the session runs: the
-        rewind holds its lease."""
+        rewind holds its lease. A rewind to before the first message drops the session's title."""
         session = await self.project_session(session_id)
         if dry_run:
             await self.not_running(session_id)
@@ -414,6 +414,10 @@ class Runtime:
         if dry_run:
             return rewound
         await self.store.move_head(session_id, message.parent_id, rewound=rewound.messages)
+        if message.parent_id is None and session.title:
+            # Back to before the first message: the title named what is set aside; the next
+            # message titles the session again (Engine.chat titles an untitled session).
+            await self.store.update_session(session_id, title="")
         if rewound.files:
             await self._seen_as_restored(session, rewound.files)
         return rewound

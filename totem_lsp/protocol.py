@@ -32,6 +32,7 @@ FORK = "totem/fork"
 COMPLETE = "totem/complete"
 MCP_LOGIN = "totem/mcpLogin"
 TOOLS = "totem/tools"
+MCP_SERVERS = "totem/mcpServers"
 
 # Server -> client.
 EVENT = "totem/event"

@@ -375,6 +375,10 @@ def create_server(token: str | None = None) -> TotemServer:
     async def mcp_login(ls: TotemServer, params: Any) -> dict[str, Any]:
         return await ls.service().mcp_login(params)
 
+    @server.feature(protocol.MCP_SERVERS)
+    async def mcp_servers(ls: TotemServer, params: Any) -> list[dict[str, str]]:
+        return await ls.service().mcp_servers(params)
+
     @server.feature(protocol.COMMANDS)
     async def commands(ls: TotemServer, params: Any) -> list[dict[str, Any]]:
         return await ls.service().commands(params)

@@ -15,6 +15,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from totem_engine.api.agents import AgentDefinition
+from totem_engine.api.mcp_login import url_servers
 from totem_engine.config_error import ConfigError
 from totem_lsp import conversation
 from totem_lsp.chat import Chats
@@ -210,6 +211,12 @@ class Service:
         request = parse(McpLoginParams, params)
         with engine_errors():
             return await mcp_login(self.server, self.projects.root_for(request.uri), request.name)
+
+    async def mcp_servers(self, params: Any) -> list[dict[str, str]]:
+        """``totem/mcpServers``: the project's declared URL servers, those ``totem/mcpLogin`` logs in to."""
+        with engine_errors():
+            root = self.projects.root_for(parse(ProjectRef, params).uri)
+            return [{"name": name, "url": url} for name, url in url_servers(root).items()]
 
     async def agents(self, params: Any) -> list[dict[str, Any]]:
         """``totem/agents``: the project's agents as ``task`` sees them, with source and file."""

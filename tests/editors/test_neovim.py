@@ -254,8 +254,14 @@ def test_chat_permission_edit_diagnostic_code_action_undo(neovim, project, model
     nv.lua("_G.offered = nil")
     nv.command("TotemModel")
     offered = nv.wait(lambda: nv.lua("return _G.offered"), "the model list")
-    assert offered == ["sim/test-model"], offered
+    assert offered == ["sim/test-model", "Other: type provider/model…"], offered
     nv.wait(lambda: nv.lua("return require('totem.chat').state.model") == "sim/test-model", "the model set")
+    # Its last item takes a model typed as provider/model (one the provider's list leaves out).
+    nv.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[#items], #items) end"
+           " vim.ui.input = function(opts, on_confirm) _G.input_prompt = opts.prompt on_confirm('sim/typed-model') end")
+    nv.command("TotemModel")
+    nv.wait(lambda: nv.lua("return require('totem.chat').state.model") == "sim/typed-model", "the typed model set")
+    assert nv.lua("return _G.input_prompt") == "Totem model (provider/model): "
 
     # :checkhealth totem
     nv.command("checkhealth totem")

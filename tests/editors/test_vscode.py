@@ -95,6 +95,11 @@ REVIEW_ANSWER = "Kept your version: the port only."
 REVIEW_SECOND = "Here is another answer: nothing to change."
 STILL_Q = "Still there?"
 STILL_ANSWER = "Yes, the same session."
+# Issue 37: a command stopped as it runs; a model typed in the picker; a provider added before a restart.
+STOP_Q = "Wait for a while"
+STOP_COMMAND = "sleep 30"
+TYPED_MODEL = "sim/typed-model"
+FAILED_IMAGE = ROOT / "docs" / "images" / "vscode-failed-command.png"
 
 
 def _png_square(size: int, rgb: tuple[int, int, int]) -> bytes:
@@ -228,6 +233,10 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
             # A hook "Totem: Show Hooks" lists; the scenario calls no fetch, so it never runs.
             '[[hooks.PostToolUse]]\nmatcher = "fetch"\ncommand = "true"\n'
         )
+        # A URL MCP server, off (no turn starts it): "Log in to MCP server" offers it.
+        (home / "config" / "totem" / "mcp.json").write_text(json.dumps(
+            {"servers": {"docs": {"url": "http://127.0.0.1:9/mcp", "enabled": False}}}
+        ))
         (project / "config").mkdir()
         (project / REVIEW_FILE).write_text(REVIEW_ORIGINAL)
         model.enqueue(tool_reply(
@@ -254,6 +263,7 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         job_command = f"python3 -m http.server {job_port} --bind 127.0.0.1"
         model.enqueue(tool_reply([("job", {"action": "start", "command": job_command})]))
         model.enqueue(text_reply(JOB_ANSWER))
+        model.enqueue(tool_reply([("bash", {"command": STOP_COMMAND})]))
         model.enqueue(tool_reply([("write", {"path": REVIEW_FILE, "content": REVIEW_PROPOSED})], text=REVIEW_FIRST))
         model.enqueue(text_reply(REVIEW_ANSWER))
         model.enqueue(text_reply(REVIEW_SECOND))
@@ -317,12 +327,19 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
                     "bash": {"question": BASH_Q, "answer": BASH_ANSWER},
                     "patch": {"question": PATCH_Q, "feedback": FEEDBACK, "answer": PATCH_ANSWER},
                     "auth": {"question": AUTH_Q, "answer": RETRIED},
+                    "typedModel": TYPED_MODEL,
                 },
-                "job": {"question": JOB_Q, "answer": JOB_ANSWER, "command": job_command, "url": f"http://127.0.0.1:{job_port}/"},
+                "failedCommandImage": str(FAILED_IMAGE) if (os.environ.get("TOTEM_DOCS_SCREENSHOTS") or not FAILED_IMAGE.exists()) else None,
+                "job": {
+                    "question": JOB_Q, "answer": JOB_ANSWER, "command": job_command, "url": f"http://127.0.0.1:{job_port}/",
+                    "stop": {"question": STOP_Q, "command": STOP_COMMAND},
+                },
                 "review": {
                     "file": REVIEW_FILE, "path": str(project / REVIEW_FILE), "original": REVIEW_ORIGINAL,
                     "typed": REVIEW_TYPED, "rest": REVIEW_REST, "answer": REVIEW_ANSWER, "second": REVIEW_SECOND,
                     "still": STILL_Q, "stillAnswer": STILL_ANSWER, "image": base64.b64encode(SQUARE).decode(),
+                    "config": str(home / "config" / "totem" / "config.toml"), "addedModel": "sim2/test-model",
+                    "addedProvider": f'\n[providers.sim2]\nkind = "openai"\nbase_url = "{model.base_url}"\n',
                 },
                 "queue": {
                     "first": Q_FIRST, "working": Q_WORKING, "second": Q_SECOND, "drop": Q_DROP, "edited": Q_EDITED,
@@ -353,10 +370,11 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         assert "const greeting = 'Hello there, ';" in seen["diffModified"]
         assert "this.plain(greeting + name + '!');" in seen["diffModified"]
         assert seen["diffClosed"], "the diff editor stayed open after Accept"
-        # The first review offered to show the hunks' code lenses; shown, each hunk has its row
-        # (the edit adds a line, then changes one two lines further).
-        assert "diffEditor.codeLens" in seen["lensOffer"] and "Show Them" in seen["lensOffer"], seen["lensOffer"]
-        assert [lens.split("\n")[0] for lens in seen["firstLenses"]] == ["Hunk 1 of 2", "Hunk 2 of 2"], seen["firstLenses"]
+        # No toast asks to turn on diffEditor.codeLens: each hunk is labelled without it (the edit
+        # adds a line, then changes one two lines further).
+        assert not any("codeLens" in t for t in seen["toasts"]), seen["toasts"]
+        assert [m.split(" · ")[0] for m in seen["firstMarks"]] == ["Hunk 1 of 2", "Hunk 2 of 2"], seen["firstMarks"]
+        assert all(m.endswith("hover: Take or Leave") for m in seen["firstMarks"]), seen["firstMarks"]
         # The chat view: the question, the streamed first text, the tool line, the final answer, the model.
         chat = seen["chat"]
         tool_line = f"▸ Edit {FILE}"
@@ -430,10 +448,11 @@ def _assert_review(seen: dict, project: Path, model: ModelServer) -> None:
     mention = next(q for q in model.requests if f"Tidy @{REVIEW_FILE} please" in json.dumps(q["messages"][-1]))
     assert f'<context file=\\"{REVIEW_FILE}\\">' in json.dumps(mention["messages"][-1]), mention["messages"][-1]
     assert base64.b64encode(SQUARE).decode() in json.dumps(mention["messages"][-1]) and "image_url" in json.dumps(mention["messages"][-1])
-    # The two-hunk review: a lens row a hunk; one left, one taken; the file holds exactly the taken hunk.
-    assert sum("Hunk 1 of 2" in lens for lens in r["lenses"]) == 1 and sum("Hunk 2 of 2" in lens for lens in r["lenses"]) == 1, r["lenses"]
-    assert all("Take" in lens and "Leave" in lens for lens in r["lenses"]), r["lenses"]
-    assert len(r["lensesAfter"]) == 1 and "Hunk 1 of 1" in r["lensesAfter"][0] and "Taken" in r["lensesAfter"][0], r["lensesAfter"]
+    # The two-hunk review: a label a hunk (no setting needed); one left from its hover, one taken
+    # from the title bar; the file holds exactly the taken hunk.
+    assert sum("Hunk 1 of 2" in m for m in r["lenses"]) == 1 and sum("Hunk 2 of 2" in m for m in r["lenses"]) == 1, r["lenses"]
+    assert "Take" in r["hover"] and "Leave" in r["hover"], r["hover"]
+    assert len(r["lensesAfter"]) == 1 and r["lensesAfter"][0].startswith("Hunk 1 of 1 · taken"), r["lensesAfter"]
     assert r["reviewBefore"] == f"{REVIEW_FILE}: keeps all 2 hunks", r["reviewBefore"]
     assert r["reviewAfter"] == f"{REVIEW_FILE}: keeps 1 of 2 hunks", r["reviewAfter"]
     assert r["disk"] == REVIEW_TAKEN
@@ -453,10 +472,16 @@ def _assert_review(seen: dict, project: Path, model: ModelServer) -> None:
     assert r["modeAfter"] == "plan"
     # The killed server came back and the chat reopened its session, which answers again.
     assert r["lspProcesses"] == 1
+    # The provider added to the config before the restart: its model is in the dropdown after it.
+    assert "sim2/test-model" not in r["modelsBeforeRestart"] and "sim2/test-model" in r["modelsAfterRestart"], r["modelsAfterRestart"]
     assert "restarted" in r["afterRestart"] and REVIEW_ANSWER in r["afterRestart"], r["afterRestart"]
     # Rewound with the files: the file as it was, the message back in the box.
     assert r["diskAfterRewind"] == REVIEW_ORIGINAL
     assert r["inputAfterRewind"] == f"Tidy @{REVIEW_FILE} please"
+    # Back before the first message, the session has no title: not in the header, the tab or the list.
+    assert r["titleAfterRewind"] != f"Tidy @{REVIEW_FILE} please" and "Tidy" not in r["tabAfterRewind"], r
+    current = [row for row in r["sessionRowsAfterRewind"] if "current" in row]
+    assert len(current) == 1 and "(untitled)" in current[0] and "Tidy" not in current[0], r["sessionRowsAfterRewind"]
     for name in ("vscode-review.png", "vscode-review-left.png", "vscode-variants.png", "vscode-mention.png", "vscode-tabs.png"):
         assert (ARTIFACTS / name).stat().st_size > 10_000, name
 
@@ -571,6 +596,8 @@ def _assert_background_job(seen: dict, command: str) -> None:
     names = [row.split(",", 1)[0].strip() for row in tools["rows"]]
     assert {"bash", "job", "read", "write", "fetch"} <= set(names), tools["rows"]
     assert not any("Narrowed" in row for row in tools["rows"]), tools["rows"]
+    # Stopped as it ran: a failure, and `interrupted` said once.
+    assert job["stopCard"]["title"].count("interrupted") == 1 and "failed" in job["stopCard"]["cls"], job["stopCard"]
     assert (ARTIFACTS / "vscode-jobs.png").stat().st_size > 10_000
 
 
@@ -605,17 +632,26 @@ def _assert_rough_edges(seen: dict, project: Path, model: ModelServer) -> None:
     assert "Command patterns (as the rules see them): python3 -c print(42)" in modal and "Files:" not in modal, modal
     assert "adds the session rule: bash python3" in modal, modal
     assert "Allow always (bash python3)" in r["bashButtons"], r["bashButtons"]
+    # Cancel answered nothing: the chat still asks, and "Show question" put the modal up again.
+    assert r["afterCancel"] == {"panel": True, "showLabel": "Show question", "outputs": 0}, r["afterCancel"]
+    assert r["bashModalAgain"] == modal
     assert r["chatAlways"] == "Always (bash python3)", r["chatAlways"]
     # The commands' output under their lines: folded when it worked, open when it failed.
     ok, failed = r["outputs"]
     assert ok["text"].strip() == "42" and ok["open"] is False and ok["visible"] is False, ok
     assert r["firstOutputVisibleAfterClick"].strip() == "42"
     assert "boom" in failed["text"] and "[exit code 3]" in failed["text"] and failed["open"] and failed["visible"], failed
+    # Each card shows the command that ran; the one that exited 3 is drawn as a failure.
+    # (no description from the model: the command is the card's title)
+    assert ok["line"] == f"▸ $ {BASH_OK}" and failed["line"] == f"▸ $ {BASH_FAIL}", (ok, failed)
+    assert ok["cls"] == "tool ok" and failed["cls"] == "tool ok failed", (ok, failed)
     assert r["gapAfterBash"] < 24, "the chat stopped following after the permission panel"
     # A two-file change: the panel lists both, Accept says it takes the whole change.
     assert "2 files in this change" in r["pendingFiles"], r["pendingFiles"]
     assert "notes/alpha.md" in r["pendingFiles"] and "notes/beta.md" in r["pendingFiles"], r["pendingFiles"]
     assert r["acceptLabel"] == "Accept all 2 files"
+    # The diff tabs closed, "Show diff" opened both again.
+    assert r["showDiffLabel"] == "Show diff" and r["diffTabsReopened"] == 2, r
     assert any("(1 of 2 files)" in t for t in r["diffTabs"]) and any("(2 of 2 files)" in t for t in r["diffTabs"]), r["diffTabs"]
     assert not (project / "notes").exists()
     # The rejection's feedback is in the transcript (and reached the model).
@@ -637,3 +673,8 @@ def _assert_rough_edges(seen: dict, project: Path, model: ModelServer) -> None:
     current = [row for row in r["sessionRows"] if "current" in row]
     assert len(current) == 1 and LONG_Q in current[0], r["sessionRows"]
     assert "current" in r["modelRows"][0] and "sim/test-model" in r["modelRows"][0], r["modelRows"]
+    # A model typed as provider/model is offered and taken (totem/setModel).
+    assert r["typedRow"].startswith(TYPED_MODEL) and "typed" in r["typedRow"], r["typedRow"]
+    assert f"{TYPED_MODEL} · idle" in r["statusTyped"] and r["dropdownTyped"] == TYPED_MODEL, r
+    # "Log in to MCP server" offers the declared URL servers.
+    assert [row.split(",")[0].split(" ")[0] for row in r["mcpRows"]] == ["docs"], r["mcpRows"]

@@ -86,3 +86,9 @@ async def test_a_server_without_a_login_is_an_error_with_the_reason(editor):
         else:
             raise AssertionError(f"{name}: no error")
     assert editor.client.shown_documents == []
+
+
+async def test_the_servers_to_log_in_to_are_the_declared_url_servers(editor, guarded):
+    # `local` is a stdio server: no login, not listed.
+    assert await editor.request("totem/mcpServers", {}) == [{"name": "guarded", "url": guarded.url}]
+    assert await editor.request("totem/mcpServers", {"uri": editor.project.as_uri()}) == [{"name": "guarded", "url": guarded.url}]

@@ -111,3 +111,23 @@ async def test_rewind_refuses_files_inside_a_turn_and_a_message_not_in_the_conve
         await call(editor, "totem/rewind", {"sessionId": session_id, "messageId": second})
     with pytest.raises(JsonRpcException, match="msg_nope"):
         await call(editor, "totem/rewind", {"sessionId": session_id, "messageId": "msg_nope"})
+
+
+async def test_a_rewind_to_the_first_message_drops_the_title_and_the_next_message_names_the_session(editor):
+    session_id, session = await two_turns(editor)
+
+    async def listed_title() -> str:
+        listed = await call(editor, "totem/sessions", {})
+        return next(s["title"] for s in listed if s["sessionId"] == session_id)
+
+    second = requests_of(session)[1]["id"]
+    await call(editor, "totem/rewind", {"sessionId": session_id, "messageId": second})
+    assert await listed_title() == "first request"  # the first message stays: so does its title
+
+    await call(editor, "totem/rewind", {"sessionId": session_id, "messageId": requests_of(session)[0]["id"]})
+    assert await listed_title() == ""
+    assert (await call(editor, "totem/session", {"sessionId": session_id}))["title"] == ""
+
+    editor.model.enqueue(text_reply("Starting over."))
+    await call(editor, "totem/chat", {"text": "another start", "sessionId": session_id})
+    assert await listed_title() == "another start"

@@ -53,6 +53,12 @@ def http_spec(root: Path, name: str) -> ServerSpec:
     return spec
 
 
+def url_servers(root: Path) -> dict[str, str]:
+    """The declared streamable HTTP servers (user's or project's mcp.json), the ones a login is
+    for: name to URL, by name."""
+    return {name: spec.url for name, spec in sorted(load_specs(root).items()) if spec.url is not None}
+
+
 async def log_in(root: Path, name: str, show_url: Callable[[str], Awaitable[None]], timeout: float = 300) -> LoggedIn:
     """Log in to the server ``name`` within ``timeout`` seconds, its login kept (keys.py)."""
     spec = http_spec(root, name)

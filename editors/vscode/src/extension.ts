@@ -23,7 +23,7 @@ import { ChatList } from "./chatList";
 import { ChatState, sessionTitle, statusText } from "./chatState";
 import { ChatView, ViewMessage } from "./chatView";
 import { EditorContext } from "./editorContext";
-import { confirmOverwrite, pickAgentFile, pickHookFile, pickMode, pickModel, pickRewind, pickSession } from "./pickers";
+import { confirmOverwrite, pickAgentFile, pickHookFile, pickMcpServer, pickMode, pickModel, pickRewind, pickSession } from "./pickers";
 import {
   CLIENT_CAPABILITIES,
   ChatParams,
@@ -238,6 +238,8 @@ export class TotemExtension implements vscode.Disposable {
       }
     }
     void this.refreshCommands(totem);
+    // A provider added to the config while it was down: the model dropdown lists its models.
+    void this.lookUpDefaultModel(totem);
     this.refresh(true);
   }
 
@@ -264,6 +266,8 @@ export class TotemExtension implements vscode.Disposable {
       await this.client.sendNotification(DidChangeConfigurationNotification.type, {
         settings: configurationSettings(s.model, s.config, s.maxSteps),
       });
+      // `totem.config` may add or drop a provider: the dropdown follows.
+      if (this.totem) await this.lookUpDefaultModel(this.totem);
       if (s.model && !this.state.busy && !this.state.sessionId) {
         this.state.model = s.model;
         this.refresh(true);
@@ -347,7 +351,8 @@ export class TotemExtension implements vscode.Disposable {
     }
   }
 
-  /** The models to pick from, and the one new sessions use (`default` of totem/models). */
+  /** The models to pick from, and the one new sessions use (`default` of totem/models); asked
+   * again whenever the server (re)starts or the settings change. */
   private async lookUpDefaultModel(totem: TotemClient): Promise<void> {
     try {
       this.models = await totem.models();
@@ -755,6 +760,24 @@ export class TotemExtension implements vscode.Disposable {
     }
   }
 
+  /** "Log in to MCP server" (`totem/mcpLogin`): the server picked from those the config declares
+   * with a URL; the server opens the login page in the browser (window/showDocument). */
+  async mcpLogin(): Promise<void> {
+    try {
+      const totem = await this.start();
+      const uri = vscode.workspace.workspaceFolders?.[0]?.uri.toString();
+      const name = await pickMcpServer(await totem.mcpServers(uri));
+      if (!name) return;
+      const done = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: `Totem: logging in to the MCP server ${name}; finish in the browser` },
+        () => totem.mcpLogin(name, uri),
+      );
+      void vscode.window.showInformationMessage(`Totem: logged in to the MCP server ${done.server} (${done.tools.length} tools).`);
+    } catch (error) {
+      this.showError("Totem: MCP login failed", error);
+    }
+  }
+
   async selectModel(): Promise<void> {
     try {
       this.models = await (await this.start()).models();
@@ -983,11 +1006,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<TotemE
   register("totem.agents", () => ext.agents());
   register("totem.hooks", () => ext.hooks());
   register("totem.sessionTools", () => ext.sessionTools());
+  register("totem.mcpLogin", () => ext.mcpLogin());
   register("totem.selectMode", () => ext.selectMode());
   register("totem.retry", () => ext.retry());
   register("totem.restartServer", () => ext.restart());
-  register("totem.takeHunk", (uri?: string, index?: number) => ext.takeHunk(uri, index));
-  register("totem.leaveHunk", (uri?: string, index?: number) => ext.leaveHunk(uri, index));
+  // A lens or hover passes the proposal's URI and the hunk's index; the title bar and the context
+  // menu pass the editor's resource (a Uri): then the hunk at the cursor.
+  const hunkArgs = (uri: unknown, index: unknown): [string?, number?] =>
+    typeof uri === "string" && typeof index === "number" ? [uri, index] : [];
+  register("totem.takeHunk", (uri?: unknown, index?: unknown) => ext.takeHunk(...hunkArgs(uri, index)));
+  register("totem.leaveHunk", (uri?: unknown, index?: unknown) => ext.leaveHunk(...hunkArgs(uri, index)));
   register("totem.acceptEdit", () => ext.answerEdit("allow_once"));
   register("totem.rejectEdit", () => ext.answerEdit("reject_once"));
   context.subscriptions.push({ dispose: () => void ext.dispose() });

@@ -52,16 +52,54 @@ export async function pickHookFile(hooks: HookInfo[], home: string): Promise<str
   return picked?.file;
 }
 
-/** A model of `models`, the current one first and marked (so Enter keeps it). */
+/** A model of `models`, the current one first and marked (so Enter keeps it), or one the user
+ * types as `provider/model` (a provider's model its list leaves out): the typed text is an item. */
 export async function pickModel(models: ModelInfo[], current: string | undefined, forSession: boolean): Promise<string | undefined> {
-  const items = models.map((m) => ({
+  type Item = vscode.QuickPickItem & { id: string };
+  const items: Item[] = models.map((m) => ({
     label: (m.id === current ? "$(check) " : "") + m.id,
     id: m.id,
     description: [m.id === current ? "current" : "", m.contextWindow ? `${m.contextWindow.toLocaleString("en-US")} tokens` : ""].filter(Boolean).join(" · ") || undefined,
   }));
   items.sort((a, b) => Number(b.id === current) - Number(a.id === current));
-  const picked = await vscode.window.showQuickPick(items, { title: "Totem model", placeHolder: forSession ? "For this session" : "For new sessions" });
-  return picked?.id;
+  const pick = vscode.window.createQuickPick<Item>();
+  pick.title = "Totem model";
+  pick.placeholder = `${forSession ? "For this session" : "For new sessions"}; or type provider/model`;
+  pick.items = items;
+  pick.onDidChangeValue((value) => {
+    const typed = typedModel(value, models);
+    pick.items = typed ? [{ label: typed, id: typed, description: "typed: use this model", alwaysShow: true }, ...items] : items;
+  });
+  return new Promise((resolve) => {
+    pick.onDidAccept(() => {
+      resolve(pick.selectedItems[0]?.id);
+      pick.hide();
+    });
+    pick.onDidHide(() => {
+      resolve(undefined);
+      pick.dispose();
+    });
+    pick.show();
+  });
+}
+
+/** `value` as a model to use when it reads `provider/model` and is not listed already. */
+export function typedModel(value: string, models: ModelInfo[]): string | undefined {
+  const typed = value.trim();
+  return /^[^\s/]+\/\S+$/.test(typed) && !models.some((m) => m.id === typed) ? typed : undefined;
+}
+
+/** An MCP server to log in to, of the declared URL servers; none declared: says so. */
+export async function pickMcpServer(servers: { name: string; url: string }[]): Promise<string | undefined> {
+  if (servers.length === 0) {
+    void vscode.window.showInformationMessage("Totem: no MCP server with a URL is declared (mcp.json); only those have a login.");
+    return undefined;
+  }
+  const picked = await vscode.window.showQuickPick(
+    servers.map((s) => ({ label: s.name, description: s.url })),
+    { title: "Totem: log in to an MCP server", placeHolder: "The server to log in to (its login page opens in the browser)" },
+  );
+  return picked?.label;
 }
 
 export async function pickMode(current: Mode, forSession: boolean): Promise<Mode | undefined> {

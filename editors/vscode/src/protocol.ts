@@ -364,6 +364,16 @@ export class TotemClient {
     return this.connection.sendRequest<HookInfo[]>("totem/hooks", uri ? { uri } : {});
   }
 
+  /** The declared URL MCP servers of the project of `uri`: those `mcpLogin` logs in to. */
+  mcpServers(uri?: string): Promise<{ name: string; url: string }[]> {
+    return this.connection.sendRequest<{ name: string; url: string }[]>("totem/mcpServers", uri ? { uri } : {});
+  }
+
+  /** Log in to the MCP server `name` (the server asks the editor to open the login page). */
+  mcpLogin(name: string, uri?: string): Promise<{ server: string; url: string; tools: string[] }> {
+    return this.connection.sendRequest<{ server: string; url: string; tools: string[] }>("totem/mcpLogin", uri ? { uri, name } : { name });
+  }
+
   commands(uri?: string): Promise<CommandInfo[]> {
     return this.connection.sendRequest<CommandInfo[]>("totem/commands", uri ? { uri } : {});
   }

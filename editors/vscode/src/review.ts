@@ -1,11 +1,13 @@
 // An agent's file change, reviewed in VS Code's diff editor: the file (its buffer) on the left,
 // Totem's proposal on the right as an editable document of an in-memory file system, with code
-// lenses over each hunk of the proposal ("Take", "Leave"); the diff editor's own "revert block"
+// lenses over each hunk of the proposal ("Take", "Leave") when the user shows code lenses in diff
+// editors, else a label and hover a hunk (hunkMarks.ts); the diff editor's own "revert block"
 // arrows work too. Accept answers with what the proposal documents hold then, the `accepted`
 // of a `totem/permission` answer (docs/protocol.md); Reject answers without.
 
 import * as vscode from "vscode";
 import { Hunk, describeOutcome, hunks, proposalOffsets, reviewOutcome } from "./hunks";
+import { HunkMarks, HunkRow } from "./hunkMarks";
 import type { PermissionAnswer, PermissionOutcome, PermissionParams } from "./protocol";
 
 export const PROPOSED_SCHEME = "totem-proposed";
@@ -103,7 +105,6 @@ export class Review implements vscode.CodeLensProvider, vscode.Disposable {
   private readonly files = new ProposalFiles();
   private open: Open | undefined;
   private counter = 0;
-  private offeredLenses = false;
   private lensesChanged = new vscode.EventEmitter<void>();
   readonly onDidChangeCodeLenses = this.lensesChanged.event;
   private disposables: vscode.Disposable[] = [];
@@ -114,6 +115,7 @@ export class Review implements vscode.CodeLensProvider, vscode.Disposable {
       vscode.languages.registerCodeLensProvider({ scheme: PROPOSED_SCHEME }, this),
       vscode.workspace.onDidChangeTextDocument((e) => this.changed(e)),
       this.lensesChanged,
+      new HunkMarks((document) => this.rows(document), this.lensesChanged.event),
     );
   }
 
@@ -140,24 +142,8 @@ export class Review implements vscode.CodeLensProvider, vscode.Disposable {
     // Each tab says it is one file of the change: Accept on any of them answers for them all.
     for (const file of files) await this.openDiff(file, files);
     this.report();
-    void this.offerLenses();
+    this.lensesChanged.fire();
     return answer;
-  }
-
-  /** The lenses need `diffEditor.codeLens`, off by default (an extension's configurationDefaults
-   * for it reach the extension host but not the workbench's diff editor, tried on code-server
-   * 4.139): offer to turn it on, once a window. */
-  private async offerLenses(): Promise<void> {
-    const config = vscode.workspace.getConfiguration("diffEditor");
-    if (config.get<boolean>("codeLens") || this.offeredLenses) return;
-    this.offeredLenses = true;
-    const show = "Show Them";
-    const picked = await vscode.window.showInformationMessage(
-      "Totem puts Take and Leave over each hunk of its proposal as code lenses, which VS Code hides in diff editors (diffEditor.codeLens). Show them? (The proposal's context menu has the same two commands.)",
-      show,
-      "Not Now",
-    );
-    if (picked === show) await config.update("codeLens", true, vscode.ConfigurationTarget.Global);
   }
 
   /** Open the diff of the change under review again (its tab was closed): the file at `path`,
@@ -204,17 +190,23 @@ export class Review implements vscode.CodeLensProvider, vscode.Disposable {
 
   // -- hunks -----------------------------------------------------------------------------
 
-  provideCodeLenses(document: vscode.TextDocument): vscode.CodeLens[] {
+  /** The hunks of a proposal document under review, in order (none for another document). */
+  rows(document: vscode.TextDocument): HunkRow[] {
     const file = this.fileOf(document.uri);
     if (!file) return [];
     const found = hunks(file.original, document.getText());
-    return found.flatMap((h, index) => {
-      const line = Math.min(h.proposalStart, Math.max(0, document.lineCount - 1));
+    return found.map((h, index) => ({
+      line: h.proposalStart, index, total: found.length, taken: file.taken.has(signature(h)), args: [document.uri.toString(), index],
+    }));
+  }
+
+  /** The code lenses VS Code shows in a diff editor when `diffEditor.codeLens` is on. */
+  provideCodeLenses(document: vscode.TextDocument): vscode.CodeLens[] {
+    return this.rows(document).flatMap(({ line: start, index, total, taken, args }) => {
+      const line = Math.min(start, Math.max(0, document.lineCount - 1));
       const range = new vscode.Range(line, 0, line, 0);
-      const args = [document.uri.toString(), index];
-      const taken = file.taken.has(signature(h));
       return [
-        new vscode.CodeLens(range, { title: `Hunk ${index + 1} of ${found.length}`, command: "" }),
+        new vscode.CodeLens(range, { title: `Hunk ${index + 1} of ${total}`, command: "" }),
         new vscode.CodeLens(range, taken
           ? { title: "$(check) Taken", command: "", tooltip: "Accept applies it" }
           : { title: "$(check) Take", command: "totem.takeHunk", arguments: args, tooltip: "Keep this hunk: Accept applies it" }),
@@ -243,19 +235,27 @@ export class Review implements vscode.CodeLensProvider, vscode.Disposable {
     await vscode.workspace.applyEdit(edit);
   }
 
+  /** The hunk `index` of the proposal `uri`; without them, the hunk at the cursor of the diff
+   * editor's side that has it (the title bar's buttons), which the status bar asks for when none. */
   private hunkAt(uri: string | undefined, index: number | undefined) {
-    let document: vscode.TextDocument | undefined;
-    if (uri) document = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri);
-    else {
-      const editor = vscode.window.activeTextEditor;
-      if (editor?.document.uri.scheme === PROPOSED_SCHEME) document = editor.document;
+    const editor = vscode.window.activeTextEditor;
+    const at = (key: string) => vscode.workspace.textDocuments.find((d) => d.uri.toString() === key);
+    let document = uri ? at(uri) : undefined;
+    // The cursor on the file's side (left) counts in the file's lines.
+    let onLeft = false;
+    if (!uri && editor) {
+      const left = this.open?.files.find((f) => f.left.toString() === editor.document.uri.toString());
+      onLeft = !!left;
+      document = left ? at(left.right.toString()) : editor.document;
     }
     const file = document && this.fileOf(document.uri);
     if (!document || !file) return undefined;
     const found = hunks(file.original, document.getText());
     if (index === undefined) {
-      const line = vscode.window.activeTextEditor!.selection.active.line;
-      index = found.findIndex((h) => line >= h.proposalStart && line < h.proposalStart + Math.max(1, h.proposalLines.length));
+      const line = editor?.selection.active.line ?? -1;
+      const inside = (start: number, lines: string[]) => line >= start && line < start + Math.max(1, lines.length);
+      index = found.findIndex((h) => (onLeft ? inside(h.originalStart, h.originalLines) : inside(h.proposalStart, h.proposalLines)));
+      if (index < 0) void vscode.window.setStatusBarMessage("Totem: put the cursor in a hunk of the proposal first", 4000);
     }
     const hunk = found[index];
     return hunk ? { document, file, hunk } : undefined;

@@ -59,6 +59,36 @@ async function runCommand(page, label) {
   await page.keyboard.press("Enter");
 }
 
+// The hunk labels of the proposal's side of `diff` (hunkMarks.ts: decorations whose text is CSS
+// `::after` content), top to bottom, once `until` shows.
+const markedLines = (diff) =>
+  diff.locator(".editor.modified .view-line").evaluateAll((lines) =>
+    lines
+      .map((line) => ({
+        top: parseFloat(line.style.top) || 0,
+        label: [...line.querySelectorAll("span")].map((e) => getComputedStyle(e, "::after").content).find((c) => c && c.includes("Hunk")),
+      }))
+      .filter((l) => l.label)
+      .sort((a, b) => a.top - b.top)
+      .map((l) => l.label.replace(/^"|"$/g, "").replace(/\u00a0/g, " ").trim()),
+  );
+// The line of the proposal's side whose label holds `label` (a locator).
+async function markedLine(diff, label) {
+  const lines = diff.locator(".editor.modified .view-line");
+  const index = await lines.evaluateAll((all, text) =>
+    all.findIndex((line) => [...line.querySelectorAll("span")].some((e) => (getComputedStyle(e, "::after").content || "").includes(text))), label);
+  return lines.nth(Math.max(0, index));
+}
+async function hunkMarks(diff, until) {
+  const deadline = Date.now() + 15000;
+  let marks = await markedLines(diff);
+  while (!marks.some((m) => m.includes(until)) && Date.now() < deadline) {
+    await diff.page().waitForTimeout(200);
+    marks = await markedLines(diff);
+  }
+  return marks;
+}
+
 // In the chat view: a question whose answer starts a sub-agent (its thread a collapsed block
 // above the answer), the slash-command chips and completion, then "Totem: Agents" and
 // "Totem: Show Hooks".
@@ -218,6 +248,18 @@ async function roughEdges(page, args) {
   out.chatAlways = await frame.locator("#always").innerText();
   await page.screenshot({ path: path.join(args.artifacts, "vscode-bash-permission.png") });
   if (args.docsDir) await page.screenshot({ path: path.join(args.docsDir, "vscode-bash-permission.png") });
+  // Cancel is no answer: the modal goes, the chat's panel still asks; "Show question" puts it up again.
+  await dialog.locator(".monaco-button", { hasText: "Cancel" }).first().click();
+  await dialog.waitFor({ state: "hidden" });
+  await page.waitForTimeout(500);
+  out.afterCancel = {
+    panel: await frame.locator("#pending").isVisible(),
+    showLabel: await frame.locator("#show-pending").innerText(),
+    outputs: await frame.locator(".tool details.output").count(),
+  };
+  await frame.locator("#show-pending").click();
+  await dialog.waitFor({ state: "visible", timeout: 10000 });
+  out.bashModalAgain = await dialog.innerText();
   await dialog.locator(".monaco-button", { hasText: "Allow always" }).first().click();
   await frame.locator(".msg.answer", { hasText: r.bash.answer }).waitFor({ timeout: 60000 });
   await frame.locator("#send:not([disabled])").waitFor();
@@ -228,6 +270,8 @@ async function roughEdges(page, args) {
     const t = tools.nth(i);
     out.outputs.push({
       line: await t.locator(".tool-title").innerText(),
+      cls: await t.getAttribute("class"),
+      command: await t.locator(".tool-command").allInnerTexts(),
       open: await t.locator("details.output").evaluate((d) => d.open),
       visible: await t.locator("details.output pre").isVisible(),
       text: await t.locator("details.output pre").evaluate((p) => p.textContent),
@@ -238,6 +282,11 @@ async function roughEdges(page, args) {
   out.firstOutputVisibleAfterClick = await tools.first().locator("details.output pre").innerText();
   await page.screenshot({ path: path.join(args.artifacts, "vscode-bash-output.png") });
   if (args.docsDir) await page.screenshot({ path: path.join(args.docsDir, "vscode-bash-output.png") });
+  // The failed command's card, for docs/editors.md.
+  if (args.failedCommandImage) {
+    await tools.nth(1).scrollIntoViewIfNeeded();
+    await page.screenshot({ path: args.failedCommandImage });
+  }
   step("command output shown");
 
   // A two-file change: the panel names both files; rejected with feedback from the chat.
@@ -251,6 +300,12 @@ async function roughEdges(page, args) {
   for (const tab of await page.locator(".tabs-container .tab").all()) out.diffTabs.push((await tab.getAttribute("aria-label")) ?? "");
   await page.screenshot({ path: path.join(args.artifacts, "vscode-two-files.png") });
   if (args.docsDir) await page.screenshot({ path: path.join(args.docsDir, "vscode-two-files.png") });
+  await runCommand(page, "View: Close All Editors");
+  await page.locator(".tabs-container .tab", { hasText: "Totem's proposal" }).first().waitFor({ state: "detached", timeout: 10000 });
+  out.showDiffLabel = await frame.locator("#show-pending").innerText();
+  await frame.locator("#show-pending").click();
+  await page.locator(".tabs-container .tab", { hasText: "2 of 2 files" }).first().waitFor({ state: "attached", timeout: 15000 });
+  out.diffTabsReopened = await page.locator(".tabs-container .tab", { hasText: "Totem's proposal" }).count();
   await frame.locator('#pending button[data-feedback="1"]').click();
   const feedbackBox = page.locator(".quick-input-widget input");
   await page.locator(".quick-input-widget", { hasText: "Tell Totem why" }).waitFor({ state: "visible" });
@@ -308,8 +363,24 @@ async function roughEdges(page, args) {
   await models.first().waitFor({ state: "visible" });
   out.modelRows = [];
   for (let i = 0; i < (await models.count()); i++) out.modelRows.push((await models.nth(i).getAttribute("aria-label")) ?? "");
-  await page.keyboard.press("Escape");
+  // A model the provider's list leaves out, typed as provider/model, is an item to pick.
+  await page.locator(".quick-input-widget input").fill(r.typedModel);
+  await models.filter({ hasText: "typed" }).first().waitFor({ state: "visible" });
+  out.typedRow = (await models.first().getAttribute("aria-label")) ?? "";
+  await page.keyboard.press("Enter");
+  await page.locator(".statusbar-item", { hasText: r.typedModel }).first().waitFor({ timeout: 10000 });
+  out.statusTyped = (await page.locator(".statusbar-item", { hasText: "Totem:" }).first().innerText()).trim();
+  out.dropdownTyped = await frame.locator("#model").inputValue();
   step("model picker");
+
+  // "Log in to MCP server": the declared URL servers to pick from (totem/mcpServers).
+  await runCommand(page, "Totem: Log in to MCP server");
+  await page.locator(".quick-input-widget", { hasText: "log in to an MCP server" }).waitFor({ state: "visible" });
+  await models.first().waitFor({ state: "visible" });
+  out.mcpRows = [];
+  for (let i = 0; i < (await models.count()); i++) out.mcpRows.push((await models.nth(i).getAttribute("aria-label")) ?? "");
+  await page.keyboard.press("Escape");
+  step("mcp login picker");
 }
 
 // A background job in a new chat: the model starts a loopback HTTP server as a job, the list
@@ -370,6 +441,25 @@ async function backgroundJob(page, args) {
   await frame.locator("#jobs .job").first().waitFor({ state: "detached" });
   out.jobsAfterDismiss = await frame.locator("#jobs").evaluate((el) => ({ rows: el.querySelectorAll(".job").length, shown: getComputedStyle(el).display !== "none" }));
   step("job stopped and dismissed");
+
+  // A command stopped while it runs: its card says `interrupted`, once.
+  await box.fill(j.stop.question);
+  await box.press("Enter");
+  await dialog.waitFor({ state: "visible", timeout: 60000 });
+  await dialog.locator(".monaco-button", { hasText: "Allow once" }).first().click();
+  await frame.locator(".tool.running", { hasText: j.stop.command }).first().waitFor({ timeout: 30000 });
+  await frame.locator("#stop").click();
+  await frame.locator("#send:not([disabled])").waitFor({ timeout: 30000 });
+  const stopped = frame.locator(".tool", { hasText: j.stop.command }).last();
+  await frame.locator(".tool.interrupted", { hasText: j.stop.command }).last().waitFor({ timeout: 15000 });
+  // The card without its output (which says "Interrupted before it finished.").
+  const cardText = await stopped.evaluate((t) => {
+    const copy = t.cloneNode(true);
+    copy.querySelectorAll("details.output").forEach((d) => d.remove());
+    return copy.textContent;
+  });
+  out.stopCard = { title: cardText, cls: await stopped.getAttribute("class") };
+  step("command stopped");
   await sessionTools(page);
 }
 
@@ -432,21 +522,25 @@ async function review21(page, args) {
   await box.press("Enter");
   step("mention sent");
 
-  // The diff editor: the file against the proposal, a lens row over each hunk.
+  // The diff editor: the file against the proposal, a label on each hunk.
   const diff = page.locator(".monaco-diff-editor").first();
   await diff.waitFor({ state: "visible", timeout: 60000 });
-  const lenses = diff.locator(".editor.modified .codelens-decoration");
-  await lenses.filter({ hasText: "Hunk 2 of 2" }).first().waitFor({ timeout: 30000 });
-  out.lenses = await lenses.allInnerTexts();
+  out.lenses = await hunkMarks(diff, "Hunk 2 of 2");
   await frame.locator("#pending-review:not([hidden])").waitFor();
   out.reviewBefore = await frame.locator("#pending-review").innerText();
   await shot("vscode-review.png");
-  // Leave the second hunk: its lines go back in the proposal, one hunk remains.
-  await lenses.filter({ hasText: "Hunk 2 of 2" }).locator("a", { hasText: "Leave" }).click();
-  await lenses.filter({ hasText: "Hunk 1 of 1" }).first().waitFor({ timeout: 15000 });
-  await lenses.filter({ hasText: "Hunk 1 of 1" }).locator("a", { hasText: "Take" }).click();
-  await lenses.filter({ hasText: "Taken" }).first().waitFor({ timeout: 15000 });
-  out.lensesAfter = await lenses.allInnerTexts();
+  // Leave the second hunk from its hover: its lines go back in the proposal, one hunk remains.
+  const line = (label) => markedLine(diff, label);
+  await (await line("Hunk 2 of 2")).hover({ position: { x: 30, y: 5 } });
+  const hover = page.locator(".monaco-hover", { hasText: "Hunk 2 of 2" }).first();
+  await hover.waitFor({ state: "visible", timeout: 10000 });
+  out.hover = await hover.innerText();
+  await hover.locator("a", { hasText: "Leave" }).first().click();
+  await hunkMarks(diff, "Hunk 1 of 1");
+  // Take the first from the title bar, the cursor in it.
+  await (await line("Hunk 1 of 1")).click({ position: { x: 30, y: 5 } });
+  await page.locator('.editor-actions .action-label[aria-label^="Take This Hunk"]').first().click();
+  out.lensesAfter = await hunkMarks(diff, "taken");
   await frame.locator("#pending-review", { hasText: "1 of 2" }).waitFor();
   out.reviewAfter = await frame.locator("#pending-review").innerText();
   await shot("vscode-review-left.png");
@@ -501,9 +595,14 @@ async function review21(page, args) {
     .map((l) => l.trim().split(/\s+/))
     .filter((f) => f[1] === String(args.pgid) && f.slice(2).join(" ").endsWith(" lsp"));
   out.lspProcesses = lsp.length;
+  // A provider added to the config while it runs: the restarted server's models reach the dropdown.
+  out.modelsBeforeRestart = await frame.locator("#model option").evaluateAll((o) => o.map((e) => e.value));
+  fs.appendFileSync(r.config, r.addedProvider);
   process.kill(Number(lsp[0][0]), "SIGKILL");
   await frame.locator(".notice", { hasText: "restarted" }).waitFor({ timeout: 60000 });
   out.afterRestart = await frame.locator("#messages").innerText();
+  await frame.waitForFunction((m) => [...document.querySelectorAll("#model option")].some((o) => o.value === m), r.addedModel, { timeout: 15000 }).catch(() => undefined);
+  out.modelsAfterRestart = await frame.locator("#model option").evaluateAll((o) => o.map((e) => e.value));
   await box.fill(r.still);
   await box.press("Enter");
   await frame.locator(".msg.answer", { hasText: r.stillAnswer }).waitFor({ timeout: 60000 });
@@ -555,6 +654,18 @@ async function review21(page, args) {
   const deadline = Date.now() + 10000;
   while ((out.diskAfterRewind = fs.readFileSync(r.path, "utf8")) !== r.original && Date.now() < deadline) await page.waitForTimeout(200);
   step("rewound");
+
+  // Rewound to before its first message, the session has no title: in the tab, the header and the list.
+  out.titleAfterRewind = await frame.locator("#title").innerText();
+  out.tabAfterRewind = await frame.locator("#tabs .tab.current").innerText();
+  await runCommand(page, "Totem: Sessions");
+  await page.locator(".quick-input-widget", { hasText: "Totem sessions" }).waitFor({ state: "visible" });
+  const rows = page.locator(".quick-input-list .monaco-list-row");
+  await rows.filter({ hasText: "current" }).first().waitFor({ state: "visible" });
+  out.sessionRowsAfterRewind = [];
+  for (let i = 0; i < (await rows.count()); i++) out.sessionRowsAfterRewind.push((await rows.nth(i).getAttribute("aria-label")) ?? "");
+  await page.keyboard.press("Escape");
+  step("sessions after the rewind");
 }
 
 // Issue 37: messages sent while a turn runs are queued under the chat (Edit, Remove), the edited
@@ -682,13 +793,9 @@ try {
   seen.chatWhileAsking = await frameBeforeAccept.locator("#totem-chat").innerText();
   await page.screenshot({ path: path.join(args.artifacts, "vscode-diff.png") });
   step("diff editor shown");
-  // VS Code hides code lenses in diff editors: the first review offers to show them.
-  const offer = page.locator(".notifications-toasts .notification-toast", { hasText: "diffEditor.codeLens" });
-  await offer.waitFor({ state: "visible", timeout: 30000 });
-  seen.lensOffer = await offer.innerText();
-  await offer.locator(".monaco-button", { hasText: "Show Them" }).click();
-  seen.firstLenses = await diff.locator(".editor.modified .codelens-decoration").first().waitFor({ timeout: 15000 })
-    .then(() => diff.locator(".editor.modified .codelens-decoration").allInnerTexts(), () => []);
+  // Code lenses are hidden in diff editors (diffEditor.codeLens off): each hunk is labelled, no toast asks.
+  seen.firstMarks = await hunkMarks(diff, "Hunk 2 of 2");
+  seen.toasts = await page.locator(".notifications-toasts .notification-toast").allInnerTexts();
 
   // Accept, from the diff editor's title bar.
   const accept = page.locator('.editor-actions .action-label[aria-label^="Accept"]').first();

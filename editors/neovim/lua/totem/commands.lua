@@ -251,7 +251,10 @@ function M.context()
   client.notify('context: ' .. line .. (#parts > 0 and (': ' .. table.concat(parts, ', ')) or ''))
 end
 
---- :TotemModel [provider/model]
+--- The picker's last item: a model the providers' lists leave out, typed as provider/model.
+local TYPED = { typed = true }
+
+--- :TotemModel [provider/model]: without one, a pick of totem/models, or one typed.
 function M.model(opts)
   local c = client.get()
   if not c then
@@ -271,14 +274,24 @@ function M.model(opts)
       client.notify('the configured providers list no models')
       return
     end
-    vim.ui.select(models, {
+    local items = vim.list_extend(vim.list_slice(models), { TYPED })
+    vim.ui.select(items, {
       prompt = 'Totem model',
       format_item = function(m)
+        if m.typed then
+          return 'Other: type provider/model…'
+        end
         local window = m.contextWindow ~= vim.NIL and m.contextWindow and (' ' .. m.contextWindow .. ' tokens') or ''
         return m.id .. window
       end,
     }, function(choice)
-      if choice then
+      if choice and choice.typed then
+        vim.ui.input({ prompt = 'Totem model (provider/model): ' }, function(typed)
+          if typed and vim.trim(typed) ~= '' then
+            set_model(c, vim.trim(typed))
+          end
+        end)
+      elseif choice then
         set_model(c, choice.id)
       end
     end)
