@@ -442,6 +442,8 @@ def _assert_review(seen: dict, project: Path, model: ModelServer) -> None:
     assert r["userChips"] == [f"@{REVIEW_FILE}"], r["userChips"]
     # The pasted image: a chip before sending, drawn in the sent message, in the model's request.
     assert r["attachVisible"] and len(r["attachmentChips"]) == 1 and r["attachmentChips"][0].startswith("square.png"), r
+    # The config's [models] entry says the model sees images: not "(vision unknown)".
+    assert r["attachLabel"] == "Image…", r["attachLabel"]
 
     assert r["userImages"] == [["square.png", 48]], r["userImages"]
     assert r["attachmentsAfterSend"] == 0

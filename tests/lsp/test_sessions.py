@@ -114,6 +114,19 @@ async def test_models_and_set_model(editor):
     assert by_id["sim/test-model"]["default"] is False
 
 
+async def test_models_say_what_the_configs_models_entry_knows(tmp_path, model):
+    """A local server reports no window and no vision; the user's [models] entry does, and the
+    model list the editors read (VS Code's "Image… (vision unknown)") says what it says."""
+    model.models = [{"id": "test-model", "object": "model"}, {"id": "other-model", "object": "model"}]
+    editor = await start_editor(tmp_path, model, extra_config='[models."sim/test-model"]\ncontext_window = 32768\nvision = true\n')
+    try:
+        by_id = {m["id"]: m for m in await call(editor, "totem/models", None)}
+        assert (by_id["sim/test-model"]["vision"], by_id["sim/test-model"]["contextWindow"]) == (True, 32768)
+        assert (by_id["sim/other-model"]["vision"], by_id["sim/other-model"]["contextWindow"]) == (None, None)
+    finally:
+        await editor.client.shutdown_session()
+
+
 async def test_a_busy_session_refuses_a_second_turn(editor):
     editor.model.enqueue(Reply(events=[chunk({"role": "assistant", "content": ""}), chunk({"content": "Thinking"})], hold=30))
     first = asyncio.ensure_future(editor.request("totem/chat", {"text": "take your time"}))

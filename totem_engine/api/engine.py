@@ -12,6 +12,7 @@ one implementation each, so the four doors cannot drift. A door holds only ``Eng
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from totem_engine.mentions import unasked_reads
 from totem_engine.permissions import Policy
 from totem_engine.branches import Tree
 from totem_engine.commands import ACTIONS, Command
-from totem_engine.config import Config
+from totem_engine.config import Config, ModelOverride
 from totem_engine.config_error import ConfigError
 from totem_engine.mcp.servers import Say
 from totem_engine.mcp.specs import ServerSpec
@@ -375,14 +376,18 @@ class Engine:
         return remove_agent(self.root, name, self._runtime.agents())
 
     async def models(self) -> dict[str, list[ModelInfo] | ProviderError | ConfigError]:
-        """What each configured provider serves, by provider name; a provider that cannot say
-        gives its error instead."""
+        """What each configured provider serves, by provider name, with what the config's
+        ``[models."<provider>/<id>"]`` says of a model over what the provider reports (its
+        window, its vision: the turn's capability record reads the same); a provider that cannot
+        say gives its error instead."""
         found: dict[str, list[ModelInfo] | ProviderError | ConfigError] = {}
         for name in self.config.providers:
             try:
-                found[name] = await self._runtime.provider(name).models()
+                listed = await self._runtime.provider(name).models()
             except (ProviderError, ConfigError) as exc:
                 found[name] = exc
+                continue
+            found[name] = [_as_configured(info, self.config.models.get(f"{name}/{info.id}")) for info in listed]
         return found
 
     async def stop_job(self, session_id: str, job_id: str) -> Any:
@@ -508,3 +513,13 @@ def _check_mode(mode: str) -> None:
     if mode not in MODES:
         raise EngineError(f"there is no mode {mode!r}: {' or '.join(MODES)}")
 
+
+def _as_configured(info: ModelInfo, override: ModelOverride | None) -> ModelInfo:
+    """``info`` with what the user's ``[models]`` entry knows of the model put over it."""
+    if override is None:
+        return info
+    return dataclasses.replace(
+        info,
+        context_window=override.context_window or info.context_window,
+        vision=info.vision if override.vision is None else override.vision,
+    )

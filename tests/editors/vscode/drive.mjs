@@ -519,6 +519,7 @@ async function review21(page, args) {
   await frame.locator("#attachments .attachment-chip").first().waitFor();
   out.attachmentChips = await frame.locator("#attachments .attachment-chip").allInnerTexts();
   out.attachVisible = await frame.locator("#attach").isVisible();
+  out.attachLabel = await frame.locator("#attach").innerText();
   await box.press("Enter");
   step("mention sent");
 
