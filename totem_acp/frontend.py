@@ -121,7 +121,7 @@ class AcpFrontEnd:
                 response = await self.client.request_permission(
                     session_id=self.session_id, tool_call=call, options=permission.options(request)
                 )
-            return permission.reply(response)
+            return permission.reply(response, request)
         except permission.Cancelled:
             # Part of the prompt's cancellation (the client cancels what is open when it
             # cancels the turn), not a reject: the turn is aborted, which cancels this call.

@@ -3,6 +3,8 @@
 After https://agentclientprotocol.com/protocol/tool-calls#requesting-permission: the request
 carries the tool call (its diff for an edit, its command for a command) and four options, one
 per Totem answer; the option ids are Totem's outcomes, so the answer maps one to one. The
+request's more choices (a job's ports forwarded to loopback) follow allow once, each an
+``allow_once`` option whose id is the choice's. The
 ``cancelled`` outcome is not an answer: the client sends it for a request still open when it
 cancels the prompt turn, so it is part of the abort (``Cancelled``), never a reject.
 """
@@ -30,10 +32,12 @@ class Cancelled(Exception):
 
 
 def options(request: PermissionRequest) -> list[PermissionOption]:
-    """Allow once, allow always (what the answer stores), reject once, reject always."""
+    """Allow once, the request's more choices, allow always (what the answer stores), reject
+    once, reject always."""
     pattern = f"{request.permission} {request.always_pattern}".strip()
     return [
         PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
+        *(PermissionOption(option_id=c.id, name=c.label, kind="allow_once") for c in request.choices),
         PermissionOption(option_id="allow_always", name=f"Always allow {pattern}", kind="allow_always"),
         PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
         PermissionOption(option_id="reject_always", name=f"Always reject {pattern}", kind="reject_always"),
@@ -53,12 +57,14 @@ def tool_call(request: PermissionRequest, root: Path) -> ToolCallUpdate:
     )
 
 
-def reply(response: RequestPermissionResponse) -> PermissionReply:
+def reply(response: RequestPermissionResponse, request: PermissionRequest) -> PermissionReply:
     """Totem's answer for the client's; ``Cancelled`` for the ``cancelled`` outcome. An option id
     that was not offered is a reject, the safe answer."""
     outcome = response.outcome
     if not isinstance(outcome, AllowedOutcome):
         raise Cancelled
+    if outcome.option_id in {c.id for c in request.choices}:
+        return PermissionReply("allow_once", choice=outcome.option_id)
     if outcome.option_id not in OUTCOMES:
         return PermissionReply("reject_once", reason=f"the client chose an option that was not offered ({outcome.option_id!r})")
     return PermissionReply(outcome.option_id)  # type: ignore[arg-type]

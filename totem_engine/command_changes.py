@@ -75,6 +75,13 @@ class CommandScope(ABC):
         box = getattr(self, "box", None)
         return self.sandboxed and box is not None and not box.network
 
+    @property
+    def namespace_pid(self) -> int | None:
+        """The sandbox's holder process whose network namespace its command has, when it is
+        offline (a loopback forward watches and enters it, sandbox/forward.py); else None."""
+        box = getattr(self, "box", None)
+        return box.holder_pid if self.offline and box is not None else None
+
     @abstractmethod
     async def take_in(self) -> list[FileChange]:
         """What changed since the scope opened or since the last take-in, now in the project."""

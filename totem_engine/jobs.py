@@ -17,6 +17,7 @@ and the language server opens and closes a runtime from different tasks.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from totem_engine.processes import (
     SessionProcess,
     SessionProcesses,
 )
+from totem_engine.sandbox.forward import LoopbackForward
 from totem_engine.tools.bash import (
     DRAIN_SECONDS,
     HeadTail,
@@ -66,6 +68,9 @@ class Job(SessionProcess):
     read_all: anyio.Event = field(default_factory=anyio.Event)  # the pipe is at its end
     ended: anyio.Event = field(default_factory=anyio.Event)  # the shell exited and it was said
     tasks: list[asyncio.Task] = field(default_factory=list)
+    # Its ports forwarded to the host's 127.0.0.1 (sandbox/forward.py), as the user chose; None: not.
+    forward: LoopbackForward | None = None
+    forwarding: asyncio.Task | None = None
 
     def __post_init__(self) -> None:
         self.unread = HeadTail(self.limit)
@@ -91,8 +96,17 @@ class Job(SessionProcess):
     def event(self) -> ev.Job:
         return ev.Job(
             session_id=self.session_id, job_id=self.id, command=self.command, state=self.state, exit_code=self.exit_code,
-            offline=self.offline,
+            offline=self.offline, forwarded=list(self.forward.forwarded) if self.forward else [],
+            forward_taken=list(self.forward.taken) if self.forward else [],
         )
+
+    async def unforward(self) -> None:
+        """Its forward ended: the host's listeners closed, every relay killed."""
+        if self.forwarding is not None:
+            self.forwarding.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.forwarding
+            self.forwarding = None
 
 
 class Jobs(SessionProcesses[Job]):
@@ -112,11 +126,13 @@ class Jobs(SessionProcesses[Job]):
 
     async def start(
         self, session_id: str, command: str, *, limit: int, emit: Emit, may_change: bool = True, escape: bool = False,
-        unasked: bool = False, env_pass: tuple[str, ...] = (),
+        unasked: bool = False, env_pass: tuple[str, ...] = (), forward: bool = False,
     ) -> Job:
         """``command`` started as a job of the session (``may_change``: not a read-only command;
         ``escape``: outside the sandbox, as the user allowed; ``unasked``: the user did not allow
-        it, so it sees no secret file and no credential variable but those of ``env_pass``)."""
+        it, so it sees no secret file and no credential variable but those of ``env_pass``;
+        ``forward``: the ports it listens on in a sandbox without network are forwarded to the
+        host's 127.0.0.1, as the user chose, sandbox/forward.py)."""
         self._admit(session_id, MAX_RUNNING, "are running already")
         self.listen(session_id, emit)
         scope = await self._scope(session_id, command, may_change=may_change, escape=escape, unasked=unasked)
@@ -130,6 +146,10 @@ class Jobs(SessionProcesses[Job]):
             asyncio.ensure_future(read_into(process.stdout, lambda text: job.unread.add(text), job.read_all)),
             asyncio.ensure_future(self._watch(job)),
         ]
+        holder = scope.namespace_pid if forward and scope is not None else None
+        if holder is not None:
+            job.forward = LoopbackForward(holder, lambda: self._say(job))
+            job.forwarding = asyncio.ensure_future(job.forward.run())
         await self._say(job)
         return job
 
@@ -144,6 +164,7 @@ class Jobs(SessionProcesses[Job]):
             if job.state == "running":
                 job.state = ending
             await kill_group(job.process)  # also what an exited job left running in its group
+            await job.unforward()
             await job.ended.wait()
             for task in job.tasks:
                 task.cancel()
@@ -155,6 +176,7 @@ class Jobs(SessionProcesses[Job]):
             await job.read_all.wait()
         if job.state == "running":
             job.state = "exited"
+        await job.unforward()
         await self._say(job)
         job.ended.set()
 

@@ -220,6 +220,7 @@ class PermissionAnswer(ClientAnswer):
     outcome: Literal["allow_once", "allow_always", "reject_once", "reject_always"]
     feedback: str | None = None
     accepted: list[AcceptedFile] | None = None
+    choice: str | None = None  # with allow_once: the id of one of the request's choices
 
 
 class QuestionAnswer(ClientAnswer):

@@ -65,6 +65,8 @@ class Asker:
             answer = await self._answer(protocol.PERMISSION, permission_payload(request, root), PermissionAnswer)
             if isinstance(answer, str):
                 return PermissionReply("reject_once", reason=answer)
+            if answer.choice is not None:
+                return PermissionReply(answer.outcome, answer.feedback, choice=answer.choice)  # the engine checks it was offered
             if answer.accepted is None or answer.outcome.startswith("reject"):
                 return PermissionReply(answer.outcome, answer.feedback)
             accepted = accepted_paths(answer.accepted, request, root)
@@ -73,7 +75,10 @@ class Asker:
                 return PermissionReply("reject_once", reason="the editor's answer to totem/permission accepted a file that was not proposed")
             return PermissionReply(answer.outcome, answer.feedback, accepted=accepted)
         message = f"Totem wants to: {request.title}" + (f"\n\n{request.diff}" if request.diff else "")
-        choice = await self._show(message, list(_CHOICES))
+        more = {c.label: c.id for c in request.choices}  # each an allow once with more
+        choice = await self._show(message, [*list(_CHOICES)[:1], *more, *list(_CHOICES)[1:]])
+        if choice in more:
+            return PermissionReply("allow_once", choice=more[choice])
         return PermissionReply(_CHOICES.get(choice or "", "reject_once"))
 
     async def question(self, request: QuestionRequest) -> str | None:
@@ -173,6 +178,8 @@ def permission_payload(request: PermissionRequest, root: Path) -> dict[str, Any]
     }
     if request.diff is not None:
         payload["diff"] = request.diff
+    if request.choices:
+        payload["choices"] = [{"id": c.id, "label": c.label} for c in request.choices]
     if request.proposed:
         payload["proposed"] = [
             {"uri": from_fs_path(str(root / f.path)), "text": f.new_text} for f in request.proposed if f.new_text is not None

@@ -32,6 +32,8 @@ from totem_acp.mcp_servers import client_specs
 from totem_acp.prompt import user_message
 from totem_acp.session import stop_reason
 from totem_engine.api import events as ev
+from totem_engine.api.frontend import PermissionRequest
+from totem_engine.tools.job import FORWARD
 from totem_engine.turn.terms import TurnResult
 from totem_engine.vocab.chat import finish_kind
 
@@ -120,13 +122,23 @@ def test_an_image_the_engine_cannot_take_is_its_caption(tmp_path):
 
 
 def test_permission_answers_map_one_to_one_and_cancelled_is_not_a_reject():
+    request = PermissionRequest(
+        session_id="s", call_id="c", tool="job", title="job: $ make serve", input={}, rule=None, permission="bash",
+        always_pattern="make serve", paths=[], choices=(FORWARD,),
+    )
     for outcome in ("allow_once", "allow_always", "reject_once", "reject_always"):
         answer = RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=outcome))
-        assert permission.reply(answer).outcome == outcome
-    unknown = permission.reply(RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id="yes")))
+        assert permission.reply(answer, request).outcome == outcome
+    # The job's forward is offered as one more allow once, and chosen by its id.
+    offered = permission.options(request)
+    assert [(o.option_id, o.kind) for o in offered[:2]] == [("allow_once", "allow_once"), ("forward_ports", "allow_once")]
+    assert offered[1].name == FORWARD.label
+    forward = permission.reply(RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id="forward_ports")), request)
+    assert (forward.outcome, forward.choice) == ("allow_once", "forward_ports")
+    unknown = permission.reply(RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id="yes")), request)
     assert unknown.outcome == "reject_once" and "not offered" in unknown.reason
     with pytest.raises(permission.Cancelled):
-        permission.reply(RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled")))
+        permission.reply(RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled")), request)
 
 
 def test_at_a_crash_every_open_request_is_answered_with_an_error():

@@ -1,6 +1,8 @@
 """A job in the sandbox with no network (``sandbox_network`` off, sandbox/session.py): its server
 answers the session's later commands on loopback, nothing outside the sandbox reaches it, and the
-result the model reads and the ``job`` event say so; with the network allowed, the host reaches it."""
+result the model reads and the ``job`` event say so; with the network allowed, the host reaches it.
+A job whose start the user allowed with the loopback forward (tools/job.py ``FORWARD``) is reached
+on the host's 127.0.0.1 until it stops (sandbox/forward.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +11,15 @@ import urllib.request
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 
 from tests.unit.test_jobs import job, output_until
 from totem_engine.api import events as ev
 from totem_engine.command_changes import CommandChanges, SandboxSettings
 from totem_engine.jobs import Jobs
+from totem_engine.sandbox import forward
+from totem_engine.tools.job import FORWARD, JobTool
 from totem_engine.tools.base import ToolContext
 from totem_engine.workspace.files import DiskWorkspace
 
@@ -77,6 +82,71 @@ async def test_a_jobs_server_is_reached_from_the_host_only_with_the_network(tmp_
             assert status(url) == 0  # the host's loopback is not the sandbox's
             listed = await job(jobs, ctx, action="list")
             assert "job1 running with no network (sandbox)" in listed.output
+    finally:
+        await jobs.aclose()
+        await commands.aclose()
+
+
+def relays(port: int) -> list[int]:
+    """The processes relaying a forwarded connection to ``port`` (sandbox/forward.py)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if forward.RELAY.encode() in argv and str(port).encode() in argv:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("chosen", [True, False])
+async def test_a_job_granted_the_forward_is_reached_on_the_hosts_loopback_until_it_stops(tmp_path, chosen):
+    said: list[ev.Event] = []
+
+    async def publish(event: ev.Event) -> None:
+        said.append(event)
+
+    commands = CommandChanges(tmp_path, max_file_bytes=100_000, sandbox=SandboxSettings(mode="always"), watch=False)
+    ctx = ToolContext(
+        root=tmp_path, workspace=DiskWorkspace(), session_id="s1", call_id="c1", publish=publish, commands=commands,
+    )
+    jobs = Jobs(tmp_path, commands)
+    tool = JobTool(jobs)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        action = await tool.prepare(tool.Input(action="start", command=f"python3 -m http.server {port} --bind 127.0.0.1"), ctx)
+        assert action.choices == (FORWARD,)  # the question offers it: the job would have no network
+        assert "127.0.0.1 only" in FORWARD.label and "still has no outside network" in FORWARD.label
+        action.chosen = FORWARD.id if chosen else None
+        started = await action.apply(ctx)
+        async with httpx.AsyncClient() as client:
+            if not chosen:
+                await output_until(jobs, ctx, "job1", "Serving HTTP")
+                await anyio.sleep(0.5)  # a forward would have opened by now
+                with pytest.raises(httpx.ConnectError):
+                    await client.get(url)
+                assert "forwarded" not in (await job(jobs, ctx, action="list")).output
+                return
+            assert "the user chose to forward the ports it listens on" in started.output
+            with anyio.fail_after(20):
+                while True:
+                    try:
+                        answer = await client.get(url, timeout=2)
+                        break
+                    except httpx.TransportError:
+                        await anyio.sleep(0.1)
+            assert answer.status_code == 200 and "Directory listing" in answer.text
+            listed = await job(jobs, ctx, action="list")
+            assert f"job1 running with no network (sandbox); ports forwarded to 127.0.0.1: {port}" in listed.output
+            events = [e for e in said if isinstance(e, ev.Job)]
+            assert events[-1].forwarded == [port] and events[-1].offline
+            # The job still reaches nothing outside: only the host's loopback reaches its server.
+            await job(jobs, ctx, action="stop", id="job1")
+            assert relays(port) == []
+            with pytest.raises(httpx.ConnectError):
+                await client.get(url)
     finally:
         await jobs.aclose()
         await commands.aclose()

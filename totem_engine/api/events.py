@@ -187,6 +187,11 @@ class Job(Event):
     # True: it runs in the sandbox with no network (``sandbox_network`` off): a server it starts
     # answers the session's later commands on loopback, not the user's browser.
     offline: bool = False
+    # The ports of an offline job forwarded to the host's 127.0.0.1, as the user chose when asked
+    # to start it (sandbox/forward.py); the event comes again as each one opens. ``forward_taken``:
+    # ports it listens on that the host already used, so not forwarded.
+    forwarded: list[int] = []
+    forward_taken: list[int] = []
 
 
 class ContextBreakdown(BaseModel):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from totem_engine.api.events import Event, RuleRef
-from totem_engine.tools.base import ProposedFile
+from totem_engine.tools.base import PermissionChoice, ProposedFile
 
 Outcome = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
 # The pseudo tool a permission request names when it asks to start an MCP server (mcp/start.py):
@@ -26,6 +26,9 @@ class PermissionRequest:
     "allow always" answer stores; ``diff`` is the unified diff of the whole change and
     ``proposed`` the whole new text of each changed file. ``needs_person``: only a person may
     answer it, not ``--yes`` (starting an MCP server whose URL leaves this machine).
+    ``choices``: more answers to offer beside the four, each an allow once with something more
+    (a job's ports forwarded to this machine's loopback); a door offers each as it offers the
+    four, by its ``label``, and answers with its ``id`` (``PermissionReply.choice``).
     """
 
     session_id: str
@@ -40,6 +43,7 @@ class PermissionRequest:
     diff: str | None = None
     proposed: list[ProposedFile] = field(default_factory=list)
     needs_person: bool = False
+    choices: tuple[PermissionChoice, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -50,13 +54,16 @@ class PermissionReply:
     the turn ends at this rejection with this message (stop reason ``guard``) instead of the
     model trying again to be rejected again. ``accepted``: with an allow, the change as the user
     reviewed it, project-relative path -> the whole text they accept for that file (some hunks
-    taken, some left, or edited; turn/review.py); a proposed file not in it is taken as proposed."""
+    taken, some left, or edited; turn/review.py); a proposed file not in it is taken as proposed.
+    ``choice``: with ``allow_once``, the id of the request's ``choices`` the user took; one that
+    was not offered is a reject."""
 
     outcome: Outcome
     feedback: str | None = None
     reason: str | None = None
     end_turn: str | None = None
     accepted: Mapping[str, str] | None = None
+    choice: str | None = None
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,12 @@ class SandboxSession:
             os.close(read)
         self._holder_pid = pid
 
+    @property
+    def holder_pid(self) -> int | None:
+        """The holder's process, whose namespaces the session's commands enter (a loopback
+        forward watches and enters them too, forward.py); None when the network is allowed."""
+        return self._holder_pid
+
     def wrap(
         self, argv: list[str], *, overlay: tuple[Path, Path] | None, masked: tuple[Path, ...] = (),
         extra_overlays: tuple[tuple[Path, Path], ...] | None = None,

@@ -230,6 +230,16 @@ class ToolResult:
     attachments: list[Image] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class PermissionChoice:
+    """An answer offered beside the four (allow or reject, once or always): allow this call
+    once, with something more (``id``, what the tool acts on; ``label``, what the user reads):
+    a job's ports forwarded to this machine's loopback (tools/job.py)."""
+
+    id: str
+    label: str
+
+
 @dataclass
 class ProposedFile:
     """One file of a prepared change: its path, whole new text (None: delete) and old text."""
@@ -270,6 +280,10 @@ class Action(ABC):
     # Set by the tool round: only the read-only default let it run, the user allowed nothing of
     # it, so its commands see no secret file (in the sandbox) and no credential variable.
     unasked: bool = False
+    # More allows the question offers (``PermissionChoice``); ``chosen``, set by the tool round:
+    # the id of the one the user took (None: a plain allow, or not asked).
+    choices: tuple[PermissionChoice, ...] = ()
+    chosen: str | None = None
 
     @abstractmethod
     async def apply(self, ctx: ToolContext) -> ToolResult: ...

@@ -467,11 +467,17 @@ class ToolCalls:
             paths=[f.path for f in action.files] or list(action.patterns),
             diff=action.diff,
             proposed=list(action.files),
+            choices=action.choices,
         )
         await self.writes.flush()  # an answer may take minutes: the session as it stands is stored first
         reply = await self.turn.hooks.while_asking(
             f"Totem needs your permission: {action.title}", "permission_prompt", lambda: self.turn.frontend.permission(request)
         )
+        if reply.choice is not None:
+            if reply.outcome != "allow_once" or reply.choice not in {c.id for c in action.choices}:
+                reply = PermissionReply("reject_once", reason=f"the answer chose {reply.choice!r}, which was not offered")
+            else:
+                action.chosen = reply.choice
         if reply.outcome == "allow_always":
             return True, self.policy.remember(action.permission, action.always_pattern, "allow"), reply
         if reply.outcome == "reject_always":

@@ -16,6 +16,10 @@ export interface Job {
   /** It runs in the sandbox with no network: a server it starts answers the session's commands,
    * not the user's browser (the `job` event's `offline`). */
   offline?: boolean;
+  /** Its ports forwarded to this machine's 127.0.0.1, as the user chose (the `job` event's
+   * `forwarded`), and those the machine had taken (`forwardTaken`). */
+  forwarded?: number[];
+  forwardTaken?: number[];
   /** A `totem/jobStop` was sent and has not answered yet (its button is disabled). */
   stopping?: boolean;
 }
@@ -29,11 +33,14 @@ export class JobList {
     if (!job) {
       this.jobs.push({
         sessionId: event.sessionId, jobId: event.jobId, command: event.command, state: event.state, exitCode: event.exitCode,
-        offline: event.offline === true,
+        offline: event.offline === true, forwarded: event.forwarded ?? [], forwardTaken: event.forwardTaken ?? [],
       });
       return true;
     }
-    Object.assign(job, { command: event.command, state: event.state, exitCode: event.exitCode });
+    Object.assign(job, {
+      command: event.command, state: event.state, exitCode: event.exitCode,
+      forwarded: event.forwarded ?? [], forwardTaken: event.forwardTaken ?? [],
+    });
     if (event.state !== "running") job.stopping = false;
     return true;
   }
@@ -82,8 +89,17 @@ export class JobList {
 
 export const NO_NETWORK = "no network (sandbox)";
 
+/** "ports forwarded to 127.0.0.1: 8000" and the ports taken on this machine; "" without a forward. */
+export function forwardNote(job: Job): string {
+  const said = [];
+  if (job.forwarded?.length) said.push(`ports forwarded to 127.0.0.1: ${job.forwarded.join(", ")}`);
+  if (job.forwardTaken?.length) said.push(`taken on this machine, not forwarded: ${job.forwardTaken.join(", ")}`);
+  return said.join(" · ");
+}
+
 /** "job1 `sleep 30` · running", "job1 `sleep 30` · stopped · exit code -15", "… · no network (sandbox)". */
 export function jobLine(job: Job): string {
   const end = job.exitCode === null ? "" : ` · exit code ${job.exitCode}`;
-  return `${job.jobId} \`${job.command}\` · ${job.stopping ? "stopping…" : job.state}${end}${job.offline ? ` · ${NO_NETWORK}` : ""}`;
+  const forward = forwardNote(job);
+  return `${job.jobId} \`${job.command}\` · ${job.stopping ? "stopping…" : job.state}${end}${job.offline ? ` · ${NO_NETWORK}` : ""}${forward ? ` · ${forward}` : ""}`;
 }

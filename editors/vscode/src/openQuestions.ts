@@ -21,12 +21,13 @@ export class OpenQuestions {
     return this.open.get(callId)?.params;
   }
 
-  /** Answer the question of `callId`; false when it is not open (answered, or never asked). */
-  answer(callId: string, outcome: PermissionOutcome, feedback?: string): boolean {
+  /** Answer the question of `callId`; false when it is not open (answered, or never asked).
+   * `choice`: with allow_once, the id of one of the request's `choices`. */
+  answer(callId: string, outcome: PermissionOutcome, feedback?: string, choice?: string): boolean {
     const found = this.open.get(callId);
     if (!found) return false;
     this.open.delete(callId);
-    found.resolve(feedback ? { outcome, feedback } : { outcome });
+    found.resolve({ outcome, ...(feedback ? { feedback } : {}), ...(choice ? { choice } : {}) });
     return true;
   }
 

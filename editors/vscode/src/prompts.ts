@@ -62,8 +62,10 @@ export class Prompts implements TotemUi, vscode.Disposable {
   /** The modal for an open question; dismissed, it answers nothing (the chat's panel keeps it). */
   private async modalPermission(params: PermissionParams): Promise<void> {
     const always = `Allow always (${alwaysLabel(params)})`;
-    const choices: [string, PermissionOutcome][] = [
+    const more: [string, PermissionOutcome, string][] = (params.choices ?? []).map((c) => [c.label, "allow_once", c.id]);
+    const choices: [string, PermissionOutcome, string?][] = [
       ["Allow once", "allow_once"],
+      ...more,
       [always, "allow_always"],
       ["Reject", "reject_once"],
       ["Reject always", "reject_always"],
@@ -74,8 +76,8 @@ export class Prompts implements TotemUi, vscode.Disposable {
       { modal: true, detail },
       ...choices.map(([label]) => label),
     );
-    const outcome = choices.find(([label]) => label === picked)?.[1];
-    if (outcome) this.modals.answer(params.callId, outcome);
+    const found = choices.find(([label]) => label === picked);
+    if (found) this.modals.answer(params.callId, found[1], undefined, found[2]);
     else this.hooks.log(`The question "${params.title}" stays open: answer it in the chat's panel.`);
   }
 

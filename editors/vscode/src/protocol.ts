@@ -93,11 +93,16 @@ export interface PermissionParams {
   paths: string[];
   diff?: string;
   proposed?: { uri: string; text: string }[];
+  /** More answers beside the four, each an allow once with more (a job's ports forwarded to loopback). */
+  choices?: { id: string; label: string }[];
 }
 
 export type PermissionOutcome = "allow_once" | "allow_always" | "reject_once" | "reject_always";
 /** `accepted`: with an allow, the whole text the user accepts for each file of `proposed`. */
-export interface PermissionAnswer { outcome: PermissionOutcome; feedback?: string; accepted?: { uri: string; text: string }[] }
+/** `choice`: with allow_once, the id of one of the request's `choices`. */
+export interface PermissionAnswer {
+  outcome: PermissionOutcome; feedback?: string; accepted?: { uri: string; text: string }[]; choice?: string;
+}
 
 export interface QuestionParams { sessionId: string; callId: string; question: string; options?: string[] }
 export interface QuestionAnswer { answer: string | null }
@@ -125,7 +130,7 @@ export type TotemEvent = Nested & (
   | { sessionId: string; kind: "error"; errorClass: string; message: string }
   | { sessionId: string; kind: "turnEnd"; turnId: string; stopReason: StopReason; text: string; model: string }
   | { sessionId: string; kind: "context"; estimate: number; window: number | null; [key: string]: any }
-  | ({ sessionId: string; kind: "job" } & JobStatus & { command: string; offline?: boolean })
+  | ({ sessionId: string; kind: "job" } & JobStatus & { command: string; offline?: boolean; forwarded?: number[]; forwardTaken?: number[] })
 );
 
 /** How a background job stands (docs/events.md `job`; the result of `totem/jobStop`). */

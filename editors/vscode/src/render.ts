@@ -4,7 +4,7 @@
 import MarkdownIt from "markdown-it";
 import { AgentThread, threadLabel } from "./agentThread";
 import { ChatState, Entry, PendingAsk, toolLine } from "./chatState";
-import { Job, NO_NETWORK, jobLine } from "./jobList";
+import { Job, NO_NETWORK, forwardNote, jobLine } from "./jobList";
 import { callOutcome } from "./toolCard";
 import type { Tab } from "./chatList";
 import type { CommandInfo, Mode } from "./protocol";
@@ -252,6 +252,7 @@ export function renderJobs(state: ChatState): string {
       `<span class="job-state">${job.stopping ? "stopping…" : escapeHtml(job.state)}</span>` +
       (job.exitCode === null ? "" : `<span class="job-exit">exit code ${job.exitCode}</span>`) +
       (job.offline ? `<span class="job-network" title="A server it starts answers this chat's commands, not your browser">${NO_NETWORK}</span>` : "") +
+      (forwardNote(job) ? `<span class="job-network">${escapeHtml(forwardNote(job))}</span>` : "") +
       (other ? `<span class="job-session">another chat</span>` : "") +
       button +
       `</li>`

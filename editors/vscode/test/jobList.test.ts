@@ -35,6 +35,18 @@ describe("JobList", () => {
     assert.equal(rows.split("job-network").length, 2);
   });
 
+  it("says which ports of a job are forwarded to this machine's loopback, as its events come", () => {
+    const s = chatWithSession();
+    const served = { ...(job("ses_1", "job1", "running", null, "python3 -m http.server 8000") as object), offline: true };
+    s.apply(served as TotemEvent);
+    s.apply({ ...served, forwarded: [8000], forwardTaken: [9000] } as TotemEvent);
+    assert.equal(
+      jobLine(s.jobs.jobs[0]),
+      "job1 `python3 -m http.server 8000` · running · no network (sandbox) · ports forwarded to 127.0.0.1: 8000 · taken on this machine, not forwarded: 9000",
+    );
+    assert.match(viewModel(s, "idle").jobs, /<span class="job-network">ports forwarded to 127\.0\.0\.1: 8000 · taken/);
+  });
+
   it("follows a job from running to its end, and draws Stop then Dismiss", () => {
     const s = chatWithSession();
     assert.equal(s.apply(job("ses_1", "job1", "running")), true);

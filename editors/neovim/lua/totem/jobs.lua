@@ -51,9 +51,17 @@ function M.running()
 end
 
 --- What a job in the sandbox without network is told by (the `job` event's `offline`): a
---- server it runs answers the session's commands, not the user's browser.
+--- server it runs answers the session's commands, not the user's browser; unless the user had
+--- its ports forwarded to this machine's loopback (`forwarded`, `forwardTaken`).
 function M.network(job)
-  return job.offline and '  · no network (sandbox)' or ''
+  local said = job.offline and '  · no network (sandbox)' or ''
+  if job.forwarded and #job.forwarded > 0 then
+    said = said .. ' · ports forwarded to 127.0.0.1: ' .. table.concat(job.forwarded, ', ')
+  end
+  if job.forwardTaken and #job.forwardTaken > 0 then
+    said = said .. ' · taken on this machine, not forwarded: ' .. table.concat(job.forwardTaken, ', ')
+  end
+  return said
 end
 
 --- "job1 `sleep 30` · stopped · exit code -15" (one line).
@@ -100,6 +108,8 @@ function M.on_event(e, client_id)
   end
   job.command = tostring(e.command or '')
   job.offline = e.offline == true
+  job.forwarded = type(e.forwarded) == 'table' and e.forwarded or {}
+  job.forwardTaken = type(e.forwardTaken) == 'table' and e.forwardTaken or {}
   job.state = e.state
   job.exitCode = exit_code(e.exitCode)
   if e.state ~= 'running' then

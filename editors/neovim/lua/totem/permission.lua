@@ -77,6 +77,13 @@ local function body(params)
   if #lines == 0 then
     lines = { params.title or params.tool or '' }
   end
+  -- More answers the server offers (`choices`, an allow once with more): key 1, 2, ...
+  for i, choice in ipairs(params.choices or {}) do
+    if i == 1 then
+      table.insert(lines, '')
+    end
+    table.insert(lines, ('%d  %s'):format(i, choice.label or choice.id))
+  end
   return lines, 'markdown'
 end
 
@@ -85,9 +92,11 @@ local function footer(params, reviewing)
   local hunks = reviewing
       and (' %s %s hunk · %s take · %s leave · %s edit ·'):format(k.next_hunk, k.prev_hunk, k.take, k.leave, k.edit)
     or ''
-  return ('%s %s allow · %s always (%s %s) · %s reject · %s never · %s %s '):format(
+  local more = params.choices and #params.choices > 0 and (' 1-%d as above ·'):format(#params.choices) or ''
+  return ('%s %s allow ·%s %s always (%s %s) · %s reject · %s never · %s %s '):format(
     hunks,
     k.allow_once,
+    more,
     k.allow_always,
     params.permission or params.tool or '?',
     params.alwaysPattern or '*',
@@ -478,6 +487,11 @@ function M.open_window(params, done, root, client_id)
   map(k.allow_always, function()
     ask:allow('allow_always')
   end)
+  for i, choice in ipairs(params.choices or {}) do
+    map(tostring(i), function()
+      ask:finish({ outcome = 'allow_once', choice = choice.id })
+    end)
+  end
   map(k.reject_once, function()
     ask:finish({ outcome = 'reject_once' })
   end)
