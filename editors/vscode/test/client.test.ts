@@ -207,7 +207,7 @@ describe("TotemClient against totem lsp", () => {
     }
     listener.dispose();
     assert.deepEqual(jobs.jobs.jobs.map((j) => [j.state, j.exitCode]), [["stopped", -15]]);
-    assert.match(viewModel(jobs, "idle").jobs, /<span class="job-state">stopped<\/span><span class="job-exit">exit code -15<\/span><button class="job-dismiss/);
+    assert.match(viewModel(jobs, "idle").jobs, /<span class="job-state">stopped<\/span><span class="job-exit">exit code -15<\/span>(<span class="job-network"[^>]*>no network \(sandbox\)<\/span>)?<button class="job-dismiss/);
     await assert.rejects(server.totem.jobStop(result.sessionId, "job9"), (e: any) => e.code === -32602 && /no job 'job9'/.test(e.message));
   });
 
