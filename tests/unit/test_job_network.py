@@ -39,8 +39,9 @@ def status(url: str) -> int:
 
 
 async def until_answered(url: str) -> int:
-    for _ in range(100):
-        if (found := status(url)) == 200:
+    """200 once the server answers (a job's python starts slowly on a loaded machine), else 0."""
+    for _ in range(300):
+        if (found := await anyio.to_thread.run_sync(status, url)) == 200:
             return found
         await anyio.sleep(0.1)
     return 0
@@ -68,7 +69,7 @@ async def test_a_jobs_server_is_reached_from_the_host_only_with_the_network(tmp_
         (event,) = [e for e in said if isinstance(e, ev.Job)]
         assert event.offline is not network
         inside = (
-            f"python3 -c \"import time, urllib.request\nfor _ in range(100):\n try: print('inside', urllib.request.urlopen('{url}').status); break\n"
+            f"python3 -c \"import time, urllib.request\nfor _ in range(300):\n try: print('inside', urllib.request.urlopen('{url}').status); break\n"
             f" except OSError: time.sleep(0.1)\""
         )
         await job(jobs, ctx, action="start", command=inside)
