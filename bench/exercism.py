@@ -25,8 +25,8 @@ Totem/aider. Logs, copies and ``results.json`` go to a results directory outside
 
     .venv/bin/python bench/exercism.py [--exercises N] [--seed S] [--all] [--agents totem,aider] [--timeout S]
 
-Needs ``make install`` and ``totem local setup``. The default, 40 exercises, takes about an
-hour on a 2-core machine.
+Needs ``make install`` and ``totem local setup``. The default, 30 exercises with a minute a
+try, takes under an hour on a 2-core machine (bench/README.md).
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ from local_tasks import MODEL_SPEC, TOTEM, Server, aider_env, bench_env, ensure_
 EXERCISES_DIR = Path(__file__).resolve().parents[2] / "shared" / "exercism-python"
 AGENTS = ("totem", "totem-script", "aider")
 DEFAULT_AGENTS = ("totem", "aider")
-DEFAULT_EXERCISES = 40
+DEFAULT_EXERCISES = 30
 DEFAULT_SEED = 1
-DEFAULT_TIMEOUT = 240.0
+DEFAULT_TIMEOUT = 60.0  # seconds a try: a user's minute, and 30 exercises within the hour
 TEST_COMMAND = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
 CONFIGS = {
     "totem": 'forge = false\n',
@@ -194,7 +194,7 @@ def last_check_output(agent: str, log: Path, copy: Path) -> str:
 
 
 def choose(root: Path, count: int | None, seed: int) -> list[protocol.Exercise]:
-    names = sorted(p.parent.name for p in root.glob("*/.meta/config.json"))
+    names = sorted(p.parent.parent.name for p in root.glob("*/.meta/config.json"))
     if not names:
         raise SystemExit(f"no exercises in {root}")
     if count is not None and count < len(names):

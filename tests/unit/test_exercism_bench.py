@@ -18,9 +18,7 @@ TEST = "from leap import leap_year\n\ndef test_leap():\n    assert leap_year(200
 SOLVED = "def leap_year(year):\n    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)\n"
 
 
-@pytest.fixture
-def exercise(tmp_path: Path) -> protocol.Exercise:
-    root = tmp_path / "exercises" / "leap"
+def make_exercise(root: Path) -> protocol.Exercise:
     for rel, text in {
         ".meta/config.json": json.dumps({"files": {"solution": ["leap.py"], "test": ["leap_test.py"], "example": [".meta/example.py"]}}),
         ".meta/example.py": SOLVED,
@@ -33,6 +31,19 @@ def exercise(tmp_path: Path) -> protocol.Exercise:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     return protocol.Exercise.load(root)
+
+
+@pytest.fixture
+def exercise(tmp_path: Path) -> protocol.Exercise:
+    return make_exercise(tmp_path / "exercises" / "leap")
+
+
+def test_a_subset_is_picked_by_its_seed_from_the_exercise_folders(tmp_path: Path) -> None:
+    for name in ("leap", "bob", "two-fer"):
+        make_exercise(tmp_path / name)
+    assert [e.name for e in exercism.choose(tmp_path, None, 1)] == ["bob", "leap", "two-fer"]
+    picked = [e.name for e in exercism.choose(tmp_path, 2, 7)]
+    assert len(picked) == 2 and picked == sorted(picked) and picked == [e.name for e in exercism.choose(tmp_path, 2, 7)]
 
 
 def test_the_request_is_the_docs_then_aiders_addendum(exercise: protocol.Exercise) -> None:

@@ -29,6 +29,8 @@ from pathlib import Path
 import anyio
 from anyio.abc import Process, TaskGroup
 
+from totem_engine.command_env import command_environ
+
 __all__ = ["LoopbackForward", "listening_ports"]
 
 log = logging.getLogger(__name__)
@@ -137,6 +139,7 @@ class LoopbackForward:
                     ["nsenter", f"--user=/proc/{self.holder_pid}/ns/user", f"--net=/proc/{self.holder_pid}/ns/net",
                      "--preserve-credentials", "--", sys.executable, "-c", RELAY, str(port), host],
                     stdin=connection.fileno(), stdout=connection.fileno(), stderr=subprocess.DEVNULL, start_new_session=True,
+                    env=command_environ(unasked=True),  # Totem's own process, with no key of the user's
                 )
             except OSError as exc:
                 log.warning("could not relay a connection to port %d: %s", port, exc)
