@@ -37,6 +37,7 @@ from tests.support.oauth_mcp import OAuthMcp
 from tests.support.processes import processes_with
 from tests.support.real_mcp import write_mcp_json
 from tests.support.reminder import sent_messages
+from totem_engine.tools.job import FORWARD
 
 
 @pytest.fixture(autouse=True)
@@ -992,6 +993,41 @@ def test_review_by_hunk_edit_the_proposal_and_rewind_files_and_chat(neovim, proj
     assert "Rename the route" in sent and "Now make it friendlier" not in sent and "Howdy" not in sent
 
 
+def test_a_rewind_to_before_the_first_message_drops_the_title_from_the_session_list(neovim, project, model):
+    """Issue 37: :TotemRewind to before the chat's first message: :TotemSessions no longer shows
+    the title that message gave the session; the next message titles it again."""
+    nv = neovim
+    model.enqueue(text_reply("A first answer."))
+    wait_for_client(nv)
+    nv.lua(NOTIFIED)
+    nv.command("TotemAsk Plan the rewound feature")
+    wait_idle(nv, "the first answer", "A first answer.")
+    listed = ("_G.offered = nil vim.ui.select = function(items, opts, on_choice)"
+              " _G.offered = vim.tbl_map(opts.format_item, items) on_choice(nil) end"
+              " vim.cmd('TotemSessions')")
+
+    def session_list() -> list[str]:
+        nv.lua(listed)
+        return nv.wait(lambda: nv.lua("return _G.offered"), "the session list")
+
+    offered = session_list()
+    assert len(offered) == 1 and "  Plan the rewound feature  [sim/test-model]  (this chat)" in offered[0], offered
+
+    nv.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
+    nv.command("TotemRewind")
+    nv.wait(lambda: any(m.startswith("Totem: rewound ") for m in nv.lua("return _G.notified")), "the rewind")
+    nv.wait(lambda: "A first answer." not in "\n".join(nv.lua(CHAT_LINES)), "the chat without the rewound turn")
+    offered = session_list()
+    assert len(offered) == 1 and "  (untitled)  [sim/test-model]  (this chat)" in offered[0], offered
+    assert "Plan the rewound feature" not in offered[0]
+
+    model.enqueue(text_reply("A fresh start."))
+    nv.command("TotemAsk Begin again here")
+    wait_idle(nv, "the answer after the rewind", "A fresh start.")
+    offered = session_list()
+    assert len(offered) == 1 and "  Begin again here  [sim/test-model]  (this chat)" in offered[0], offered
+
+
 def test_a_killed_server_comes_back_and_the_chat_takes_up_its_session(neovim, project, model):
     """The server killed during a command: the plugin says so, starts it again, and the chat
     shows the session as stored, the command interrupted; the next message continues it."""
@@ -1350,6 +1386,7 @@ def test_a_commands_card_esc_puts_the_question_aside_and_the_asking_session_is_n
         save(screen, DOCS_IMAGES / "neovim-failed-command.png", nv.size)
 
 
+FORWARD_LABEL = FORWARD.label
 TOOLS_LIST = "return vim.api.nvim_buf_get_lines(require('totem.tools').buf(), 0, -1, false)"
 
 
@@ -1416,6 +1453,50 @@ def test_a_job_without_network_says_so_in_its_row_and_to_the_model(tmp_path, pro
         rows = nv.lua(JOBS_LIST)
         assert rows[2] == f"job1   running                  {server}  · no network (sandbox)", rows
         save_artifact("neovim-job-offline.txt", nv.capture() or "\n".join(rows))
+    finally:
+        nv.stop()
+
+
+def test_a_sandboxed_jobs_question_offers_its_ports_forwarded_and_the_users_get_answers(tmp_path, project, model):
+    """Issue 37: in the sandbox without network, a job's start question offers one more answer,
+    `1` (forward its ports to this machine's loopback); taken, the job still has no network, its
+    row says which port is forwarded to 127.0.0.1, and a GET from outside the sandbox answers."""
+    home = tmp_path / "home"
+    (home / "config" / "totem").mkdir(parents=True)
+    (home / "config" / "totem" / "config.toml").write_text(
+        'model = "sim/test-model"\nretry_max_wait = 1.0\nsandbox = "always"\nforge = false\n'
+        f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
+    )
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = f"python3 -m http.server {port} --bind 127.0.0.1"
+    model.enqueue(tool_reply([("job", {"action": "start", "command": server})]))
+    model.enqueue(text_reply("The server runs, forwarded."))
+    nv = Neovim(home, project, model="sim/test-model", settings={"permission_timeout": 30, "sandbox_network": False})
+    nv.start("controllers/api.js")
+    try:
+        wait_for_client(nv)
+        nv.command("TotemAsk Start the dev server for my browser")
+        asked = nv.wait(lambda: nv.lua("local p = require('totem.permission').current"
+                                       " return p and vim.api.nvim_buf_get_lines(p.buf, 0, -1, false)"), "the permission window")
+        assert asked[-1] == "1  " + FORWARD_LABEL, asked
+        assert asked[asked.index("$ " + server) + 1:] == ["", "1  " + FORWARD_LABEL], asked
+        nv.input("1")
+        wait_idle(nv, "the answer", "The server runs, forwarded.")
+        told = json.dumps(sent_messages(model.requests[-1]))
+        assert "the user chose to forward the ports it listens on" in told, told
+
+        # A loaded machine starts python slowly: the port is forwarded once the server listens.
+        assert nv.wait(lambda: http_status(f"http://127.0.0.1:{port}/") == 200, "the server answering on loopback", timeout=30)
+        row = f"job1   running                  {server}  · no network (sandbox) · ports forwarded to 127.0.0.1: {port}"
+
+        def listed() -> list[str] | None:
+            nv.command("TotemJobs")
+            rows = nv.lua(JOBS_LIST)
+            return rows if rows[2:] == [row] else None
+        rows = nv.wait(listed, "the row naming the forwarded port")
+        save_artifact("neovim-job-forwarded.txt", nv.capture() or "\n".join(rows))
     finally:
         nv.stop()
 
