@@ -31,6 +31,7 @@ from tests.editors.scenario import EDITED, NEW, OLD, ORIGINAL
 from tests.support.processes import processes_with
 from tests.support.model_server import ModelServer, Reply, text_reply, tool_reply
 from tests.support.reminder import sent_messages
+from totem_engine.tools.job import FORWARD
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("TOTEM_TEST_CACHE") or Path.home() / ".cache" / "totem-test")
@@ -81,6 +82,9 @@ RETRIED = "The key works again."
 # Then a background job in a new chat (issue 19): a loopback HTTP server, stopped from the list.
 JOB_Q = "Start the dev server"
 JOB_ANSWER = "The server runs in the background."
+# Issue 37: the same with the sandbox's network off (totem.config), started with its ports forwarded.
+FWD_Q = "Start it with its ports forwarded"
+FWD_ANSWER = "The server runs in the sandbox; its port is on your loopback."
 # Then issue 21 in a new chat: a mention, a two-hunk review, regenerate, a restart, a rewind.
 REVIEW_FILE = "config/settings.js"
 REVIEW_ORIGINAL = "".join(f"exports.{k} = {v};\n" for k, v in [
@@ -264,6 +268,10 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         model.enqueue(tool_reply([("job", {"action": "start", "command": job_command})]))
         model.enqueue(text_reply(JOB_ANSWER))
         model.enqueue(tool_reply([("bash", {"command": STOP_COMMAND})]))
+        fwd_port = _free_port()
+        fwd_command = f"python3 -m http.server {fwd_port} --bind 127.0.0.1"
+        model.enqueue(tool_reply([("job", {"action": "start", "command": fwd_command})]))
+        model.enqueue(text_reply(FWD_ANSWER))
         model.enqueue(tool_reply([("write", {"path": REVIEW_FILE, "content": REVIEW_PROPOSED})], text=REVIEW_FIRST))
         model.enqueue(text_reply(REVIEW_ANSWER))
         model.enqueue(text_reply(REVIEW_SECOND))
@@ -333,6 +341,10 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
                 "job": {
                     "question": JOB_Q, "answer": JOB_ANSWER, "command": job_command, "url": f"http://127.0.0.1:{job_port}/",
                     "stop": {"question": STOP_Q, "command": STOP_COMMAND},
+                    "forward": {
+                        "question": FWD_Q, "answer": FWD_ANSWER, "command": fwd_command, "url": f"http://127.0.0.1:{fwd_port}/",
+                        "label": FORWARD.label, "settings": str(user_data / "User" / "settings.json"),
+                    },
                 },
                 "review": {
                     "file": REVIEW_FILE, "path": str(project / REVIEW_FILE), "original": REVIEW_ORIGINAL,
@@ -358,7 +370,7 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
             (ARTIFACTS / "vscode-seen.json").write_text(json.dumps(seen, indent=2))
             assert seen["ok"], f"{seen.get('error')}\nsteps: {seen['steps']}\nsee {ARTIFACTS}/vscode-failure.png"
             # Stopped from the list while VS Code still runs: nothing of the job is left.
-            assert not processes_with(job_command)
+            assert not processes_with(job_command) and not processes_with(fwd_command)
         finally:
             _kill_group(server)
 
@@ -427,6 +439,7 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         assert "config.toml" in seen["hookTab"], seen["hookTab"]
         _assert_rough_edges(seen, project, model)
         _assert_background_job(seen, job_command)
+        _assert_forwarded_job(seen, fwd_command, fwd_port)
         _assert_review(seen, project, model)
         _assert_forks(seen, project, env)
         assert model.pending == 0
@@ -601,6 +614,20 @@ def _assert_background_job(seen: dict, command: str) -> None:
     # Stopped as it ran: a failure, and `interrupted` said once.
     assert job["stopCard"]["title"].count("interrupted") == 1 and "failed" in job["stopCard"]["cls"], job["stopCard"]
     assert (ARTIFACTS / "vscode-jobs.png").stat().st_size > 10_000
+
+
+def _assert_forwarded_job(seen: dict, command: str, port: int) -> None:
+    """Issue 37: with the sandbox's network off the job's question offers the loopback forward
+    after "Allow once"; that answer starts it, its row names the port, and the server answers on
+    this machine's 127.0.0.1 while it runs."""
+    fwd = seen["forward"]
+    assert f"Command: {command}" in fwd["modal"], fwd["modal"]
+    # The dialog lays its buttons out last to first, with Cancel beside the first.
+    buttons = [b.strip() for b in reversed(fwd["buttons"]) if b.strip() != "Cancel"]
+    assert buttons[:3] == ["Allow once", FORWARD.label, "Allow always (bash python3)"], fwd["buttons"]
+    assert f"ports forwarded to 127.0.0.1: {port}" in fwd["network"], fwd["network"]
+    assert fwd["state"] == "running" and fwd["status"] == 200, fwd
+    assert fwd["stopped"] == "stopped" and fwd["statusAfterStop"] == 0, fwd
 
 
 def _assert_rough_edges(seen: dict, project: Path, model: ModelServer) -> None:

@@ -461,6 +461,73 @@ async function backgroundJob(page, args) {
   out.stopCard = { title: cardText, cls: await stopped.getAttribute("class") };
   step("command stopped");
   await sessionTools(page);
+  await forwardedJob(page, j.forward);
+}
+
+// Issue 37: the sandbox's network turned off in the settings (totem.config, the engine reopened
+// at its next use), a job start in a new chat: the modal offers the loopback forward after
+// "Allow once"; picked, the job runs, its row names the forwarded port and the server answers
+// here. Stopped and dismissed, then the setting taken back for the steps that follow.
+async function forwardedJob(page, f) {
+  const out = (seen.forward = {});
+  const before = fs.readFileSync(f.settings, "utf8");
+  await userSettings(page, JSON.stringify({ ...JSON.parse(before), "totem.config": { sandbox_network: false } }, null, 2), f.settings);
+  await runCommand(page, "Totem: New Chat");
+  const frame = await chatFrame(page);
+  const box = frame.locator("#input");
+  await box.fill(f.question);
+  await box.press("Enter");
+  const dialog = page.locator(".monaco-dialog-box");
+  await dialog.waitFor({ state: "visible", timeout: 60000 });
+  out.modal = await dialog.innerText();
+  out.buttons = await dialog.locator(".monaco-button").allInnerTexts();
+  await dialog.locator(".monaco-button", { hasText: f.label }).first().click();
+  await frame.locator(".msg.answer", { hasText: f.answer }).waitFor({ timeout: 60000 });
+  const row = frame.locator("#jobs .job.running").first();
+  await row.locator(".job-network", { hasText: "ports forwarded" }).waitFor({ timeout: 30000 });
+  out.network = await row.locator(".job-network").allInnerTexts().then((t) => t.join(" | "));
+  out.state = await row.locator(".job-state").innerText();
+  const deadline = Date.now() + 15000;
+  while ((out.status = await answers(f.url)) !== 200 && Date.now() < deadline) await page.waitForTimeout(200);
+  await page.screenshot({ path: path.join(args.artifacts, "vscode-job-forwarded.png") });
+  step("job forwarded");
+  await row.locator("button.job-stop").click();
+  const stopped = frame.locator("#jobs .job.stopped").first();
+  await stopped.waitFor({ timeout: 30000 });
+  out.stopped = await stopped.locator(".job-state").innerText();
+  const gone = Date.now() + 10000;
+  while ((out.statusAfterStop = await answers(f.url)) !== 0 && Date.now() < gone) await page.waitForTimeout(200);
+  await stopped.locator("button.job-dismiss").click();
+  await frame.locator("#jobs .job").first().waitFor({ state: "detached" });
+  await userSettings(page, before, f.settings);
+}
+
+// The user's settings.json replaced in its editor and saved: VS Code's own change event, which
+// the extension passes on as didChangeConfiguration (a write behind its back is not seen at once).
+async function userSettings(page, text, file) {
+  await runCommand(page, "Preferences: Open User Settings (JSON)");
+  const editor = page.locator(".monaco-editor", { has: page.locator(".view-lines", { hasText: "remote.autoForwardPorts" }) }).first();
+  await editor.waitFor({ state: "visible" });
+  await editor.locator(".view-lines").click();
+  await page.keyboard.press("Control+A");
+  await page.keyboard.press("Delete");
+  // One line: the editor indents after a typed line break.
+  await page.keyboard.insertText(JSON.stringify(JSON.parse(text)));
+  await page.keyboard.press("Control+S");
+  const want = JSON.stringify(JSON.parse(text));
+  const deadline = Date.now() + 10000;
+  const saved = () => { try { return JSON.stringify(JSON.parse(fs.readFileSync(file, "utf8"))); } catch { return ""; } };
+  while (saved() !== want) {
+    if (Date.now() > deadline) throw new Error("the user settings were not saved");
+    await page.waitForTimeout(200);
+  }
+  // It opens as a modal editor, which Escape closes (the command palette does not open over it).
+  // (a first Escape may only close a widget of the editor's).
+  for (let i = 0; i < 5 && (await editor.isVisible()); i++) {
+    await page.keyboard.press("Escape");
+    await page.waitForTimeout(300);
+  }
+  await editor.waitFor({ state: "hidden" });
 }
 
 // Issue 37: "Totem: Show Session Tools" on the job's chat, a quick pick of totem/tools: its title
