@@ -11,8 +11,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-import exercism  # noqa: E402
-import exercism_protocol as protocol  # noqa: E402
+import exercism
+import exercism_protocol as protocol
 
 TEST = "from leap import leap_year\n\ndef test_leap():\n    assert leap_year(2000)\n    assert not leap_year(1900)\n"
 SOLVED = "def leap_year(year):\n    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)\n"
