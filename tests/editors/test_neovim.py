@@ -1421,10 +1421,10 @@ def test_the_tools_of_a_small_window_session_are_listed_with_why_the_rest_are_le
     nv.wait(lambda: nv.lua("return vim.fn.bufwinid(require('totem.tools').buf())") == -1, "the tool list closed")
 
 
-def test_a_job_without_network_says_so_in_its_row_and_to_the_model(tmp_path, project, model):
-    """Issue 37: the sandbox's own network (``sandbox_network`` off, here from the editor's
-    settings): a job's server does not answer the user's browser; its row and the window bar say
-    "no network (sandbox)", and the model's result says why."""
+def sandboxed_job(tmp_path, project, model) -> tuple[int, str, Neovim]:
+    """A Neovim (not started) whose config keeps commands in the sandbox, without network (from
+    the editor's settings), and a model that starts a job serving a free port: (port, the job's
+    command, the Neovim)."""
     home = tmp_path / "home"
     (home / "config" / "totem").mkdir(parents=True)
     (home / "config" / "totem" / "config.toml").write_text(
@@ -1436,8 +1436,16 @@ def test_a_job_without_network_says_so_in_its_row_and_to_the_model(tmp_path, pro
         port = s.getsockname()[1]
     server = f"python3 -m http.server {port} --bind 127.0.0.1"
     model.enqueue(tool_reply([("job", {"action": "start", "command": server})]))
-    model.enqueue(text_reply("The server runs."))
     nv = Neovim(home, project, model="sim/test-model", settings={"permission_timeout": 30, "sandbox_network": False})
+    return port, server, nv
+
+
+def test_a_job_without_network_says_so_in_its_row_and_to_the_model(tmp_path, project, model):
+    """Issue 37: the sandbox's own network (``sandbox_network`` off, here from the editor's
+    settings): a job's server does not answer the user's browser; its row and the window bar say
+    "no network (sandbox)", and the model's result says why."""
+    port, server, nv = sandboxed_job(tmp_path, project, model)
+    model.enqueue(text_reply("The server runs."))
     nv.start("controllers/api.js")
     try:
         wait_for_client(nv)
@@ -1461,19 +1469,8 @@ def test_a_sandboxed_jobs_question_offers_its_ports_forwarded_and_the_users_get_
     """Issue 37: in the sandbox without network, a job's start question offers one more answer,
     `1` (forward its ports to this machine's loopback); taken, the job still has no network, its
     row says which port is forwarded to 127.0.0.1, and a GET from outside the sandbox answers."""
-    home = tmp_path / "home"
-    (home / "config" / "totem").mkdir(parents=True)
-    (home / "config" / "totem" / "config.toml").write_text(
-        'model = "sim/test-model"\nretry_max_wait = 1.0\nsandbox = "always"\nforge = false\n'
-        f'[providers.sim]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
-    )
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = f"python3 -m http.server {port} --bind 127.0.0.1"
-    model.enqueue(tool_reply([("job", {"action": "start", "command": server})]))
+    port, server, nv = sandboxed_job(tmp_path, project, model)
     model.enqueue(text_reply("The server runs, forwarded."))
-    nv = Neovim(home, project, model="sim/test-model", settings={"permission_timeout": 30, "sandbox_network": False})
     nv.start("controllers/api.js")
     try:
         wait_for_client(nv)
