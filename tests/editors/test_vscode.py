@@ -67,6 +67,8 @@ LONG_ANSWER = "\n\n".join(
 )
 REASONING = "First I read the route.\nThen I read the handler."
 BASH_Q = "Run the checks"
+# Said before the first command, slowly: the user turns to the first chat before it asks.
+BASH_SAYS = "Running the checks now."
 BASH_OK = "python3 -c 'print(42)'"
 BASH_FAIL = "python3 -c 'import sys; print(\"boom\"); sys.exit(3)'"
 BASH_ANSWER = "The first check printed 42, the second failed."
@@ -256,7 +258,9 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
         slow = text_reply(LONG_ANSWER, reasoning=REASONING, pieces=80)
         slow.delay = 0.05
         model.enqueue(slow)
-        model.enqueue(tool_reply([("bash", {"command": BASH_OK})]))
+        asking = tool_reply([("bash", {"command": BASH_OK})], text=BASH_SAYS)
+        asking.delay = 0.5
+        model.enqueue(asking)
         model.enqueue(tool_reply([("bash", {"command": BASH_FAIL})]))
         model.enqueue(text_reply(BASH_ANSWER))
         model.enqueue(tool_reply([("patch", {"patch": TWO_FILES})]))
@@ -332,7 +336,7 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
                 "docsDir": str(docs_dir) if docs_dir else None,
                 "rough": {
                     "long": {"question": LONG_Q, "firstParagraph": FIRST_PARAGRAPH, "last": LONG_LAST},
-                    "bash": {"question": BASH_Q, "answer": BASH_ANSWER},
+                    "bash": {"question": BASH_Q, "says": BASH_SAYS, "answer": BASH_ANSWER},
                     "patch": {"question": PATCH_Q, "feedback": FEEDBACK, "answer": PATCH_ANSWER},
                     "auth": {"question": AUTH_Q, "answer": RETRIED},
                     "typedModel": TYPED_MODEL,
@@ -356,6 +360,7 @@ def test_vscode_chat_edit_accept_and_problem(tmp_path, tools):
                 "queue": {
                     "first": Q_FIRST, "working": Q_WORKING, "second": Q_SECOND, "drop": Q_DROP, "edited": Q_EDITED,
                     "secondAnswer": Q_SECOND_ANSWER, "third": Q_THIRD, "slow": Q_SLOW, "never": Q_NEVER,
+                    "model": "sim/test-model", "unknownVision": "sim2/test-model",
                 },
                 "pgid": server.pid,
             }
@@ -541,9 +546,14 @@ def _held(text: str, seconds: float) -> Reply:
 def _assert_queue(seen: dict, model: ModelServer) -> None:
     """Issue 37: while a turn runs, Send is Queue and a sent message waits under the chat (not a
     request, the box emptied); Remove drops one, Edit changes one (an input box with its text);
-    when the turn ends the edited one is the next request. Stop with one queued asks; Drop drops it."""
+    when the turn ends the edited one is the next request. Stop with one queued asks; Drop drops it.
+    Before that, in its new chat: a model of unknown vision picked, the attach button says so."""
     q = seen["queue"]
     assert q["sendLabel"] == "Queue", q
+    # Picked in the dropdown, a model of which neither its [models] entry nor its provider says
+    # whether it sees images: the attach button says so; back on sim/test-model (vision = true) not.
+    assert q["attachUnknown"] == {"label": "Image… (vision unknown)", "visible": True}, q["attachUnknown"]
+    assert q["attachBack"] == "Image…", q["attachBack"]
     assert q["queued"] == [Q_SECOND, Q_DROP] and q["inputAfterQueue"] == "" and q["usersWhileQueued"] == 1, q
     assert q["editValue"] == Q_SECOND and q["afterEdit"] == [Q_EDITED], q
     assert len(q["users"]) == 2 and Q_EDITED in q["users"][1] and q["queueAfter"] == 0, q
@@ -658,6 +668,10 @@ def _assert_rough_edges(seen: dict, project: Path, model: ModelServer) -> None:
     # The bash permission: the command verbatim, its patterns as patterns, what "always" adds.
     modal = r["bashModal"]
     assert f"Command: {BASH_OK}" in modal, modal
+    # Asked while the first chat was in front: the modal names the asking chat, which comes forward.
+    assert r["titleWhenAsked"] == QUESTION, r["titleWhenAsked"]
+    assert f'(asked in the chat "{LONG_Q}")' in modal, modal
+    assert r["inFrontWhileAsking"]["title"] == LONG_Q and LONG_Q in r["inFrontWhileAsking"]["tab"], r["inFrontWhileAsking"]
     assert "Command patterns (as the rules see them): python3 -c print(42)" in modal and "Files:" not in modal, modal
     assert "adds the session rule: bash python3" in modal, modal
     assert "Allow always (bash python3)" in r["bashButtons"], r["bashButtons"]

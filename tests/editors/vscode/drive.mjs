@@ -240,11 +240,19 @@ async function roughEdges(page, args) {
   await frame.locator(".msg.user", { hasText: r.bash.question }).waitFor();
   await page.waitForTimeout(300);
   out.gapAfterSend = await gap(messages);
+  // The model speaks slowly before its command: the user turns to the first chat meanwhile. The
+  // question names the chat that asks, and that chat comes back in front.
+  await frame.locator(".msg.answer", { hasText: r.bash.says }).waitFor({ timeout: 60000 });
+  await frame.locator("#tabs .tab").first().click();
+  await frame.locator("#title", { hasText: args.question }).waitFor({ timeout: 5000 }).catch(() => undefined);
+  out.titleWhenAsked = await frame.locator("#title").innerText();
   const dialog = page.locator(".monaco-dialog-box");
   await dialog.waitFor({ state: "visible", timeout: 60000 });
   out.bashModal = await dialog.innerText();
   out.bashButtons = await dialog.locator(".monaco-button").allInnerTexts();
   await frame.locator("#pending:not([hidden])").waitFor();
+  await frame.locator("#title", { hasText: r.long.question }).waitFor({ timeout: 5000 }).catch(() => undefined);
+  out.inFrontWhileAsking = { title: await frame.locator("#title").innerText(), tab: await frame.locator("#tabs .tab.current").innerText() };
   out.chatAlways = await frame.locator("#always").innerText();
   await page.screenshot({ path: path.join(args.artifacts, "vscode-bash-permission.png") });
   if (args.docsDir) await page.screenshot({ path: path.join(args.docsDir, "vscode-bash-permission.png") });
@@ -745,6 +753,16 @@ async function queued37(page, args) {
   await runCommand(page, "Totem: New Chat");
   const frame = await chatFrame(page);
   const box = frame.locator("#input");
+  // A model nobody says sees images (no vision in its [models] entry, nothing from its provider):
+  // the attach button says so. Then back to the model the turns use.
+  const attach = frame.locator("#attach");
+  await frame.locator("#model").selectOption(q.unknownVision);
+  await attach.filter({ hasText: "vision unknown" }).waitFor({ timeout: 10000 }).catch(() => undefined);
+  out.attachUnknown = { label: await attach.innerText(), visible: await attach.isVisible() };
+  await frame.locator("#model").selectOption(q.model);
+  await frame.waitForFunction(() => !document.querySelector("#attach").textContent.includes("unknown"), null, { timeout: 10000 }).catch(() => undefined);
+  out.attachBack = await attach.innerText();
+  step("vision unknown");
   await box.fill(q.first);
   await box.press("Enter");
   await frame.locator(".msg.answer", { hasText: q.working }).waitFor({ timeout: 15000 });
